@@ -1,0 +1,27 @@
+//! The conformance fixture server.
+//!
+//! ```text
+//! everything --port 3000     # Streamable HTTP on http://127.0.0.1:3000/mcp
+//! everything --stdio         # newline-delimited JSON-RPC on stdin/stdout
+//! ```
+
+use anyhow::{bail, Context as _};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .init();
+    let server = mcp_mrtr_examples::everything::server();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        ["--stdio"] => server.serve_stdio().await?,
+        ["--port", port] => {
+            let port: u16 = port.parse().with_context(|| format!("--port takes a number, got {port:?}"))?;
+            server.serve_http(("127.0.0.1", port)).await?;
+        }
+        _ => bail!("usage: everything --port N | everything --stdio"),
+    }
+    Ok(())
+}

@@ -1,0 +1,259 @@
+//! `everything`: the conformance fixture. It registers the tools, prompts and resources
+//! that the official MCP conformance suite calls by name, with the behaviour each
+//! scenario describes.
+
+use std::time::Duration;
+
+use mcp_mrtr::protocol::{CompletionReference, ToolAnnotations};
+use mcp_mrtr::{
+    CallToolResult, CompleteParams, Completion, ContentBlock, Ctx, Error, LoggingLevel, Prompt, PromptArgument,
+    PromptArguments, PromptMessage, Resource, ResourceContents, ResourceTemplate, Server, Tool, ToolError,
+};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+/// A 1×1 red PNG.
+pub const PNG_BASE64: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+/// A WAV file holding one silent 8 kHz sample.
+pub const WAV_BASE64: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQIAAACAgA==";
+
+type NoArgs = Map<String, Value>;
+
+/// The fixture server.
+pub fn server() -> Server {
+    let server = Server::new("mcp-mrtr-everything", env!("CARGO_PKG_VERSION"))
+        .instructions("Conformance fixture for mcp-mrtr: every tool, prompt and resource the MCP suite calls.")
+        .logging(true)
+        .completion(complete);
+    let server = content_tools(server);
+    let server = behaviour_tools(server);
+    let server = prompts(server);
+    resources(server)
+}
+
+fn content_tools(server: Server) -> Server {
+    server
+        .tool(Tool::new("test_simple_text").description("Returns a simple text response").handler(
+            |_ctx, _args: NoArgs| async { Ok::<_, ToolError>("This is a simple text response for testing.") },
+        ))
+        .tool(
+            Tool::new("test_image_content")
+                .description("Returns an image (a 1x1 PNG)")
+                .handler(|_ctx, _args: NoArgs| async { Ok::<_, ToolError>(ContentBlock::image(PNG_BASE64, "image/png")) }),
+        )
+        .tool(
+            Tool::new("test_audio_content")
+                .description("Returns audio (a tiny WAV)")
+                .handler(|_ctx, _args: NoArgs| async { Ok::<_, ToolError>(ContentBlock::audio(WAV_BASE64, "audio/wav")) }),
+        )
+        .tool(Tool::new("test_embedded_resource").description("Returns an embedded text resource").handler(
+            |_ctx, _args: NoArgs| async { Ok::<_, ToolError>(ContentBlock::resource(embedded_text())) },
+        ))
+        .tool(Tool::new("test_multiple_content_types").description("Returns text, an image and a resource").handler(
+            |_ctx, _args: NoArgs| async {
+                Ok::<_, ToolError>(vec![
+                    ContentBlock::text("Multiple content types test:"),
+                    ContentBlock::image(PNG_BASE64, "image/png"),
+                    ContentBlock::resource(ResourceContents::text(
+                        "test://mixed-content-resource",
+                        "application/json",
+                        json!({"test": "data", "value": 123}).to_string(),
+                    )),
+                ])
+            },
+        ))
+}
+
+fn embedded_text() -> ResourceContents {
+    ResourceContents::text("test://embedded-resource", "text/plain", "This is an embedded resource content.")
+}
+
+fn behaviour_tools(server: Server) -> Server {
+    server
+        .tool(Tool::new("test_error_handling").description("Always fails, as a tool error result").handler(
+            |_ctx, _args: NoArgs| async {
+                Err::<CallToolResult, _>(ToolError::new("This tool intentionally returns an error for testing"))
+            },
+        ))
+        .tool(
+            Tool::new("test_tool_with_progress")
+                .description("Reports progress 0, 50 and 100 (of 100), then answers")
+                .handler(with_progress),
+        )
+        .tool(
+            Tool::new("test_logging_tool")
+                .description("Logs three messages to requests that set a log level, then answers")
+                .handler(with_logging),
+        )
+        .tool(
+            Tool::new("test_missing_capability")
+                .description("Needs the client's sampling capability; fails with -32021 without it")
+                .annotations(ToolAnnotations { read_only_hint: Some(true), ..ToolAnnotations::default() })
+                .handler(needs_sampling),
+        )
+        .tool(
+            Tool::new("json_schema_2020_12_tool")
+                .description("Takes arguments described with JSON Schema 2020-12 keywords")
+                .input_schema(json_schema_2020_12())
+                .handler(|_ctx, args: NoArgs| async move {
+                    Ok::<_, ToolError>(format!("received {}", Value::Object(args)))
+                }),
+        )
+}
+
+async fn with_progress(ctx: Ctx, _args: NoArgs) -> Result<String, ToolError> {
+    for step in [0.0, 50.0, 100.0] {
+        if step > 0.0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        ctx.progress(step, Some(100.0), None).await;
+    }
+    Ok("Progress complete".into())
+}
+
+async fn with_logging(ctx: Ctx, _args: NoArgs) -> Result<String, ToolError> {
+    for (i, message) in ["Tool execution started", "Tool processing data", "Tool execution completed"].iter().enumerate() {
+        if i > 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        ctx.log(LoggingLevel::Info, Some("everything"), message).await;
+    }
+    Ok("Logging test completed".into())
+}
+
+async fn needs_sampling(ctx: Ctx, _args: NoArgs) -> Result<String, ToolError> {
+    if ctx.client_capabilities().sampling.is_none() {
+        return Err(Error::missing_client_capability(json!({ "sampling": {} })).into());
+    }
+    Ok("The client can sample.".into())
+}
+
+fn json_schema_2020_12() -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {
+            "address": {
+                "$anchor": "address",
+                "type": "object",
+                "properties": { "street": { "type": "string" }, "city": { "type": "string" } }
+            }
+        },
+        "properties": {
+            "name": { "type": "string" },
+            "address": { "$ref": "#/$defs/address" },
+            "email": { "type": "string" },
+            "phone": { "type": "string" },
+            "kind": { "type": "string" }
+        },
+        "allOf": [{ "anyOf": [{ "required": ["email"] }, { "required": ["phone"] }] }],
+        "if": { "properties": { "kind": { "const": "company" } } },
+        "then": { "required": ["name"] },
+        "else": {},
+        "additionalProperties": false
+    })
+}
+
+#[derive(Deserialize)]
+struct TwoArgs {
+    arg1: String,
+    arg2: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ResourceUriArg {
+    resource_uri: String,
+}
+
+fn prompts(server: Server) -> Server {
+    server
+        .prompt(Prompt::new("test_simple_prompt").description("A prompt without arguments").handler(
+            |_ctx, _args: PromptArguments| async {
+                Ok::<_, ToolError>(vec![PromptMessage::user("This is a simple prompt for testing.")])
+            },
+        ))
+        .prompt(
+            Prompt::new("test_prompt_with_arguments")
+                .description("A prompt with two required arguments")
+                .argument(PromptArgument::required("arg1", "First test argument"))
+                .argument(PromptArgument::required("arg2", "Second test argument"))
+                .handler(|_ctx, args: TwoArgs| async move {
+                    let text = format!("Prompt with arguments: arg1='{}', arg2='{}'", args.arg1, args.arg2);
+                    Ok::<_, ToolError>(vec![PromptMessage::user(text)])
+                }),
+        )
+        .prompt(
+            Prompt::new("test_prompt_with_embedded_resource")
+                .description("A prompt that embeds the resource it is given")
+                .argument(PromptArgument::required("resourceUri", "URI of the resource to embed"))
+                .handler(|_ctx, args: ResourceUriArg| async move {
+                    let contents = ResourceContents::text(&args.resource_uri, "text/plain", "Embedded resource content for testing.");
+                    Ok::<_, ToolError>(vec![
+                        PromptMessage::user(ContentBlock::resource(contents)),
+                        PromptMessage::user("Please process the embedded resource above."),
+                    ])
+                }),
+        )
+        .prompt(Prompt::new("test_prompt_with_image").description("A prompt with an image").handler(
+            |_ctx, _args: PromptArguments| async {
+                Ok::<_, ToolError>(vec![
+                    PromptMessage::user(ContentBlock::image(PNG_BASE64, "image/png")),
+                    PromptMessage::user("Please analyze the image above."),
+                ])
+            },
+        ))
+}
+
+#[derive(Deserialize)]
+struct IdVar {
+    id: String,
+}
+
+fn resources(server: Server) -> Server {
+    server
+        .resource(
+            Resource::new("test://static-text", "static-text")
+                .description("A static text resource")
+                .mime_type("text/plain")
+                .handler(|_ctx| async {
+                    Ok::<_, ToolError>(ResourceContents::text(
+                        "test://static-text",
+                        "text/plain",
+                        "This is the content of the static text resource.",
+                    ))
+                }),
+        )
+        .resource(
+            Resource::new("test://static-binary", "static-binary")
+                .description("A static binary resource (a PNG)")
+                .mime_type("image/png")
+                .handler(|_ctx| async {
+                    Ok::<_, ToolError>(ResourceContents::blob("test://static-binary", "image/png", PNG_BASE64))
+                }),
+        )
+        .resource(
+            ResourceTemplate::new("test://template/{id}/data", "template-data")
+                .description("JSON data for any id")
+                .mime_type("application/json")
+                .handler(|_ctx, vars: IdVar| async move {
+                    let uri = format!("test://template/{}/data", vars.id);
+                    let body = json!({ "id": vars.id, "templateTest": true, "data": format!("Data for ID: {}", vars.id) });
+                    Ok::<_, ToolError>(ResourceContents::text(uri, "application/json", body.to_string()))
+                }),
+        )
+}
+
+async fn complete(_ctx: Ctx, params: CompleteParams) -> Result<Completion, ToolError> {
+    let candidates: &[&str] = match (&params.reference, params.argument.name.as_str()) {
+        (CompletionReference::Prompt { name }, "arg1" | "arg2") if name == "test_prompt_with_arguments" => {
+            &["paris", "park", "party", "test", "testing", "value"]
+        }
+        _ => &[],
+    };
+    let prefix = params.argument.value.as_str();
+    Ok(Completion::from_values(
+        candidates.iter().filter(|c| c.starts_with(prefix)).map(|c| (*c).to_owned()).collect(),
+    ))
+}

@@ -1,0 +1,4 @@
+//! Example servers for mcp-mrtr. Each binary in `src/bin` is a thin `main` around a
+//! server built here, so the integration tests can drive the very same servers.
+
+pub mod everything;

@@ -1,0 +1,269 @@
+//! The per-request envelope: reading a JSON-RPC message, telling modern (2026-07-28)
+//! from legacy (2025-11-25) traffic, and parsing `params._meta`.
+//!
+//! Entry points: [`Incoming::from_value`] for the framing, [`classify`] for the era,
+//! [`RequestMeta::parse`] for the envelope and [`check_version`] for the version.
+
+use serde_json::Value;
+
+use crate::protocol::{meta_keys, ClientCapabilities, Implementation, LoggingLevel, RequestId};
+use crate::Error;
+
+/// The protocol revision this server speaks to modern clients.
+pub const PROTOCOL_VERSION: &str = "2026-07-28";
+
+/// Versions a modern request may name in `_meta`.
+pub(crate) const SUPPORTED_VERSIONS: &[&str] = &[PROTOCOL_VERSION];
+
+/// Versions that select the legacy, session-based lifecycle.
+const LEGACY_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+/// A JSON-RPC request the server must answer.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Request {
+    pub(crate) id: RequestId,
+    pub(crate) method: String,
+    pub(crate) params: Option<Value>,
+}
+
+/// What one JSON-RPC message from a client turned out to be.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Incoming {
+    Request(Request),
+    Notification { method: String, params: Option<Value> },
+}
+
+impl Incoming {
+    /// Reads the JSON-RPC framing. On failure, returns the id when it could be read, so
+    /// the error can echo it.
+    pub(crate) fn from_value(value: Value) -> Result<Self, (Option<RequestId>, Error)> {
+        let Value::Object(mut object) = value else {
+            let what = if value.is_array() { "batches are not supported" } else { "not an object" };
+            return Err((None, Error::invalid_request(format!("Invalid request: {what}"))));
+        };
+        let id = match object.get("id") {
+            None => None,
+            Some(raw) => match RequestId::from_value(raw) {
+                Some(id) => Some(id),
+                None => {
+                    return Err((None, Error::invalid_request("Invalid request: id must be a string or a number")))
+                }
+            },
+        };
+        let invalid = |detail: &'static str| Err((id.clone(), Error::invalid_request(detail)));
+        if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            return invalid("Invalid request: jsonrpc must be \"2.0\"");
+        }
+        let method = match object.remove("method") {
+            Some(Value::String(method)) => method,
+            Some(_) => return invalid("Invalid request: method must be a string"),
+            None if object.contains_key("result") || object.contains_key("error") => {
+                return invalid("Invalid request: this server sends no requests, so it takes no responses")
+            }
+            None => return invalid("Invalid request: missing method"),
+        };
+        let params = object.remove("params");
+        if params.as_ref().is_some_and(|p| !p.is_object()) {
+            return invalid("Invalid request: params must be an object");
+        }
+        Ok(match id {
+            Some(id) => Self::Request(Request { id, method, params }),
+            None => Self::Notification { method, params },
+        })
+    }
+}
+
+/// Which lifecycle a request belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Era {
+    /// 2026-07-28: stateless, every request carries its own `_meta` envelope.
+    Modern,
+    /// 2025-11-25 and earlier: `initialize` and a session.
+    Legacy,
+    /// No clue either way (no `_meta` version, no version header, not `initialize`).
+    Unknown,
+}
+
+/// Classifies a request: the modern envelope wins over everything (spec digest §1.2).
+pub(crate) fn classify(request: &Request, header_version: Option<&str>, has_session: bool) -> Era {
+    let body_version = request
+        .params
+        .as_ref()
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(meta_keys::PROTOCOL_VERSION));
+    if body_version.is_some() {
+        return Era::Modern;
+    }
+    match header_version {
+        Some(v) if !LEGACY_VERSIONS.contains(&v) => Era::Modern,
+        Some(_) => Era::Legacy,
+        None if has_session || request.method == "initialize" => Era::Legacy,
+        None => Era::Unknown,
+    }
+}
+
+/// The error a modern-only server gives a legacy client: it names the versions spoken here,
+/// since a legacy client cannot discover them on its own.
+pub(crate) fn legacy_unsupported(request: &Request, header_version: Option<&str>) -> Error {
+    let requested = request
+        .params
+        .as_ref()
+        .and_then(|p| p.get("protocolVersion"))
+        .and_then(Value::as_str)
+        .or(header_version)
+        .unwrap_or("2025-03-26");
+    Error::unsupported_protocol_version(requested, SUPPORTED_VERSIONS)
+}
+
+/// Fails with `-32022` unless `version` is one this server speaks.
+pub(crate) fn check_version(version: &str) -> Result<(), Error> {
+    if SUPPORTED_VERSIONS.contains(&version) {
+        Ok(())
+    } else {
+        Err(Error::unsupported_protocol_version(version, SUPPORTED_VERSIONS))
+    }
+}
+
+/// The per-request `_meta` envelope of a modern request.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RequestMeta {
+    /// `io.modelcontextprotocol/protocolVersion`.
+    pub protocol_version: String,
+    /// `io.modelcontextprotocol/clientCapabilities`: the only source of truth for what
+    /// the client can do on this request.
+    pub client_capabilities: ClientCapabilities,
+    /// `io.modelcontextprotocol/clientInfo`, for display and logs only.
+    pub client_info: Option<Implementation>,
+    /// `progressToken`: the request opted in to progress notifications.
+    pub progress_token: Option<RequestId>,
+    /// `io.modelcontextprotocol/logLevel`: the request opted in to log notifications.
+    pub log_level: Option<LoggingLevel>,
+}
+
+impl RequestMeta {
+    /// Parses `params._meta`. Every failure is `-32602` with HTTP 400: a request whose
+    /// envelope is incomplete cannot be served at all.
+    pub(crate) fn parse(params: Option<&Value>) -> Result<Self, Error> {
+        let meta = params
+            .and_then(|p| p.get("_meta"))
+            .ok_or_else(|| envelope_error("missing params._meta"))?;
+        let Value::Object(meta) = meta else {
+            return Err(envelope_error("params._meta must be an object"));
+        };
+        let protocol_version = match meta.get(meta_keys::PROTOCOL_VERSION) {
+            Some(Value::String(v)) => v.clone(),
+            Some(_) => return Err(envelope_error("_meta protocolVersion must be a string")),
+            None => return Err(envelope_error("missing _meta[\"io.modelcontextprotocol/protocolVersion\"]")),
+        };
+        let client_capabilities = match meta.get(meta_keys::CLIENT_CAPABILITIES) {
+            Some(caps) => serde_json::from_value(caps.clone())
+                .map_err(|e| envelope_error(format!("invalid _meta clientCapabilities: {e}")))?,
+            None => {
+                return Err(envelope_error("missing _meta[\"io.modelcontextprotocol/clientCapabilities\"]"))
+            }
+        };
+        Ok(Self {
+            protocol_version,
+            client_capabilities,
+            client_info: optional(meta, meta_keys::CLIENT_INFO)?,
+            progress_token: optional(meta, meta_keys::PROGRESS_TOKEN)?,
+            log_level: optional(meta, meta_keys::LOG_LEVEL)?,
+        })
+    }
+}
+
+fn optional<T: serde::de::DeserializeOwned>(meta: &serde_json::Map<String, Value>, key: &str) -> Result<Option<T>, Error> {
+    meta.get(key)
+        .map(|v| serde_json::from_value(v.clone()))
+        .transpose()
+        .map_err(|e| envelope_error(format!("invalid _meta[{key:?}]: {e}")))
+}
+
+fn envelope_error(detail: impl std::fmt::Display) -> Error {
+    Error::invalid_params(format!("Invalid request envelope: {detail}")).with_status(400)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn request(params: Value) -> Request {
+        Request { id: 1.into(), method: "tools/list".into(), params: Some(params) }
+    }
+
+    #[test]
+    fn framing_rejects_what_is_not_a_request() {
+        for (value, echoed) in [
+            (json!([]), None),
+            (json!(7), None),
+            (json!({"jsonrpc": "2.0", "id": null, "method": "x"}), None),
+            (json!({"jsonrpc": "1.0", "id": 3, "method": "x"}), Some(3.into())),
+            (json!({"jsonrpc": "2.0", "id": "a", "result": {}}), Some("a".into())),
+            (json!({"jsonrpc": "2.0", "id": 4, "method": 5}), Some(4.into())),
+            (json!({"jsonrpc": "2.0", "id": 5, "method": "x", "params": [1]}), Some(5.into())),
+        ] {
+            let (id, error) = Incoming::from_value(value.clone()).unwrap_err();
+            assert_eq!(id, echoed, "{value}");
+            assert_eq!(error.code(), crate::ErrorCode::INVALID_REQUEST, "{value}");
+        }
+    }
+
+    #[test]
+    fn framing_tells_requests_from_notifications() {
+        let request = Incoming::from_value(json!({"jsonrpc": "2.0", "id": 1.5, "method": "m"})).unwrap();
+        assert!(matches!(request, Incoming::Request(Request { ref method, .. }) if method == "m"));
+        let note = Incoming::from_value(json!({"jsonrpc": "2.0", "method": "n"})).unwrap();
+        assert!(matches!(note, Incoming::Notification { .. }));
+    }
+
+    #[test]
+    fn modern_envelope_wins_over_legacy_clues() {
+        let modern = request(json!({"_meta": {meta_keys::PROTOCOL_VERSION: "2026-07-28"}}));
+        assert_eq!(classify(&modern, Some("2025-11-25"), true), Era::Modern);
+        let bare = request(json!({}));
+        assert_eq!(classify(&bare, Some("2026-07-28"), false), Era::Modern);
+        assert_eq!(classify(&bare, Some("2025-11-25"), false), Era::Legacy);
+        assert_eq!(classify(&bare, None, true), Era::Legacy);
+        assert_eq!(classify(&bare, None, false), Era::Unknown);
+        let init = Request { method: "initialize".into(), ..bare };
+        assert_eq!(classify(&init, None, false), Era::Legacy);
+    }
+
+    #[test]
+    fn envelope_requires_version_and_capabilities() {
+        let version = meta_keys::PROTOCOL_VERSION;
+        let caps = meta_keys::CLIENT_CAPABILITIES;
+        for params in [
+            json!({}),
+            json!({"_meta": 1}),
+            json!({"_meta": {caps: {}}}),
+            json!({"_meta": {version: 2026, caps: {}}}),
+            json!({"_meta": {version: "2026-07-28"}}),
+            json!({"_meta": {version: "2026-07-28", caps: []}}),
+            json!({"_meta": {version: "2026-07-28", caps: {"sampling": true}}}),
+            json!({"_meta": {version: "2026-07-28", caps: {}, "io.modelcontextprotocol/logLevel": "loud"}}),
+            json!({"_meta": {version: "2026-07-28", caps: {}, "progressToken": {}}}),
+        ] {
+            let error = RequestMeta::parse(Some(&params)).unwrap_err();
+            assert_eq!((error.code(), error.http_status()), (crate::ErrorCode::INVALID_PARAMS, 400), "{params}");
+        }
+    }
+
+    #[test]
+    fn envelope_reads_optional_fields() {
+        let params = json!({"_meta": {
+            meta_keys::PROTOCOL_VERSION: "2026-07-28",
+            meta_keys::CLIENT_CAPABILITIES: {"roots": {"listChanged": true}, "elicitation": {}},
+            meta_keys::LOG_LEVEL: "warning",
+            "progressToken": 9,
+        }});
+        let meta = RequestMeta::parse(Some(&params)).unwrap();
+        assert_eq!(meta.log_level, Some(LoggingLevel::Warning));
+        assert_eq!(meta.progress_token, Some(9.into()));
+        assert!(meta.client_capabilities.roots.is_some());
+        assert!(meta.client_capabilities.elicitation.is_some());
+        assert!(meta.client_info.is_none());
+    }
+}

@@ -1,0 +1,231 @@
+//! Protocol errors: a JSON-RPC error code, message and data, plus the HTTP status the
+//! Streamable HTTP transport answers with.
+//!
+//! Tool *execution* failures are not errors here: they are results with `isError: true`
+//! (see [`ToolError`](crate::ToolError)).
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde_json::{json, Value};
+
+use crate::protocol::ErrorObject;
+
+/// A JSON-RPC error code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ErrorCode(pub i32);
+
+impl ErrorCode {
+    /// The body is not JSON.
+    pub const PARSE_ERROR: Self = Self(-32700);
+    /// Not a JSON-RPC request object.
+    pub const INVALID_REQUEST: Self = Self(-32600);
+    /// Unknown, removed or unadvertised method.
+    pub const METHOD_NOT_FOUND: Self = Self(-32601);
+    /// Bad parameters: envelope, arguments, cursor, unknown tool, bad request state.
+    pub const INVALID_PARAMS: Self = Self(-32602);
+    /// Unexpected server failure.
+    pub const INTERNAL_ERROR: Self = Self(-32603);
+    /// An HTTP header is missing, malformed or disagrees with the body.
+    pub const HEADER_MISMATCH: Self = Self(-32020);
+    /// The handler needs a client capability the request did not declare.
+    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: Self = Self(-32021);
+    /// The request's protocol version is not one the server speaks.
+    pub const UNSUPPORTED_PROTOCOL_VERSION: Self = Self(-32022);
+}
+
+/// A protocol error, sent as a JSON-RPC error response.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Error {
+    code: ErrorCode,
+    message: Cow<'static, str>,
+    data: Option<Value>,
+    /// Set where the spec fixes a status that the code alone does not imply
+    /// (`-32602` for a malformed envelope is 400, elsewhere 200).
+    status: Option<u16>,
+}
+
+impl Error {
+    /// An error with any code.
+    pub fn new(code: ErrorCode, message: impl Into<Cow<'static, str>>) -> Self {
+        Self { code, message: message.into(), data: None, status: None }
+    }
+
+    /// Attaches structured data.
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    pub(crate) fn with_status(mut self, status: u16) -> Self {
+        self.status = Some(status);
+        self
+    }
+
+    /// `-32700`: the body is not JSON.
+    pub fn parse_error(detail: impl fmt::Display) -> Self {
+        Self::new(ErrorCode::PARSE_ERROR, format!("Parse error: {detail}"))
+    }
+
+    /// `-32600`: not a valid JSON-RPC request.
+    pub fn invalid_request(detail: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(ErrorCode::INVALID_REQUEST, detail)
+    }
+
+    /// `-32601`: the method is unknown or not served.
+    pub fn method_not_found(method: &str) -> Self {
+        Self::new(ErrorCode::METHOD_NOT_FOUND, format!("Method not found: {method}"))
+    }
+
+    /// `-32602`: bad parameters.
+    pub fn invalid_params(detail: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(ErrorCode::INVALID_PARAMS, detail)
+    }
+
+    /// `-32603`: the server failed.
+    pub fn internal(detail: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(ErrorCode::INTERNAL_ERROR, detail)
+    }
+
+    /// `-32020`: an HTTP header is missing or disagrees with the body.
+    pub fn header_mismatch(detail: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(ErrorCode::HEADER_MISMATCH, detail)
+    }
+
+    /// `-32021`: the request needs client capabilities it did not declare.
+    ///
+    /// `required` is a `ClientCapabilities` object naming what is missing,
+    /// such as `{"sampling": {}}`.
+    pub fn missing_client_capability(required: Value) -> Self {
+        Self::new(ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY, "Missing required client capability")
+            .with_data(json!({ "requiredCapabilities": required }))
+    }
+
+    /// `-32022`: the requested protocol version is not supported.
+    pub fn unsupported_protocol_version(requested: &str, supported: &[&str]) -> Self {
+        Self::new(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
+            .with_data(json!({ "supported": supported, "requested": requested }))
+    }
+
+    /// `-32602` with `data.uri`: the resource does not exist.
+    pub fn resource_not_found(uri: &str) -> Self {
+        Self::invalid_params("Resource not found").with_data(json!({ "uri": uri }))
+    }
+
+    /// The JSON-RPC code.
+    pub fn code(&self) -> ErrorCode {
+        self.code
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The structured data, if any.
+    pub fn data(&self) -> Option<&Value> {
+        self.data.as_ref()
+    }
+
+    /// The HTTP status the Streamable HTTP transport answers this error with.
+    ///
+    /// The spec fixes 404 for `-32601` and 400 for the header, capability and version
+    /// errors; malformed bodies get 400 too. Other request errors (unknown tool, bad
+    /// arguments, bad request state) travel on a 200, as JSON-RPC intends.
+    pub fn http_status(&self) -> u16 {
+        if let Some(status) = self.status {
+            return status;
+        }
+        match self.code {
+            ErrorCode::METHOD_NOT_FOUND => 404,
+            ErrorCode::PARSE_ERROR
+            | ErrorCode::INVALID_REQUEST
+            | ErrorCode::HEADER_MISMATCH
+            | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+            | ErrorCode::UNSUPPORTED_PROTOCOL_VERSION => 400,
+            _ => 200,
+        }
+    }
+
+    pub(crate) fn to_object(&self) -> ErrorObject {
+        ErrorObject { code: self.code.0, message: self.message.to_string(), data: self.data.clone() }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.message, self.code.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// The error a tool, prompt or resource handler returns.
+///
+/// Most failures are *execution* errors: for a tool they become a result with
+/// `isError: true` whose text the model reads. A [`Error`] wrapped in a `ToolError`
+/// (through `?` or [`ToolError::protocol`]) is sent as a JSON-RPC error instead.
+///
+/// `ToolError` converts from any `std::error::Error`, so `?` works on I/O, parse and
+/// protocol errors alike.
+#[derive(Debug)]
+pub struct ToolError(ToolErrorKind);
+
+#[derive(Debug)]
+enum ToolErrorKind {
+    Execution(String),
+    Protocol(Error),
+}
+
+impl ToolError {
+    /// An execution error with this message.
+    pub fn new(message: impl fmt::Display) -> Self {
+        Self(ToolErrorKind::Execution(message.to_string()))
+    }
+
+    /// The user or client cancelled the operation.
+    pub fn cancelled() -> Self {
+        Self::new("cancelled by the user")
+    }
+
+    /// A protocol error: sent as a JSON-RPC error response, not as a tool result.
+    pub fn protocol(error: Error) -> Self {
+        Self(ToolErrorKind::Protocol(error))
+    }
+
+    /// `-32602`: the arguments are invalid.
+    pub fn invalid_params(detail: impl Into<Cow<'static, str>>) -> Self {
+        Self::protocol(Error::invalid_params(detail))
+    }
+
+    /// Splits into an execution message or a protocol error.
+    pub(crate) fn into_parts(self) -> Result<String, Error> {
+        match self.0 {
+            ToolErrorKind::Execution(message) => Ok(message),
+            ToolErrorKind::Protocol(error) => Err(error),
+        }
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            ToolErrorKind::Execution(message) => f.write_str(message),
+            ToolErrorKind::Protocol(error) => error.fmt(f),
+        }
+    }
+}
+
+impl<E> From<E> for ToolError
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    fn from(error: E) -> Self {
+        // A protocol error keeps its code; everything else is the tool's own failure.
+        let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(error);
+        match boxed.downcast::<Error>() {
+            Ok(protocol) => Self::protocol(*protocol),
+            Err(other) => Self::new(other),
+        }
+    }
+}

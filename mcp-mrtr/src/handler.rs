@@ -1,0 +1,254 @@
+//! Handlers as the dispatcher stores them: a listing entry plus a boxed async function.
+//!
+//! Users build routes from the protocol's metadata types: [`Tool::handler`],
+//! [`Prompt::handler`], [`Resource::handler`] and [`ResourceTemplate::handler`]. The
+//! `#[tool]`/`#[prompt]`/`#[resource]` macros generate the same routes.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::protocol::{
+    CallToolResult, ContentBlock, GetPromptResult, JsonObject, Prompt, PromptMessage, ReadResourceResult,
+    Resource, ResourceContents, ResourceTemplate, Tool,
+};
+use crate::{Ctx, Error, ToolError};
+
+type HandlerFn<I, O> = Arc<dyn Fn(Ctx, I) -> BoxFuture<'static, Result<O, ToolError>> + Send + Sync>;
+
+/// A tool and the function that runs it. Register it with [`Server::tool`](crate::Server::tool).
+#[derive(Clone)]
+pub struct ToolRoute {
+    pub(crate) tool: Tool,
+    pub(crate) call: HandlerFn<JsonObject, CallToolResult>,
+}
+
+/// A prompt and the function that renders it. Register it with
+/// [`Server::prompt`](crate::Server::prompt).
+#[derive(Clone)]
+pub struct PromptRoute {
+    pub(crate) prompt: Prompt,
+    pub(crate) get: HandlerFn<JsonObject, GetPromptResult>,
+}
+
+/// A resource, or a resource template, and the function that reads it. Register it with
+/// [`Server::resource`](crate::Server::resource).
+#[derive(Clone)]
+pub struct ResourceRoute {
+    pub(crate) kind: ResourceKind,
+    pub(crate) read: HandlerFn<JsonObject, ReadResourceResult>,
+}
+
+#[derive(Clone)]
+pub(crate) enum ResourceKind {
+    Static(Resource),
+    Template(ResourceTemplate, crate::uri_template::UriTemplate),
+}
+
+impl Tool {
+    /// Attaches the function that runs this tool.
+    ///
+    /// The arguments are deserialized into `A` (use `serde_json::Map` to take them raw);
+    /// a mismatch is answered with `-32602` before the function runs.
+    pub fn handler<A, R, F, Fut>(self, f: F) -> ToolRoute
+    where
+        A: DeserializeOwned + Send + 'static,
+        R: IntoToolResult,
+        F: Fn(Ctx, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
+    {
+        let name = self.name.clone();
+        let call: HandlerFn<JsonObject, CallToolResult> = Arc::new(move |ctx, args| {
+            let parsed = decode_args::<A>(args, "tool", &name);
+            let fut = parsed.map(|args| f(ctx, args));
+            Box::pin(async move { Ok(fut?.await?.into_tool_result()) })
+        });
+        ToolRoute { tool: self, call }
+    }
+}
+
+impl Prompt {
+    /// Attaches the function that renders this prompt.
+    ///
+    /// Missing required arguments are answered with `-32602` before the function runs;
+    /// the (string) arguments are deserialized into `A`.
+    pub fn handler<A, R, F, Fut>(self, f: F) -> PromptRoute
+    where
+        A: DeserializeOwned + Send + 'static,
+        R: IntoPromptResult,
+        F: Fn(Ctx, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
+    {
+        let name = self.name.clone();
+        let get: HandlerFn<JsonObject, GetPromptResult> = Arc::new(move |ctx, args| {
+            let fut = decode_args::<A>(args, "prompt", &name).map(|args| f(ctx, args));
+            Box::pin(async move { Ok(fut?.await?.into_prompt_result()) })
+        });
+        PromptRoute { prompt: self, get }
+    }
+}
+
+impl Resource {
+    /// Attaches the function that reads this resource.
+    pub fn handler<R, F, Fut>(self, f: F) -> ResourceRoute
+    where
+        R: IntoResourceResult,
+        F: Fn(Ctx) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
+    {
+        let read: HandlerFn<JsonObject, ReadResourceResult> = Arc::new(move |ctx, _| {
+            let fut = f(ctx);
+            Box::pin(async move { Ok(fut.await?.into_resource_result()) })
+        });
+        ResourceRoute { kind: ResourceKind::Static(self), read }
+    }
+}
+
+impl ResourceTemplate {
+    /// Attaches the function that reads resources matching this template.
+    ///
+    /// The template's variables, extracted from the requested URI, are deserialized into
+    /// `A` (for `test://items/{id}`, a struct with an `id: String` field).
+    ///
+    /// # Panics
+    ///
+    /// If the URI template is malformed (an unclosed `{`, an empty or repeated variable).
+    pub fn handler<A, R, F, Fut>(self, f: F) -> ResourceRoute
+    where
+        A: DeserializeOwned + Send + 'static,
+        R: IntoResourceResult,
+        F: Fn(Ctx, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
+    {
+        let template = crate::uri_template::UriTemplate::parse(&self.uri_template)
+            .unwrap_or_else(|e| panic!("resource template {:?}: {e}", self.uri_template));
+        let name = self.name.clone();
+        let read: HandlerFn<JsonObject, ReadResourceResult> = Arc::new(move |ctx, vars| {
+            let fut = decode_args::<A>(vars, "resource template", &name).map(|vars| f(ctx, vars));
+            Box::pin(async move { Ok(fut?.await?.into_resource_result()) })
+        });
+        ResourceRoute { kind: ResourceKind::Template(self, template), read }
+    }
+}
+
+fn decode_args<A: DeserializeOwned>(args: JsonObject, kind: &str, name: &str) -> Result<A, ToolError> {
+    serde_json::from_value(Value::Object(args))
+        .map_err(|e| ToolError::protocol(Error::invalid_params(format!("Invalid arguments for {kind} {name}: {e}"))))
+}
+
+/// Values a tool may return: they become the `content` (and `structuredContent`) of a
+/// `tools/call` result.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned from a tool",
+    note = "return a String, a CallToolResult, a ContentBlock, a Vec<ContentBlock> or Json<T>"
+)]
+pub trait IntoToolResult {
+    /// Converts into the result body.
+    fn into_tool_result(self) -> CallToolResult;
+}
+
+impl IntoToolResult for CallToolResult {
+    fn into_tool_result(self) -> CallToolResult {
+        self
+    }
+}
+
+impl IntoToolResult for String {
+    fn into_tool_result(self) -> CallToolResult {
+        CallToolResult::text(self)
+    }
+}
+
+impl IntoToolResult for &'static str {
+    fn into_tool_result(self) -> CallToolResult {
+        CallToolResult::text(self)
+    }
+}
+
+impl IntoToolResult for ContentBlock {
+    fn into_tool_result(self) -> CallToolResult {
+        CallToolResult::new(vec![self])
+    }
+}
+
+impl IntoToolResult for Vec<ContentBlock> {
+    fn into_tool_result(self) -> CallToolResult {
+        CallToolResult::new(self)
+    }
+}
+
+/// A structured tool result: serialized into `structuredContent`, with the same JSON as
+/// text for clients that only read `content`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Json<T>(pub T);
+
+impl<T: Serialize> IntoToolResult for Json<T> {
+    fn into_tool_result(self) -> CallToolResult {
+        match serde_json::to_value(&self.0) {
+            Ok(value) => CallToolResult {
+                content: vec![ContentBlock::text(value.to_string())],
+                structured_content: Some(value),
+                ..CallToolResult::default()
+            },
+            Err(e) => CallToolResult::error(format!("the tool's result could not be serialized: {e}")),
+        }
+    }
+}
+
+/// Values a prompt may return.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned from a prompt",
+    note = "return a GetPromptResult or a Vec<PromptMessage>"
+)]
+pub trait IntoPromptResult {
+    /// Converts into the result body.
+    fn into_prompt_result(self) -> GetPromptResult;
+}
+
+impl IntoPromptResult for GetPromptResult {
+    fn into_prompt_result(self) -> GetPromptResult {
+        self
+    }
+}
+
+impl IntoPromptResult for Vec<PromptMessage> {
+    fn into_prompt_result(self) -> GetPromptResult {
+        GetPromptResult { messages: self, ..GetPromptResult::default() }
+    }
+}
+
+/// Values a resource may return.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned from a resource",
+    note = "return a ReadResourceResult, a ResourceContents or a Vec<ResourceContents>"
+)]
+pub trait IntoResourceResult {
+    /// Converts into the result body.
+    fn into_resource_result(self) -> ReadResourceResult;
+}
+
+impl IntoResourceResult for ReadResourceResult {
+    fn into_resource_result(self) -> ReadResourceResult {
+        self
+    }
+}
+
+impl IntoResourceResult for ResourceContents {
+    fn into_resource_result(self) -> ReadResourceResult {
+        ReadResourceResult { contents: vec![self], meta: None }
+    }
+}
+
+impl IntoResourceResult for Vec<ResourceContents> {
+    fn into_resource_result(self) -> ReadResourceResult {
+        ReadResourceResult { contents: self, meta: None }
+    }
+}
+
+/// Prompt arguments as a plain map, for prompts that take them raw.
+pub type PromptArguments = BTreeMap<String, String>;

@@ -1,0 +1,101 @@
+//! JSON-RPC 2.0 framing: ids, error objects and outgoing messages.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A JSON-RPC request id. Echoed back exactly as received: a number stays a number.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RequestId {
+    /// A numeric id, kept in its original JSON form.
+    Number(serde_json::Number),
+    /// A string id.
+    String(String),
+}
+
+impl RequestId {
+    /// Reads an id from a JSON value; `None` for anything but a string or a number.
+    pub fn from_value(value: &Value) -> Option<Self> {
+        match value {
+            Value::Number(n) => Some(Self::Number(n.clone())),
+            Value::String(s) => Some(Self::String(s.clone())),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Number(n) => write!(f, "{n}"),
+            Self::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+impl From<i64> for RequestId {
+    fn from(n: i64) -> Self {
+        Self::Number(n.into())
+    }
+}
+
+impl From<&str> for RequestId {
+    fn from(s: &str) -> Self {
+        Self::String(s.to_owned())
+    }
+}
+
+/// The `error` member of a JSON-RPC error response.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ErrorObject {
+    /// The error code (see [`crate::ErrorCode`]).
+    pub code: i32,
+    /// A short human-readable description.
+    pub message: String,
+    /// Structured details, shaped by the code (`requiredCapabilities`, `supported`, `uri`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+/// A JSON-RPC notification the server sends on a request's stream
+/// (`notifications/progress`, `notifications/message`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Notification {
+    /// The notification method.
+    pub method: String,
+    /// Its parameters.
+    pub params: Value,
+}
+
+/// An outgoing JSON-RPC message, serialized with `"jsonrpc": "2.0"`.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Outgoing {
+    Result { id: RequestId, result: Value },
+    Error { id: Option<RequestId>, error: ErrorObject },
+    Notification(Notification),
+}
+
+impl Outgoing {
+    /// Compact one-line JSON: several clients read bodies line by line.
+    pub(crate) fn to_json(&self) -> String {
+        let value = match self {
+            Self::Result { id, result } => {
+                serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result })
+            }
+            Self::Error { id: Some(id), error } => {
+                serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": error })
+            }
+            // An id that could not be read is omitted (not `null`): the MCP schema types
+            // `id` as string | number.
+            Self::Error { id: None, error } => {
+                serde_json::json!({ "jsonrpc": "2.0", "error": error })
+            }
+            Self::Notification(n) => {
+                serde_json::json!({ "jsonrpc": "2.0", "method": n.method, "params": n.params })
+            }
+        };
+        value.to_string()
+    }
+}

@@ -1,0 +1,64 @@
+//! Wire types of the MCP 2026-07-28 server side: JSON-RPC framing, the messages a server
+//! receives and answers, content blocks and capabilities.
+//!
+//! Types follow the schema's field names (`camelCase` on the wire); unknown fields are
+//! ignored on input, as the spec asks of receivers. Optional fields are omitted, never
+//! sent as `null`.
+
+mod capabilities;
+mod completion;
+mod content;
+mod discover;
+mod jsonrpc;
+mod prompts;
+mod resources;
+mod tools;
+
+pub use capabilities::{
+    ClientCapabilities, ElicitationCapability, PromptsCapability, ResourcesCapability,
+    SamplingCapability, ServerCapabilities, ToolsCapability,
+};
+pub use completion::{
+    CompleteArgument, CompleteContext, CompleteParams, CompleteResult, Completion,
+    CompletionReference,
+};
+pub use content::{
+    Annotations, AudioContent, ContentBlock, EmbeddedResource, ImageContent, ResourceContents,
+    ResourceLink, Role, TextContent,
+};
+pub use discover::{DiscoverResult, Implementation, LoggingLevel};
+pub(crate) use jsonrpc::Outgoing;
+pub use jsonrpc::{ErrorObject, Notification, RequestId};
+pub use prompts::{
+    GetPromptParams, GetPromptResult, ListPromptsResult, Prompt, PromptArgument, PromptMessage,
+};
+pub use resources::{
+    ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams, ReadResourceResult,
+    Resource, ResourceTemplate,
+};
+pub use tools::{CallToolParams, CallToolResult, ListToolsResult, Tool, ToolAnnotations};
+
+/// A JSON object, as the wire carries it (`_meta`, `arguments`, capability bags).
+pub type JsonObject = serde_json::Map<String, serde_json::Value>;
+
+/// Parameters of the paginated `*/list` methods.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+pub(crate) struct ListParams {
+    pub(crate) cursor: Option<String>,
+}
+
+/// The `_meta` keys this revision reserves and the runtime reads or writes.
+pub mod meta_keys {
+    /// Request `_meta`: the protocol version of this request.
+    pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+    /// Request `_meta`: the capabilities the client declares for this request.
+    pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+    /// Request `_meta`: the client's name and version.
+    pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+    /// Request `_meta`: opt-in to `notifications/message` at or above this level.
+    pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+    /// Request `_meta`: opt-in to `notifications/progress` with this token.
+    pub const PROGRESS_TOKEN: &str = "progressToken";
+    /// Result `_meta`: the server's name and version.
+    pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+}

@@ -1,0 +1,207 @@
+//! [`Server`]: the builder that registers handlers and describes the server.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+
+use crate::handler::{PromptRoute, ResourceKind, ResourceRoute, ToolRoute};
+use crate::protocol::{
+    CompleteParams, Completion, Implementation, JsonObject, PromptsCapability, ResourcesCapability,
+    ServerCapabilities, ToolsCapability,
+};
+use crate::{Ctx, ToolError};
+
+pub(crate) type CompletionFn =
+    Arc<dyn Fn(Ctx, CompleteParams) -> BoxFuture<'static, Result<Completion, ToolError>> + Send + Sync>;
+
+/// Who may cache a cacheable result (`cacheScope`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CacheScope {
+    /// Identical for every caller; intermediaries may share it.
+    Public,
+    /// Specific to the caller's authorization context.
+    #[default]
+    Private,
+}
+
+impl CacheScope {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Public => "public",
+            Self::Private => "private",
+        }
+    }
+}
+
+/// The caching hints (`ttlMs`, `cacheScope`) stamped on complete results of
+/// `server/discover`, the `*/list` methods and `resources/read`.
+///
+/// The default, `ttlMs: 0` and `private`, lets no one reuse a result: opt in to caching
+/// when your lists are stable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheHints {
+    /// How long the result stays fresh, in milliseconds.
+    pub ttl_ms: u64,
+    /// Who may share it.
+    pub scope: CacheScope,
+}
+
+/// An MCP server: its identity and its tools, prompts and resources.
+///
+/// Build one, then serve it with [`Server::serve_stdio`], [`Server::serve_http`] or
+/// mount [`Server::into_router`] in an axum app.
+///
+/// ```
+/// use mcp_mrtr::{Server, Tool, ToolError};
+///
+/// let server = Server::new("greeter", "1.0.0").tool(
+///     Tool::new("hello")
+///         .description("Says hello")
+///         .handler(|_ctx, _args: serde_json::Map<String, serde_json::Value>| async {
+///             Ok::<_, ToolError>("Hello!")
+///         }),
+/// );
+/// # let _ = server;
+/// ```
+#[derive(Clone)]
+pub struct Server {
+    pub(crate) info: Implementation,
+    pub(crate) instructions: Option<String>,
+    pub(crate) tools: Vec<ToolRoute>,
+    pub(crate) prompts: Vec<PromptRoute>,
+    pub(crate) resources: Vec<ResourceRoute>,
+    pub(crate) completion: Option<CompletionFn>,
+    pub(crate) logging: bool,
+    pub(crate) cache: CacheHints,
+}
+
+impl Server {
+    /// A server with this name and version and nothing registered yet.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        Self {
+            info: Implementation::new(name, version),
+            instructions: None,
+            tools: Vec::new(),
+            prompts: Vec::new(),
+            resources: Vec::new(),
+            completion: None,
+            logging: false,
+            cache: CacheHints::default(),
+        }
+    }
+
+    /// Free text telling the model how to use this server, sent by `server/discover`.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Registers a tool. Tools are listed in registration order.
+    ///
+    /// # Panics
+    ///
+    /// If the name is not 1–64 characters of `[A-Za-z0-9_./-]`, or is taken.
+    pub fn tool(mut self, tool: impl Into<ToolRoute>) -> Self {
+        let route = tool.into();
+        let name = &route.tool.name;
+        assert!(valid_tool_name(name), "tool name {name:?} must be 1-64 characters of [A-Za-z0-9_./-]");
+        assert!(self.find_tool(name).is_none(), "a tool named {name:?} is already registered");
+        self.tools.push(route);
+        self
+    }
+
+    /// Registers several tools.
+    pub fn tools<T: Into<ToolRoute>>(self, tools: impl IntoIterator<Item = T>) -> Self {
+        tools.into_iter().fold(self, Self::tool)
+    }
+
+    /// Registers a prompt.
+    ///
+    /// # Panics
+    ///
+    /// If a prompt with the same name is registered already.
+    pub fn prompt(mut self, prompt: impl Into<PromptRoute>) -> Self {
+        let route = prompt.into();
+        let name = &route.prompt.name;
+        assert!(self.find_prompt(name).is_none(), "a prompt named {name:?} is already registered");
+        self.prompts.push(route);
+        self
+    }
+
+    /// Registers a resource or a resource template.
+    ///
+    /// # Panics
+    ///
+    /// If a resource with the same URI, or a template with the same URI template, is
+    /// registered already.
+    pub fn resource(mut self, resource: impl Into<ResourceRoute>) -> Self {
+        let route = resource.into();
+        let key = route.kind.key();
+        assert!(
+            self.resources.iter().all(|r| r.kind.key() != key),
+            "a resource for {key:?} is already registered"
+        );
+        self.resources.push(route);
+        self
+    }
+
+    /// Answers `completion/complete` with this function, and advertises `completions`.
+    pub fn completion<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(Ctx, CompleteParams) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Completion, ToolError>> + Send + 'static,
+    {
+        self.completion = Some(Arc::new(move |ctx, params| Box::pin(f(ctx, params))));
+        self
+    }
+
+    /// Advertises `logging`, so [`Ctx::log`] reaches requests that opt in.
+    pub fn logging(mut self, enabled: bool) -> Self {
+        self.logging = enabled;
+        self
+    }
+
+    /// Sets the caching hints of cacheable results.
+    pub fn cache_hints(mut self, hints: CacheHints) -> Self {
+        self.cache = hints;
+        self
+    }
+
+    /// The capabilities `server/discover` reports, derived from what is registered so
+    /// that they always match the methods the server answers.
+    pub fn capabilities(&self) -> ServerCapabilities {
+        let present = |yes: bool| yes.then(JsonObject::new);
+        ServerCapabilities {
+            tools: (!self.tools.is_empty()).then(ToolsCapability::default),
+            prompts: (!self.prompts.is_empty()).then(PromptsCapability::default),
+            resources: (!self.resources.is_empty()).then(ResourcesCapability::default),
+            completions: present(self.completion.is_some()),
+            logging: present(self.logging),
+            ..ServerCapabilities::default()
+        }
+    }
+
+    pub(crate) fn find_tool(&self, name: &str) -> Option<&ToolRoute> {
+        self.tools.iter().find(|t| t.tool.name == name)
+    }
+
+    pub(crate) fn find_prompt(&self, name: &str) -> Option<&PromptRoute> {
+        self.prompts.iter().find(|p| p.prompt.name == name)
+    }
+}
+
+impl ResourceKind {
+    /// The URI or URI template that identifies this route.
+    pub(crate) fn key(&self) -> &str {
+        match self {
+            Self::Static(resource) => &resource.uri,
+            Self::Template(template, _) => &template.uri_template,
+        }
+    }
+}
+
+fn valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '/' | '-'))
+}

@@ -1,0 +1,91 @@
+//! The MCP request headers of Streamable HTTP (SEP-2243): `MCP-Protocol-Version`,
+//! `Mcp-Method` and `Mcp-Name` must be present and agree with the body.
+//!
+//! Order of checks, chosen so each error names the first real problem (spec digest
+//! §1.3): presence, then support of the header's version, then equality with the body.
+
+use axum::http::HeaderMap;
+use base64::Engine as _;
+use serde_json::Value;
+
+use crate::envelope::{check_version, Request, RequestMeta};
+use crate::Error;
+
+pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+pub(crate) const SESSION_ID: &str = "mcp-session-id";
+const METHOD: &str = "mcp-method";
+const NAME: &str = "mcp-name";
+
+/// A header's value with optional whitespace trimmed (RFC 9110); `None` when absent.
+/// A value that is not visible ASCII is treated as present but unreadable.
+pub(crate) fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers.get(name).map(|v| v.to_str().map_or("\u{fffd}", str::trim))
+}
+
+/// Validates the MCP headers of a modern request against its parsed envelope.
+pub(crate) fn check(headers: &HeaderMap, request: &Request, meta: &RequestMeta) -> Result<(), Error> {
+    let version = header(headers, PROTOCOL_VERSION)
+        .ok_or_else(|| Error::header_mismatch("missing MCP-Protocol-Version header"))?;
+    let method = header(headers, METHOD).ok_or_else(|| Error::header_mismatch("missing Mcp-Method header"))?;
+    let name_source = name_source(&request.method);
+    let name = match name_source {
+        Some(_) => Some(header(headers, NAME).ok_or_else(|| Error::header_mismatch("missing Mcp-Name header"))?),
+        None => None,
+    };
+    check_version(version)?;
+    if version != meta.protocol_version {
+        return Err(Error::header_mismatch(format!(
+            "MCP-Protocol-Version header {version:?} does not match _meta protocolVersion {:?}",
+            meta.protocol_version
+        )));
+    }
+    if method != request.method {
+        return Err(Error::header_mismatch(format!(
+            "Mcp-Method header {method:?} does not match method {:?}",
+            request.method
+        )));
+    }
+    if let (Some(field), Some(name)) = (name_source, name) {
+        let name = decode_value(name)?;
+        let body = request.params.as_ref().and_then(|p| p.get(field)).and_then(Value::as_str);
+        if body != Some(name.as_str()) {
+            return Err(Error::header_mismatch(format!("Mcp-Name header does not match params.{field}")));
+        }
+    }
+    Ok(())
+}
+
+/// The params field that `Mcp-Name` mirrors, for the methods that require it.
+fn name_source(method: &str) -> Option<&'static str> {
+    match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    }
+}
+
+/// Decodes the `=?base64?…?=` sentinel clients use for values that are not safe header
+/// text; anything else is the literal value.
+fn decode_value(value: &str) -> Result<String, Error> {
+    let Some(encoded) = value.strip_prefix("=?base64?").and_then(|v| v.strip_suffix("?=")) else {
+        return Ok(value.to_owned());
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .map_err(|e| Error::header_mismatch(format!("invalid base64 in header value: {e}")))?;
+    String::from_utf8(bytes).map_err(|_| Error::header_mismatch("base64 header value is not UTF-8"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_the_base64_sentinel_only() {
+        assert_eq!(decode_value("=?base64?aGVsbG8=?=").unwrap(), "hello");
+        assert_eq!(decode_value("plain").unwrap(), "plain");
+        assert_eq!(decode_value("=?base64?aGVsbG8=").unwrap(), "=?base64?aGVsbG8=");
+        assert!(decode_value("=?base64?aGVsbG8?=").is_err());
+        assert!(decode_value("=?base64?!!!!?=").is_err());
+    }
+}

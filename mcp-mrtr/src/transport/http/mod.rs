@@ -1,0 +1,174 @@
+//! Streamable HTTP for 2026-07-28: one endpoint, POST only, each request answered with
+//! JSON or with an SSE stream of its notifications and its reply.
+//!
+//! The pipeline of a POST follows spec digest §1.3: host/origin guard → body size →
+//! JSON → JSON-RPC framing → envelope (`_meta`) → MCP headers → dispatch.
+
+mod guard;
+mod headers;
+mod sse;
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request as HttpRequest, State};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use tokio::net::{TcpListener, ToSocketAddrs};
+use tokio::sync::mpsc;
+
+use self::guard::HostPolicy;
+use self::sse::{json_response, respond};
+use super::{error_message, read_message};
+use crate::envelope::{classify, legacy_unsupported, Era, Incoming, Request, RequestMeta};
+use crate::{Error, Server};
+
+/// How the HTTP endpoint is mounted and guarded.
+#[derive(Clone, Debug)]
+pub struct HttpConfig {
+    path: String,
+    max_body_bytes: usize,
+    hosts: HostPolicy,
+}
+
+impl Default for HttpConfig {
+    /// `/mcp`, 1 MiB bodies, and only `localhost`, `127.0.0.1` and `[::1]` as hosts.
+    fn default() -> Self {
+        Self { path: "/mcp".into(), max_body_bytes: 1024 * 1024, hosts: HostPolicy::localhost() }
+    }
+}
+
+impl HttpConfig {
+    /// The endpoint's path (default `/mcp`).
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// The largest request body accepted (default 1 MiB); larger ones get HTTP 413.
+    pub fn max_body_bytes(mut self, limit: usize) -> Self {
+        self.max_body_bytes = limit;
+        self
+    }
+
+    /// Answers only requests whose `Host` and `Origin` name one of these hosts (without
+    /// port), protecting local servers from DNS rebinding. The default allows the
+    /// loopback names only.
+    pub fn allowed_hosts<S: Into<String>>(mut self, hosts: impl IntoIterator<Item = S>) -> Self {
+        self.hosts = HostPolicy::Only(hosts.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Answers any `Host` and `Origin`: for servers behind a proxy that checks them.
+    pub fn allow_any_host(mut self) -> Self {
+        self.hosts = HostPolicy::Any;
+        self
+    }
+}
+
+struct Endpoint {
+    server: Server,
+    config: HttpConfig,
+}
+
+impl Server {
+    /// An axum router serving this server at `/mcp`, with the default [`HttpConfig`].
+    /// Merge it into an existing app with [`Router::merge`].
+    pub fn into_router(self) -> Router {
+        self.into_router_with(HttpConfig::default())
+    }
+
+    /// An axum router serving this server as `config` says.
+    pub fn into_router_with(self, config: HttpConfig) -> Router {
+        let path = config.path.clone();
+        let endpoint = Arc::new(Endpoint { server: self, config });
+        Router::new().route(&path, axum::routing::any(endpoint_handler)).with_state(endpoint)
+    }
+
+    /// Serves Streamable HTTP on `addr` until the process ends.
+    ///
+    /// On a loopback address only loopback host names are answered (DNS-rebinding
+    /// protection); on any other address every host is, so put a proxy that checks
+    /// hosts in front, or use [`Server::into_router_with`].
+    pub async fn serve_http(self, addr: impl ToSocketAddrs) -> io::Result<()> {
+        self.serve_http_listener(TcpListener::bind(addr).await?).await
+    }
+
+    /// Serves Streamable HTTP on a bound listener (bind port 0 to let the OS pick one).
+    pub async fn serve_http_listener(self, listener: TcpListener) -> io::Result<()> {
+        let local: SocketAddr = listener.local_addr()?;
+        let config = if local.ip().is_loopback() { HttpConfig::default() } else { HttpConfig::default().allow_any_host() };
+        tracing::info!(%local, path = %config.path, "serving MCP over HTTP");
+        axum::serve(listener, self.into_router_with(config)).await
+    }
+}
+
+async fn endpoint_handler(State(endpoint): State<Arc<Endpoint>>, request: HttpRequest) -> Response {
+    if let Err(reason) = endpoint.config.hosts.check(request.headers()) {
+        return (StatusCode::FORBIDDEN, reason).into_response();
+    }
+    if request.method() != Method::POST {
+        // No sessions in this revision, so no GET stream and nothing to DELETE.
+        return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match read_body(body, endpoint.config.max_body_bytes).await {
+        Ok(bytes) => bytes,
+        Err((status, error)) => return json_response(status, &error_message(None, &error)),
+    };
+    match read_message(&bytes) {
+        Err((id, error)) => json_response(error.http_status(), &error_message(id, &error)),
+        // The only core client notification is stdio's `notifications/cancelled`; on HTTP
+        // closing the stream cancels. Accept and ignore.
+        Ok(Incoming::Notification { .. }) => StatusCode::ACCEPTED.into_response(),
+        Ok(Incoming::Request(request)) => match open_envelope(&parts.headers, &request) {
+            Err(error) => json_response(error.http_status(), &error_message(Some(request.id), &error)),
+            Ok(meta) => serve_request(&endpoint.server, &parts.headers, request, meta).await,
+        },
+    }
+}
+
+async fn serve_request(server: &Server, headers: &HeaderMap, request: Request, meta: RequestMeta) -> Response {
+    let (tx, rx) = mpsc::channel(32);
+    // A client that cannot read SSE gets JSON, and so no notifications.
+    let notifier = accepts_event_stream(headers).then_some(tx);
+    let server = server.clone();
+    respond(Box::pin(async move { server.handle(request, meta, notifier).await }), rx).await
+}
+
+/// Classifies the request and validates its envelope and MCP headers.
+fn open_envelope(headers: &HeaderMap, request: &Request) -> Result<RequestMeta, Error> {
+    let header_version = headers::header(headers, headers::PROTOCOL_VERSION);
+    match classify(request, header_version, headers.contains_key(headers::SESSION_ID)) {
+        Era::Modern => {}
+        Era::Legacy => return Err(legacy_unsupported(request, header_version)),
+        Era::Unknown => return Err(Error::header_mismatch("missing MCP-Protocol-Version header")),
+    }
+    let meta = RequestMeta::parse(request.params.as_ref())?;
+    headers::check(headers, request, &meta)?;
+    Ok(meta)
+}
+
+async fn read_body(body: Body, limit: usize) -> Result<axum::body::Bytes, (u16, Error)> {
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let too_large = std::error::Error::source(&e)
+            .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+        if too_large {
+            (413, Error::invalid_request(format!("request body exceeds the {limit}-byte limit")))
+        } else {
+            (400, Error::invalid_request(format!("could not read the request body: {e}")))
+        }
+    })
+}
+
+fn accepts_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| matches!(t.split(';').next().map(str::trim), Some("text/event-stream" | "*/*" | "text/*")))
+}

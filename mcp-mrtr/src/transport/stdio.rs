@@ -1,0 +1,177 @@
+//! stdio: one JSON-RPC message per line on stdin, answers and notifications one per line
+//! on stdout. No headers, so the envelope is all there is; cancellation is
+//! `notifications/cancelled`.
+
+use std::collections::HashMap;
+use std::io;
+
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+use tokio::task::{AbortHandle, JoinSet};
+
+use super::{error_message, read_message};
+use crate::envelope::{check_version, classify, legacy_unsupported, Era, Incoming, Request, RequestMeta};
+use crate::protocol::{Outgoing, RequestId};
+use crate::{Error, Server};
+
+/// Longest line accepted on stdin; longer lines are answered with an error and skipped.
+const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
+
+impl Server {
+    /// Serves newline-delimited JSON-RPC on stdin/stdout until stdin closes, then waits
+    /// for requests still running.
+    pub async fn serve_stdio(self) -> io::Result<()> {
+        self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
+    }
+
+    /// Serves newline-delimited JSON-RPC on any byte stream pair (stdio, a pipe, a socket).
+    pub async fn serve_io<R, W>(self, reader: R, writer: W) -> io::Result<()>
+    where
+        R: tokio::io::AsyncRead + Unpin,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let (out_tx, out_rx) = mpsc::channel::<Outgoing>(64);
+        let writer = tokio::spawn(write_lines(writer, out_rx));
+        let mut session = StdioSession { server: std::sync::Arc::new(self), out: out_tx, tasks: JoinSet::new(), running: HashMap::new() };
+        let mut reader = BufReader::new(reader);
+        while let Some(line) = read_line(&mut reader).await? {
+            session.on_line(line).await;
+        }
+        session.finish().await;
+        writer.await.map_err(io::Error::other)?
+    }
+}
+
+/// The state of one stdio connection: requests in flight, by id, for cancellation.
+struct StdioSession {
+    server: std::sync::Arc<Server>,
+    out: mpsc::Sender<Outgoing>,
+    tasks: JoinSet<()>,
+    running: HashMap<RequestId, AbortHandle>,
+}
+
+enum Line {
+    Message(Vec<u8>),
+    TooLong,
+}
+
+impl StdioSession {
+    async fn on_line(&mut self, line: Line) {
+        let bytes = match line {
+            Line::Message(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => return,
+            Line::Message(bytes) => bytes,
+            Line::TooLong => {
+                let error = Error::invalid_request(format!("message longer than {MAX_LINE_BYTES} bytes"));
+                return self.send(error_message(None, &error)).await;
+            }
+        };
+        match read_message(&bytes) {
+            Err((id, error)) => self.send(error_message(id, &error)).await,
+            Ok(Incoming::Notification { method, params }) => self.on_notification(&method, params.as_ref()),
+            Ok(Incoming::Request(request)) => self.on_request(request).await,
+        }
+    }
+
+    async fn on_request(&mut self, request: Request) {
+        let meta = match open_envelope(&request) {
+            Ok(meta) => meta,
+            Err(error) => return self.send(error_message(Some(request.id), &error)).await,
+        };
+        let (server, out, id) = (self.server.clone(), self.out.clone(), request.id.clone());
+        let handle = self.tasks.spawn(async move {
+            let (note_tx, mut note_rx) = mpsc::channel(16);
+            let reply = server.handle(request, meta, Some(note_tx));
+            tokio::pin!(reply);
+            // Forward the request's notifications until its reply is ready.
+            let reply = loop {
+                tokio::select! {
+                    biased;
+                    Some(note) = note_rx.recv() => { let _ = out.send(Outgoing::Notification(note)).await; }
+                    reply = &mut reply => break reply,
+                }
+            };
+            while let Ok(note) = note_rx.try_recv() {
+                let _ = out.send(Outgoing::Notification(note)).await;
+            }
+            let _ = out.send(reply.to_outgoing()).await;
+        });
+        self.running.retain(|_, task| !task.is_finished());
+        self.running.insert(id, handle);
+    }
+
+    /// `notifications/cancelled` stops the named request; it then answers nothing.
+    fn on_notification(&mut self, method: &str, params: Option<&serde_json::Value>) {
+        if method != "notifications/cancelled" {
+            return;
+        }
+        let id = params.and_then(|p| p.get("requestId")).and_then(RequestId::from_value);
+        if let Some(task) = id.and_then(|id| self.running.remove(&id)) {
+            task.abort();
+        }
+    }
+
+    async fn send(&self, message: Outgoing) {
+        let _ = self.out.send(message).await;
+    }
+
+    async fn finish(mut self) {
+        while self.tasks.join_next().await.is_some() {}
+    }
+}
+
+/// Checks what a stdio request can be checked for: there are no headers, so the body's
+/// version is the request's version.
+fn open_envelope(request: &Request) -> Result<RequestMeta, Error> {
+    if classify(request, None, false) == Era::Legacy {
+        return Err(legacy_unsupported(request, None));
+    }
+    let meta = RequestMeta::parse(request.params.as_ref())?;
+    check_version(&meta.protocol_version)?;
+    Ok(meta)
+}
+
+/// Reads one line without ever buffering more than [`MAX_LINE_BYTES`] of it.
+async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> io::Result<Option<Line>> {
+    let mut line = Vec::new();
+    let mut too_long = false;
+    loop {
+        let buf = reader.fill_buf().await?;
+        if buf.is_empty() {
+            return Ok((!line.is_empty() || too_long).then(|| finish_line(line, too_long)));
+        }
+        let (chunk, done) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (&buf[..i], i + 1),
+            None => (buf, buf.len()),
+        };
+        if !too_long {
+            line.extend_from_slice(chunk);
+            if line.len() > MAX_LINE_BYTES {
+                too_long = true;
+                line = Vec::new();
+            }
+        }
+        let found_newline = done > chunk.len();
+        reader.consume(done);
+        if found_newline {
+            return Ok(Some(finish_line(line, too_long)));
+        }
+    }
+}
+
+fn finish_line(line: Vec<u8>, too_long: bool) -> Line {
+    if too_long {
+        Line::TooLong
+    } else {
+        Line::Message(line)
+    }
+}
+
+async fn write_lines<W: AsyncWrite + Unpin>(mut writer: W, mut rx: mpsc::Receiver<Outgoing>) -> io::Result<()> {
+    while let Some(message) = rx.recv().await {
+        let mut line = message.to_json();
+        line.push('\n');
+        writer.write_all(line.as_bytes()).await?;
+        writer.flush().await?;
+    }
+    Ok(())
+}
