@@ -34,22 +34,26 @@ pub fn server() -> Server {
 
 fn content_tools(server: Server) -> Server {
     server
-        .tool(Tool::new("test_simple_text").description("Returns a simple text response").handler(
-            |_ctx, _args: NoArgs| async { Ok::<_, ToolError>("This is a simple text response for testing.") },
-        ))
         .tool(
-            Tool::new("test_image_content")
-                .description("Returns an image (a 1x1 PNG)")
-                .handler(|_ctx, _args: NoArgs| async { Ok::<_, ToolError>(ContentBlock::image(PNG_BASE64, "image/png")) }),
+            Tool::new("test_simple_text").description("Returns a simple text response").handler(
+                |_ctx, _args: NoArgs| async { Ok::<_, ToolError>("This is a simple text response for testing.") },
+            ),
         )
         .tool(
-            Tool::new("test_audio_content")
-                .description("Returns audio (a tiny WAV)")
-                .handler(|_ctx, _args: NoArgs| async { Ok::<_, ToolError>(ContentBlock::audio(WAV_BASE64, "audio/wav")) }),
+            Tool::new("test_image_content").description("Returns an image (a 1x1 PNG)").handler(
+                |_ctx, _args: NoArgs| async { Ok::<_, ToolError>(ContentBlock::image(PNG_BASE64, "image/png")) },
+            ),
         )
-        .tool(Tool::new("test_embedded_resource").description("Returns an embedded text resource").handler(
-            |_ctx, _args: NoArgs| async { Ok::<_, ToolError>(ContentBlock::resource(embedded_text())) },
-        ))
+        .tool(
+            Tool::new("test_audio_content").description("Returns audio (a tiny WAV)").handler(
+                |_ctx, _args: NoArgs| async { Ok::<_, ToolError>(ContentBlock::audio(WAV_BASE64, "audio/wav")) },
+            ),
+        )
+        .tool(
+            Tool::new("test_embedded_resource")
+                .description("Returns an embedded text resource")
+                .handler(|_ctx, _args: NoArgs| async { Ok::<_, ToolError>(ContentBlock::resource(embedded_text())) }),
+        )
         .tool(Tool::new("test_multiple_content_types").description("Returns text, an image and a resource").handler(
             |_ctx, _args: NoArgs| async {
                 Ok::<_, ToolError>(vec![
@@ -113,7 +117,9 @@ async fn with_progress(ctx: Ctx, _args: NoArgs) -> Result<String, ToolError> {
 }
 
 async fn with_logging(ctx: Ctx, _args: NoArgs) -> Result<String, ToolError> {
-    for (i, message) in ["Tool execution started", "Tool processing data", "Tool execution completed"].iter().enumerate() {
+    for (i, message) in
+        ["Tool execution started", "Tool processing data", "Tool execution completed"].iter().enumerate()
+    {
         if i > 0 {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -189,7 +195,11 @@ fn prompts(server: Server) -> Server {
                 .description("A prompt that embeds the resource it is given")
                 .argument(PromptArgument::required("resourceUri", "URI of the resource to embed"))
                 .handler(|_ctx, args: ResourceUriArg| async move {
-                    let contents = ResourceContents::text(&args.resource_uri, "text/plain", "Embedded resource content for testing.");
+                    let contents = ResourceContents::text(
+                        &args.resource_uri,
+                        "text/plain",
+                        "Embedded resource content for testing.",
+                    );
                     Ok::<_, ToolError>(vec![
                         PromptMessage::user(ContentBlock::resource(contents)),
                         PromptMessage::user("Please process the embedded resource above."),
@@ -239,7 +249,8 @@ fn resources(server: Server) -> Server {
                 .mime_type("application/json")
                 .handler(|_ctx, vars: IdVar| async move {
                     let uri = format!("test://template/{}/data", vars.id);
-                    let body = json!({ "id": vars.id, "templateTest": true, "data": format!("Data for ID: {}", vars.id) });
+                    let body =
+                        json!({ "id": vars.id, "templateTest": true, "data": format!("Data for ID: {}", vars.id) });
                     Ok::<_, ToolError>(ResourceContents::text(uri, "application/json", body.to_string()))
                 }),
         )
@@ -253,7 +264,5 @@ async fn complete(_ctx: Ctx, params: CompleteParams) -> Result<Completion, ToolE
         _ => &[],
     };
     let prefix = params.argument.value.as_str();
-    Ok(Completion::from_values(
-        candidates.iter().filter(|c| c.starts_with(prefix)).map(|c| (*c).to_owned()).collect(),
-    ))
+    Ok(Completion::from_values(candidates.iter().filter(|c| c.starts_with(prefix)).map(|c| (*c).to_owned()).collect()))
 }

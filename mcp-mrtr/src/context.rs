@@ -89,7 +89,8 @@ impl Ctx {
         if !self.inner.logging || self.inner.meta.log_level.is_none_or(|min| level < min) {
             return;
         }
-        let data = serde_json::to_value(data).unwrap_or_else(|e| Value::String(format!("<unserializable log data: {e}>")));
+        let data =
+            serde_json::to_value(data).unwrap_or_else(|e| Value::String(format!("<unserializable log data: {e}>")));
         let mut params = json!({ "level": level, "data": data });
         if let Some(logger) = logger {
             params["logger"] = json!(logger);

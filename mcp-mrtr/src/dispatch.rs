@@ -11,9 +11,9 @@ use crate::context::Notifier;
 use crate::envelope::{Request, RequestMeta, SUPPORTED_VERSIONS};
 use crate::handler::ResourceKind;
 use crate::protocol::{
-    meta_keys, CallToolParams, CallToolResult, CompleteParams, CompleteResult, CompletionReference,
-    DiscoverResult, GetPromptParams, JsonObject, ListParams, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, ReadResourceParams, RequestId,
+    meta_keys, CallToolParams, CallToolResult, CompleteParams, CompleteResult, CompletionReference, DiscoverResult,
+    GetPromptParams, JsonObject, ListParams, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, ReadResourceParams, RequestId,
 };
 use crate::server::{CacheHints, CacheScope};
 use crate::{Ctx, Error, Server};
@@ -118,9 +118,7 @@ impl Server {
             Method::Discover => true,
             Method::ToolsList | Method::ToolsCall => !self.tools.is_empty(),
             Method::PromptsList | Method::PromptsGet => !self.prompts.is_empty(),
-            Method::ResourcesList | Method::ResourceTemplatesList | Method::ResourcesRead => {
-                !self.resources.is_empty()
-            }
+            Method::ResourcesList | Method::ResourceTemplatesList | Method::ResourcesRead => !self.resources.is_empty(),
             Method::Complete => self.completion.is_some(),
         }
     }
@@ -167,7 +165,9 @@ impl Server {
             .find_prompt(&params.name)
             .ok_or_else(|| Error::invalid_params(format!("Unknown prompt: {}", params.name)))?;
         let args = params.arguments.unwrap_or_default();
-        if let Some(missing) = route.prompt.arguments.iter().find(|a| a.required == Some(true) && !args.contains_key(&a.name)) {
+        if let Some(missing) =
+            route.prompt.arguments.iter().find(|a| a.required == Some(true) && !args.contains_key(&a.name))
+        {
             return Err(Error::invalid_params(format!("Missing required argument: {}", missing.name)));
         }
         let args = args.into_iter().map(|(k, v)| (k, Value::String(v))).collect();

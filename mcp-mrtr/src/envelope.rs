@@ -45,9 +45,7 @@ impl Incoming {
             None => None,
             Some(raw) => match RequestId::from_value(raw) {
                 Some(id) => Some(id),
-                None => {
-                    return Err((None, Error::invalid_request("Invalid request: id must be a string or a number")))
-                }
+                None => return Err((None, Error::invalid_request("Invalid request: id must be a string or a number"))),
             },
         };
         let invalid = |detail: &'static str| Err((id.clone(), Error::invalid_request(detail)));
@@ -86,11 +84,8 @@ pub(crate) enum Era {
 
 /// Classifies a request: the modern envelope wins over everything (spec digest §1.2).
 pub(crate) fn classify(request: &Request, header_version: Option<&str>, has_session: bool) -> Era {
-    let body_version = request
-        .params
-        .as_ref()
-        .and_then(|p| p.get("_meta"))
-        .and_then(|m| m.get(meta_keys::PROTOCOL_VERSION));
+    let body_version =
+        request.params.as_ref().and_then(|p| p.get("_meta")).and_then(|m| m.get(meta_keys::PROTOCOL_VERSION));
     if body_version.is_some() {
         return Era::Modern;
     }
@@ -144,9 +139,7 @@ impl RequestMeta {
     /// Parses `params._meta`. Every failure is `-32602` with HTTP 400: a request whose
     /// envelope is incomplete cannot be served at all.
     pub(crate) fn parse(params: Option<&Value>) -> Result<Self, Error> {
-        let meta = params
-            .and_then(|p| p.get("_meta"))
-            .ok_or_else(|| envelope_error("missing params._meta"))?;
+        let meta = params.and_then(|p| p.get("_meta")).ok_or_else(|| envelope_error("missing params._meta"))?;
         let Value::Object(meta) = meta else {
             return Err(envelope_error("params._meta must be an object"));
         };
@@ -156,11 +149,8 @@ impl RequestMeta {
             None => return Err(envelope_error("missing _meta[\"io.modelcontextprotocol/protocolVersion\"]")),
         };
         let client_capabilities = match meta.get(meta_keys::CLIENT_CAPABILITIES) {
-            Some(caps) => serde_json::from_value(caps.clone())
-                .map_err(|e| envelope_error(format!("invalid _meta clientCapabilities: {e}")))?,
-            None => {
-                return Err(envelope_error("missing _meta[\"io.modelcontextprotocol/clientCapabilities\"]"))
-            }
+            Some(caps) => parse_capabilities(caps)?,
+            None => return Err(envelope_error("missing _meta[\"io.modelcontextprotocol/clientCapabilities\"]")),
         };
         Ok(Self {
             protocol_version,
@@ -172,7 +162,22 @@ impl RequestMeta {
     }
 }
 
-fn optional<T: serde::de::DeserializeOwned>(meta: &serde_json::Map<String, Value>, key: &str) -> Result<Option<T>, Error> {
+/// Capabilities are objects all the way down: serde would also take `[]` for a struct,
+/// so the shape is checked before the typed parse.
+fn parse_capabilities(caps: &Value) -> Result<ClientCapabilities, Error> {
+    let Value::Object(members) = caps else {
+        return Err(envelope_error("_meta clientCapabilities must be an object"));
+    };
+    if let Some((name, _)) = members.iter().find(|(_, v)| !v.is_object()) {
+        return Err(envelope_error(format!("client capability {name:?} must be an object")));
+    }
+    serde_json::from_value(caps.clone()).map_err(|e| envelope_error(format!("invalid _meta clientCapabilities: {e}")))
+}
+
+fn optional<T: serde::de::DeserializeOwned>(
+    meta: &serde_json::Map<String, Value>,
+    key: &str,
+) -> Result<Option<T>, Error> {
     meta.get(key)
         .map(|v| serde_json::from_value(v.clone()))
         .transpose()

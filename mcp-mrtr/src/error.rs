@@ -97,8 +97,10 @@ impl Error {
     /// `required` is a `ClientCapabilities` object naming what is missing,
     /// such as `{"sampling": {}}`.
     pub fn missing_client_capability(required: Value) -> Self {
+        let mut data = serde_json::Map::new();
+        data.insert("requiredCapabilities".into(), required);
         Self::new(ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY, "Missing required client capability")
-            .with_data(json!({ "requiredCapabilities": required }))
+            .with_data(Value::Object(data))
     }
 
     /// `-32022`: the requested protocol version is not supported.

@@ -14,8 +14,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::protocol::{
-    CallToolResult, ContentBlock, GetPromptResult, JsonObject, Prompt, PromptMessage, ReadResourceResult,
-    Resource, ResourceContents, ResourceTemplate, Tool,
+    CallToolResult, ContentBlock, GetPromptResult, JsonObject, Prompt, PromptMessage, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate, Tool,
 };
 use crate::{Ctx, Error, ToolError};
 

@@ -48,8 +48,7 @@ pub use context::Ctx;
 pub use envelope::{RequestMeta, PROTOCOL_VERSION};
 pub use error::{Error, ErrorCode, ToolError};
 pub use handler::{
-    IntoPromptResult, IntoResourceResult, IntoToolResult, Json, PromptArguments, PromptRoute, ResourceRoute,
-    ToolRoute,
+    IntoPromptResult, IntoResourceResult, IntoToolResult, Json, PromptArguments, PromptRoute, ResourceRoute, ToolRoute,
 };
 pub use protocol::{
     CallToolResult, ClientCapabilities, CompleteParams, Completion, ContentBlock, GetPromptResult, LoggingLevel,
@@ -58,3 +57,8 @@ pub use protocol::{
 };
 pub use server::{CacheHints, CacheScope, Server};
 pub use transport::http::HttpConfig;
+
+// The README's examples compile as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

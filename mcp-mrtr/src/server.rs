@@ -7,8 +7,8 @@ use futures_util::future::BoxFuture;
 
 use crate::handler::{PromptRoute, ResourceKind, ResourceRoute, ToolRoute};
 use crate::protocol::{
-    CompleteParams, Completion, Implementation, JsonObject, PromptsCapability, ResourcesCapability,
-    ServerCapabilities, ToolsCapability,
+    CompleteParams, Completion, Implementation, JsonObject, PromptsCapability, ResourcesCapability, ServerCapabilities,
+    ToolsCapability,
 };
 use crate::{Ctx, ToolError};
 
@@ -138,10 +138,7 @@ impl Server {
     pub fn resource(mut self, resource: impl Into<ResourceRoute>) -> Self {
         let route = resource.into();
         let key = route.kind.key();
-        assert!(
-            self.resources.iter().all(|r| r.kind.key() != key),
-            "a resource for {key:?} is already registered"
-        );
+        assert!(self.resources.iter().all(|r| r.kind.key() != key), "a resource for {key:?} is already registered");
         self.resources.push(route);
         self
     }

@@ -213,11 +213,6 @@ impl ResourceContents {
 
     /// Binary contents (already base64-encoded) with a MIME type.
     pub fn blob(uri: impl Into<String>, mime_type: impl Into<String>, blob_base64: impl Into<String>) -> Self {
-        Self::Blob {
-            uri: uri.into(),
-            mime_type: Some(mime_type.into()),
-            blob: blob_base64.into(),
-            meta: None,
-        }
+        Self::Blob { uri: uri.into(), mime_type: Some(mime_type.into()), blob: blob_base64.into(), meta: None }
     }
 }

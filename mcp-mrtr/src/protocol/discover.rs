@@ -26,13 +26,7 @@ pub struct Implementation {
 impl Implementation {
     /// An implementation with just a name and a version.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            version: version.into(),
-            title: None,
-            description: None,
-            website_url: None,
-        }
+        Self { name: name.into(), version: version.into(), title: None, description: None, website_url: None }
     }
 }
 

@@ -15,26 +15,23 @@ mod resources;
 mod tools;
 
 pub use capabilities::{
-    ClientCapabilities, ElicitationCapability, PromptsCapability, ResourcesCapability,
-    SamplingCapability, ServerCapabilities, ToolsCapability,
+    ClientCapabilities, ElicitationCapability, PromptsCapability, ResourcesCapability, SamplingCapability,
+    ServerCapabilities, ToolsCapability,
 };
 pub use completion::{
-    CompleteArgument, CompleteContext, CompleteParams, CompleteResult, Completion,
-    CompletionReference,
+    CompleteArgument, CompleteContext, CompleteParams, CompleteResult, Completion, CompletionReference,
 };
 pub use content::{
-    Annotations, AudioContent, ContentBlock, EmbeddedResource, ImageContent, ResourceContents,
-    ResourceLink, Role, TextContent,
+    Annotations, AudioContent, ContentBlock, EmbeddedResource, ImageContent, ResourceContents, ResourceLink, Role,
+    TextContent,
 };
 pub use discover::{DiscoverResult, Implementation, LoggingLevel};
 pub(crate) use jsonrpc::Outgoing;
 pub use jsonrpc::{ErrorObject, Notification, RequestId};
-pub use prompts::{
-    GetPromptParams, GetPromptResult, ListPromptsResult, Prompt, PromptArgument, PromptMessage,
-};
+pub use prompts::{GetPromptParams, GetPromptResult, ListPromptsResult, Prompt, PromptArgument, PromptMessage};
 pub use resources::{
-    ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams, ReadResourceResult,
-    Resource, ResourceTemplate,
+    ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams, ReadResourceResult, Resource,
+    ResourceTemplate,
 };
 pub use tools::{CallToolParams, CallToolResult, ListToolsResult, Tool, ToolAnnotations};
 

@@ -72,12 +72,7 @@ pub struct PromptArgument {
 impl PromptArgument {
     /// A required argument.
     pub fn required(name: impl Into<String>, description: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            title: None,
-            description: Some(description.into()),
-            required: Some(true),
-        }
+        Self { name: name.into(), title: None, description: Some(description.into()), required: Some(true) }
     }
 
     /// An optional argument.

@@ -32,7 +32,12 @@ impl Server {
     {
         let (out_tx, out_rx) = mpsc::channel::<Outgoing>(64);
         let writer = tokio::spawn(write_lines(writer, out_rx));
-        let mut session = StdioSession { server: std::sync::Arc::new(self), out: out_tx, tasks: JoinSet::new(), running: HashMap::new() };
+        let mut session = StdioSession {
+            server: std::sync::Arc::new(self),
+            out: out_tx,
+            tasks: JoinSet::new(),
+            running: HashMap::new(),
+        };
         let mut reader = BufReader::new(reader);
         while let Some(line) = read_line(&mut reader).await? {
             session.on_line(line).await;

@@ -100,7 +100,8 @@ impl Server {
     /// Serves Streamable HTTP on a bound listener (bind port 0 to let the OS pick one).
     pub async fn serve_http_listener(self, listener: TcpListener) -> io::Result<()> {
         let local: SocketAddr = listener.local_addr()?;
-        let config = if local.ip().is_loopback() { HttpConfig::default() } else { HttpConfig::default().allow_any_host() };
+        let config =
+            if local.ip().is_loopback() { HttpConfig::default() } else { HttpConfig::default().allow_any_host() };
         tracing::info!(%local, path = %config.path, "serving MCP over HTTP");
         axum::serve(listener, self.into_router_with(config)).await
     }
@@ -108,7 +109,7 @@ impl Server {
 
 async fn endpoint_handler(State(endpoint): State<Arc<Endpoint>>, request: HttpRequest) -> Response {
     if let Err(reason) = endpoint.config.hosts.check(request.headers()) {
-        return (StatusCode::FORBIDDEN, reason).into_response();
+        return json_response(403, &error_message(None, &Error::invalid_request(format!("Forbidden: {reason}"))));
     }
     if request.method() != Method::POST {
         // No sessions in this revision, so no GET stream and nothing to DELETE.
@@ -154,8 +155,8 @@ fn open_envelope(headers: &HeaderMap, request: &Request) -> Result<RequestMeta, 
 
 async fn read_body(body: Body, limit: usize) -> Result<axum::body::Bytes, (u16, Error)> {
     axum::body::to_bytes(body, limit).await.map_err(|e| {
-        let too_large = std::error::Error::source(&e)
-            .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+        let too_large =
+            std::error::Error::source(&e).is_some_and(<dyn std::error::Error>::is::<http_body_util::LengthLimitError>);
         if too_large {
             (413, Error::invalid_request(format!("request body exceeds the {limit}-byte limit")))
         } else {

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance suite against the `everything` fixture, served over
+# real HTTP on 127.0.0.1, and fails when a scored scenario fails (or one listed in the
+# baseline starts passing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+eval "$(bash .ci/install-conformance.sh)"
+cargo build --quiet -p mcp-mrtr-examples --bin everything
+
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+URL="http://127.0.0.1:$PORT/mcp"
+RUST_LOG=warn ./target/debug/everything --port "$PORT" &
+SERVER_PID=$!
+trap 'kill $SERVER_PID 2>/dev/null || true' EXIT
+
+# Wait (at most 15 s) until the server answers server/discover.
+python3 - "$URL" <<'PY'
+import json, sys, time, urllib.request
+url = sys.argv[1]
+body = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {}}}}).encode()
+headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+           "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"}
+deadline = time.time() + 15
+while True:
+    try:
+        urllib.request.urlopen(urllib.request.Request(url, body, headers), timeout=2).read()
+        break
+    except Exception as e:
+        if time.time() > deadline:
+            sys.exit(f"the everything server did not answer at {url}: {e}")
+        time.sleep(0.2)
+PY
+
+OUT=$(mktemp -d)
+status=0
+"$NODE" "$CLI" server --url "$URL" --requirements 2026-07-28 \
+  --expected-failures .ci/conformance-baseline.yml -o "$OUT/2026-07-28" > "$OUT/2026-07-28.log" 2>&1 || status=$?
+grep -E '^(✓|✗|Total|  ✗|  ✓)' "$OUT/2026-07-28.log" || true
+if [ "$status" -ne 0 ]; then
+  echo "conformance (2026-07-28) failed with status $status; full log:" >&2
+  tail -n 80 "$OUT/2026-07-28.log" >&2
+  exit "$status"
+fi
+echo "conformance (2026-07-28): passed against the baseline"

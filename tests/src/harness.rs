@@ -1,0 +1,174 @@
+//! A server on 127.0.0.1 for one test, and a builder for modern requests.
+
+use std::net::SocketAddr;
+
+use mcp_mrtr::Server;
+use serde_json::{json, Map, Value};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+use crate::client::{self, HttpResponse};
+use crate::schema;
+
+/// What the conformance harness declares by default.
+pub fn default_caps() -> Value {
+    json!({ "sampling": {}, "elicitation": {}, "roots": { "listChanged": true } })
+}
+
+/// A server serving HTTP on an OS-chosen loopback port; stopped when dropped.
+pub struct TestServer {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    task: JoinHandle<()>,
+}
+
+impl TestServer {
+    /// Serves `server` on 127.0.0.1.
+    pub async fn start(server: Server) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1");
+        let addr = listener.local_addr().expect("local addr");
+        let task = tokio::spawn(async move {
+            server.serve_http_listener(listener).await.expect("serve");
+        });
+        Self { addr, task }
+    }
+
+    /// Serves the `everything` conformance fixture.
+    pub async fn everything() -> Self {
+        Self::start(mcp_mrtr_examples::everything::server()).await
+    }
+
+    /// Sends `rpc` and checks every message of the answer against the schema.
+    pub async fn send(&self, rpc: &Rpc) -> HttpResponse {
+        let headers = rpc.headers();
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        let response = client::send(self.addr, "POST", &headers, &rpc.body()).await;
+        for message in response.messages() {
+            schema::assert_valid_message(&rpc.method, &message);
+        }
+        response
+    }
+
+    /// Sends `rpc`, expects HTTP 200, and returns the JSON-RPC reply.
+    pub async fn call(&self, rpc: &Rpc) -> Value {
+        let response = self.send(rpc).await;
+        assert_eq!(response.status, 200, "{}", response.body);
+        response.reply()
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A modern (2026-07-28) request with the headers a conforming client sends.
+#[derive(Clone, Debug)]
+pub struct Rpc {
+    /// The JSON-RPC method.
+    pub method: String,
+    id: Value,
+    params: Map<String, Value>,
+    meta: Option<Value>,
+    header_overrides: Vec<(String, Option<String>)>,
+}
+
+impl Rpc {
+    /// A request for `method`, id 1, no params, the harness's default capabilities.
+    pub fn new(method: &str) -> Self {
+        Self {
+            method: method.into(),
+            id: json!(1),
+            params: Map::new(),
+            meta: Some(meta(default_caps())),
+            header_overrides: Vec::new(),
+        }
+    }
+
+    /// `tools/call` of `name` with `arguments`.
+    pub fn call_tool(name: &str, arguments: Value) -> Self {
+        Self::new("tools/call").param("name", json!(name)).param("arguments", arguments)
+    }
+
+    /// Sets the id.
+    pub fn id(mut self, id: Value) -> Self {
+        self.id = id;
+        self
+    }
+
+    /// Sets one param (besides `_meta`).
+    pub fn param(mut self, key: &str, value: Value) -> Self {
+        self.params.insert(key.into(), value);
+        self
+    }
+
+    /// Declares these client capabilities.
+    pub fn caps(self, caps: Value) -> Self {
+        self.meta_value(meta(caps))
+    }
+
+    /// Sets one `_meta` key.
+    pub fn meta_key(mut self, key: &str, value: Value) -> Self {
+        if let Some(Value::Object(meta)) = &mut self.meta {
+            meta.insert(key.into(), value);
+        }
+        self
+    }
+
+    /// Replaces `_meta` wholesale; `Value::Null` leaves it out.
+    pub fn meta_value(mut self, meta: Value) -> Self {
+        self.meta = (!meta.is_null()).then_some(meta);
+        self
+    }
+
+    /// Overrides a header; `None` leaves it out.
+    pub fn header(mut self, name: &str, value: Option<&str>) -> Self {
+        self.header_overrides.push((name.to_ascii_lowercase(), value.map(str::to_owned)));
+        self
+    }
+
+    /// The JSON body.
+    pub fn body(&self) -> Vec<u8> {
+        let mut params = self.params.clone();
+        if let Some(meta) = &self.meta {
+            params.insert("_meta".into(), meta.clone());
+        }
+        json!({ "jsonrpc": "2.0", "id": self.id, "method": self.method, "params": params }).to_string().into_bytes()
+    }
+
+    /// The headers, defaults first, then overrides applied.
+    pub fn headers(&self) -> Vec<(String, String)> {
+        let mut headers: Vec<(String, String)> = vec![
+            ("content-type".into(), "application/json".into()),
+            ("accept".into(), "application/json, text/event-stream".into()),
+            ("mcp-protocol-version".into(), mcp_mrtr::PROTOCOL_VERSION.into()),
+            ("mcp-method".into(), self.method.clone()),
+        ];
+        let name = match self.method.as_str() {
+            "tools/call" | "prompts/get" => self.params.get("name"),
+            "resources/read" => self.params.get("uri"),
+            _ => None,
+        };
+        if let Some(Value::String(name)) = name {
+            headers.push(("mcp-name".into(), name.clone()));
+        }
+        for (name, value) in &self.header_overrides {
+            headers.retain(|(n, _)| n != name);
+            if let Some(value) = value {
+                headers.push((name.clone(), value.clone()));
+            }
+        }
+        headers
+    }
+}
+
+/// A `_meta` envelope for 2026-07-28 with these capabilities.
+pub fn meta(caps: Value) -> Value {
+    let mut meta = json!({
+        "io.modelcontextprotocol/protocolVersion": mcp_mrtr::PROTOCOL_VERSION,
+        "io.modelcontextprotocol/clientInfo": { "name": "mcp-mrtr-tests", "version": "0" },
+    });
+    meta["io.modelcontextprotocol/clientCapabilities"] = caps;
+    meta
+}

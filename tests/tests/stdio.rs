@@ -1,0 +1,122 @@
+//! The stdio transport, driven through `Server::serve_io` on an in-memory pipe: the
+//! same code path `serve_stdio` runs on the process's stdin and stdout.
+
+use std::time::Duration;
+
+use mcp_mrtr::{Server, Tool, ToolError};
+use mcp_mrtr_tests::client::TIMEOUT;
+use mcp_mrtr_tests::harness::meta;
+use mcp_mrtr_tests::schema;
+use serde_json::{json, Map, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+
+struct Pipe {
+    input: DuplexStream,
+    output: Lines<BufReader<DuplexStream>>,
+}
+
+impl Pipe {
+    fn start(server: Server) -> Self {
+        let (input, server_in) = tokio::io::duplex(1 << 16);
+        let (server_out, output) = tokio::io::duplex(1 << 16);
+        tokio::spawn(server.serve_io(server_in, server_out));
+        Self { input, output: BufReader::new(output).lines() }
+    }
+
+    async fn send_line(&mut self, line: &str) {
+        self.input.write_all(line.as_bytes()).await.unwrap();
+        self.input.write_all(b"\n").await.unwrap();
+    }
+
+    async fn request(&mut self, id: i64, method: &str, mut params: Value) {
+        if params.get("_meta").is_none() {
+            params["_meta"] = meta(json!({}));
+        }
+        let line = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        self.send_line(&line.to_string()).await;
+    }
+
+    /// The next line the server writes, checked against the schema as an answer to `method`.
+    async fn next(&mut self, method: &str) -> Value {
+        let line = tokio::time::timeout(TIMEOUT, self.output.next_line()).await.expect("an answer in time");
+        let message: Value = serde_json::from_str(&line.unwrap().expect("the server is still writing")).unwrap();
+        schema::assert_valid_message(method, &message);
+        message
+    }
+}
+
+#[tokio::test]
+async fn answers_requests_line_by_line() {
+    let mut pipe = Pipe::start(mcp_mrtr_examples::everything::server());
+    pipe.request(1, "server/discover", json!({})).await;
+    let reply = pipe.next("server/discover").await;
+    assert_eq!((reply["id"].clone(), reply["result"]["resultType"].clone()), (json!(1), json!("complete")));
+    pipe.request(2, "tools/call", json!({ "name": "test_simple_text" })).await;
+    assert_eq!(pipe.next("tools/call").await["result"]["content"][0]["type"], "text");
+}
+
+#[tokio::test]
+async fn envelope_and_version_errors_echo_the_id() {
+    let mut pipe = Pipe::start(mcp_mrtr_examples::everything::server());
+    pipe.request(1, "server/discover", json!({ "_meta": { "io.modelcontextprotocol/clientCapabilities": {} } })).await;
+    assert_eq!(pipe.next("server/discover").await["error"]["code"], -32602);
+    let mut old = meta(json!({}));
+    old["io.modelcontextprotocol/protocolVersion"] = json!("v999.0.0");
+    pipe.request(2, "server/discover", json!({ "_meta": old })).await;
+    let reply = pipe.next("server/discover").await;
+    assert_eq!((reply["id"].clone(), reply["error"]["code"].clone()), (json!(2), json!(-32022)));
+    pipe.request(3, "ping", json!({})).await;
+    assert_eq!(pipe.next("ping").await["error"]["code"], -32601);
+    pipe.send_line(r#"{"jsonrpc":"2.0","id":4,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#).await;
+    assert_eq!(pipe.next("initialize").await["error"]["code"], -32022);
+}
+
+#[tokio::test]
+async fn bad_lines_get_errors_and_the_connection_survives() {
+    let mut pipe = Pipe::start(mcp_mrtr_examples::everything::server());
+    pipe.send_line("{not json").await;
+    assert_eq!(pipe.next("server/discover").await["error"]["code"], -32700);
+    pipe.send_line("").await;
+    pipe.send_line(r#"[{"jsonrpc":"2.0","id":1,"method":"server/discover"}]"#).await;
+    assert_eq!(pipe.next("server/discover").await["error"]["code"], -32600);
+    let huge =
+        format!(r#"{{"jsonrpc":"2.0","id":5,"method":"x","params":{{"pad":"{}"}}}}"#, "y".repeat(5 * 1024 * 1024));
+    pipe.send_line(&huge).await;
+    let too_long = pipe.next("server/discover").await;
+    assert_eq!(too_long["error"]["code"], -32600);
+    assert!(too_long["error"]["message"].as_str().unwrap().contains("longer than"));
+    pipe.request(6, "server/discover", json!({})).await;
+    assert_eq!(pipe.next("server/discover").await["id"], 6);
+}
+
+#[tokio::test]
+async fn progress_comes_before_the_reply() {
+    let mut pipe = Pipe::start(mcp_mrtr_examples::everything::server());
+    let mut with_token = meta(json!({}));
+    with_token["progressToken"] = json!("p");
+    pipe.request(7, "tools/call", json!({ "name": "test_tool_with_progress", "_meta": with_token })).await;
+    for expected in [0, 50, 100] {
+        let note = pipe.next("tools/call").await;
+        assert_eq!(
+            (note["method"].clone(), note["params"]["progress"].as_f64()),
+            (json!("notifications/progress"), Some(f64::from(expected)))
+        );
+    }
+    assert_eq!(pipe.next("tools/call").await["id"], 7);
+}
+
+#[tokio::test]
+async fn cancelled_requests_stay_silent() {
+    let slow = Tool::new("slow").description("Waits a moment").handler(|_ctx, _: Map<String, Value>| async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        Ok::<_, ToolError>("finished")
+    });
+    let mut pipe = Pipe::start(Server::new("slow", "0").tool(slow));
+    pipe.request(1, "tools/call", json!({ "name": "slow" })).await;
+    pipe.send_line(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#).await;
+    pipe.request(2, "server/discover", json!({})).await;
+    assert_eq!(pipe.next("server/discover").await["id"], 2);
+    // Had the call not been cancelled, its answer would come within 200 ms.
+    let late = tokio::time::timeout(Duration::from_millis(600), pipe.output.next_line()).await;
+    assert!(late.is_err(), "the cancelled call answered: {late:?}");
+}
