@@ -10,7 +10,7 @@ cargo build --quiet -p mcp-mrtr-examples --bin everything
 
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 URL="http://127.0.0.1:$PORT/mcp"
-RUST_LOG=warn ./target/debug/everything --port "$PORT" &
+RUST_LOG=warn "${CARGO_TARGET_DIR:-target}/debug/everything" --port "$PORT" &
 SERVER_PID=$!
 trap 'kill $SERVER_PID 2>/dev/null || true' EXIT
 
