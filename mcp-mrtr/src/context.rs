@@ -1,17 +1,35 @@
 //! [`Ctx`]: what a handler knows about the request it serves, and its channel for
 //! progress and log notifications.
 
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 
+use axum::http::HeaderMap;
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use crate::ask::Question;
 use crate::envelope::RequestMeta;
 use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel, Notification, RequestId};
+use crate::replay::Replay;
+use crate::{Capability, Error};
 
 /// Where a request's notifications go: its SSE stream on HTTP, the channel on stdio.
 pub(crate) type Notifier = mpsc::Sender<Notification>;
+
+/// What the transport knows about a request besides its JSON.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Transport {
+    /// Where notifications go; `None` when the client cannot receive them.
+    pub(crate) notifier: Option<Notifier>,
+    /// The HTTP request headers (none on stdio).
+    pub(crate) headers: Option<HeaderMap>,
+}
 
 /// The request context handed to every tool, prompt and resource handler.
 ///
@@ -27,15 +45,79 @@ pub struct Ctx {
 struct CtxInner {
     id: RequestId,
     meta: RequestMeta,
-    notifier: Option<Notifier>,
+    transport: Transport,
     logging: bool,
     last_progress: Mutex<Option<f64>>,
+    replay: Arc<Replay>,
 }
 
 impl Ctx {
-    pub(crate) fn new(id: RequestId, meta: RequestMeta, notifier: Option<Notifier>, logging: bool) -> Self {
-        let inner = CtxInner { id, meta, notifier, logging, last_progress: Mutex::new(None) };
+    pub(crate) fn new(
+        id: RequestId,
+        meta: RequestMeta,
+        transport: Transport,
+        logging: bool,
+        replay: Arc<Replay>,
+    ) -> Self {
+        let inner = CtxInner { id, meta, transport, logging, last_progress: Mutex::new(None), replay };
         Self { inner: Arc::new(inner) }
+    }
+
+    /// Asks the client `question`, answered under `key`; `ask!` calls this for you.
+    ///
+    /// Resolves at once when this round (or an earlier one) holds the answer. Otherwise
+    /// the question is recorded and the future never resolves in this round: the
+    /// runtime ends the round with `input_required` and runs the handler again when the
+    /// client answers. Keys must be unique per question within one call.
+    pub fn ask<Q: Question + Unpin>(&self, key: impl Into<String>, question: Q) -> Ask<Q> {
+        Ask { replay: self.inner.replay.clone(), key: key.into(), question }
+    }
+
+    /// Whether the client declared `capability` on this request.
+    pub fn client_supports(&self, capability: Capability) -> bool {
+        capability.is_declared_in(self.client_capabilities())
+    }
+
+    /// `Err(-32021)` unless the client declared `capability` on this request: for
+    /// handlers that cannot run at all without it.
+    pub fn require(&self, capability: Capability) -> Result<(), Error> {
+        crate::capability::missing(self.client_capabilities(), [capability])
+    }
+
+    /// Runs `step` once across all rounds of this call: its result is sealed into the
+    /// request state and read back in later rounds instead of running `step` again.
+    /// Use it for side effects before an ask (create an order, call a paid API).
+    pub async fn once<T, F>(&self, key: &str, step: F) -> T
+    where
+        T: Serialize + DeserializeOwned,
+        F: Future<Output = T>,
+    {
+        if let Some(done) = self.once_result(key) {
+            return done;
+        }
+        let value = step.await;
+        self.record_once(key, &value);
+        value
+    }
+
+    #[doc(hidden)]
+    pub fn once_result<T: DeserializeOwned>(&self, key: &str) -> Option<T> {
+        // The stored value comes from sealed state: it was written by this server.
+        self.inner.replay.once_result(key).and_then(|v| serde_json::from_value(v).ok())
+    }
+
+    #[doc(hidden)]
+    pub fn record_once<T: Serialize>(&self, key: &str, value: &T) {
+        match serde_json::to_value(value) {
+            Ok(value) => self.inner.replay.record_once(key, value),
+            Err(e) => self.inner.replay.fail(Error::internal(format!("once step {key:?} is not serializable: {e}"))),
+        }
+    }
+
+    /// Ends this round with state only, no questions: the client retries later (load
+    /// shedding, waiting for work elsewhere). The future never resolves in this round.
+    pub fn retry_later<T>(&self) -> RetryLater<T> {
+        RetryLater { replay: self.inner.replay.clone(), output: PhantomData }
     }
 
     /// The JSON-RPC id of the request (a retry of a multi-round call has a new one).
@@ -57,6 +139,11 @@ impl Ctx {
     /// never branch behaviour or security on it.
     pub fn client_info(&self) -> Option<&Implementation> {
         self.inner.meta.client_info.as_ref()
+    }
+
+    /// The HTTP headers of the request (`None` on stdio): for authentication, say.
+    pub fn http_headers(&self) -> Option<&HeaderMap> {
+        self.inner.transport.headers.as_ref()
     }
 
     /// Reports progress, if the request asked for it (`_meta.progressToken`).
@@ -99,9 +186,43 @@ impl Ctx {
     }
 
     async fn notify(&self, method: &str, params: Value) {
-        if let Some(notifier) = &self.inner.notifier {
+        if let Some(notifier) = &self.inner.transport.notifier {
             // A closed channel means the client is gone; the request is being cancelled.
             let _ = notifier.send(Notification { method: method.to_owned(), params }).await;
         }
+    }
+}
+
+/// The future of one question: see [`Ctx::ask`].
+#[must_use = "an ask does nothing unless awaited"]
+pub struct Ask<Q> {
+    replay: Arc<Replay>,
+    key: String,
+    question: Q,
+}
+
+impl<Q: Question + Unpin> Future for Ask<Q> {
+    type Output = Q::Output;
+
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Q::Output> {
+        // No waker on purpose: a pending ask is never woken in this round; the replay
+        // driver sees the recorded question and ends the round.
+        self.replay.lookup(&self.key, &self.question)
+    }
+}
+
+/// The future of [`Ctx::retry_later`].
+#[must_use = "retry_later does nothing unless awaited"]
+pub struct RetryLater<T> {
+    replay: Arc<Replay>,
+    output: PhantomData<fn() -> T>,
+}
+
+impl<T> Future for RetryLater<T> {
+    type Output = T;
+
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<T> {
+        self.replay.retry_later();
+        Poll::Pending
     }
 }

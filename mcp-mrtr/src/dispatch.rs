@@ -3,19 +3,25 @@
 //!
 //! Entry point: [`Server::handle`], called by the transports once the envelope is valid.
 
+use std::future::Future;
+use std::sync::Arc;
+use std::time::SystemTime;
+
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::context::Notifier;
+use crate::context::Transport;
 use crate::envelope::{Request, RequestMeta, SUPPORTED_VERSIONS};
 use crate::handler::ResourceKind;
 use crate::protocol::{
-    meta_keys, CallToolParams, CallToolResult, CompleteParams, CompleteResult, CompletionReference, DiscoverResult,
-    GetPromptParams, JsonObject, ListParams, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, ReadResourceParams, RequestId,
+    meta_keys, CallToolParams, CallToolResult, CompleteParams, CompleteResult, Completion, CompletionReference,
+    DiscoverResult, GetPromptParams, JsonObject, ListParams, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, ReadResourceParams, RequestId,
 };
+use crate::replay::{self, Outcome, Replay};
 use crate::server::{CacheHints, CacheScope};
+use crate::state::{Binding, OpenError, Reason};
 use crate::{Ctx, Error, Server};
 
 /// The answer to one request, before framing.
@@ -61,56 +67,135 @@ impl Method {
     }
 }
 
+/// A result body, before stamping.
+enum Body {
+    Complete(JsonObject),
+    InputRequired(JsonObject),
+}
+
 impl Server {
     /// Answers one modern request whose envelope has been validated.
-    pub(crate) async fn handle(&self, request: Request, meta: RequestMeta, notifier: Option<Notifier>) -> Reply {
+    pub(crate) async fn handle(&self, request: Request, meta: RequestMeta, transport: Transport) -> Reply {
         let id = request.id.clone();
-        let outcome = self.dispatch(request, meta, notifier).await;
+        let outcome = self.dispatch(request, meta, transport).await;
         if let Err(error) = &outcome {
             tracing::debug!(%id, %error, "request failed");
         }
         Reply { id, outcome }
     }
 
-    async fn dispatch(&self, request: Request, meta: RequestMeta, notifier: Option<Notifier>) -> Result<Value, Error> {
+    async fn dispatch(&self, request: Request, meta: RequestMeta, transport: Transport) -> Result<Value, Error> {
+        let id = request.id.clone();
         let method = Method::parse(&request.method)
             .filter(|m| self.serves(*m))
             .ok_or_else(|| Error::method_not_found(&request.method))?;
         let params = request.params.unwrap_or_else(|| json!({}));
         let hints = method.is_cacheable().then(|| self.cache_hints_for(&params));
-        let ctx = Ctx::new(request.id, meta, notifier, self.logging);
         let body = match method {
-            Method::Discover => to_body(&DiscoverResult {
+            Method::Discover => Body::Complete(to_body(&DiscoverResult {
                 supported_versions: SUPPORTED_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),
                 capabilities: self.capabilities(),
                 instructions: self.instructions.clone(),
-            }),
+            })),
             Method::ToolsList => {
                 first_page(&params)?;
                 let tools = self.tools.iter().map(|t| t.tool.clone()).collect();
-                to_body(&ListToolsResult { tools, next_cursor: None })
+                Body::Complete(to_body(&ListToolsResult { tools, next_cursor: None }))
             }
             Method::PromptsList => {
                 first_page(&params)?;
                 let prompts = self.prompts.iter().map(|p| p.prompt.clone()).collect();
-                to_body(&ListPromptsResult { prompts, next_cursor: None })
+                Body::Complete(to_body(&ListPromptsResult { prompts, next_cursor: None }))
             }
             Method::ResourcesList => {
                 first_page(&params)?;
                 let resources = self.resources.iter().filter_map(|r| r.kind.as_static().cloned()).collect();
-                to_body(&ListResourcesResult { resources, next_cursor: None })
+                Body::Complete(to_body(&ListResourcesResult { resources, next_cursor: None }))
             }
             Method::ResourceTemplatesList => {
                 first_page(&params)?;
                 let templates = self.resources.iter().filter_map(|r| r.kind.as_template().cloned()).collect();
-                to_body(&ListResourceTemplatesResult { resource_templates: templates, next_cursor: None })
+                Body::Complete(to_body(&ListResourceTemplatesResult {
+                    resource_templates: templates,
+                    next_cursor: None,
+                }))
             }
-            Method::ToolsCall => self.call_tool(ctx, parse_params(params)?).await?,
-            Method::PromptsGet => self.get_prompt(ctx, parse_params(params)?).await?,
-            Method::ResourcesRead => self.read_resource(ctx, parse_params(params)?).await?,
-            Method::Complete => self.complete(ctx, parse_params(params)?).await?,
+            Method::ToolsCall => self.call_tool(Call::new(id, &params, meta, transport)?).await?,
+            Method::PromptsGet => self.get_prompt(Call::new(id, &params, meta, transport)?).await?,
+            Method::ResourcesRead => self.read_resource(Call::new(id, &params, meta, transport)?).await?,
+            Method::Complete => {
+                let replay = Arc::new(Replay::disabled());
+                let ctx = Ctx::new(id, meta.clone(), transport, self.logging, replay.clone());
+                let run = self.complete(ctx, parse_params(params)?);
+                match replay::drive(&replay, &meta.client_capabilities, run).await? {
+                    Outcome::Complete(completion) => {
+                        Body::Complete(to_body(&CompleteResult { completion: completion? }))
+                    }
+                    // A disabled replay fails every ask, so this cannot happen; answer as if it had.
+                    Outcome::InputRequired(..) => {
+                        return Err(Error::internal("completion handlers cannot ask for input"))
+                    }
+                }
+            }
         };
         Ok(self.stamp(body, hints))
+    }
+
+    async fn call_tool(&self, call: Call<CallToolParams>) -> Result<Body, Error> {
+        let name = &call.params.name;
+        let route = self.find_tool(name).ok_or_else(|| Error::invalid_params(format!("Unknown tool: {name}")))?;
+        let arguments = call.params.arguments.clone().unwrap_or_default();
+        let target = Target { method: "tools/call", name, arguments: Value::Object(arguments.clone()) };
+        let replay = self.open_replay(&target, &call)?;
+        let run = (route.call)(self.ctx(&call, &replay), arguments);
+        self.run_round(&target, &replay, &call, async move {
+            match run.await {
+                Ok(result) => Ok(result),
+                Err(error) => error.into_parts().map(CallToolResult::error),
+            }
+        })
+        .await
+    }
+
+    async fn get_prompt(&self, call: Call<GetPromptParams>) -> Result<Body, Error> {
+        let name = &call.params.name;
+        let route = self.find_prompt(name).ok_or_else(|| Error::invalid_params(format!("Unknown prompt: {name}")))?;
+        let args = call.params.arguments.clone().unwrap_or_default();
+        let required = route.prompt.arguments.iter().filter(|a| a.required == Some(true));
+        if let Some(missing) = required.into_iter().find(|a| !args.contains_key(&a.name)) {
+            return Err(Error::invalid_params(format!("Missing required argument: {}", missing.name)));
+        }
+        let args: JsonObject = args.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
+        let target = Target { method: "prompts/get", name, arguments: Value::Object(args.clone()) };
+        let replay = self.open_replay(&target, &call)?;
+        let run = (route.get)(self.ctx(&call, &replay), args);
+        self.run_round(&target, &replay, &call, async move { run.await.map_err(execution_as_internal) }).await
+    }
+
+    async fn read_resource(&self, call: Call<ReadResourceParams>) -> Result<Body, Error> {
+        let uri = &call.params.uri;
+        let (route, vars) = self
+            .resources
+            .iter()
+            .find_map(|r| r.kind.matches(uri).map(|vars| (r, vars)))
+            .ok_or_else(|| Error::resource_not_found(uri))?;
+        let target = Target { method: "resources/read", name: uri, arguments: Value::Null };
+        let replay = self.open_replay(&target, &call)?;
+        let run = (route.read)(self.ctx(&call, &replay), vars);
+        let missing = Error::resource_not_found(uri);
+        self.run_round(&target, &replay, &call, async move {
+            let result = run.await.map_err(execution_as_internal)?;
+            // The spec forbids empty contents: a resource with nothing to show is missing.
+            if result.contents.is_empty() {
+                return Err(missing);
+            }
+            Ok(result)
+        })
+        .await
+    }
+
+    fn ctx<P>(&self, call: &Call<P>, replay: &Arc<Replay>) -> Ctx {
+        Ctx::new(call.id.clone(), call.meta.clone(), call.transport.clone(), self.logging, replay.clone())
     }
 
     fn serves(&self, method: Method) -> bool {
@@ -135,9 +220,13 @@ impl Server {
     }
 
     /// Stamps what every modern result carries: `resultType`, `serverInfo` in `_meta`,
-    /// and the caching hints of cacheable methods.
-    fn stamp(&self, mut body: JsonObject, hints: Option<CacheHints>) -> Value {
-        body.insert("resultType".into(), json!("complete"));
+    /// and, on complete results of cacheable methods only, the caching hints.
+    fn stamp(&self, body: Body, hints: Option<CacheHints>) -> Value {
+        let (mut body, result_type, hints) = match body {
+            Body::Complete(body) => (body, "complete", hints),
+            Body::InputRequired(body) => (body, "input_required", None),
+        };
+        body.insert("resultType".into(), json!(result_type));
         if let Some(hints) = hints {
             body.insert("ttlMs".into(), json!(hints.ttl_ms));
             body.insert("cacheScope".into(), json!(hints.scope.as_str()));
@@ -149,47 +238,57 @@ impl Server {
         Value::Object(body)
     }
 
-    async fn call_tool(&self, ctx: Ctx, params: CallToolParams) -> Result<JsonObject, Error> {
-        let route = self
-            .find_tool(&params.name)
-            .ok_or_else(|| Error::invalid_params(format!("Unknown tool: {}", params.name)))?;
-        let result = match (route.call)(ctx, params.arguments.unwrap_or_default()).await {
-            Ok(result) => result,
-            Err(error) => CallToolResult::error(error.into_parts()?),
+    /// Reads this round's `inputResponses` and opens its `requestState`.
+    fn open_replay<P>(&self, target: &Target<'_>, call: &Call<P>) -> Result<Arc<Replay>, Error> {
+        let responses = input_responses(&call.raw)?;
+        let carried = match call.raw.get("requestState") {
+            None => None,
+            Some(state) => {
+                let principal = self.principal_of(&call.transport);
+                let opened = state
+                    .as_str()
+                    .ok_or_else(|| OpenError::from(Reason::Malformed))
+                    .and_then(|token| {
+                        self.state_config().open(token, &target.binding(principal.as_deref()), SystemTime::now())
+                    })
+                    .and_then(|payload| {
+                        serde_json::from_slice(&payload).map_err(|_| OpenError::from(Reason::Malformed))
+                    });
+                match opened {
+                    Ok(carried) => Some(carried),
+                    Err(rejected) => {
+                        tracing::info!(target = target.name, %rejected, "rejected a requestState");
+                        return Err(rejected.to_error());
+                    }
+                }
+            }
         };
-        Ok(to_body(&result))
+        Ok(Arc::new(Replay::new(carried, responses)))
     }
 
-    async fn get_prompt(&self, ctx: Ctx, params: GetPromptParams) -> Result<JsonObject, Error> {
-        let route = self
-            .find_prompt(&params.name)
-            .ok_or_else(|| Error::invalid_params(format!("Unknown prompt: {}", params.name)))?;
-        let args = params.arguments.unwrap_or_default();
-        if let Some(missing) =
-            route.prompt.arguments.iter().find(|a| a.required == Some(true) && !args.contains_key(&a.name))
-        {
-            return Err(Error::invalid_params(format!("Missing required argument: {}", missing.name)));
+    /// Runs one round of a handler that may ask: its complete result, or the questions
+    /// it asked with the sealed state of the round.
+    async fn run_round<T: Serialize, P>(
+        &self,
+        target: &Target<'_>,
+        replay: &Arc<Replay>,
+        call: &Call<P>,
+        handler: impl Future<Output = Result<T, Error>>,
+    ) -> Result<Body, Error> {
+        match replay::drive(replay, &call.meta.client_capabilities, handler).await? {
+            Outcome::Complete(result) => Ok(Body::Complete(to_body(&result?))),
+            Outcome::InputRequired(requests, carried) => {
+                let payload = serde_json::to_vec(&carried).map_err(|e| Error::internal(e.to_string()))?;
+                let principal = self.principal_of(&call.transport);
+                let binding = target.binding(principal.as_deref());
+                let state =
+                    self.state_config().seal(&binding, &payload, SystemTime::now()).map_err(|e| e.to_error())?;
+                Ok(Body::InputRequired(to_body(&replay::input_required(requests, state))))
+            }
         }
-        let args = args.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
-        let result = (route.get)(ctx, args).await.map_err(execution_as_internal)?;
-        Ok(to_body(&result))
     }
 
-    async fn read_resource(&self, ctx: Ctx, params: ReadResourceParams) -> Result<JsonObject, Error> {
-        let (route, vars) = self
-            .resources
-            .iter()
-            .find_map(|r| r.kind.matches(&params.uri).map(|vars| (r, vars)))
-            .ok_or_else(|| Error::resource_not_found(&params.uri))?;
-        let result = (route.read)(ctx, vars).await.map_err(execution_as_internal)?;
-        if result.contents.is_empty() {
-            // The spec forbids empty contents: a resource with nothing to show is missing.
-            return Err(Error::resource_not_found(&params.uri));
-        }
-        Ok(to_body(&result))
-    }
-
-    async fn complete(&self, ctx: Ctx, params: CompleteParams) -> Result<JsonObject, Error> {
+    async fn complete(&self, ctx: Ctx, params: CompleteParams) -> Result<Completion, Error> {
         let known = match &params.reference {
             CompletionReference::Prompt { name } => self.find_prompt(name).is_some(),
             CompletionReference::Resource { uri } => self.resources.iter().any(|r| r.kind.key() == uri),
@@ -198,8 +297,49 @@ impl Server {
             return Err(Error::invalid_params("completion/complete: unknown prompt or resource reference"));
         }
         let complete = self.completion.as_ref().ok_or_else(|| Error::method_not_found("completion/complete"))?;
-        let completion = complete(ctx, params).await.map_err(execution_as_internal)?;
-        Ok(to_body(&CompleteResult { completion }))
+        complete(ctx, params).await.map_err(execution_as_internal)
+    }
+}
+
+/// One request to a method that may ask: its typed params, its raw params (for
+/// `inputResponses` and `requestState`), its envelope and its transport.
+struct Call<P> {
+    id: RequestId,
+    params: P,
+    raw: Value,
+    meta: RequestMeta,
+    transport: Transport,
+}
+
+impl<P: DeserializeOwned> Call<P> {
+    fn new(id: RequestId, raw: &Value, meta: RequestMeta, transport: Transport) -> Result<Self, Error> {
+        Ok(Self { id, params: parse_params(raw.clone())?, raw: raw.clone(), meta, transport })
+    }
+}
+
+/// What a multi-round request is about: the state it seals is bound to this.
+struct Target<'a> {
+    method: &'static str,
+    name: &'a str,
+    arguments: Value,
+}
+
+impl Target<'_> {
+    fn binding<'b>(&'b self, principal: Option<&'b str>) -> Binding<'b> {
+        Binding { method: self.method, target: self.name, arguments: &self.arguments, principal }
+    }
+}
+
+/// `inputResponses`: absent, or an object whose every value is an object (a result).
+/// Anything else is malformed input, answered with an error rather than guessed at.
+fn input_responses(params: &Value) -> Result<JsonObject, Error> {
+    match params.get("inputResponses") {
+        None => Ok(JsonObject::new()),
+        Some(Value::Object(responses)) => match responses.iter().find(|(_, v)| !v.is_object()) {
+            Some((key, _)) => Err(Error::invalid_params(format!("inputResponses.{key} must be an object (a result)"))),
+            None => Ok(responses.clone()),
+        },
+        Some(_) => Err(Error::invalid_params("inputResponses must be an object keyed like inputRequests")),
     }
 }
 

@@ -1,16 +1,20 @@
 //! [`Server`]: the builder that registers handlers and describes the server.
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use axum::http::HeaderMap;
 use futures_util::future::BoxFuture;
 
+use crate::context::Transport;
 use crate::handler::{PromptRoute, ResourceKind, ResourceRoute, ToolRoute};
 use crate::protocol::{
     CompleteParams, Completion, Implementation, JsonObject, PromptsCapability, ResourcesCapability, ServerCapabilities,
     ToolsCapability,
 };
-use crate::{Ctx, ToolError};
+use crate::{Ctx, StateConfig, ToolError};
+
+pub(crate) type PrincipalFn = Arc<dyn Fn(&HeaderMap) -> Option<String> + Send + Sync>;
 
 pub(crate) type CompletionFn =
     Arc<dyn Fn(Ctx, CompleteParams) -> BoxFuture<'static, Result<Completion, ToolError>> + Send + Sync>;
@@ -74,6 +78,8 @@ pub struct Server {
     pub(crate) completion: Option<CompletionFn>,
     pub(crate) logging: bool,
     pub(crate) cache: CacheHints,
+    state: Option<StateConfig>,
+    principal: Option<PrincipalFn>,
 }
 
 impl Server {
@@ -88,6 +94,8 @@ impl Server {
             completion: None,
             logging: false,
             cache: CacheHints::default(),
+            state: None,
+            principal: None,
         }
     }
 
@@ -129,6 +137,16 @@ impl Server {
         self
     }
 
+    /// Registers several prompts.
+    pub fn prompts<P: Into<PromptRoute>>(self, prompts: impl IntoIterator<Item = P>) -> Self {
+        prompts.into_iter().fold(self, Self::prompt)
+    }
+
+    /// Registers several resources.
+    pub fn resources<R: Into<ResourceRoute>>(self, resources: impl IntoIterator<Item = R>) -> Self {
+        resources.into_iter().fold(self, Self::resource)
+    }
+
     /// Registers a resource or a resource template.
     ///
     /// # Panics
@@ -163,6 +181,34 @@ impl Server {
     pub fn cache_hints(mut self, hints: CacheHints) -> Self {
         self.cache = hints;
         self
+    }
+
+    /// How `requestState` is sealed. Without this, the keys in `MCP_MRTR_STATE_KEYS`
+    /// are used, or else one random key per process (states then open only on this
+    /// instance, until it restarts).
+    pub fn request_state(mut self, config: StateConfig) -> Self {
+        self.state = Some(config);
+        self
+    }
+
+    /// Binds every `requestState` to the caller this function names from the HTTP
+    /// headers (a user id from a verified token, say): a state issued to one caller
+    /// does not open for another.
+    pub fn principal<F>(mut self, principal: F) -> Self
+    where
+        F: Fn(&HeaderMap) -> Option<String> + Send + Sync + 'static,
+    {
+        self.principal = Some(Arc::new(principal));
+        self
+    }
+
+    pub(crate) fn state_config(&self) -> &StateConfig {
+        static DEFAULT: OnceLock<StateConfig> = OnceLock::new();
+        self.state.as_ref().unwrap_or_else(|| DEFAULT.get_or_init(StateConfig::from_env_or_random))
+    }
+
+    pub(crate) fn principal_of(&self, transport: &Transport) -> Option<String> {
+        self.principal.as_ref().zip(transport.headers.as_ref()).and_then(|(principal, headers)| principal(headers))
     }
 
     /// The capabilities `server/discover` reports, derived from what is registered so

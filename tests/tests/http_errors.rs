@@ -135,7 +135,9 @@ async fn missing_client_capability_is_32021_with_400() {
     assert_eq!(reply["id"], 401);
     assert_eq!(reply["error"]["data"]["requiredCapabilities"], json!({ "sampling": {} }));
     let with_sampling = Rpc::call_tool("test_missing_capability", json!({})).caps(json!({ "sampling": {} }));
-    assert_eq!(server.call(&with_sampling).await["result"]["resultType"], "complete");
+    let asked = server.call(&with_sampling).await["result"].clone();
+    assert_eq!(asked["resultType"], "input_required");
+    assert_eq!(asked["inputRequests"]["answer"]["method"], "sampling/createMessage");
 }
 
 #[tokio::test]

@@ -9,6 +9,7 @@ mod capabilities;
 mod completion;
 mod content;
 mod discover;
+mod input_required;
 mod jsonrpc;
 mod prompts;
 mod resources;
@@ -26,6 +27,10 @@ pub use content::{
     TextContent,
 };
 pub use discover::{DiscoverResult, Implementation, LoggingLevel};
+pub use input_required::{
+    CreateMessageParams, CreateMessageResult, ElicitAction, ElicitParams, ElicitResult, InputRequest,
+    InputRequiredResult, ListRootsResult, ModelHint, ModelPreferences, Root, SamplingMessage, ToolChoice,
+};
 pub(crate) use jsonrpc::Outgoing;
 pub use jsonrpc::{ErrorObject, Notification, RequestId};
 pub use prompts::{GetPromptParams, GetPromptResult, ListPromptsResult, Prompt, PromptArgument, PromptMessage};

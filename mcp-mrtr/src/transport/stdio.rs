@@ -10,6 +10,7 @@ use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
 
 use super::{error_message, read_message};
+use crate::context::Transport;
 use crate::envelope::{check_version, classify, legacy_unsupported, Era, Incoming, Request, RequestMeta};
 use crate::protocol::{Outgoing, RequestId};
 use crate::{Error, Server};
@@ -85,7 +86,8 @@ impl StdioSession {
         let (server, out, id) = (self.server.clone(), self.out.clone(), request.id.clone());
         let handle = self.tasks.spawn(async move {
             let (note_tx, mut note_rx) = mpsc::channel(16);
-            let reply = server.handle(request, meta, Some(note_tx));
+            let transport = Transport { notifier: Some(note_tx), headers: None };
+            let reply = server.handle(request, meta, transport);
             tokio::pin!(reply);
             // Forward the request's notifications until its reply is ready.
             let reply = loop {

@@ -23,6 +23,7 @@ use tokio::sync::mpsc;
 use self::guard::HostPolicy;
 use self::sse::{json_response, respond};
 use super::{error_message, read_message};
+use crate::context::Transport;
 use crate::envelope::{classify, legacy_unsupported, Era, Incoming, Request, RequestMeta};
 use crate::{Error, Server};
 
@@ -135,9 +136,9 @@ async fn endpoint_handler(State(endpoint): State<Arc<Endpoint>>, request: HttpRe
 async fn serve_request(server: &Server, headers: &HeaderMap, request: Request, meta: RequestMeta) -> Response {
     let (tx, rx) = mpsc::channel(32);
     // A client that cannot read SSE gets JSON, and so no notifications.
-    let notifier = accepts_event_stream(headers).then_some(tx);
+    let transport = Transport { notifier: accepts_event_stream(headers).then_some(tx), headers: Some(headers.clone()) };
     let server = server.clone();
-    respond(Box::pin(async move { server.handle(request, meta, notifier).await }), rx).await
+    respond(Box::pin(async move { server.handle(request, meta, transport).await }), rx).await
 }
 
 /// Classifies the request and validates its envelope and MCP headers.

@@ -2,11 +2,13 @@
 //! that the official MCP conformance suite calls by name, with the behaviour each
 //! scenario describes.
 
+pub mod mrtr;
+
 use std::time::Duration;
 
-use mcp_mrtr::protocol::{CompletionReference, ToolAnnotations};
+use mcp_mrtr::protocol::CompletionReference;
 use mcp_mrtr::{
-    CallToolResult, CompleteParams, Completion, ContentBlock, Ctx, Error, LoggingLevel, Prompt, PromptArgument,
+    CallToolResult, CompleteParams, Completion, ContentBlock, Ctx, LoggingLevel, Prompt, PromptArgument,
     PromptArguments, PromptMessage, Resource, ResourceContents, ResourceTemplate, Server, Tool, ToolError,
 };
 use serde::Deserialize;
@@ -29,6 +31,7 @@ pub fn server() -> Server {
     let server = content_tools(server);
     let server = behaviour_tools(server);
     let server = prompts(server);
+    let server = mrtr::register(server);
     resources(server)
 }
 
@@ -91,12 +94,6 @@ fn behaviour_tools(server: Server) -> Server {
                 .handler(with_logging),
         )
         .tool(
-            Tool::new("test_missing_capability")
-                .description("Needs the client's sampling capability; fails with -32021 without it")
-                .annotations(ToolAnnotations { read_only_hint: Some(true), ..ToolAnnotations::default() })
-                .handler(needs_sampling),
-        )
-        .tool(
             Tool::new("json_schema_2020_12_tool")
                 .description("Takes arguments described with JSON Schema 2020-12 keywords")
                 .input_schema(json_schema_2020_12())
@@ -126,13 +123,6 @@ async fn with_logging(ctx: Ctx, _args: NoArgs) -> Result<String, ToolError> {
         ctx.log(LoggingLevel::Info, Some("everything"), message).await;
     }
     Ok("Logging test completed".into())
-}
-
-async fn needs_sampling(ctx: Ctx, _args: NoArgs) -> Result<String, ToolError> {
-    if ctx.client_capabilities().sampling.is_none() {
-        return Err(Error::missing_client_capability(json!({ "sampling": {} })).into());
-    }
-    Ok("The client can sample.".into())
 }
 
 fn json_schema_2020_12() -> Value {

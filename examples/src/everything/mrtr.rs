@@ -1,0 +1,143 @@
+//! The multi round-trip fixture: tools and a prompt that ask the client for input with
+//! `ask!`, exactly as the conformance scenarios describe them. No hand-built
+//! `InputRequiredResult` anywhere: every round is the runtime's replay of these bodies.
+
+use mcp_mrtr::prelude::*;
+use mcp_mrtr::protocol::Role;
+
+/// The user's name.
+#[derive(Deserialize, JsonSchema)]
+pub struct UserName {
+    name: String,
+}
+
+/// A yes/no confirmation.
+#[derive(Deserialize, JsonSchema)]
+pub struct Confirm {
+    ok: bool,
+}
+
+/// A favourite colour.
+#[derive(Deserialize, JsonSchema)]
+pub struct FavoriteColor {
+    color: String,
+}
+
+/// Context for a review.
+#[derive(Deserialize, JsonSchema)]
+pub struct ReviewContext {
+    context: String,
+}
+
+/// Asks the user's name (key `user_name`), then greets them.
+#[tool]
+pub async fn test_input_required_result_elicitation() -> Result<String, ToolError> {
+    let user_name: UserName = ask!(elicit "What is your name?")?;
+    Ok(format!("Hello, {}!", user_name.name))
+}
+
+/// Asks the client's model for the capital of France (key `capital_question`).
+#[tool]
+pub async fn test_input_required_result_sampling() -> Result<String, ToolError> {
+    let capital_question = ask!(sample "What is the capital of France?", max_tokens = 100);
+    Ok(format!("The model says: {}", capital_question.text()))
+}
+
+/// Lists the client's roots (key `client_roots`).
+#[tool]
+pub async fn test_input_required_result_list_roots() -> Result<String, ToolError> {
+    let client_roots = ask!(roots);
+    Ok(format!("Found {} root(s)", client_roots.len()))
+}
+
+/// Asks for a confirmation (key `confirm`) carried with a sealed request state.
+#[tool]
+pub async fn test_input_required_result_request_state() -> Result<String, ToolError> {
+    let confirm: Confirm = ask!(elicit "Please confirm to continue")?;
+    Ok(format!("state-ok: confirmed={}", confirm.ok))
+}
+
+/// Asks three things in one round: a name, a model greeting and the roots.
+#[tool]
+pub async fn test_input_required_result_multiple_inputs() -> Result<String, ToolError> {
+    let (user_name, greeting, client_roots) = join!(
+        ask!(key = "user_name", elicit "What is your name?"),
+        ask!(key = "greeting", sample "Write a one-line greeting.", max_tokens = 50),
+        ask!(key = "client_roots", roots),
+    );
+    let user_name: UserName = user_name?;
+    Ok(format!("{}: {} ({} roots)", user_name.name, greeting.text(), client_roots.len()))
+}
+
+/// Two questions in two rounds; the second names the first answer.
+#[tool]
+pub async fn test_input_required_result_multi_round() -> Result<String, ToolError> {
+    let step1: UserName = ask!(elicit "What is your name?")?;
+    let step2: FavoriteColor = ask!(elicit format!("{}, what is your favourite colour?", step1.name))?;
+    Ok(format!("{} likes {}", step1.name, step2.color))
+}
+
+/// Asks for a confirmation; a tampered request state is refused.
+#[tool]
+pub async fn test_input_required_result_tampered_state() -> Result<String, ToolError> {
+    let confirm: Confirm = ask!(elicit "Please confirm to continue")?;
+    Ok(format!("confirmed={}", confirm.ok))
+}
+
+/// Asks only what the client can answer: elicitation and sampling where declared.
+#[tool]
+pub async fn test_input_required_result_capabilities(ctx: &Ctx) -> Result<String, ToolError> {
+    let mut parts = Vec::new();
+    if ctx.client_supports(Capability::ElicitationForm) {
+        let user_name: UserName = ask!(elicit "What is your name?")?;
+        parts.push(format!("name: {}", user_name.name));
+    }
+    if ctx.client_supports(Capability::Sampling) {
+        let greeting = ask!(sample "Write a one-line greeting.", max_tokens = 50);
+        parts.push(format!("greeting: {}", greeting.text()));
+    }
+    if parts.is_empty() {
+        return Ok("The client can neither elicit nor sample, so nothing was asked.".into());
+    }
+    Ok(parts.join("; "))
+}
+
+/// Needs the client's model: without `sampling` the call fails with -32021.
+#[tool(read_only)]
+pub async fn test_missing_capability() -> Result<String, ToolError> {
+    let answer = ask!(sample "Reply with the word ready.", max_tokens = 10);
+    Ok(format!("The model replied: {}", answer.text()))
+}
+
+/// Answers with a form elicitation, never with a request frame.
+#[tool]
+pub async fn test_streaming_elicitation() -> Result<String, ToolError> {
+    let user_name: UserName = ask!(elicit "What is your name?")?;
+    Ok(format!("Streamed hello, {}!", user_name.name))
+}
+
+/// A review prompt that first asks what context to use (key `user_context`).
+#[prompt]
+pub async fn test_input_required_result_prompt() -> Result<Vec<PromptMessage>, ToolError> {
+    let user_context: ReviewContext = ask!(elicit "What context should the review use?")?;
+    let text = format!("Review the change with this context: {}", user_context.context);
+    Ok(vec![PromptMessage { role: Role::User, content: ContentBlock::text(text) }])
+}
+
+/// Registers the fixture.
+pub fn register(server: Server) -> Server {
+    server
+        .tools(tools![
+            test_input_required_result_elicitation,
+            test_input_required_result_sampling,
+            test_input_required_result_list_roots,
+            test_input_required_result_request_state,
+            test_input_required_result_multiple_inputs,
+            test_input_required_result_multi_round,
+            test_input_required_result_tampered_state,
+            test_input_required_result_capabilities,
+            test_missing_capability,
+            test_streaming_elicitation,
+        ])
+        .prompt(test_input_required_result_prompt)
+}

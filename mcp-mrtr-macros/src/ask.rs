@@ -1,0 +1,389 @@
+//! The `ask!` / `once!` rewrite: finds each site in a handler body and hands it the
+//! hidden request context and its key.
+//!
+//! `ask!(elicit "…")` becomes `ask!(@__mcp CTX, KEY; elicit "…").await`; inside `join!`
+//! the `.await` is left to the join, so joined asks are polled together and go out in
+//! one round. Keys: an explicit `key = …` wins, else the name the `let` binds, else the
+//! site's position (`ask1`, `ask2`, … in source order). The rewrite refuses, with an
+//! error on the `ask!`: two sites with one static key, an ask in a loop without a
+//! per-iteration key, and asks inside closures, async blocks, nested items or other
+//! macros (there the handler's round cannot end; bind the result to a variable first).
+
+use std::collections::HashMap;
+
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::{quote, quote_spanned, ToTokens};
+use syn::parse::{ParseStream, Parser};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::visit_mut::{self, VisitMut};
+use syn::{Expr, ExprLit, Ident, Lit, LitStr, Local, Macro, Pat, Stmt, Token};
+
+/// Which rewritten macro a site is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Site {
+    Ask,
+    Once,
+}
+
+/// How the rewritten ask is used.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Awaited where it stands.
+    Await,
+    /// A future handed to `join!`.
+    Future,
+}
+
+pub(crate) struct Rewriter<'e> {
+    ctx: Ident,
+    errors: &'e mut Vec<syn::Error>,
+    static_keys: HashMap<String, Span>,
+    ordinal: usize,
+    loop_depth: usize,
+    /// Set while inside something an ask cannot end a round from.
+    barrier: Option<&'static str>,
+}
+
+impl<'e> Rewriter<'e> {
+    pub(crate) fn new(ctx: Ident, errors: &'e mut Vec<syn::Error>) -> Self {
+        Self { ctx, errors, static_keys: HashMap::new(), ordinal: 0, loop_depth: 0, barrier: None }
+    }
+
+    /// Rewrites `mac` if it is an `ask!`/`once!` site; `None` leaves it as written.
+    fn rewrite(&mut self, mac: &Macro, let_key: Option<&Ident>, mode: Mode) -> Option<TokenStream> {
+        let site = site_of(mac)?;
+        // `ask!(ctx, key = …, …)` names its context itself: the helper form.
+        if site == Site::Ask && is_helper_form(&mac.tokens) {
+            return None;
+        }
+        let name = if site == Site::Ask { "ask!" } else { "once!" };
+        if let Some(barrier) = self.barrier {
+            self.error(mac.path.span(), format!("{name} cannot be used inside {barrier}: only the handler's own body can end a round; move it out, or into a helper async fn that takes the context"));
+            return None;
+        }
+        self.ordinal += 1;
+        let (explicit, rest) = match split_key(mac.tokens.clone()) {
+            Ok(parts) => parts,
+            Err(error) => {
+                self.errors.push(error);
+                return None;
+            }
+        };
+        let key = self.key(mac, name, explicit, let_key)?;
+        let (ctx, path, span) = (&self.ctx, &mac.path, mac.path.span());
+        let call = quote_spanned!(span=> #path!(@__mcp #ctx, #key; #rest));
+        Some(match (site, mode) {
+            (Site::Ask, Mode::Await) => quote_spanned!(span=> #call.await),
+            _ => call,
+        })
+    }
+
+    fn key(&mut self, mac: &Macro, name: &str, explicit: Option<Expr>, let_key: Option<&Ident>) -> Option<TokenStream> {
+        let span = mac.path.span();
+        let literal = match &explicit {
+            Some(Expr::Lit(ExprLit { lit: Lit::Str(s), .. })) => Some(s.value()),
+            Some(_) => None,
+            None if self.loop_depth > 0 => {
+                self.error(
+                    span,
+                    format!("{name} inside a loop needs a per-iteration key: {name}(key = format!(\"item-{{i}}\"), …)"),
+                );
+                return None;
+            }
+            None => Some(let_key.map_or_else(
+                || format!("ask{}", self.ordinal),
+                |ident| ident.to_string().trim_start_matches("r#").to_owned(),
+            )),
+        };
+        if let Some(literal) = &literal {
+            if self.loop_depth > 0 {
+                self.error(
+                    span,
+                    format!("{name} inside a loop needs a per-iteration key, not the fixed key {literal:?}"),
+                );
+                return None;
+            }
+            if let Some(first) = self.static_keys.insert(literal.clone(), span) {
+                let mut error = syn::Error::new(
+                    span,
+                    format!("the key {literal:?} is used by two asks in this handler; give one of them `key = \"…\"`"),
+                );
+                error.combine(syn::Error::new(first, "first used here"));
+                self.errors.push(error);
+                return None;
+            }
+        }
+        Some(match explicit {
+            Some(expr) => expr.to_token_stream(),
+            None => LitStr::new(literal.as_deref().unwrap_or_default(), span).to_token_stream(),
+        })
+    }
+
+    fn error(&mut self, span: Span, message: String) {
+        self.errors.push(syn::Error::new(span, message));
+    }
+
+    /// `join!(ask!(…), ask!(…))`: the asks stay futures so the join polls them together.
+    fn rewrite_join(&mut self, mac: &Macro) -> Option<TokenStream> {
+        let parser = Punctuated::<Expr, Token![,]>::parse_terminated;
+        let mut args = parser.parse2(mac.tokens.clone()).ok()?;
+        for arg in &mut args {
+            match arg {
+                Expr::Macro(inner) if site_of(&inner.mac) == Some(Site::Ask) => {
+                    if let Some(tokens) = self.rewrite(&inner.mac, None, Mode::Future) {
+                        *arg = Expr::Verbatim(tokens);
+                    }
+                }
+                other => self.visit_expr_mut(other),
+            }
+        }
+        let path = &mac.path;
+        Some(quote!(#path!(#args)))
+    }
+
+    fn with_barrier(&mut self, barrier: &'static str, visit: impl FnOnce(&mut Self)) {
+        let outer = self.barrier.replace(barrier);
+        visit(self);
+        self.barrier = outer;
+    }
+
+    fn in_loop(&mut self, visit: impl FnOnce(&mut Self)) {
+        self.loop_depth += 1;
+        visit(self);
+        self.loop_depth -= 1;
+    }
+
+    /// A macro we do not understand hides its tokens from the visitor: refuse an ask in
+    /// it rather than leave it unrewritten.
+    fn check_opaque(&mut self, tokens: &TokenStream) {
+        if let Some(span) = find_site_tokens(tokens.clone()) {
+            self.error(
+                span,
+                "ask!/once! inside another macro is not rewritten; bind its result to a variable first".into(),
+            );
+        }
+    }
+}
+
+impl VisitMut for Rewriter<'_> {
+    fn visit_expr_mut(&mut self, expr: &mut Expr) {
+        match expr {
+            Expr::Macro(m) => {
+                let rewritten = if site_of(&m.mac).is_some() {
+                    self.rewrite(&m.mac, None, Mode::Await)
+                } else if is_join(&m.mac) {
+                    self.rewrite_join(&m.mac)
+                } else {
+                    self.check_opaque(&m.mac.tokens);
+                    None
+                };
+                if let Some(tokens) = rewritten {
+                    *expr = Expr::Verbatim(tokens);
+                }
+            }
+            Expr::Closure(_) => self.with_barrier("a closure", |v| visit_mut::visit_expr_mut(v, expr)),
+            Expr::Async(_) => self.with_barrier("an async block", |v| visit_mut::visit_expr_mut(v, expr)),
+            Expr::ForLoop(_) | Expr::While(_) | Expr::Loop(_) => self.in_loop(|v| visit_mut::visit_expr_mut(v, expr)),
+            _ => visit_mut::visit_expr_mut(self, expr),
+        }
+    }
+
+    fn visit_stmt_mut(&mut self, stmt: &mut Stmt) {
+        if let Stmt::Macro(m) = stmt {
+            let expr = Expr::Macro(syn::ExprMacro { attrs: m.attrs.clone(), mac: m.mac.clone() });
+            let mut expr = expr;
+            self.visit_expr_mut(&mut expr);
+            if let Expr::Verbatim(_) = expr {
+                *stmt = Stmt::Expr(expr, m.semi_token);
+            }
+            return;
+        }
+        visit_mut::visit_stmt_mut(self, stmt);
+    }
+
+    fn visit_local_mut(&mut self, local: &mut Local) {
+        if let Some(init) = &mut local.init {
+            let key = bound_name(&local.pat).cloned();
+            if let Some(site) = spine_site(&mut init.expr) {
+                if let Expr::Macro(m) = site {
+                    // Verbatim either way, so the walk below does not visit the site twice.
+                    let tokens = self.rewrite(&m.mac, key.as_ref(), Mode::Await).unwrap_or_else(|| m.to_token_stream());
+                    *site = Expr::Verbatim(tokens);
+                }
+            }
+        }
+        visit_mut::visit_local_mut(self, local);
+    }
+
+    fn visit_item_mut(&mut self, item: &mut syn::Item) {
+        self.with_barrier("a nested item", |v| v.check_opaque(&item.to_token_stream()));
+    }
+}
+
+/// The identifier a `let` binds (`let x`, `let x: T`, `let mut x`).
+fn bound_name(pat: &Pat) -> Option<&Ident> {
+    match pat {
+        Pat::Ident(p) => Some(&p.ident),
+        Pat::Type(t) => bound_name(&t.pat),
+        _ => None,
+    }
+}
+
+/// The ask/once site an initializer starts from, looking through `?`, `.await`,
+/// parentheses, method calls and field accesses (`ask!(…)?.text()`).
+fn spine_site(expr: &mut Expr) -> Option<&mut Expr> {
+    match expr {
+        Expr::Macro(m) if site_of(&m.mac).is_some() => Some(expr),
+        Expr::Try(e) => spine_site(&mut e.expr),
+        Expr::Await(e) => spine_site(&mut e.base),
+        Expr::Paren(e) => spine_site(&mut e.expr),
+        Expr::MethodCall(e) => spine_site(&mut e.receiver),
+        Expr::Field(e) => spine_site(&mut e.base),
+        _ => None,
+    }
+}
+
+fn site_of(mac: &Macro) -> Option<Site> {
+    let last = mac.path.segments.last()?;
+    match last.ident.to_string().as_str() {
+        "ask" => Some(Site::Ask),
+        "once" => Some(Site::Once),
+        _ => None,
+    }
+}
+
+fn is_join(mac: &Macro) -> bool {
+    mac.path.segments.last().is_some_and(|s| s.ident == "join")
+}
+
+/// `ask!(ctx, key = …, …)`: an identifier then a comma.
+fn is_helper_form(tokens: &TokenStream) -> bool {
+    let mut tokens = tokens.clone().into_iter();
+    matches!(
+        (tokens.next(), tokens.next(), tokens.next()),
+        (Some(TokenTree::Ident(_)), Some(TokenTree::Punct(p)), Some(TokenTree::Ident(k))) if p.as_char() == ',' && k == "key"
+    )
+}
+
+/// Splits a leading `key = EXPR,` off an ask's arguments.
+fn split_key(tokens: TokenStream) -> syn::Result<(Option<Expr>, TokenStream)> {
+    let parser = |input: ParseStream<'_>| {
+        let key = if input.peek(Ident) && input.peek2(Token![=]) && !input.peek2(Token![==]) {
+            let fork = input.fork();
+            let ident: Ident = fork.parse()?;
+            if ident == "key" {
+                input.parse::<Ident>()?;
+                input.parse::<Token![=]>()?;
+                let key: Expr = input.parse()?;
+                input.parse::<Token![,]>()?;
+                Some(key)
+            } else {
+                None
+            }
+        } else {
+            None
+        };
+        Ok((key, input.parse::<TokenStream>()?))
+    };
+    parser.parse2(tokens)
+}
+
+/// The span of an `ask!`/`once!` anywhere in `tokens`.
+fn find_site_tokens(tokens: TokenStream) -> Option<Span> {
+    let mut previous: Option<TokenTree> = None;
+    for token in tokens {
+        match &token {
+            TokenTree::Punct(p) if p.as_char() == '!' => {
+                if let Some(TokenTree::Ident(ident)) = &previous {
+                    if ident == "ask" || ident == "once" {
+                        return Some(ident.span());
+                    }
+                }
+            }
+            TokenTree::Group(group) => {
+                if let Some(span) = find_site_tokens(group.stream()) {
+                    return Some(span);
+                }
+            }
+            _ => {}
+        }
+        previous = Some(token);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use syn::parse_quote;
+
+    use super::*;
+
+    fn rewrite(mut body: syn::Block) -> (String, Vec<String>) {
+        let mut errors = Vec::new();
+        let ctx = Ident::new("__mcp_ctx", Span::call_site());
+        Rewriter::new(ctx, &mut errors).visit_block_mut(&mut body);
+        (body.to_token_stream().to_string(), errors.iter().map(ToString::to_string).collect())
+    }
+
+    #[test]
+    fn keys_come_from_let_bindings_explicit_keys_or_position() {
+        let (out, errors) = rewrite(parse_quote!({
+            let place: City = ask!(elicit "Which city?")?;
+            let text = ask!(sample "Hi").text();
+            match ask!(elicit "Sure?") {
+                _ => {}
+            }
+            let named = ask!(key = "explicit", roots);
+        }));
+        assert!(errors.is_empty(), "{errors:?}");
+        for key in ["\"place\"", "\"text\"", "\"ask3\"", "\"explicit\""] {
+            assert!(out.contains(&format!("ask ! (@ __mcp __mcp_ctx , {key} ;")), "{key} missing in {out}");
+        }
+        assert_eq!(out.matches(". await").count(), 4);
+    }
+
+    #[test]
+    fn joined_asks_stay_futures() {
+        let (out, errors) = rewrite(parse_quote!({
+            let (a, b) = join!(ask!(key = "a", elicit "A?"), ask!(key = "b", roots));
+        }));
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(out.matches(". await").count(), 0, "{out}");
+        assert_eq!(out.matches("@ __mcp").count(), 2);
+    }
+
+    #[test]
+    fn refuses_what_cannot_work() {
+        let (_, errors) = rewrite(parse_quote!({
+            let a = ask!(elicit "A?");
+            let a = ask!(elicit "A again?");
+            for i in 0..3 {
+                let x = ask!(elicit "In a loop?");
+            }
+            for i in 0..3 {
+                let y = ask!(key = "fixed", elicit "In a loop?");
+            }
+            let f = || ask!(elicit "In a closure?");
+            let s = format!("{}", ask!(elicit "In a macro?"));
+        }));
+        assert_eq!(errors.len(), 5, "{errors:?}");
+        assert!(errors[0].contains("used by two asks"));
+        assert!(errors[1].contains("per-iteration key"));
+        assert!(errors[2].contains("not the fixed key"));
+        assert!(errors[3].contains("closure"));
+        assert!(errors[4].contains("inside another macro"));
+    }
+
+    #[test]
+    fn loops_accept_per_iteration_keys_and_helpers_are_left_alone() {
+        let (out, errors) = rewrite(parse_quote!({
+            for i in 0..3 {
+                let x = ask!(key = format!("item-{i}"), elicit "Item?");
+            }
+            let y = ask!(ctx, key = "k", roots);
+        }));
+        assert!(errors.is_empty(), "{errors:?}");
+        assert!(out.contains("ask ! (ctx , key = \"k\" , roots)"), "{out}");
+    }
+}

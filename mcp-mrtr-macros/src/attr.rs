@@ -1,0 +1,94 @@
+//! Parsing `#[tool(...)]`, `#[prompt(...)]` and `#[resource(...)]` arguments. Every
+//! value keeps its span, so errors point at what the user wrote.
+
+use proc_macro2::TokenStream;
+use syn::meta::ParseNestedMeta;
+use syn::{Ident, LitStr, Path};
+
+use crate::model::Kind;
+
+/// The arguments of one attribute.
+#[derive(Default)]
+pub(crate) struct Args {
+    pub(crate) name: Option<LitStr>,
+    pub(crate) title: Option<LitStr>,
+    pub(crate) description: Option<LitStr>,
+    pub(crate) krate: Option<Path>,
+    /// Tool annotation hints given as bare flags (`read_only`, …).
+    pub(crate) hints: Vec<Ident>,
+    pub(crate) uri: Option<LitStr>,
+    pub(crate) mime_type: Option<LitStr>,
+}
+
+const TOOL_KEYS: &str = "name, title, description, read_only, destructive, idempotent, open_world, crate";
+const PROMPT_KEYS: &str = "name, title, description, crate";
+const RESOURCE_KEYS: &str = "uri, name, title, description, mime_type, crate";
+pub(crate) const HINTS: &[&str] = &["read_only", "destructive", "idempotent", "open_world"];
+
+impl Args {
+    pub(crate) fn parse(kind: Kind, tokens: TokenStream) -> syn::Result<Self> {
+        let mut args = Self::default();
+        let parser = syn::meta::parser(|meta| args.parse_one(kind, &meta));
+        syn::parse::Parser::parse2(parser, tokens)?;
+        Ok(args)
+    }
+
+    fn parse_one(&mut self, kind: Kind, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+        let key = meta.path.get_ident().map(ToString::to_string).unwrap_or_default();
+        match (kind, key.as_str()) {
+            (_, "name") => set(&mut self.name, meta),
+            (_, "title") => set(&mut self.title, meta),
+            (_, "description") => set(&mut self.description, meta),
+            (_, "crate") => {
+                let path: LitStr = meta.value()?.parse()?;
+                self.krate = Some(path.parse()?);
+                Ok(())
+            }
+            (Kind::Tool, hint) if HINTS.contains(&hint) => {
+                self.hints.push(meta.path.get_ident().cloned().expect("a hint is an identifier"));
+                Ok(())
+            }
+            (Kind::Resource, "uri") => set(&mut self.uri, meta),
+            (Kind::Resource, "mime_type") => set(&mut self.mime_type, meta),
+            _ => {
+                let (attr, keys) = match kind {
+                    Kind::Tool => ("tool", TOOL_KEYS),
+                    Kind::Prompt => ("prompt", PROMPT_KEYS),
+                    Kind::Resource => ("resource", RESOURCE_KEYS),
+                };
+                Err(meta.error(format!("unknown key in #[{attr}(...)]: expected one of {keys}")))
+            }
+        }
+    }
+}
+
+fn set(slot: &mut Option<LitStr>, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+    if slot.is_some() {
+        return Err(meta.error("this key is given twice"));
+    }
+    *slot = Some(meta.value()?.parse()?);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use quote::quote;
+
+    use super::*;
+
+    #[test]
+    fn reads_keys_and_flags() {
+        let args = Args::parse(Kind::Tool, quote!(name = "x", read_only, crate = "my::mcp")).unwrap();
+        assert_eq!(args.name.unwrap().value(), "x");
+        assert_eq!(args.hints.len(), 1);
+        assert!(args.krate.is_some());
+    }
+
+    #[test]
+    fn unknown_and_repeated_keys_are_errors() {
+        let unknown = Args::parse(Kind::Prompt, quote!(read_only)).err().unwrap();
+        assert!(unknown.to_string().contains("expected one of name, title"));
+        assert!(Args::parse(Kind::Tool, quote!(name = "a", name = "b")).is_err());
+        assert!(Args::parse(Kind::Tool, quote!(name = 5)).is_err());
+    }
+}

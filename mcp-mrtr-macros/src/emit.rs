@@ -1,0 +1,212 @@
+//! Code generation: from a validated [`Handler`] to the unit struct users register and
+//! the `From` impl that builds its route. Generated code is glue: it builds a descriptor
+//! and calls into `mcp_mrtr::__private`, where the logic lives and is tested.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
+use syn::visit_mut::VisitMut;
+use syn::{Ident, ItemFn, LitStr, Path};
+
+use crate::ask::Rewriter;
+use crate::attr::Args;
+use crate::docs;
+use crate::model::{self, Handler, Kind};
+
+/// Expands one attribute. Errors never lose the item's name: on failure the unit struct
+/// and a stub route are still emitted, so one mistake gives one error.
+pub(crate) fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> TokenStream {
+    let item: ItemFn = match syn::parse2(item) {
+        Ok(item) => item,
+        Err(error) => return error.to_compile_error(),
+    };
+    let mut errors = Vec::new();
+    let args = Args::parse(kind, args).unwrap_or_else(|error| {
+        errors.push(error);
+        Args::default()
+    });
+    let runtime = runtime(&args);
+    let mut handler = Handler::from_syn(kind, args, item, &mut errors);
+    check(&handler, &mut errors);
+    let ctx = Ident::new("__mcp_ctx", Span::mixed_site());
+    Rewriter::new(ctx.clone(), &mut errors).visit_block_mut(&mut handler.body);
+    if let Some(error) = errors.into_iter().reduce(|mut all, e| {
+        all.combine(e);
+        all
+    }) {
+        return fallback(&handler, &runtime, &error);
+    }
+    emit(&handler, &runtime, &ctx)
+}
+
+/// `::mcp_mrtr`, or the path given with `crate = "…"`.
+fn runtime(args: &Args) -> Path {
+    args.krate.clone().unwrap_or_else(|| syn::parse_quote!(::mcp_mrtr))
+}
+
+/// Checks that span the attribute and the signature.
+fn check(handler: &Handler, errors: &mut Vec<syn::Error>) {
+    let attr = handler.kind.attr();
+    let described = handler.args.description.is_some() || docs::description(&handler.docs).is_some();
+    if !described && handler.kind != Kind::Resource {
+        errors.push(syn::Error::new(
+            handler.ident.span(),
+            format!("#[{attr}] needs a description for the model: add a `///` doc comment or #[{attr}(description = \"…\")]"),
+        ));
+    }
+    if handler.kind == Kind::Resource {
+        check_resource(handler, errors);
+    }
+}
+
+fn check_resource(handler: &Handler, errors: &mut Vec<syn::Error>) {
+    let Some(uri) = &handler.args.uri else {
+        errors.push(syn::Error::new(
+            handler.ident.span(),
+            "#[resource] needs a uri: #[resource(uri = \"file:///notes/{name}\")]",
+        ));
+        return;
+    };
+    let value = uri.value();
+    for param in &handler.params {
+        if !value.contains(&format!("{{{}}}", param.ident)) {
+            errors.push(syn::Error::new(
+                param.ident.span(),
+                format!(
+                    "`{}` is not a variable of the uri template {value:?}: resource parameters are its `{{variables}}`",
+                    param.ident
+                ),
+            ));
+        }
+    }
+}
+
+fn emit(handler: &Handler, runtime: &Path, ctx: &Ident) -> TokenStream {
+    let Handler { vis, ident, docs, other_attrs, output, body, .. } = handler;
+    let private = quote!(#runtime::__private);
+    let serde_crate = LitStr::new(&format!("{}::serde", path_string(runtime)), Span::call_site());
+    let schemars_crate = LitStr::new(&format!("{}::schemars", path_string(runtime)), Span::call_site());
+    let fields = handler.params.iter().map(|p| {
+        let (attrs, name, ty) = (&p.attrs, &p.ident, &p.ty);
+        quote!(#(#attrs)* #name: #ty)
+    });
+    let bindings = handler.params.iter().map(|p| {
+        let (mutability, name) = (&p.mutability, &p.ident);
+        quote!(#mutability #name)
+    });
+    let ctx_binding = handler.ctx.as_ref().map(|c| {
+        let pat = &c.pat;
+        if c.by_ref {
+            quote!(let #pat: &#runtime::Ctx = &#ctx;)
+        } else {
+            quote!(let #pat: #runtime::Ctx = ::core::clone::Clone::clone(&#ctx);)
+        }
+    });
+    let args_ident = format_ident!("__McpArgs", span = Span::mixed_site());
+    let route = route(handler, runtime, &args_ident);
+    let route_type = route_type(handler.kind, runtime);
+    quote! {
+        #(#docs)*
+        #[allow(non_camel_case_types)]
+        #[derive(Clone, Copy, Debug)]
+        #vis struct #ident;
+
+        const _: () = {
+            #[derive(#private::serde::Deserialize, #private::schemars::JsonSchema)]
+            #[serde(crate = #serde_crate)]
+            #[schemars(crate = #schemars_crate)]
+            struct #args_ident { #(#fields,)* }
+
+            #(#other_attrs)*
+            async fn __mcp_handler(#ctx: #runtime::Ctx, #args_ident { #(#bindings,)* }: #args_ident) #output {
+                #ctx_binding
+                #body
+            }
+
+            #[automatically_derived]
+            impl ::core::convert::From<#ident> for #route_type {
+                fn from(_: #ident) -> Self {
+                    #route
+                }
+            }
+        };
+    }
+}
+
+fn route_type(kind: Kind, runtime: &Path) -> TokenStream {
+    match kind {
+        Kind::Tool => quote!(#runtime::ToolRoute),
+        Kind::Prompt => quote!(#runtime::PromptRoute),
+        Kind::Resource => quote!(#runtime::ResourceRoute),
+    }
+}
+
+/// The expression that builds the route from the metadata.
+fn route(handler: &Handler, runtime: &Path, args: &Ident) -> TokenStream {
+    let private = quote!(#runtime::__private);
+    let args_attr = &handler.args;
+    let name = args_attr.name.clone().unwrap_or_else(|| LitStr::new(&handler.ident.to_string(), handler.ident.span()));
+    let description = args_attr
+        .description
+        .as_ref()
+        .map(LitStr::value)
+        .or_else(|| docs::description(&handler.docs))
+        .unwrap_or_default();
+    let title = option(args_attr.title.as_ref());
+    match handler.kind {
+        Kind::Tool => {
+            let hints = args_attr.hints.iter().map(ToString::to_string);
+            let output = model::structured_output(&handler.output).map_or_else(
+                || quote!(::core::option::Option::None),
+                |ty| quote_spanned!(syn::spanned::Spanned::span(ty)=> ::core::option::Option::Some(#private::output_schema::<#ty>())),
+            );
+            quote!(#private::tool::<#args>(#name, #description, #title, &[#(#hints),*], #output).handler(__mcp_handler))
+        }
+        Kind::Prompt => {
+            let arguments = handler.params.iter().map(|p| {
+                let arg = p.ident.to_string();
+                let arg_description = docs::description(&p.attrs).unwrap_or_default();
+                let required = model::option_inner(&p.ty).is_none();
+                quote!((#arg, #arg_description, #required))
+            });
+            quote!(#private::prompt(#name, #description, #title, &[#(#arguments),*]).handler(__mcp_handler))
+        }
+        Kind::Resource => {
+            let uri = args_attr.uri.clone().unwrap_or_else(|| LitStr::new("", Span::call_site()));
+            let mime = option(args_attr.mime_type.as_ref());
+            quote!(#private::resource::<#args, _, _, _>(#uri, #name, #description, #title, #mime, __mcp_handler))
+        }
+    }
+}
+
+fn option(value: Option<&LitStr>) -> TokenStream {
+    value.map_or_else(|| quote!(::core::option::Option::None), |v| quote!(::core::option::Option::Some(#v)))
+}
+
+/// What a failed expansion still emits: the struct and a route stub, so code that
+/// registers the handler keeps compiling and only the real error shows.
+fn fallback(handler: &Handler, runtime: &Path, error: &syn::Error) -> TokenStream {
+    let (vis, ident, docs) = (&handler.vis, &handler.ident, &handler.docs);
+    let route_type = route_type(handler.kind, runtime);
+    let error = error.to_compile_error();
+    quote! {
+        #(#docs)*
+        #[allow(non_camel_case_types)]
+        #[derive(Clone, Copy, Debug)]
+        #vis struct #ident;
+
+        impl ::core::convert::From<#ident> for #route_type {
+            fn from(_: #ident) -> Self {
+                ::core::unreachable!("this handler failed to compile")
+            }
+        }
+
+        #error
+    }
+}
+
+/// `::mcp_mrtr::__private` as the string serde's and schemars' `crate = "…"` want.
+fn path_string(runtime: &Path) -> String {
+    let mut text = runtime.to_token_stream().to_string().replace(' ', "");
+    text.push_str("::__private");
+    text
+}

@@ -1,0 +1,31 @@
+//! Sealing and opening a request state: a typical ~1 KiB payload and a large ~16 KiB one.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use mcp_mrtr::{KeyRing, StateConfig, StateKey};
+
+/// JSON-looking bytes of about `len`, like a handler's accumulated answers.
+fn payload(len: usize) -> Vec<u8> {
+    let entry = br#"{"question":"Which city?","answer":"Lyon","at":1800000000},"#;
+    let mut bytes = b"[".to_vec();
+    while bytes.len() + entry.len() < len {
+        bytes.extend_from_slice(entry);
+    }
+    bytes.push(b']');
+    bytes
+}
+
+fn seal_open(c: &mut Criterion) {
+    let config = StateConfig::new(KeyRing::new(StateKey::new("bench", [42; 32])));
+    let mut group = c.benchmark_group("state_seal_open");
+    for (name, len) in [("1KiB", 1024), ("16KiB", 16 * 1024)] {
+        let payload = payload(len);
+        group.throughput(Throughput::Bytes(payload.len() as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(name), &payload, |b, payload| {
+            b.iter(|| config.bench_seal_open(std::hint::black_box(payload)));
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, seal_open);
+criterion_main!(benches);

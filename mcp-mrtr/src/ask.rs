@@ -1,0 +1,251 @@
+//! The questions a handler can ask with `ask!`: typed builders for the three embedded
+//! requests, and how each decodes the client's answer.
+//!
+//! | ask | request | answer |
+//! |---|---|---|
+//! | [`Elicit<T>`] | `elicitation/create`, form from `T` | `Result<T, Declined>` |
+//! | [`ElicitUrl`] | `elicitation/create`, url mode | `Result<(), Declined>` |
+//! | [`Sample`] | `sampling/createMessage` | [`CreateMessageResult`] |
+//! | [`Roots`] | `roots/list` | `Vec<Root>` |
+//!
+//! An answer that does not decode (wrong shape, form content not matching `T`) counts as
+//! no answer: the question is asked again.
+
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::{Mutex, OnceLock};
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::protocol::{
+    CreateMessageParams, CreateMessageResult, ElicitAction, ElicitParams, ElicitResult, InputRequest, JsonObject,
+    ListRootsResult, ModelHint, ModelPreferences, Root, SamplingMessage, Tool, ToolChoice,
+};
+use crate::Error;
+
+/// A question a handler can ask the client.
+pub trait Question {
+    /// What the handler gets back.
+    type Output;
+
+    /// The request embedded in `inputRequests`.
+    fn request(&self) -> Result<InputRequest, Error>;
+
+    /// Decodes the client's answer; `None` when it is malformed (the question is asked again).
+    fn decode(&self, answer: Value) -> Option<Self::Output>;
+}
+
+/// The user declined or cancelled an elicitation.
+///
+/// With `?` in a tool it ends the call as a tool error the model can read; `match` on it
+/// to do something else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Declined {
+    /// The user said no.
+    Decline,
+    /// The user dismissed the request.
+    Cancel,
+}
+
+impl fmt::Display for Declined {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Decline => "the user declined the request",
+            Self::Cancel => "the user cancelled the request",
+        })
+    }
+}
+
+impl std::error::Error for Declined {}
+
+/// Types that can be asked for with a form: a flat object of string, number, integer,
+/// boolean and enum properties.
+///
+/// Implemented for every `Deserialize + JsonSchema` type; a type whose schema does not
+/// fit is reported when the form is built, naming the offending property.
+pub trait ElicitForm: DeserializeOwned + Send + 'static {
+    /// The `requestedSchema` of the form.
+    fn requested_schema() -> Result<Value, String>;
+}
+
+impl<T: DeserializeOwned + schemars::JsonSchema + Send + 'static> ElicitForm for T {
+    fn requested_schema() -> Result<Value, String> {
+        // Built once per type: schema generation is not free and the answer never changes.
+        static CACHE: OnceLock<Mutex<HashMap<TypeId, Result<Value, String>>>> = OnceLock::new();
+        let cache = CACHE.get_or_init(Mutex::default);
+        let mut cache = cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        cache
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| crate::form_schema::from_schemars(&schemars::schema_for!(T).to_value()))
+            .clone()
+    }
+}
+
+/// `elicitation/create` in form mode, asking for a `T`.
+pub struct Elicit<T> {
+    message: String,
+    form: PhantomData<fn() -> T>,
+}
+
+impl<T> Elicit<T> {
+    /// A form with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self { message: message.into(), form: PhantomData }
+    }
+}
+
+impl<T: ElicitForm> Question for Elicit<T> {
+    type Output = Result<T, Declined>;
+
+    fn request(&self) -> Result<InputRequest, Error> {
+        let schema = T::requested_schema().map_err(|e| {
+            Error::internal(format!("{} cannot be asked for with a form: {e}", std::any::type_name::<T>()))
+        })?;
+        Ok(InputRequest::Elicit(ElicitParams::Form { message: self.message.clone(), requested_schema: schema }))
+    }
+
+    fn decode(&self, answer: Value) -> Option<Self::Output> {
+        let result: ElicitResult = serde_json::from_value(answer).ok()?;
+        match result.action {
+            ElicitAction::Accept => serde_json::from_value(Value::Object(result.content?)).ok().map(Ok),
+            ElicitAction::Decline => Some(Err(Declined::Decline)),
+            ElicitAction::Cancel => Some(Err(Declined::Cancel)),
+        }
+    }
+}
+
+/// `elicitation/create` in url mode: the user completes something at a URL.
+///
+/// `Ok(())` means the user agreed to open it, not that the work there is done: check
+/// your own records, and ask again if it is not.
+pub struct ElicitUrl {
+    message: String,
+    url: String,
+}
+
+impl ElicitUrl {
+    /// A url elicitation.
+    pub fn new(message: impl Into<String>, url: impl Into<String>) -> Self {
+        Self { message: message.into(), url: url.into() }
+    }
+}
+
+impl Question for ElicitUrl {
+    type Output = Result<(), Declined>;
+
+    fn request(&self) -> Result<InputRequest, Error> {
+        Ok(InputRequest::Elicit(ElicitParams::Url { message: self.message.clone(), url: self.url.clone() }))
+    }
+
+    fn decode(&self, answer: Value) -> Option<Self::Output> {
+        let result: ElicitResult = serde_json::from_value(answer).ok()?;
+        Some(match result.action {
+            ElicitAction::Accept => Ok(()),
+            ElicitAction::Decline => Err(Declined::Decline),
+            ElicitAction::Cancel => Err(Declined::Cancel),
+        })
+    }
+}
+
+/// `sampling/createMessage`: ask the client's model.
+pub struct Sample {
+    params: CreateMessageParams,
+}
+
+impl Sample {
+    /// Sampling on one user message, with at most 1000 tokens.
+    pub fn new(prompt: impl Into<String>) -> Self {
+        Self::conversation(vec![SamplingMessage::user_text(prompt)])
+    }
+
+    /// Sampling that continues a whole conversation.
+    pub fn conversation(messages: Vec<SamplingMessage>) -> Self {
+        Self {
+            params: CreateMessageParams {
+                messages,
+                max_tokens: 1000,
+                system_prompt: None,
+                model_preferences: None,
+                include_context: None,
+                temperature: None,
+                stop_sequences: None,
+                metadata: None,
+                tools: None,
+                tool_choice: None,
+            },
+        }
+    }
+
+    /// The most tokens to generate.
+    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
+        self.params.max_tokens = max_tokens;
+        self
+    }
+
+    /// A system prompt.
+    pub fn system(mut self, system_prompt: impl Into<String>) -> Self {
+        self.params.system_prompt = Some(system_prompt.into());
+        self
+    }
+
+    /// Sampling temperature.
+    pub fn temperature(mut self, temperature: f64) -> Self {
+        self.params.temperature = Some(temperature);
+        self
+    }
+
+    /// Adds a model name hint (most preferred first).
+    pub fn model_hint(mut self, name: impl Into<String>) -> Self {
+        let prefs = self.params.model_preferences.get_or_insert_with(ModelPreferences::default);
+        prefs.hints.push(ModelHint { name: name.into() });
+        self
+    }
+
+    /// Model preferences wholesale.
+    pub fn model_preferences(mut self, preferences: ModelPreferences) -> Self {
+        self.params.model_preferences = Some(preferences);
+        self
+    }
+
+    /// Tools the model may call; needs the client's `sampling.tools`.
+    pub fn tools(mut self, tools: Vec<Tool>) -> Self {
+        self.params.tools = Some(tools);
+        self
+    }
+
+    /// `"auto"`, `"required"` or `"none"`; needs the client's `sampling.tools`.
+    pub fn tool_choice(mut self, mode: impl Into<String>) -> Self {
+        self.params.tool_choice = Some(ToolChoice { mode: Some(mode.into()) });
+        self
+    }
+}
+
+impl Question for Sample {
+    type Output = CreateMessageResult;
+
+    fn request(&self) -> Result<InputRequest, Error> {
+        Ok(InputRequest::Sample(self.params.clone()))
+    }
+
+    fn decode(&self, answer: Value) -> Option<Self::Output> {
+        serde_json::from_value(answer).ok()
+    }
+}
+
+/// `roots/list`: the client's roots.
+pub struct Roots;
+
+impl Question for Roots {
+    type Output = Vec<Root>;
+
+    fn request(&self) -> Result<InputRequest, Error> {
+        Ok(InputRequest::ListRoots(JsonObject::new()))
+    }
+
+    fn decode(&self, answer: Value) -> Option<Self::Output> {
+        serde_json::from_value::<ListRootsResult>(answer).ok().map(|r| r.roots)
+    }
+}

@@ -1,0 +1,161 @@
+//! Capability gating: which client capability each embedded request needs, checked
+//! against what the client declared on *this* request.
+//!
+//! Entry points: [`Capability`], [`Ctx::client_supports`](crate::Ctx::client_supports),
+//! and [`required_for`] / [`missing`] used by the replay driver before a round is sent.
+
+use serde_json::{json, Map, Value};
+
+use crate::protocol::{ClientCapabilities, ElicitParams, InputRequest};
+use crate::Error;
+
+/// A client capability a handler may need.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Capability {
+    /// Form-mode elicitation: `elicitation.form`, or a bare `elicitation: {}`.
+    ElicitationForm,
+    /// URL-mode elicitation: `elicitation.url`.
+    ElicitationUrl,
+    /// Sampling: `sampling`.
+    Sampling,
+    /// Sampling with `tools`/`toolChoice`: `sampling.tools`.
+    SamplingTools,
+    /// Listing roots: `roots`.
+    Roots,
+}
+
+impl Capability {
+    /// Whether `caps` declares this capability.
+    pub fn is_declared_in(self, caps: &ClientCapabilities) -> bool {
+        match self {
+            // A bare `elicitation: {}` predates modes and means form; declaring only
+            // `url` does not imply form.
+            Self::ElicitationForm => caps.elicitation.as_ref().is_some_and(|e| e.form.is_some() || e.url.is_none()),
+            Self::ElicitationUrl => caps.elicitation.as_ref().is_some_and(|e| e.url.is_some()),
+            Self::Sampling => caps.sampling.is_some(),
+            Self::SamplingTools => caps.sampling.as_ref().is_some_and(|s| s.tools.is_some()),
+            Self::Roots => caps.roots.is_some(),
+        }
+    }
+
+    /// This capability as a `ClientCapabilities` object, as `-32021` names it.
+    pub fn as_object(self) -> Value {
+        match self {
+            Self::ElicitationForm => json!({ "elicitation": { "form": {} } }),
+            Self::ElicitationUrl => json!({ "elicitation": { "url": {} } }),
+            Self::Sampling => json!({ "sampling": {} }),
+            Self::SamplingTools => json!({ "sampling": { "tools": {} } }),
+            Self::Roots => json!({ "roots": {} }),
+        }
+    }
+}
+
+/// The capability an embedded request needs.
+pub(crate) fn required_for(request: &InputRequest) -> Capability {
+    match request {
+        InputRequest::Elicit(ElicitParams::Form { .. }) => Capability::ElicitationForm,
+        InputRequest::Elicit(ElicitParams::Url { .. }) => Capability::ElicitationUrl,
+        InputRequest::Sample(params) if params.tools.is_some() || params.tool_choice.is_some() => {
+            Capability::SamplingTools
+        }
+        InputRequest::Sample(_) => Capability::Sampling,
+        InputRequest::ListRoots(_) => Capability::Roots,
+    }
+}
+
+/// `Err(-32021)` naming every capability in `needed` that `caps` lacks, merged into one
+/// `ClientCapabilities` object.
+pub(crate) fn missing(caps: &ClientCapabilities, needed: impl IntoIterator<Item = Capability>) -> Result<(), Error> {
+    let mut required = Map::new();
+    for capability in needed {
+        if !capability.is_declared_in(caps) {
+            merge(&mut required, capability.as_object());
+        }
+    }
+    if required.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::missing_client_capability(Value::Object(required)))
+    }
+}
+
+/// Deep-merges the object `from` into `into`.
+fn merge(into: &mut Map<String, Value>, from: Value) {
+    let Value::Object(from) = from else { return };
+    for (key, value) in from {
+        match (into.get_mut(&key), value) {
+            (Some(Value::Object(existing)), Value::Object(more)) => merge(existing, Value::Object(more)),
+            (_, value) => {
+                into.insert(key, value);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{CreateMessageParams, SamplingMessage, ToolChoice};
+
+    fn caps(value: Value) -> ClientCapabilities {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn every_row_of_the_mapping() {
+        use Capability::*;
+        let rows: [(Value, [bool; 5]); 9] = [
+            (json!({}), [false, false, false, false, false]),
+            (json!({ "elicitation": {} }), [true, false, false, false, false]),
+            (json!({ "elicitation": { "form": {} } }), [true, false, false, false, false]),
+            (json!({ "elicitation": { "url": {} } }), [false, true, false, false, false]),
+            (json!({ "elicitation": { "form": {}, "url": {} } }), [true, true, false, false, false]),
+            (json!({ "sampling": {} }), [false, false, true, false, false]),
+            (json!({ "sampling": { "tools": {} } }), [false, false, true, true, false]),
+            (json!({ "roots": { "listChanged": true } }), [false, false, false, false, true]),
+            (
+                json!({ "roots": {}, "sampling": { "context": {} }, "elicitation": {} }),
+                [true, false, true, false, true],
+            ),
+        ];
+        for (declared, expected) in rows {
+            let declared_caps = caps(declared.clone());
+            let got = [ElicitationForm, ElicitationUrl, Sampling, SamplingTools, Roots]
+                .map(|c| c.is_declared_in(&declared_caps));
+            assert_eq!(got, expected, "{declared}");
+        }
+    }
+
+    #[test]
+    fn sampling_with_tools_or_tool_choice_needs_sampling_tools() {
+        let mut params = CreateMessageParams {
+            messages: vec![SamplingMessage::user_text("hi")],
+            max_tokens: 10,
+            system_prompt: None,
+            model_preferences: None,
+            include_context: None,
+            temperature: None,
+            stop_sequences: None,
+            metadata: None,
+            tools: None,
+            tool_choice: None,
+        };
+        assert_eq!(required_for(&InputRequest::Sample(params.clone())), Capability::Sampling);
+        params.tool_choice = Some(ToolChoice { mode: Some("auto".into()) });
+        assert_eq!(required_for(&InputRequest::Sample(params)), Capability::SamplingTools);
+    }
+
+    #[test]
+    fn missing_capabilities_merge_into_one_object() {
+        use Capability::*;
+        let declared = caps(json!({ "elicitation": { "url": {} } }));
+        let error = missing(&declared, [ElicitationForm, ElicitationUrl, SamplingTools, Sampling, Roots]).unwrap_err();
+        assert_eq!(error.code(), crate::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
+        assert_eq!(error.http_status(), 400);
+        assert_eq!(
+            error.data().unwrap()["requiredCapabilities"],
+            json!({ "elicitation": { "form": {} }, "sampling": { "tools": {} }, "roots": {} })
+        );
+        assert!(missing(&declared, [ElicitationUrl]).is_ok());
+    }
+}

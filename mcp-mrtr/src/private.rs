@@ -1,0 +1,116 @@
+//! Helpers for the code `#[tool]`, `#[prompt]` and `#[resource]` generate.
+//!
+//! Not public API: reachable as `mcp_mrtr::__private` for generated code only, and may
+//! change in any release (the macros crate is pinned to this exact version).
+
+use std::future::Future;
+
+pub use {schemars, serde, serde_json};
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::handler::IntoResourceResult;
+use crate::protocol::{JsonObject, ToolAnnotations};
+use crate::{Ctx, Error, Prompt, PromptArgument, Resource, ResourceRoute, ResourceTemplate, Tool, ToolError};
+
+/// A tool's metadata, with the input schema of its generated argument struct.
+pub fn tool<A: schemars::JsonSchema>(
+    name: &str,
+    description: &str,
+    title: Option<&str>,
+    hints: &[&str],
+    output_schema: Option<Value>,
+) -> Tool {
+    let mut tool = Tool::new(name).description(description).input_schema(input_schema::<A>());
+    if let Some(title) = title {
+        tool = tool.title(title);
+    }
+    if !hints.is_empty() {
+        let hint = |name: &str| hints.contains(&name).then_some(true);
+        tool = tool.annotations(ToolAnnotations {
+            title: None,
+            read_only_hint: hint("read_only"),
+            destructive_hint: hint("destructive"),
+            idempotent_hint: hint("idempotent"),
+            open_world_hint: hint("open_world"),
+        });
+    }
+    if let Some(schema) = output_schema {
+        tool = tool.output_schema(schema);
+    }
+    tool
+}
+
+/// The input schema of a generated argument struct: an object schema without the
+/// struct's internal name.
+pub fn input_schema<A: schemars::JsonSchema>() -> Value {
+    let mut schema = schemars::schema_for!(A).to_value();
+    if let Value::Object(object) = &mut schema {
+        object.remove("title");
+        object.entry("properties").or_insert_with(|| Value::Object(JsonObject::new()));
+    }
+    schema
+}
+
+/// The output schema of a structured (`Json<T>`) tool result.
+pub fn output_schema<T: schemars::JsonSchema>() -> Value {
+    schemars::schema_for!(T).to_value()
+}
+
+/// A prompt's metadata; `arguments` are (name, description, required).
+pub fn prompt(name: &str, description: &str, title: Option<&str>, arguments: &[(&str, &str, bool)]) -> Prompt {
+    let mut prompt = Prompt::new(name).description(description);
+    if let Some(title) = title {
+        prompt = prompt.title(title);
+    }
+    for (name, description, required) in arguments {
+        let argument = PromptArgument {
+            name: (*name).to_owned(),
+            title: None,
+            description: (!description.is_empty()).then(|| (*description).to_owned()),
+            required: Some(*required),
+        };
+        prompt = prompt.argument(argument);
+    }
+    prompt
+}
+
+/// A resource route: a template when `uri` has `{variables}`, else a static resource.
+pub fn resource<A, R, F, Fut>(
+    uri: &str,
+    name: &str,
+    description: &str,
+    title: Option<&str>,
+    mime_type: Option<&str>,
+    read: F,
+) -> ResourceRoute
+where
+    A: DeserializeOwned + Send + 'static,
+    R: IntoResourceResult,
+    F: Fn(Ctx, A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
+{
+    if uri.contains('{') {
+        let mut template = ResourceTemplate::new(uri, name);
+        template.title = title.map(str::to_owned);
+        template.description = (!description.is_empty()).then(|| description.to_owned());
+        template.mime_type = mime_type.map(str::to_owned);
+        return template.handler(read);
+    }
+    let mut resource = Resource::new(uri, name);
+    resource.title = title.map(str::to_owned);
+    resource.description = (!description.is_empty()).then(|| description.to_owned());
+    resource.mime_type = mime_type.map(str::to_owned);
+    resource.handler(move |ctx| {
+        // A static resource's generated argument struct has no fields.
+        let args = serde_json::from_value::<A>(Value::Object(JsonObject::new()));
+        let fut = args.map(|args| read(ctx, args));
+        async move {
+            match fut {
+                Ok(fut) => fut.await,
+                Err(e) => Err(ToolError::protocol(Error::internal(format!("resource arguments: {e}")))),
+            }
+        }
+    })
+}

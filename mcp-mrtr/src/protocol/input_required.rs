@@ -1,0 +1,212 @@
+//! Multi round-trip requests (SEP-2322): the `input_required` result, the requests it may
+//! embed (elicitation, sampling, roots) and the results clients answer them with.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{JsonObject, Role, Tool};
+
+/// The body of an `input_required` result: questions for the client, and state to echo.
+///
+/// At least one of the two is present: questions with state, or state alone ("retry
+/// later"). Keys are ordered, so the wire form is deterministic.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InputRequiredResult {
+    /// The questions, by key; the client answers each under the same key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_requests: Option<BTreeMap<String, InputRequest>>,
+    /// Opaque state the client echoes on its retry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+}
+
+/// A request embedded in an `input_required` result: one of the three a server may ask.
+// Sampling parameters dwarf the others, but a round carries a handful of these at most:
+// boxing would only make matching on them clumsier.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "method", content = "params")]
+pub enum InputRequest {
+    /// `elicitation/create`: ask the user.
+    #[serde(rename = "elicitation/create")]
+    Elicit(ElicitParams),
+    /// `sampling/createMessage`: ask the client's model.
+    #[serde(rename = "sampling/createMessage")]
+    Sample(CreateMessageParams),
+    /// `roots/list`: ask for the client's roots.
+    #[serde(rename = "roots/list")]
+    ListRoots(JsonObject),
+}
+
+/// `elicitation/create` parameters, by mode.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "lowercase")]
+pub enum ElicitParams {
+    /// A form the client renders from a flat schema.
+    #[serde(rename_all = "camelCase")]
+    Form {
+        /// What to ask.
+        message: String,
+        /// A flat object schema of primitive properties.
+        requested_schema: Value,
+    },
+    /// A URL the user opens to complete the interaction out of band.
+    Url {
+        /// Why the user should open it.
+        message: String,
+        /// The URL.
+        url: String,
+    },
+}
+
+/// `sampling/createMessage` parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateMessageParams {
+    /// The conversation to continue.
+    pub messages: Vec<SamplingMessage>,
+    /// The most tokens to generate.
+    pub max_tokens: u32,
+    /// A system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// Which model the server would like.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_preferences: Option<ModelPreferences>,
+    /// `"none"`, `"thisServer"` or `"allServers"` (needs `sampling.context`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include_context: Option<String>,
+    /// Sampling temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// Sequences that stop generation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_sequences: Option<Vec<String>>,
+    /// Provider-specific metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+    /// Tools the model may call (needs `sampling.tools`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<Tool>>,
+    /// How the model should use the tools (needs `sampling.tools`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
+}
+
+/// One message of a sampling conversation. `content` is a block or an array of blocks
+/// (`text`, `image`, `audio`, `tool_use`, `tool_result`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SamplingMessage {
+    /// Who says it.
+    pub role: Role,
+    /// What is said.
+    pub content: Value,
+}
+
+impl SamplingMessage {
+    /// A user message with one text block.
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Self { role: Role::User, content: serde_json::json!({ "type": "text", "text": text.into() }) }
+    }
+}
+
+/// The server's model preferences.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelPreferences {
+    /// Model names or families, most preferred first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hints: Vec<ModelHint>,
+    /// 0–1: how much cost matters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_priority: Option<f64>,
+    /// 0–1: how much speed matters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed_priority: Option<f64>,
+    /// 0–1: how much capability matters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intelligence_priority: Option<f64>,
+}
+
+/// A model name hint.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelHint {
+    /// A full or partial model name.
+    pub name: String,
+}
+
+/// `toolChoice` of a sampling request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolChoice {
+    /// `"auto"`, `"required"` or `"none"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+}
+
+/// The user's answer to an elicitation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ElicitResult {
+    /// What the user did.
+    pub action: ElicitAction,
+    /// The form's values, for an accepted form.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<JsonObject>,
+}
+
+/// What the user did with an elicitation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ElicitAction {
+    /// Submitted it.
+    Accept,
+    /// Said no.
+    Decline,
+    /// Dismissed it.
+    Cancel,
+}
+
+/// The client model's answer to a sampling request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateMessageResult {
+    /// Who speaks (the assistant).
+    pub role: Role,
+    /// A block or an array of blocks.
+    pub content: Value,
+    /// The model that answered.
+    pub model: String,
+    /// Why generation stopped (`endTurn`, `stopSequence`, `maxTokens`, `toolUse`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+}
+
+impl CreateMessageResult {
+    /// The text of the answer: its text blocks, joined.
+    pub fn text(&self) -> String {
+        let blocks = match &self.content {
+            Value::Array(blocks) => blocks.iter().collect(),
+            block => vec![block],
+        };
+        blocks.into_iter().filter(|b| b["type"] == "text").filter_map(|b| b["text"].as_str()).collect()
+    }
+}
+
+/// The client's roots.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ListRootsResult {
+    /// The roots.
+    pub roots: Vec<Root>,
+}
+
+/// A root: a directory or file the client exposes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Root {
+    /// A `file://` URI.
+    pub uri: String,
+    /// A display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}

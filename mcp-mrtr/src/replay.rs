@@ -1,0 +1,272 @@
+//! The runtime half of `ask!`: deterministic replay of a handler across rounds.
+//!
+//! Each round re-runs the handler from the top. An `ask` whose answer is known evaluates
+//! to it; an unanswered one records its question and stays pending without a waker. The
+//! [`drive`] loop polls the handler: when it is pending and a question was recorded, the
+//! handler is dropped and the round ends with `input_required`, carrying every question
+//! recorded in that poll (so asks joined with `join!` go out together) and a sealed state
+//! holding the answers so far.
+//!
+//! Answers are pinned to a digest of their question: a stored answer counts only for the
+//! same question, a fresh answer only for the question asked in the round the state
+//! closed (or, with no state at all, for a question the handler reaches). Answers nobody
+//! asked for are ignored; malformed ones are asked again.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::future::Future;
+use std::pin::pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Poll;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::ask::Question;
+use crate::capability;
+use crate::protocol::{ClientCapabilities, InputRequest, InputRequiredResult, JsonObject};
+use crate::Error;
+
+/// Rounds after which a multi-round call is abandoned as a loop.
+const MAX_ROUNDS: u32 = 32;
+/// How often one question may change after it was asked before it is reported as a bug.
+const MAX_CHANGES: u32 = 1;
+
+/// What the sealed `requestState` carries from one round to the next.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Carried {
+    #[serde(rename = "r")]
+    round: u32,
+    /// Accepted answers, by key.
+    #[serde(rename = "a", default)]
+    answers: BTreeMap<String, Stored>,
+    /// The questions the closed round asked, by key: their digests.
+    #[serde(rename = "q", default)]
+    asked: BTreeMap<String, String>,
+    /// Results of `once` steps, by key.
+    #[serde(rename = "o", default)]
+    once: BTreeMap<String, Value>,
+    /// How often each key's question changed after being asked.
+    #[serde(rename = "c", default)]
+    changes: BTreeMap<String, u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct Stored {
+    #[serde(rename = "d")]
+    digest: String,
+    #[serde(rename = "v")]
+    answer: Value,
+}
+
+/// The replay bookkeeping of one request.
+#[derive(Debug)]
+pub(crate) struct Replay {
+    round: Mutex<Round>,
+}
+
+#[derive(Debug)]
+struct Round {
+    /// False for requests that cannot answer `input_required`.
+    enabled: bool,
+    carried: Carried,
+    has_state: bool,
+    responses: JsonObject,
+    pending: BTreeMap<String, (String, InputRequest)>,
+    failure: Option<Error>,
+    retry_later: bool,
+}
+
+impl Replay {
+    /// A replay from the opened state (if the request carried one) and the request's
+    /// `inputResponses`.
+    pub(crate) fn new(carried: Option<Carried>, responses: JsonObject) -> Self {
+        let has_state = carried.is_some();
+        let round = Round {
+            enabled: true,
+            carried: carried.unwrap_or_default(),
+            has_state,
+            responses,
+            pending: BTreeMap::new(),
+            failure: None,
+            retry_later: false,
+        };
+        Self { round: Mutex::new(round) }
+    }
+
+    /// A replay for a request that cannot answer `input_required`: any ask fails it.
+    pub(crate) fn disabled() -> Self {
+        let replay = Self::new(None, JsonObject::new());
+        replay.lock().enabled = false;
+        replay
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Round> {
+        self.round.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The answer to `question` under `key`, or `Pending` after recording the question.
+    pub(crate) fn lookup<Q: Question>(&self, key: &str, question: &Q) -> Poll<Q::Output> {
+        let mut round = self.lock();
+        if !round.enabled {
+            round.fail(not_here());
+            return Poll::Pending;
+        }
+        let request = match question.request() {
+            Ok(request) => request,
+            Err(error) => {
+                round.fail(error);
+                return Poll::Pending;
+            }
+        };
+        let digest = digest(&request);
+        if let Some((asked, _)) = round.pending.get(key) {
+            if *asked != digest {
+                round.fail(Error::internal(format!("ask key {key:?} is used for two different questions")));
+            }
+            return Poll::Pending;
+        }
+        let decoded =
+            round.answer_for(key, &digest).and_then(|answer| question.decode(answer.clone()).map(|out| (answer, out)));
+        if let Some((answer, output)) = decoded {
+            round.carried.answers.insert(key.to_owned(), Stored { digest, answer });
+            return Poll::Ready(output);
+        }
+        // Unanswered, or answered with something that does not decode: ask (again).
+        round.pending.insert(key.to_owned(), (digest, request));
+        Poll::Pending
+    }
+
+    /// The result of a `once` step already taken in an earlier round.
+    pub(crate) fn once_result(&self, key: &str) -> Option<Value> {
+        self.lock().carried.once.get(key).cloned()
+    }
+
+    /// Records the result of a `once` step taken in this round.
+    pub(crate) fn record_once(&self, key: &str, value: Value) {
+        self.lock().carried.once.insert(key.to_owned(), value);
+    }
+
+    /// Ends this round with state only: the client retries later.
+    pub(crate) fn retry_later(&self) {
+        let mut round = self.lock();
+        if round.enabled {
+            round.retry_later = true;
+        } else {
+            round.fail(not_here());
+        }
+    }
+
+    pub(crate) fn fail(&self, error: Error) {
+        self.lock().fail(error);
+    }
+
+    fn is_suspended(&self) -> bool {
+        let round = self.lock();
+        round.failure.is_some() || round.retry_later || !round.pending.is_empty()
+    }
+}
+
+impl Round {
+    fn fail(&mut self, error: Error) {
+        self.failure.get_or_insert(error);
+    }
+
+    /// The raw answer that counts for this question, if any.
+    fn answer_for(&mut self, key: &str, digest: &str) -> Option<Value> {
+        if let Some(stored) = self.carried.answers.get(key) {
+            if stored.digest == digest {
+                return Some(stored.answer.clone());
+            }
+            self.note_change(key);
+        }
+        let fresh = self.responses.get(key)?.clone();
+        let asked_here = match self.carried.asked.get(key) {
+            Some(asked) if asked == digest => true,
+            Some(_) => {
+                self.note_change(key);
+                false
+            }
+            // Without state, a client may answer before being asked; with state, only
+            // what the closed round asked can be answered.
+            None => !self.has_state,
+        };
+        asked_here.then_some(fresh)
+    }
+
+    /// A question that keeps changing after it was asked can never be answered: report
+    /// it as the bug it is instead of looping to the round cap.
+    fn note_change(&mut self, key: &str) {
+        let changes = self.carried.changes.entry(key.to_owned()).or_default();
+        *changes += 1;
+        if *changes > MAX_CHANGES {
+            self.fail(Error::internal(format!(
+                "the question asked under key {key:?} changes every round, so no answer can match it; \
+                 make its text depend only on the arguments and earlier answers"
+            )));
+        }
+    }
+}
+
+/// How a handler's round ended.
+pub(crate) enum Outcome<T> {
+    /// The handler finished.
+    Complete(T),
+    /// The handler needs input: questions, and the state to seal.
+    InputRequired(BTreeMap<String, InputRequest>, Carried),
+}
+
+/// Runs `handler` until it finishes or suspends on its questions, then gates the
+/// questions on the client's capabilities.
+pub(crate) async fn drive<T>(
+    replay: &Arc<Replay>,
+    caps: &ClientCapabilities,
+    handler: impl Future<Output = T>,
+) -> Result<Outcome<T>, Error> {
+    let mut handler = pin!(handler);
+    let finished = std::future::poll_fn(|cx| match handler.as_mut().poll(cx) {
+        Poll::Ready(output) => Poll::Ready(Some(output)),
+        // Pending with a question recorded: the handler is waiting for the client.
+        Poll::Pending if replay.is_suspended() => Poll::Ready(None),
+        // Pending on real work (I/O, timers): keep waiting.
+        Poll::Pending => Poll::Pending,
+    })
+    .await;
+    let mut round = replay.lock();
+    if let Some(failure) = round.failure.take() {
+        return Err(failure);
+    }
+    if let Some(output) = finished {
+        return Ok(Outcome::Complete(output));
+    }
+    if round.carried.round + 1 >= MAX_ROUNDS {
+        return Err(Error::internal(format!("gave up after {MAX_ROUNDS} rounds of input")));
+    }
+    capability::missing(caps, round.pending.values().map(|(_, request)| capability::required_for(request)))?;
+    let pending = std::mem::take(&mut round.pending);
+    let mut next = round.carried.clone();
+    next.round += 1;
+    next.asked = pending.iter().map(|(key, (digest, _))| (key.clone(), digest.clone())).collect();
+    let requests = pending.into_iter().map(|(key, (_, request))| (key, request)).collect();
+    Ok(Outcome::InputRequired(requests, next))
+}
+
+/// The wire body of an `input_required` result.
+pub(crate) fn input_required(requests: BTreeMap<String, InputRequest>, state: String) -> InputRequiredResult {
+    InputRequiredResult { input_requests: (!requests.is_empty()).then_some(requests), request_state: Some(state) }
+}
+
+fn not_here() -> Error {
+    Error::internal("only tools/call, prompts/get and resources/read handlers can ask for input")
+}
+
+/// A digest of a question: its method and params, canonically serialized.
+fn digest(request: &InputRequest) -> String {
+    let canonical = serde_json::to_vec(request).unwrap_or_default();
+    let hash = Sha256::digest(&canonical);
+    hash[..16].iter().fold(String::with_capacity(32), |mut hex, b| {
+        let _ = write!(hex, "{b:02x}");
+        hex
+    })
+}

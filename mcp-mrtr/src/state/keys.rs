@@ -1,0 +1,228 @@
+//! Sealing keys: [`StateKey`] (an id and a 256-bit secret) and [`KeyRing`] (the key that
+//! seals plus older keys that still open, for rotation), read from code or from
+//! `MCP_MRTR_STATE_KEYS`.
+
+use std::fmt;
+use std::sync::Arc;
+
+use base64::alphabet;
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
+use base64::engine::DecodePaddingMode;
+use base64::Engine as _;
+
+/// The environment variable [`KeyRing::from_env`] reads.
+pub(crate) const KEYS_ENV: &str = "MCP_MRTR_STATE_KEYS";
+
+/// Longest key id accepted.
+const MAX_ID_LEN: usize = 32;
+
+/// Key secrets may be written with or without `=` padding.
+const LENIENT: GeneralPurposeConfig =
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent);
+const URL_SAFE_LENIENT: GeneralPurpose = GeneralPurpose::new(&alphabet::URL_SAFE, LENIENT);
+const STANDARD_LENIENT: GeneralPurpose = GeneralPurpose::new(&alphabet::STANDARD, LENIENT);
+
+/// A 256-bit secret with an id (the id travels in the token in clear, to pick the key).
+///
+/// `Debug` shows the id only, never the secret.
+#[derive(Clone)]
+pub struct StateKey {
+    id: String,
+    secret: [u8; 32],
+}
+
+impl StateKey {
+    /// A key with this id and secret.
+    ///
+    /// # Panics
+    ///
+    /// If `id` is not 1 to 32 characters of `A-Z a-z 0-9 _ -`.
+    pub fn new(id: impl Into<String>, secret: [u8; 32]) -> Self {
+        let id = id.into();
+        assert!(valid_id(&id), "StateKey id must be 1 to {MAX_ID_LEN} characters of A-Z a-z 0-9 _ -");
+        Self { id, secret }
+    }
+
+    /// A fresh random key with an id of the form `r` + 8 hex digits.
+    ///
+    /// # Panics
+    ///
+    /// If the operating system's random number generator fails.
+    pub fn random() -> Self {
+        let mut tag = [0u8; 4];
+        let mut secret = [0u8; 32];
+        fill_random(&mut tag);
+        fill_random(&mut secret);
+        Self::new(format!("r{:08x}", u32::from_be_bytes(tag)), secret)
+    }
+
+    /// Parses `ID:SECRET`, where SECRET is 32 bytes in base64 (URL-safe or standard
+    /// alphabet, padding optional). The error says what is wrong without quoting the input.
+    pub fn parse(spec: &str) -> Result<Self, KeyError> {
+        let (id, encoded) = spec.trim().split_once(':').ok_or(KeyError::MissingColon)?;
+        if !valid_id(id) {
+            return Err(KeyError::BadId);
+        }
+        let secret = decode_secret(encoded.trim())?;
+        Ok(Self { id: id.to_owned(), secret })
+    }
+
+    /// The key id, which appears in clear in every token this key seals.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub(crate) fn secret(&self) -> &[u8; 32] {
+        &self.secret
+    }
+}
+
+impl fmt::Debug for StateKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StateKey").field("id", &self.id).finish_non_exhaustive()
+    }
+}
+
+/// Keys that open states; the first seals.
+///
+/// `Debug` shows the key ids only.
+#[derive(Clone)]
+pub struct KeyRing {
+    /// Never empty; `keys[0]` seals. Shared so that cloning a config is cheap.
+    keys: Arc<[StateKey]>,
+}
+
+impl KeyRing {
+    /// A ring whose only key, `current`, seals and opens.
+    pub fn new(current: StateKey) -> Self {
+        Self { keys: Arc::from(vec![current]) }
+    }
+
+    /// Adds a key that still opens states but never seals: keep the old key here for a
+    /// TTL after rotating to a new current key.
+    ///
+    /// # Panics
+    ///
+    /// If the ring already holds a key with the same id.
+    pub fn with_previous(self, key: StateKey) -> Self {
+        assert!(self.get(key.id()).is_none(), "KeyRing already holds a key with id {:?}", key.id());
+        let mut keys = self.keys.to_vec();
+        keys.push(key);
+        Self { keys: Arc::from(keys) }
+    }
+
+    /// Reads `MCP_MRTR_STATE_KEYS`: comma-separated `id:base64` entries, the first seals.
+    /// `Ok(None)` when the variable is unset.
+    pub fn from_env() -> Result<Option<Self>, KeyError> {
+        match std::env::var(KEYS_ENV) {
+            Ok(list) => Self::parse_list(&list).map(Some),
+            Err(std::env::VarError::NotPresent) => Ok(None),
+            Err(std::env::VarError::NotUnicode(_)) => Err(KeyError::NotUnicode),
+        }
+    }
+
+    /// Parses comma-separated `id:base64` entries, the first one sealing.
+    pub(crate) fn parse_list(list: &str) -> Result<Self, KeyError> {
+        if list.trim().is_empty() {
+            return Err(KeyError::EmptyList);
+        }
+        let mut keys: Vec<StateKey> = Vec::new();
+        for (index, entry) in list.split(',').enumerate() {
+            let entry_error = |error| KeyError::Entry { position: index + 1, error: Box::new(error) };
+            let key = StateKey::parse(entry).map_err(entry_error)?;
+            if keys.iter().any(|k| k.id == key.id) {
+                return Err(entry_error(KeyError::DuplicateId));
+            }
+            keys.push(key);
+        }
+        Ok(Self { keys: Arc::from(keys) })
+    }
+
+    /// The id of the key that seals new states.
+    pub fn current_id(&self) -> &str {
+        self.current().id()
+    }
+
+    /// The key that seals.
+    pub(crate) fn current(&self) -> &StateKey {
+        &self.keys[0]
+    }
+
+    /// The key with this id, if the ring holds one.
+    pub(crate) fn get(&self, id: &str) -> Option<&StateKey> {
+        self.keys.iter().find(|key| key.id == id)
+    }
+}
+
+impl fmt::Debug for KeyRing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ids: Vec<&str> = self.keys.iter().map(StateKey::id).collect();
+        f.debug_struct("KeyRing").field("seals", &ids[0]).field("opens", &ids).finish()
+    }
+}
+
+/// Why a key spec or `MCP_MRTR_STATE_KEYS` was rejected. Never quotes the secret.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KeyError {
+    /// No `:` between the id and the secret.
+    MissingColon,
+    /// The id is empty, too long, or has characters outside `A-Z a-z 0-9 _ -`.
+    BadId,
+    /// The secret is not base64.
+    BadBase64,
+    /// The secret decodes to the wrong number of bytes.
+    WrongLength(usize),
+    /// Two entries share an id.
+    DuplicateId,
+    /// `MCP_MRTR_STATE_KEYS` is set but blank.
+    EmptyList,
+    /// `MCP_MRTR_STATE_KEYS` is not valid Unicode.
+    NotUnicode,
+    /// An entry of `MCP_MRTR_STATE_KEYS` (counting from 1) is wrong.
+    Entry { position: usize, error: Box<KeyError> },
+}
+
+impl fmt::Display for KeyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::MissingColon => f.write_str("a state key must be written ID:BASE64_SECRET (no `:` found)"),
+            Self::BadId => write!(f, "a state key id must be 1 to {MAX_ID_LEN} characters of A-Z a-z 0-9 _ -"),
+            Self::BadBase64 => f.write_str("a state key secret must be base64 (URL-safe or standard alphabet)"),
+            Self::WrongLength(n) => write!(f, "a state key secret must decode to 32 bytes, not {n}"),
+            Self::DuplicateId => f.write_str("two state keys share the same id"),
+            Self::EmptyList => write!(f, "{KEYS_ENV} is set but empty; unset it or give id:base64 entries"),
+            Self::NotUnicode => write!(f, "{KEYS_ENV} is not valid UTF-8"),
+            Self::Entry { position, error } => write!(f, "{KEYS_ENV} entry {position}: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for KeyError {}
+
+/// Whether `id` is 1 to 32 characters of `A-Z a-z 0-9 _ -`: such an id never contains
+/// the token's `.` separator.
+pub(crate) fn valid_id(id: &str) -> bool {
+    (1..=MAX_ID_LEN).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Decodes a 32-byte secret in either base64 alphabet. Decoder errors are not passed on:
+/// they quote the offending character, which is part of the secret.
+fn decode_secret(encoded: &str) -> Result<[u8; 32], KeyError> {
+    let bytes = URL_SAFE_LENIENT
+        .decode(encoded)
+        .or_else(|_| STANDARD_LENIENT.decode(encoded))
+        .map_err(|_| KeyError::BadBase64)?;
+    <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| KeyError::WrongLength(bytes.len()))
+}
+
+/// Fills `buf` from the operating system's random number generator.
+///
+/// # Panics
+///
+/// If the generator fails: there is no safe fallback for key material.
+pub(crate) fn fill_random(buf: &mut [u8]) {
+    if let Err(error) = getrandom::fill(buf) {
+        panic!("the operating system's random number generator failed: {error}");
+    }
+}

@@ -1,0 +1,250 @@
+//! Sealed request states: the opaque `requestState` string a server hands out with an
+//! `input_required` result, and the client echoes verbatim on its retry.
+//!
+//! The server keeps nothing between rounds, so the state carries the handler's
+//! accumulated answers to the client and back. It is attacker-controlled input, so it is
+//! sealed with authenticated encryption: the client can neither read nor alter it, nor
+//! replay it against another request, nor keep using it past its expiry.
+//!
+//! # What this module owns
+//!
+//! - [`StateKey`] and [`KeyRing`] (in `keys`): the secrets, with ids for rotation. The
+//!   ring's first key seals; every key in it opens. [`KeyRing::from_env`] reads
+//!   `MCP_MRTR_STATE_KEYS` (`id:base64,id:base64,…`, first seals).
+//! - [`StateConfig`]: keys, lifetime (default 10 minutes) and size cap (default 64 KiB).
+//!   [`StateConfig::from_env_or_random`] is the default: the environment's keys, or one
+//!   random key per process.
+//! - The crate-private entry points [`StateConfig::seal`] and [`StateConfig::open`], which
+//!   take a [`Binding`]: the method, target, arguments and caller the state belongs to.
+//! - Errors: [`SealError`] (the server produced too large a state: an internal error) and
+//!   [`OpenError`] (the client's state was rejected). An `OpenError` keeps its [`Reason`]
+//!   for server logs but always becomes the same client-facing error, so a client learns
+//!   nothing from which check failed.
+//!
+//! # Token format (`v1`)
+//!
+//! ```text
+//! v1.<key id>.<base64url without padding of: nonce (24 bytes) || ciphertext || tag (16 bytes)>
+//! ```
+//!
+//! - Cipher: XChaCha20-Poly1305 under the key named by `<key id>` (`[A-Za-z0-9_-]{1,32}`,
+//!   in clear so the right key of the ring is picked), with a fresh random 24-byte nonce.
+//! - Plaintext: the expiry as unix seconds, u64 big-endian (8 bytes), then the payload.
+//! - Associated data (authenticated, never sent): `"v1." + key id + "." + SHA-256(binding)`.
+//!   The binding digest covers a domain tag, then the method, the target, the arguments as
+//!   canonical JSON (compact, object keys sorted) and the principal, each prefixed with its
+//!   length as a u64 so no field can be shifted into the next; the principal also carries a
+//!   presence byte.
+//!
+//! Opening checks, in order: the token's length against the cap (before decoding
+//! anything), the version, the key id, the base64 and minimum length, the authentication
+//! tag (which fails for tampering and for another binding alike), and then the expiry.
+
+mod keys;
+mod seal;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::sync::OnceLock;
+use std::time::{Duration, SystemTime};
+
+pub use keys::{KeyError, KeyRing, StateKey};
+
+use crate::Error;
+
+/// The one message a client sees for any state that does not open.
+const REJECTED: &str = "Invalid requestState: it is tampered, expired, or belongs to another request";
+
+/// How states are sealed: keys, lifetime, size cap.
+#[derive(Clone, Debug)]
+pub struct StateConfig {
+    keys: KeyRing,
+    ttl: Duration,
+    max_bytes: usize,
+}
+
+impl StateConfig {
+    /// Seals with `keys`; states live 10 minutes and tokens are at most 64 KiB.
+    pub fn new(keys: KeyRing) -> Self {
+        Self { keys, ttl: Duration::from_secs(10 * 60), max_bytes: 64 * 1024 }
+    }
+
+    /// How long a sealed state stays valid (whole seconds count).
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// The longest token, in bytes, that is sealed or opened. This caps the payload too:
+    /// a state of `n` payload bytes takes about `4n/3 + 70` bytes.
+    pub fn max_bytes(mut self, max: usize) -> Self {
+        self.max_bytes = max;
+        self
+    }
+
+    /// Keys from `MCP_MRTR_STATE_KEYS` when it is set; otherwise one random key per process,
+    /// with a warning (logged once) that states then open only on this instance, until it
+    /// restarts.
+    ///
+    /// # Panics
+    ///
+    /// If `MCP_MRTR_STATE_KEYS` is set but malformed: serving with the wrong keys would
+    /// silently reject every state.
+    pub fn from_env_or_random() -> Self {
+        match KeyRing::from_env() {
+            Ok(Some(keys)) => Self::new(keys),
+            Ok(None) => Self::new(process_ring().clone()),
+            Err(error) => panic!("cannot use the request-state keys: {error}"),
+        }
+    }
+
+    /// Seals `payload` for `binding`, valid until `now` plus the TTL.
+    pub(crate) fn seal(&self, binding: &Binding<'_>, payload: &[u8], now: SystemTime) -> Result<String, SealError> {
+        seal::seal(&self.keys, binding, payload, seal::expiry(now, self.ttl), self.max_bytes)
+    }
+
+    /// Opens a token sealed for this same `binding` that has not expired at `now`.
+    pub(crate) fn open(&self, token: &str, binding: &Binding<'_>, now: SystemTime) -> Result<Vec<u8>, OpenError> {
+        seal::open(&self.keys, token, binding, now, self.max_bytes)
+    }
+
+    /// Not part of the API: lets `benches/state.rs` time a seal and open round trip
+    /// (both are crate-private). Returns the opened payload's length.
+    ///
+    /// # Panics
+    ///
+    /// If the payload does not fit the cap.
+    #[doc(hidden)]
+    pub fn bench_seal_open(&self, payload: &[u8]) -> usize {
+        let arguments = serde_json::json!({ "city": "Lyon", "days": 3 });
+        let binding = Binding { method: "tools/call", target: "bench", arguments: &arguments, principal: None };
+        let now = SystemTime::now();
+        let token = self.seal(&binding, payload, now).expect("the bench payload fits the cap");
+        self.open(&token, &binding, now).map_or(0, |opened| opened.len())
+    }
+}
+
+/// The random ring shared by every [`StateConfig::from_env_or_random`] of this process.
+fn process_ring() -> &'static KeyRing {
+    static RING: OnceLock<KeyRing> = OnceLock::new();
+    RING.get_or_init(|| {
+        tracing::warn!(
+            "{} is not set: request states are sealed with a random per-process key and will not \
+             open on other instances or after a restart; set {} to id:base64 keys shared by all instances",
+            keys::KEYS_ENV,
+            keys::KEYS_ENV,
+        );
+        KeyRing::new(StateKey::random())
+    })
+}
+
+/// What a state is bound to. A state sealed for one binding never opens for another.
+pub(crate) struct Binding<'a> {
+    /// `tools/call`, `prompts/get` or `resources/read`.
+    pub(crate) method: &'a str,
+    /// The tool name, prompt name or resource URI.
+    pub(crate) target: &'a str,
+    /// The request's arguments, digested as canonical JSON.
+    pub(crate) arguments: &'a serde_json::Value,
+    /// The caller's identity, when the application knows it.
+    pub(crate) principal: Option<&'a str>,
+}
+
+/// Why a state did not open. For server logs only: clients always get the same error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reason {
+    /// Longer than the cap; rejected before decoding.
+    Oversized,
+    /// Not `version.key.body`, body not base64url, or too short.
+    Malformed,
+    /// A version other than `v1`.
+    UnknownVersion,
+    /// No key in the ring has the token's key id.
+    UnknownKey,
+    /// The tag did not verify: tampered, forged, or sealed for another binding (the
+    /// AEAD cannot tell these apart).
+    Unauthentic,
+    /// Authentic, but past its expiry.
+    Expired,
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Oversized => "token longer than the size cap",
+            Self::Malformed => "malformed token",
+            Self::UnknownVersion => "unknown token version",
+            Self::UnknownKey => "unknown key id",
+            Self::Unauthentic => "authentication failed (tampered, or sealed for another request)",
+            Self::Expired => "expired",
+        })
+    }
+}
+
+/// A request state that did not open. Every reason becomes the same client-facing error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct OpenError {
+    reason: Reason,
+}
+
+#[allow(dead_code, reason = "called by the retry path that opens client states; kept ready for it")]
+impl OpenError {
+    /// Why, for server logs.
+    pub(crate) fn reason(&self) -> Reason {
+        self.reason
+    }
+
+    /// The client-facing error, identical for every reason.
+    #[allow(clippy::unused_self, reason = "the reason is deliberately not shown to the client")]
+    pub(crate) fn to_error(&self) -> Error {
+        Error::invalid_params(REJECTED)
+    }
+}
+
+impl From<Reason> for OpenError {
+    fn from(reason: Reason) -> Self {
+        Self { reason }
+    }
+}
+
+impl fmt::Display for OpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "request state rejected: {}", self.reason)
+    }
+}
+
+impl std::error::Error for OpenError {}
+
+/// A state could not be sealed: a server-side problem.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum SealError {
+    /// The token would exceed [`StateConfig::max_bytes`].
+    TooLarge { token_len: usize, max_bytes: usize },
+    /// The operating system's random number generator failed.
+    Random,
+}
+
+#[allow(dead_code, reason = "called by the path that answers input_required; kept ready for it")]
+impl SealError {
+    /// The internal error sent to the client.
+    pub(crate) fn to_error(&self) -> Error {
+        Error::internal(self.to_string())
+    }
+}
+
+impl fmt::Display for SealError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::TooLarge { token_len, max_bytes } => write!(
+                f,
+                "request state too large: the sealed requestState would be {token_len} bytes, over the \
+                 {max_bytes}-byte cap (StateConfig::max_bytes)"
+            ),
+            Self::Random => f.write_str("cannot seal the request state: the random number generator failed"),
+        }
+    }
+}
+
+impl std::error::Error for SealError {}

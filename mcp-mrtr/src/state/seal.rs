@@ -1,0 +1,191 @@
+//! The token format: sealing and opening `v1.<key id>.<base64url(nonce || ciphertext)>`,
+//! and the digest of the [`Binding`] that goes into the associated data.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::keys::{KeyRing, StateKey};
+use super::{Binding, OpenError, Reason, SealError};
+
+/// The format version, first in every token and in the associated data.
+const VERSION: &str = "v1";
+/// XChaCha20 nonce length.
+const NONCE_LEN: usize = 24;
+/// Poly1305 tag length.
+const TAG_LEN: usize = 16;
+/// The expiry that starts every plaintext: unix seconds, big-endian.
+const EXPIRY_LEN: usize = 8;
+/// Separates the digest's fields from any other use of SHA-256 on similar bytes.
+const BINDING_DOMAIN: &[u8] = b"mcp-mrtr request-state binding v1";
+
+/// Seals `payload` for `binding` with the ring's current key, valid until `now + ttl`.
+pub(super) fn seal(
+    keys: &KeyRing,
+    binding: &Binding<'_>,
+    payload: &[u8],
+    expires: SystemTime,
+    max_bytes: usize,
+) -> Result<String, SealError> {
+    let key = keys.current();
+    let token_len = sealed_len(key.id(), payload.len());
+    if token_len > max_bytes {
+        return Err(SealError::TooLarge { token_len, max_bytes });
+    }
+    let mut nonce = [0u8; NONCE_LEN];
+    getrandom::fill(&mut nonce).map_err(|_| SealError::Random)?;
+    let mut plaintext = Vec::with_capacity(EXPIRY_LEN + payload.len());
+    plaintext.extend_from_slice(&unix_secs(expires).to_be_bytes());
+    plaintext.extend_from_slice(payload);
+    let aad = associated_data(key.id(), binding);
+    let sealed = cipher(key)
+        .encrypt(XNonce::from_slice(&nonce), Payload { msg: &plaintext, aad: &aad })
+        .map_err(|_| SealError::TooLarge { token_len, max_bytes })?;
+    let mut body = Vec::with_capacity(NONCE_LEN + sealed.len());
+    body.extend_from_slice(&nonce);
+    body.extend_from_slice(&sealed);
+    Ok(format!("{VERSION}.{}.{}", key.id(), URL_SAFE_NO_PAD.encode(body)))
+}
+
+/// Opens a token sealed by [`seal`] for the same binding, if it has not expired by `now`.
+pub(super) fn open(
+    keys: &KeyRing,
+    token: &str,
+    binding: &Binding<'_>,
+    now: SystemTime,
+    max_bytes: usize,
+) -> Result<Vec<u8>, OpenError> {
+    if token.len() > max_bytes {
+        return Err(Reason::Oversized.into());
+    }
+    let (version, rest) = token.split_once('.').ok_or(Reason::Malformed)?;
+    if version != VERSION {
+        return Err(Reason::UnknownVersion.into());
+    }
+    let (id, encoded) = rest.split_once('.').ok_or(Reason::Malformed)?;
+    let key = keys.get(id).ok_or(Reason::UnknownKey)?;
+    let body = URL_SAFE_NO_PAD.decode(encoded).map_err(|_| Reason::Malformed)?;
+    if body.len() < NONCE_LEN + TAG_LEN + EXPIRY_LEN {
+        return Err(Reason::Malformed.into());
+    }
+    let (nonce, sealed) = body.split_at(NONCE_LEN);
+    let aad = associated_data(key.id(), binding);
+    let mut plaintext = cipher(key)
+        .decrypt(XNonce::from_slice(nonce), Payload { msg: sealed, aad: &aad })
+        .map_err(|_| Reason::Unauthentic)?;
+    let expiry = read_expiry(&plaintext).ok_or(Reason::Malformed)?;
+    if unix_secs(now) >= expiry {
+        return Err(Reason::Expired.into());
+    }
+    plaintext.drain(..EXPIRY_LEN);
+    Ok(plaintext)
+}
+
+/// The length of the token that sealing `payload_len` bytes with key `id` produces.
+/// Saturates rather than overflowing, so absurd payloads compare as too large.
+pub(super) fn sealed_len(id: &str, payload_len: usize) -> usize {
+    let body = payload_len.saturating_add(NONCE_LEN + EXPIRY_LEN + TAG_LEN);
+    // base64 without padding: 4 characters per 3 bytes, rounded up.
+    let encoded = body / 3 * 4 + [0, 2, 3][body % 3];
+    encoded.saturating_add(VERSION.len() + id.len() + 2)
+}
+
+/// `expires` as unix seconds; times before 1970 count as 0.
+pub(super) fn unix_secs(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH).map_or(0, |since| since.as_secs())
+}
+
+/// `now + ttl`, saturating far in the future rather than panicking.
+pub(super) fn expiry(now: SystemTime, ttl: Duration) -> SystemTime {
+    now.checked_add(ttl).unwrap_or_else(|| UNIX_EPOCH + Duration::from_secs(u64::MAX / 2))
+}
+
+fn read_expiry(plaintext: &[u8]) -> Option<u64> {
+    let bytes: [u8; EXPIRY_LEN] = plaintext.get(..EXPIRY_LEN)?.try_into().ok()?;
+    Some(u64::from_be_bytes(bytes))
+}
+
+fn cipher(key: &StateKey) -> XChaCha20Poly1305 {
+    XChaCha20Poly1305::new(key.secret().into())
+}
+
+/// `"v1." + key id + "." + SHA-256(binding)`: authenticated, never sent.
+fn associated_data(id: &str, binding: &Binding<'_>) -> Vec<u8> {
+    let mut aad = Vec::with_capacity(VERSION.len() + id.len() + 2 + 32);
+    aad.extend_from_slice(VERSION.as_bytes());
+    aad.push(b'.');
+    aad.extend_from_slice(id.as_bytes());
+    aad.push(b'.');
+    aad.extend_from_slice(&binding_digest(binding));
+    aad
+}
+
+/// SHA-256 over the domain tag, then method, target, canonical arguments and principal,
+/// each prefixed with its length as a big-endian u64 (the principal also with a
+/// presence byte, so `None` and `Some("")` differ).
+pub(super) fn binding_digest(binding: &Binding<'_>) -> [u8; 32] {
+    let mut arguments = Vec::new();
+    write_canonical(binding.arguments, &mut arguments);
+    let mut hasher = Sha256::new();
+    hasher.update(BINDING_DOMAIN);
+    for field in [binding.method.as_bytes(), binding.target.as_bytes(), &arguments] {
+        update_prefixed(&mut hasher, field);
+    }
+    match binding.principal {
+        None => hasher.update([0]),
+        Some(principal) => {
+            hasher.update([1]);
+            update_prefixed(&mut hasher, principal.as_bytes());
+        }
+    }
+    hasher.finalize().into()
+}
+
+fn update_prefixed(hasher: &mut Sha256, field: &[u8]) {
+    hasher.update((field.len() as u64).to_be_bytes());
+    hasher.update(field);
+}
+
+/// Writes `value` as compact JSON with object keys sorted, whatever map type serde_json
+/// was built with (`preserve_order` keeps insertion order, which a client may not keep
+/// between rounds).
+pub(super) fn write_canonical(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Array(items) => {
+            out.push(b'[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(b',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => {
+            let mut entries: Vec<_> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push(b'{');
+            for (index, (key, item)) in entries.into_iter().enumerate() {
+                if index > 0 {
+                    out.push(b',');
+                }
+                write_scalar(key, out);
+                out.push(b':');
+                write_canonical(item, out);
+            }
+            out.push(b'}');
+        }
+        scalar => write_scalar(scalar, out),
+    }
+}
+
+/// Null, booleans, numbers and strings (and object keys): serde_json's own compact form.
+fn write_scalar<T: serde::Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
+    // Scalars and strings always serialize, and a Vec never fails to write.
+    serde_json::to_writer(out, value).expect("a JSON scalar serializes into a Vec");
+}
