@@ -47,6 +47,7 @@ pub mod protocol;
 mod replay;
 mod server;
 mod state;
+pub mod testing;
 mod transport;
 mod uri_template;
 

@@ -1,0 +1,260 @@
+//! Unit-test multi-round handlers without HTTP: drive a [`Server`] in-process through
+//! its rounds, answer each round's questions, and assert on what was asked.
+//!
+//! ```
+//! use mcp_mrtr::prelude::*;
+//! use mcp_mrtr::testing::{answer, TestClient};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Party { size: u32 }
+//!
+//! /// Books a table.
+//! #[tool]
+//! async fn book() -> Result<String, ToolError> {
+//!     let party: Party = ask!(elicit "How many people?")?;
+//!     Ok(format!("Booked for {}", party.size))
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let client = TestClient::new(Server::new("t", "0").tool(book));
+//! let mut call = client.call_tool("book", serde_json::json!({}));
+//! let first = call.start().await;
+//! assert_eq!(first.keys(), ["party"]);
+//! let done = call.answer([("party", answer::accept(serde_json::json!({ "size": 4 })))]).await;
+//! assert_eq!(done.text().as_deref(), Some("Booked for 4"));
+//! # }
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use crate::capability::{self, Capability};
+use crate::context::Transport;
+use crate::envelope::{Request, RequestMeta, PROTOCOL_VERSION};
+use crate::protocol::{InputRequest, InputRequiredResult, JsonObject, RequestId};
+use crate::{Error, Server};
+
+/// Answers in the shapes clients send them.
+pub mod answer {
+    use serde_json::{json, Value};
+
+    /// The user accepted a form with this content.
+    pub fn accept(content: Value) -> Value {
+        let mut answer = json!({ "action": "accept" });
+        answer["content"] = content;
+        answer
+    }
+
+    /// The user accepted a url elicitation.
+    pub fn accept_url() -> Value {
+        json!({ "action": "accept" })
+    }
+
+    /// The user declined.
+    pub fn decline() -> Value {
+        json!({ "action": "decline" })
+    }
+
+    /// The user cancelled.
+    pub fn cancel() -> Value {
+        json!({ "action": "cancel" })
+    }
+
+    /// The client's model answered with this text.
+    pub fn sampled(text: &str) -> Value {
+        json!({ "role": "assistant", "content": { "type": "text", "text": text }, "model": "test-model", "stopReason": "endTurn" })
+    }
+
+    /// The client's roots.
+    pub fn roots(uris: &[&str]) -> Value {
+        json!({ "roots": uris.iter().map(|uri| json!({ "uri": uri })).collect::<Vec<_>>() })
+    }
+}
+
+/// An in-process client for one server.
+pub struct TestClient {
+    server: Server,
+    capabilities: Value,
+}
+
+impl TestClient {
+    /// A client declaring every capability (form and url elicitation, sampling with
+    /// tools, roots).
+    pub fn new(server: Server) -> Self {
+        let capabilities =
+            json!({ "elicitation": { "form": {}, "url": {} }, "sampling": { "tools": {} }, "roots": {} });
+        Self { server, capabilities }
+    }
+
+    /// Declares these capabilities instead, on every request.
+    pub fn with_capabilities(mut self, capabilities: Value) -> Self {
+        self.capabilities = capabilities;
+        self
+    }
+
+    /// A `tools/call` exchange.
+    pub fn call_tool(&self, name: &str, arguments: Value) -> Exchange<'_> {
+        self.exchange("tools/call", [("name", Value::from(name)), ("arguments", arguments)])
+    }
+
+    /// A `prompts/get` exchange.
+    pub fn get_prompt(&self, name: &str, arguments: Value) -> Exchange<'_> {
+        self.exchange("prompts/get", [("name", Value::from(name)), ("arguments", arguments)])
+    }
+
+    /// A `resources/read` exchange.
+    pub fn read_resource(&self, uri: &str) -> Exchange<'_> {
+        self.exchange("resources/read", [("uri", Value::from(uri))])
+    }
+
+    fn exchange<const N: usize>(&self, method: &'static str, params: [(&str, Value); N]) -> Exchange<'_> {
+        let params = params.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+        Exchange { client: self, method, params, state: None, next_id: 1 }
+    }
+}
+
+/// One multi-round request, round by round.
+pub struct Exchange<'c> {
+    client: &'c TestClient,
+    method: &'static str,
+    params: JsonObject,
+    state: Option<String>,
+    next_id: i64,
+}
+
+impl Exchange<'_> {
+    /// Sends the first round.
+    pub async fn start(&mut self) -> Round {
+        self.send(None).await
+    }
+
+    /// Sends the next round with these answers and the last round's state.
+    pub async fn answer<K: Into<String>>(&mut self, answers: impl IntoIterator<Item = (K, Value)>) -> Round {
+        let answers: JsonObject = answers.into_iter().map(|(k, v)| (k.into(), v)).collect();
+        self.send(Some(answers)).await
+    }
+
+    /// Runs rounds until the handler finishes or fails (at most `max_rounds`), answering
+    /// every question from `script` by key. Returns each round, the last one final.
+    ///
+    /// # Panics
+    ///
+    /// If a round asks a key the script has no answer for, or `max_rounds` is reached.
+    pub async fn run(&mut self, script: &BTreeMap<&str, Value>, max_rounds: usize) -> Vec<Round> {
+        let mut rounds = vec![self.start().await];
+        while let Some(asked) = rounds.last().and_then(Round::input_required) {
+            assert!(rounds.len() < max_rounds, "still asking after {max_rounds} rounds");
+            let answers: Vec<(String, Value)> = asked
+                .input_requests
+                .iter()
+                .flatten()
+                .map(|(key, _)| {
+                    let answer =
+                        script.get(key.as_str()).unwrap_or_else(|| panic!("the script has no answer for {key:?}"));
+                    (key.clone(), answer.clone())
+                })
+                .collect();
+            rounds.push(self.answer(answers).await);
+        }
+        rounds
+    }
+
+    async fn send(&mut self, answers: Option<JsonObject>) -> Round {
+        let mut params = self.params.clone();
+        if let Some(answers) = answers {
+            params.insert("inputResponses".into(), Value::Object(answers));
+        }
+        if let Some(state) = &self.state {
+            params.insert("requestState".into(), Value::String(state.clone()));
+        }
+        let meta = RequestMeta {
+            protocol_version: PROTOCOL_VERSION.into(),
+            client_capabilities: serde_json::from_value(self.client.capabilities.clone()).unwrap_or_default(),
+            ..RequestMeta::default()
+        };
+        let request = Request {
+            id: RequestId::from(self.next_id),
+            method: self.method.into(),
+            params: Some(Value::Object(params)),
+        };
+        self.next_id += 1;
+        let reply = self.client.server.handle(request, meta, Transport::default()).await;
+        let round = Round::new(reply.outcome);
+        self.state = round.input_required().and_then(|r| r.request_state.clone());
+        round
+    }
+}
+
+/// What one round answered.
+#[derive(Debug)]
+pub struct Round {
+    outcome: Result<Value, Error>,
+    input_required: Option<InputRequiredResult>,
+}
+
+impl Round {
+    fn new(outcome: Result<Value, Error>) -> Self {
+        let input_required = outcome
+            .as_ref()
+            .ok()
+            .filter(|r| r["resultType"] == "input_required")
+            .and_then(|r| serde_json::from_value(r.clone()).ok());
+        Self { outcome, input_required }
+    }
+
+    /// The questions, when the round ended with `input_required`.
+    pub fn input_required(&self) -> Option<&InputRequiredResult> {
+        self.input_required.as_ref()
+    }
+
+    /// The keys asked this round, sorted.
+    pub fn keys(&self) -> Vec<String> {
+        self.requests().keys().cloned().collect()
+    }
+
+    /// The method of each question asked this round, by key.
+    pub fn kinds(&self) -> BTreeMap<String, &'static str> {
+        let method = |request: &InputRequest| match request {
+            InputRequest::Elicit(_) => "elicitation/create",
+            InputRequest::Sample(_) => "sampling/createMessage",
+            InputRequest::ListRoots(_) => "roots/list",
+        };
+        self.requests().iter().map(|(k, r)| (k.clone(), method(r))).collect()
+    }
+
+    /// The client capability each question of this round needs, by key.
+    pub fn capabilities(&self) -> BTreeMap<String, Capability> {
+        self.requests().iter().map(|(k, r)| (k.clone(), capability::required_for(r))).collect()
+    }
+
+    /// The question asked under `key`.
+    pub fn request(&self, key: &str) -> Option<&InputRequest> {
+        self.requests().get(key)
+    }
+
+    /// The complete result, if the handler finished.
+    pub fn complete(&self) -> Option<&Value> {
+        self.outcome.as_ref().ok().filter(|r| r["resultType"] == "complete")
+    }
+
+    /// The first text block of a complete result.
+    pub fn text(&self) -> Option<String> {
+        let result = self.complete()?;
+        let content =
+            result.get("content").or_else(|| result.get("messages").and_then(|m| m.get(0)).map(|m| &m["content"]))?;
+        let block = if content.is_array() { content.get(0)? } else { content };
+        block["text"].as_str().map(str::to_owned)
+    }
+
+    /// The protocol error, if the round failed.
+    pub fn error(&self) -> Option<&Error> {
+        self.outcome.as_ref().err()
+    }
+
+    fn requests(&self) -> &BTreeMap<String, InputRequest> {
+        static NONE: BTreeMap<String, InputRequest> = BTreeMap::new();
+        self.input_required.as_ref().and_then(|r| r.input_requests.as_ref()).unwrap_or(&NONE)
+    }
+}

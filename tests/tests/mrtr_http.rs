@@ -1,0 +1,205 @@
+//! Multi round-trip requests end to end over HTTP on 127.0.0.1, every message checked
+//! against the schema: rounds, joined asks, decline and cancel, malformed answers, and
+//! questions that never settle.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use mcp_mrtr::prelude::*;
+use mcp_mrtr::testing::answer;
+use mcp_mrtr_tests::harness::{Rpc, TestServer};
+use serde_json::{json, Value};
+
+#[derive(Deserialize, JsonSchema)]
+struct Name {
+    name: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Color {
+    color: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Size {
+    size: u32,
+}
+
+/// Three questions in three rounds; the last answer names the first.
+#[tool]
+async fn three_rounds() -> Result<String, ToolError> {
+    let name: Name = ask!(elicit "Name?")?;
+    let color: Color = ask!(elicit format!("{}, which colour?", name.name))?;
+    let size: Size = ask!(elicit "Which size?")?;
+    Ok(format!("{} wants a {} {}", name.name, size.size, color.color))
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Confirm {
+    yes: bool,
+}
+
+/// Deletes a branch after confirmation.
+#[tool]
+async fn delete_branch(branch: String) -> Result<String, ToolError> {
+    match ask!(elicit format!("Delete {branch}?")) {
+        Ok(Confirm { yes: true }) => Ok(format!("deleted {branch}")),
+        Ok(_) | Err(Declined::Decline) => Ok("kept".into()),
+        Err(Declined::Cancel) => Err(ToolError::cancelled()),
+    }
+}
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// A buggy tool: its question changes every time it runs.
+#[tool]
+async fn restless() -> Result<String, ToolError> {
+    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+    let answer: Name = ask!(elicit format!("Question number {n}?"))?;
+    Ok(answer.name)
+}
+
+fn server() -> Server {
+    mcp_mrtr_examples::everything::server().tools(tools![three_rounds, delete_branch, restless])
+}
+
+/// Sends `rpc` with these answers and state, returning the result object.
+async fn round(server: &TestServer, rpc: &Rpc, answers: Value, state: Option<&Value>) -> Value {
+    let mut rpc = rpc.clone().param("inputResponses", answers);
+    if let Some(state) = state {
+        rpc = rpc.param("requestState", state.clone());
+    }
+    server.call(&rpc).await
+}
+
+#[tokio::test]
+async fn round_three_still_sees_round_one() {
+    let server = TestServer::start(server()).await;
+    let rpc = Rpc::call_tool("three_rounds", json!({}));
+    let first = server.call(&rpc).await["result"].clone();
+    assert_eq!(first["resultType"], "input_required");
+    assert_eq!(first["inputRequests"]["name"]["params"]["message"], "Name?");
+    assert!(first.get("ttlMs").is_none() && first.get("cacheScope").is_none());
+    let second =
+        round(&server, &rpc, json!({ "name": answer::accept(json!({ "name": "Ada" })) }), Some(&first["requestState"]))
+            .await;
+    let second = second["result"].clone();
+    assert_eq!(second["inputRequests"]["color"]["params"]["message"], "Ada, which colour?");
+    assert_ne!(second["requestState"], first["requestState"]);
+    let third = round(
+        &server,
+        &rpc,
+        json!({ "color": answer::accept(json!({ "color": "green" })) }),
+        Some(&second["requestState"]),
+    )
+    .await;
+    let third = third["result"].clone();
+    assert_eq!(third["inputRequests"].as_object().unwrap().keys().collect::<Vec<_>>(), ["size"]);
+    let done =
+        round(&server, &rpc, json!({ "size": answer::accept(json!({ "size": 9 })) }), Some(&third["requestState"]))
+            .await;
+    assert_eq!(done["result"]["content"][0]["text"], "Ada wants a 9 green");
+}
+
+#[tokio::test]
+async fn joined_asks_go_out_in_one_round() {
+    let server = TestServer::start(server()).await;
+    let rpc = Rpc::call_tool("test_input_required_result_multiple_inputs", json!({}));
+    let first = server.call(&rpc).await["result"].clone();
+    let requests = first["inputRequests"].as_object().unwrap();
+    let methods: Vec<(&str, &str)> =
+        requests.iter().map(|(k, v)| (k.as_str(), v["method"].as_str().unwrap())).collect();
+    assert_eq!(
+        methods,
+        [("client_roots", "roots/list"), ("greeting", "sampling/createMessage"), ("user_name", "elicitation/create")]
+    );
+    assert_eq!(requests["greeting"]["params"]["maxTokens"], 50);
+    let answers = json!({
+        "user_name": answer::accept(json!({ "name": "Ada" })),
+        "greeting": answer::sampled("Hello there"),
+        "client_roots": answer::roots(&["file:///a", "file:///b"]),
+    });
+    let done = round(&server, &rpc, answers, Some(&first["requestState"])).await;
+    assert_eq!(done["result"]["content"][0]["text"], "Ada: Hello there (2 roots)");
+}
+
+#[tokio::test]
+async fn decline_and_cancel_are_values() {
+    let server = TestServer::start(server()).await;
+    let rpc = Rpc::call_tool("delete_branch", json!({ "branch": "main" }));
+    let first = server.call(&rpc).await["result"].clone();
+    assert_eq!(first["inputRequests"]["ask1"]["params"]["message"], "Delete main?");
+    let state = first["requestState"].clone();
+    let kept = round(&server, &rpc, json!({ "ask1": answer::decline() }), Some(&state)).await;
+    assert_eq!(kept["result"]["content"][0]["text"], "kept");
+    let cancelled = round(&server, &rpc, json!({ "ask1": answer::cancel() }), Some(&state)).await;
+    assert_eq!(cancelled["result"]["isError"], true);
+    let deleted = round(&server, &rpc, json!({ "ask1": answer::accept(json!({ "yes": true })) }), Some(&state)).await;
+    assert_eq!(deleted["result"]["content"][0]["text"], "deleted main");
+}
+
+#[tokio::test]
+async fn a_malformed_answer_is_asked_again() {
+    let server = TestServer::start(server()).await;
+    let rpc = Rpc::call_tool("test_input_required_result_elicitation", json!({}));
+    let first = server.call(&rpc).await["result"].clone();
+    for malformed in [
+        answer::accept(json!({ "nom": "Ada" })),
+        answer::accept(json!({ "name": 42 })),
+        json!({ "action": "maybe" }),
+        answer::sampled("not an elicitation result"),
+    ] {
+        let again = round(&server, &rpc, json!({ "user_name": malformed }), Some(&first["requestState"])).await;
+        assert_eq!(again["result"]["resultType"], "input_required", "{again}");
+        assert!(again["result"]["inputRequests"]["user_name"].is_object());
+    }
+}
+
+#[tokio::test]
+async fn structurally_invalid_responses_are_errors() {
+    let server = TestServer::start(server()).await;
+    let rpc = Rpc::call_tool("test_input_required_result_elicitation", json!({}));
+    for invalid in [json!(null), json!([]), json!({ "user_name": 12345 }), json!({ "user_name": "Ada" })] {
+        let reply = server.call(&rpc.clone().param("inputResponses", invalid.clone())).await;
+        assert_eq!(reply["error"]["code"], -32602, "{invalid}: {reply}");
+    }
+}
+
+#[tokio::test]
+async fn a_question_that_changes_every_round_ends_in_an_error() {
+    let server = TestServer::start(server()).await;
+    let rpc = Rpc::call_tool("restless", json!({}));
+    let mut state = server.call(&rpc).await["result"]["requestState"].clone();
+    for round_number in 2..=10 {
+        let reply =
+            round(&server, &rpc, json!({ "answer": answer::accept(json!({ "name": "x" })) }), Some(&state)).await;
+        if let Some(error) = reply.get("error") {
+            assert_eq!(error["code"], -32603);
+            assert!(error["message"].as_str().unwrap().contains("changes every round"), "{error}");
+            assert!(round_number <= 3, "the error came only in round {round_number}");
+            return;
+        }
+        state = reply["result"]["requestState"].clone();
+    }
+    panic!("the restless question never ended in an error");
+}
+
+#[tokio::test]
+async fn tampered_and_misdirected_states_are_one_uniform_error() {
+    let server = TestServer::start(server()).await;
+    let rpc = Rpc::call_tool("test_input_required_result_request_state", json!({}));
+    let state = server.call(&rpc).await["result"]["requestState"].as_str().unwrap().to_owned();
+    let confirm = json!({ "confirm": answer::accept(json!({ "ok": true })) });
+    let mut errors = Vec::new();
+    for (rpc, state) in [
+        (rpc.clone(), format!("{state}-TAMPERED")),
+        (rpc.clone(), state[..state.len() - 1].to_owned()),
+        (Rpc::call_tool("test_input_required_result_tampered_state", json!({})), state.clone()),
+        (Rpc::call_tool("test_input_required_result_request_state", json!({ "extra": 1 })), state.clone()),
+    ] {
+        let reply = round(&server, &rpc, confirm.clone(), Some(&json!(state))).await;
+        errors.push(reply["error"].clone());
+    }
+    assert!(errors.iter().all(|e| e["code"] == -32602 && *e == errors[0]), "{errors:?}");
+    let ok = round(&server, &rpc, confirm, Some(&json!(state))).await;
+    assert_eq!(ok["result"]["content"][0]["text"], "state-ok: confirmed=true");
+}
