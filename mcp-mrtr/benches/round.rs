@@ -1,0 +1,45 @@
+//! One full multi-round request through dispatch: round 1 (run the handler, record the
+//! question, seal the state) and rounds 1+2 (then open the state, replay with the
+//! answer, finish). In-process, so the numbers are the runtime's, not the network's.
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use mcp_mrtr::prelude::*;
+use mcp_mrtr::testing::{answer, TestClient};
+use mcp_mrtr::{KeyRing, StateConfig, StateKey};
+use serde_json::json;
+
+#[derive(Deserialize, JsonSchema)]
+struct Name {
+    name: String,
+}
+
+/// Asks the user's name, then greets them.
+#[tool]
+async fn greet(greeting: String) -> Result<String, ToolError> {
+    let user: Name = ask!(elicit "What is your name?")?;
+    Ok(format!("{greeting}, {}!", user.name))
+}
+
+fn rounds(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a tokio runtime");
+    let server = Server::new("bench", "0")
+        .tool(greet)
+        .request_state(StateConfig::new(KeyRing::new(StateKey::new("bench", [42; 32]))));
+    let client = TestClient::new(server);
+    let args = json!({ "greeting": "Hello" });
+    c.bench_function("mrtr_round1_input_required", |b| {
+        b.iter(|| runtime.block_on(async { client.call_tool("greet", args.clone()).start().await }));
+    });
+    c.bench_function("mrtr_rounds_1_and_2_complete", |b| {
+        b.iter(|| {
+            runtime.block_on(async {
+                let mut call = client.call_tool("greet", args.clone());
+                call.start().await;
+                call.answer([("user", answer::accept(json!({ "name": "Ada" })))]).await
+            })
+        });
+    });
+}
+
+criterion_group!(benches, rounds);
+criterion_main!(benches);
