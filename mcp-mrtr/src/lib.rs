@@ -1,38 +1,47 @@
-//! Write MCP servers whose tools ask the user, or the client's model, for input halfway
-//! through a call — on the stateless 2026-07-28 protocol.
-//!
-//! This crate is the runtime: wire types, the dispatcher, and the stdio and Streamable
-//! HTTP transports. Register tools, prompts and resources on a [`Server`] and serve it.
+//! Write MCP tools that ask the user, or the client's model, for input halfway through a
+//! call — as plain `async fn`s, on the stateless 2026-07-28 protocol.
 //!
 //! ```no_run
-//! use mcp_mrtr::{CallToolResult, Server, Tool, ToolError};
-//! use serde_json::{Map, Value};
+//! use mcp_mrtr::prelude::*;
+//!
+//! /// The city to report on.
+//! #[derive(Deserialize, JsonSchema)]
+//! struct City { city: String }
+//!
+//! /// Current weather for a city the user picks.
+//! #[tool]
+//! async fn weather() -> Result<String, ToolError> {
+//!     let place: City = ask!(elicit "Which city do you want the weather for?")?;
+//!     Ok(format!("It is sunny in {}.", place.city))
+//! }
 //!
 //! #[tokio::main]
 //! async fn main() -> std::io::Result<()> {
-//!     let echo = Tool::new("echo")
-//!         .description("Repeats its `text` argument")
-//!         .input_schema(serde_json::json!({
-//!             "type": "object",
-//!             "properties": { "text": { "type": "string" } },
-//!             "required": ["text"]
-//!         }))
-//!         .handler(|_ctx, args: Map<String, Value>| async move {
-//!             let text = args["text"].as_str().unwrap_or_default().to_owned();
-//!             Ok::<_, ToolError>(CallToolResult::text(text))
-//!         });
-//!     Server::new("echo", "1.0.0").tool(echo).serve_http("127.0.0.1:3000").await
+//!     Server::new("weather", "1.0.0").tool(weather).serve_stdio().await
 //! }
 //! ```
 //!
+//! The first call answers `resultType: "input_required"` with the question; the client
+//! retries with the answer and the sealed `requestState`, and the handler runs again from
+//! the top, this time getting its answer. The server keeps nothing between rounds.
+//!
 //! # Details
 //!
-//! - Every modern result is stamped centrally: `resultType`, `_meta` server info, and
-//!   caching hints ([`CacheHints`]) on `server/discover`, the lists and `resources/read`.
-//! - Errors follow the 2026-07-28 table: [`Error`] carries the JSON-RPC code and the
-//!   HTTP status it travels with.
-//! - Handlers receive a [`Ctx`]: the client's capabilities *for this request*, and
-//!   progress and log notifications that reach the request's own stream.
+//! - **Asking.** [`ask!`] elicits a form (`T: Deserialize + JsonSchema`, a flat object),
+//!   a URL visit, a sample from the client's model or the client's roots. Asks inside
+//!   [`join!`] go out in one round. Decline and cancel are values ([`Declined`]).
+//! - **Replay.** Each round re-runs the handler; answers are pinned to their question
+//!   and carried in the sealed state. [`once!`] keeps a side effect from repeating.
+//! - **Capabilities.** Before a round is sent, each question is checked against what the
+//!   client declared on *this* request: `-32021` names everything missing. Branch first
+//!   with [`Ctx::client_supports`].
+//! - **Request state.** Authenticated encryption, bound to the method, target,
+//!   arguments and (optionally) the caller, with expiry and a size cap ([`StateConfig`]).
+//!   Share a key ring (`MCP_MRTR_STATE_KEYS`) to run several instances.
+//! - **Serving.** [`Server::serve_stdio`], [`Server::serve_http`], or mount
+//!   [`Server::into_router`] in an axum app. Results are stamped centrally (`resultType`,
+//!   `serverInfo`, [`CacheHints`]); errors carry their JSON-RPC code and HTTP status.
+//! - **Testing.** [`testing::TestClient`] drives a handler through its rounds in-process.
 
 pub mod ask;
 mod capability;
@@ -68,7 +77,41 @@ pub use server::{CacheHints, CacheScope, Server};
 pub use state::{KeyError, KeyRing, StateConfig, StateKey};
 pub use transport::http::HttpConfig;
 
-pub use mcp_mrtr_macros::{prompt, resource, tool};
+/// Turns an `async fn` into a tool: `server.tool(my_fn)`.
+///
+/// The function's parameters become the tool's arguments (their types implement
+/// `Deserialize + JsonSchema`; `///` comments on them become descriptions), its doc
+/// comment the description, and a `Json<T>` return the output schema. A parameter of
+/// type `&Ctx` (or `Ctx`) receives the request context instead. Inside, [`ask!`] and
+/// [`once!`] work as documented there.
+///
+/// | key | meaning |
+/// |---|---|
+/// | `name = "…"` | the tool's name (default: the function's) |
+/// | `title = "…"` | display title |
+/// | `description = "…"` | description (default: the doc comment; one is required) |
+/// | `read_only`, `destructive`, `idempotent`, `open_world` | behaviour hints |
+/// | `crate = "path"` | where `mcp_mrtr` is, when re-exported under another name |
+///
+/// The function becomes a unit struct of the same name that converts into a
+/// [`ToolRoute`]; register several with `server.tools(tools![a, b])`.
+pub use mcp_mrtr_macros::tool;
+
+/// Turns an `async fn` into a prompt: `server.prompt(my_fn)`.
+///
+/// Parameters are the prompt's (string) arguments: `String` ones are required,
+/// `Option<String>` ones optional. Keys: `name`, `title`, `description`, `crate`, as
+/// for [`tool`]. The function returns `Result<Vec<PromptMessage>, ToolError>` (or a
+/// [`GetPromptResult`]) and may [`ask!`].
+pub use mcp_mrtr_macros::prompt;
+
+/// Turns an `async fn` into a resource: `server.resource(my_fn)`.
+///
+/// `uri = "…"` is required. With `{variables}` in it, the resource is a template and
+/// each parameter is one variable; without, the function takes no parameters. Other
+/// keys: `name`, `title`, `description`, `mime_type`, `crate`. Returns
+/// [`ResourceContents`] (or a `Vec` of them, or a [`ReadResourceResult`]) and may [`ask!`].
+pub use mcp_mrtr_macros::resource;
 /// Joins asks (and other futures) so they are polled together: joined asks go out in
 /// one round. A re-export of `tokio::join!`.
 pub use tokio::join;

@@ -1,0 +1,93 @@
+//! What the macros put in the listings: names, descriptions, input and output schemas,
+//! prompt arguments and resource templates, exactly.
+
+use mcp_mrtr::prelude::*;
+use mcp_mrtr::testing::TestClient;
+use mcp_mrtr_tests::harness::{Rpc, TestServer};
+use serde_json::json;
+
+/// A forecast.
+#[derive(Serialize, JsonSchema)]
+struct Forecast {
+    high: i32,
+}
+
+/// Forecast for a city.
+///
+/// Days ahead are optional.
+#[tool(title = "Forecast", read_only, idempotent)]
+async fn forecast(
+    /// The city.
+    city: String,
+    days: Option<u8>,
+) -> Result<Json<Forecast>, ToolError> {
+    Ok(Json(Forecast { high: i32::from(days.unwrap_or(0)) + i32::try_from(city.len()).unwrap_or(0) }))
+}
+
+/// Summarises a topic.
+#[prompt(name = "summary")]
+async fn summarise(
+    /// What to summarise.
+    topic: String,
+    style: Option<String>,
+) -> Result<Vec<PromptMessage>, ToolError> {
+    Ok(vec![PromptMessage::user(format!("Summarise {topic} ({})", style.unwrap_or_default()))])
+}
+
+/// Notes by name.
+#[resource(uri = "notes://{name}", mime_type = "text/markdown")]
+async fn note(name: String) -> Result<ResourceContents, ToolError> {
+    Ok(ResourceContents::text(format!("notes://{name}"), "text/markdown", format!("# {name}")))
+}
+
+fn server() -> Server {
+    Server::new("schemas", "0").tool(forecast).prompt(summarise).resource(note)
+}
+
+#[tokio::test]
+async fn tools_list_shows_the_generated_schemas() {
+    let server = TestServer::start(server()).await;
+    let tool = server.call(&Rpc::new("tools/list")).await["result"]["tools"][0].clone();
+    assert_eq!(tool["name"], "forecast");
+    assert_eq!(tool["title"], "Forecast");
+    assert_eq!(tool["description"], "Forecast for a city.\n\nDays ahead are optional.");
+    assert_eq!(tool["annotations"], json!({ "readOnlyHint": true, "idempotentHint": true }));
+    let input = &tool["inputSchema"];
+    assert_eq!(input["type"], "object");
+    assert!(input.get("title").is_none(), "the generated struct's name leaks: {input}");
+    assert_eq!(input["properties"]["city"], json!({ "type": "string", "description": "The city." }));
+    assert_eq!(input["properties"]["days"]["type"], json!(["integer", "null"]));
+    assert_eq!(input["required"], json!(["city"]));
+    assert_eq!(tool["outputSchema"]["properties"]["high"]["type"], "integer");
+}
+
+#[tokio::test]
+async fn structured_results_and_bad_arguments() {
+    let client = TestClient::new(server());
+    let done = client.call_tool("forecast", json!({ "city": "Lyon", "days": 2 })).start().await;
+    let result = done.complete().expect("complete");
+    assert_eq!(result["structuredContent"], json!({ "high": 6 }));
+    let bad = client.call_tool("forecast", json!({ "days": 2 })).start().await;
+    assert_eq!(bad.error().expect("invalid params").code(), mcp_mrtr::ErrorCode::INVALID_PARAMS);
+}
+
+#[tokio::test]
+async fn prompts_and_templates_are_listed_from_their_signatures() {
+    let server = TestServer::start(server()).await;
+    let prompt = server.call(&Rpc::new("prompts/list")).await["result"]["prompts"][0].clone();
+    assert_eq!(prompt["name"], "summary");
+    assert_eq!(
+        prompt["arguments"],
+        json!([
+            { "name": "topic", "description": "What to summarise.", "required": true },
+            { "name": "style", "required": false },
+        ])
+    );
+    let templates = server.call(&Rpc::new("resources/templates/list")).await["result"]["resourceTemplates"].clone();
+    assert_eq!(
+        templates,
+        json!([{ "uriTemplate": "notes://{name}", "name": "note", "description": "Notes by name.", "mimeType": "text/markdown" }])
+    );
+    let read = server.call(&Rpc::new("resources/read").param("uri", json!("notes://todo"))).await;
+    assert_eq!(read["result"]["contents"][0]["text"], "# todo");
+}
