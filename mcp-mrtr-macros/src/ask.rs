@@ -70,6 +70,12 @@ impl<'e> Rewriter<'e> {
                 return None;
             }
         };
+        if site == Site::Ask {
+            if let Some(span) = unknown_kind(&rest, mac.path.span()) {
+                self.error(span, KIND_HELP.into());
+                return None;
+            }
+        }
         let key = self.key(mac, name, explicit, let_key)?;
         let (ctx, path, span) = (&self.ctx, &mac.path, mac.path.span());
         let call = quote_spanned!(span=> #path!(@__mcp #ctx, #key; #rest));
@@ -81,6 +87,13 @@ impl<'e> Rewriter<'e> {
 
     fn key(&mut self, mac: &Macro, name: &str, explicit: Option<Expr>, let_key: Option<&Ident>) -> Option<TokenStream> {
         let span = mac.path.span();
+        // Errors about a fixed key point at what made it: the `key = "…"` literal, else
+        // the name the `let` binds, else the ask itself.
+        let (key_span, origin) = match (&explicit, let_key) {
+            (Some(expr), _) => (expr.span(), ""),
+            (None, Some(ident)) => (ident.span(), " (the name the `let` binds)"),
+            (None, None) => (span, " (the ask's position)"),
+        };
         let literal = match &explicit {
             Some(Expr::Lit(ExprLit { lit: Lit::Str(s), .. })) => Some(s.value()),
             Some(_) => None,
@@ -99,17 +112,17 @@ impl<'e> Rewriter<'e> {
         if let Some(literal) = &literal {
             if self.loop_depth > 0 {
                 self.error(
-                    span,
-                    format!("{name} inside a loop needs a per-iteration key, not the fixed key {literal:?}"),
+                    key_span,
+                    format!("{name} inside a loop needs a per-iteration key, not the fixed key {literal:?}: {name}(key = format!(\"item-{{i}}\"), …)"),
                 );
                 return None;
             }
-            if let Some(first) = self.static_keys.insert(literal.clone(), span) {
+            if let Some(first) = self.static_keys.insert(literal.clone(), key_span) {
                 let mut error = syn::Error::new(
-                    span,
-                    format!("the key {literal:?} is used by two asks in this handler; give one of them `key = \"…\"`"),
+                    key_span,
+                    format!("the key {literal:?}{origin} is already used in this handler; give this {name} another: {name}(key = \"…\", …)"),
                 );
-                error.combine(syn::Error::new(first, "first used here"));
+                error.combine(syn::Error::new(first, format!("the key {literal:?} is first used here")));
                 self.errors.push(error);
                 return None;
             }
@@ -157,10 +170,10 @@ impl<'e> Rewriter<'e> {
     /// A macro we do not understand hides its tokens from the visitor: refuse an ask in
     /// it rather than leave it unrewritten.
     fn check_opaque(&mut self, tokens: &TokenStream) {
-        if let Some(span) = find_site_tokens(tokens.clone()) {
+        if let Some((name, span)) = find_site_tokens(tokens.clone()) {
             self.error(
                 span,
-                "ask!/once! inside another macro is not rewritten; bind its result to a variable first".into(),
+                format!("{name} inside another macro is not rewritten: bind its result with `let` first and use the variable in the macro"),
             );
         }
     }
@@ -216,8 +229,16 @@ impl VisitMut for Rewriter<'_> {
         visit_mut::visit_local_mut(self, local);
     }
 
+    /// A nested `fn` has no handler context: refuse an ask in it (its helper form, which
+    /// names its own context, is fine).
     fn visit_item_mut(&mut self, item: &mut syn::Item) {
-        self.with_barrier("a nested item", |v| v.check_opaque(&item.to_token_stream()));
+        if let Some((name, span)) = find_site_tokens(item.to_token_stream()) {
+            let helper = if name == "ask!" { "ask!(ctx, key = \"name\", …)" } else { "ctx.once(\"name\", step)" };
+            self.error(
+                span,
+                format!("{name} cannot be used inside a nested item: it has no handler context; take `ctx: &Ctx` as a parameter and use {helper}"),
+            );
+        }
     }
 }
 
@@ -289,28 +310,53 @@ fn split_key(tokens: TokenStream) -> syn::Result<(Option<Expr>, TokenStream)> {
     parser.parse2(tokens)
 }
 
-/// The span of an `ask!`/`once!` anywhere in `tokens`.
-fn find_site_tokens(tokens: TokenStream) -> Option<Span> {
-    let mut previous: Option<TokenTree> = None;
-    for token in tokens {
-        match &token {
-            TokenTree::Punct(p) if p.as_char() == '!' => {
-                if let Some(TokenTree::Ident(ident)) = &previous {
-                    if ident == "ask" || ident == "once" {
-                        return Some(ident.span());
-                    }
+/// The first `ask!`/`once!` anywhere in `tokens` that needs the handler's context, as
+/// its name and the span of its path; the helper form `ask!(ctx, key = …, …)` brings its
+/// own context and is skipped.
+fn find_site_tokens(tokens: TokenStream) -> Option<(&'static str, Span)> {
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    for (i, token) in tokens.iter().enumerate() {
+        match token {
+            TokenTree::Ident(ident) if ident == "ask" || ident == "once" => {
+                let (Some(TokenTree::Punct(bang)), Some(TokenTree::Group(args))) =
+                    (tokens.get(i + 1), tokens.get(i + 2))
+                else {
+                    continue;
+                };
+                if bang.as_char() != '!' {
+                    continue;
+                }
+                if ident == "once" {
+                    return Some(("once!", ident.span()));
+                }
+                if !is_helper_form(&args.stream()) {
+                    return Some(("ask!", ident.span()));
                 }
             }
             TokenTree::Group(group) => {
-                if let Some(span) = find_site_tokens(group.stream()) {
-                    return Some(span);
+                if let Some(found) = find_site_tokens(group.stream()) {
+                    return Some(found);
                 }
             }
             _ => {}
         }
-        previous = Some(token);
     }
     None
+}
+
+/// The kinds `ask!` knows; `mcp_mrtr::ask!` has one arm for each.
+const KINDS: &[&str] = &["elicit", "elicit_url", "sample", "roots"];
+const KIND_HELP: &str =
+    "ask! expects `elicit MESSAGE`, `elicit_url MESSAGE, URL`, `sample PROMPT[, option = value]` or `roots`";
+
+/// Where to report an ask whose arguments (after any key) do not start with a known
+/// kind: that first token, or the ask itself when it has none; `None` when the kind is known.
+fn unknown_kind(rest: &TokenStream, ask: Span) -> Option<Span> {
+    match rest.clone().into_iter().next() {
+        Some(TokenTree::Ident(kind)) if KINDS.iter().any(|known| kind == known) => None,
+        Some(token) => Some(token.span()),
+        None => Some(ask),
+    }
 }
 
 #[cfg(test)]
@@ -368,11 +414,37 @@ mod tests {
             let s = format!("{}", ask!(elicit "In a macro?"));
         }));
         assert_eq!(errors.len(), 5, "{errors:?}");
-        assert!(errors[0].contains("used by two asks"));
+        assert!(errors[0].contains("already used"));
         assert!(errors[1].contains("per-iteration key"));
         assert!(errors[2].contains("not the fixed key"));
         assert!(errors[3].contains("closure"));
         assert!(errors[4].contains("inside another macro"));
+    }
+
+    #[test]
+    fn names_what_is_wrong_where_it_is() {
+        let (_, errors) = rewrite(parse_quote!({
+            let a = ask!(shout "Hey?");
+            fn nested() -> usize {
+                ask!(roots).len()
+            }
+            let b = ask!();
+        }));
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        assert!(errors[0].starts_with("ask! expects `elicit MESSAGE`"));
+        assert!(errors[1].contains("inside a nested item"));
+        assert!(errors[2].starts_with("ask! expects"));
+    }
+
+    #[test]
+    fn the_helper_form_is_welcome_in_nested_items_and_other_macros() {
+        let (_, errors) = rewrite(parse_quote!({
+            async fn helper(ctx: &Ctx) -> usize {
+                ask!(ctx, key = "k", roots).len()
+            }
+            let s = format!("{}", ask!(ctx, key = "j", roots).len());
+        }));
+        assert!(errors.is_empty(), "{errors:?}");
     }
 
     #[test]

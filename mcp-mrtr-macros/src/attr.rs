@@ -40,8 +40,10 @@ impl Args {
             (_, "title") => set(&mut self.title, meta),
             (_, "description") => set(&mut self.description, meta),
             (_, "crate") => {
-                let path: LitStr = meta.value()?.parse()?;
-                self.krate = Some(path.parse()?);
+                let path = string_value(meta)?;
+                self.krate = Some(path.parse().map_err(|_| {
+                    syn::Error::new(path.span(), "`crate` takes the path of mcp_mrtr as a string: crate = \"my::mcp\"")
+                })?);
                 Ok(())
             }
             (Kind::Tool, hint) if HINTS.contains(&hint) => {
@@ -64,10 +66,19 @@ impl Args {
 
 fn set(slot: &mut Option<LitStr>, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
     if slot.is_some() {
-        return Err(meta.error("this key is given twice"));
+        let key = meta.path.get_ident().map(ToString::to_string).unwrap_or_default();
+        return Err(meta.error(format!("`{key}` is given twice: keep one")));
     }
-    *slot = Some(meta.value()?.parse()?);
+    *slot = Some(string_value(meta)?);
     Ok(())
+}
+
+/// The `= "…"` of a key, with an error that shows the expected form.
+fn string_value(meta: &ParseNestedMeta<'_>) -> syn::Result<LitStr> {
+    let key = meta.path.get_ident().map(ToString::to_string).unwrap_or_default();
+    let value = meta.value()?;
+    let span = value.span();
+    value.parse().map_err(|_| syn::Error::new(span, format!("`{key}` takes a string literal: {key} = \"…\"")))
 }
 
 #[cfg(test)]

@@ -19,6 +19,9 @@ pub(crate) fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> TokenS
         Ok(item) => item,
         Err(error) => return error.to_compile_error(),
     };
+    // A method's expansion sits in an `impl` block, where the fallback's struct and impl
+    // would be errors of their own.
+    let is_method = item.sig.receiver().is_some();
     let mut errors = Vec::new();
     let args = Args::parse(kind, args).unwrap_or_else(|error| {
         errors.push(error);
@@ -33,6 +36,9 @@ pub(crate) fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> TokenS
         all.combine(e);
         all
     }) {
+        if is_method {
+            return error.to_compile_error();
+        }
         return fallback(&handler, &runtime, &error);
     }
     emit(&handler, &runtime, &ctx)
@@ -152,6 +158,10 @@ fn route(handler: &Handler, runtime: &Path, args: &Ident) -> TokenStream {
         .or_else(|| docs::description(&handler.docs))
         .unwrap_or_default();
     let title = option(args_attr.title.as_ref());
+    // Attaching the handler is where its result type must implement `Into*Result`: span
+    // that code with the type, so a type that cannot be returned is reported there.
+    let result = model::result_type(&handler.output).map_or_else(Span::call_site, syn::spanned::Spanned::span);
+    let attach = quote_spanned!(result=> .handler(__mcp_handler));
     match handler.kind {
         Kind::Tool => {
             let hints = args_attr.hints.iter().map(ToString::to_string);
@@ -159,7 +169,7 @@ fn route(handler: &Handler, runtime: &Path, args: &Ident) -> TokenStream {
                 || quote!(::core::option::Option::None),
                 |ty| quote_spanned!(syn::spanned::Spanned::span(ty)=> ::core::option::Option::Some(#private::output_schema::<#ty>())),
             );
-            quote!(#private::tool::<#args>(#name, #description, #title, &[#(#hints),*], #output).handler(__mcp_handler))
+            quote!(#private::tool::<#args>(#name, #description, #title, &[#(#hints),*], #output)#attach)
         }
         Kind::Prompt => {
             let arguments = handler.params.iter().map(|p| {
@@ -168,12 +178,12 @@ fn route(handler: &Handler, runtime: &Path, args: &Ident) -> TokenStream {
                 let required = model::option_inner(&p.ty).is_none();
                 quote!((#arg, #arg_description, #required))
             });
-            quote!(#private::prompt(#name, #description, #title, &[#(#arguments),*]).handler(__mcp_handler))
+            quote!(#private::prompt(#name, #description, #title, &[#(#arguments),*])#attach)
         }
         Kind::Resource => {
             let uri = args_attr.uri.clone().unwrap_or_else(|| LitStr::new("", Span::call_site()));
             let mime = option(args_attr.mime_type.as_ref());
-            quote!(#private::resource::<#args, _, _, _>(#uri, #name, #description, #title, #mime, __mcp_handler))
+            quote_spanned!(result=> #private::resource::<#args, _, _, _>(#uri, #name, #description, #title, #mime, __mcp_handler))
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The validated shape of a handler function: who it is, its parameters, and the context
 //! parameter if it declares one.
 
-use syn::spanned::Spanned;
+use quote::ToTokens;
 use syn::{Attribute, Block, FnArg, Ident, ItemFn, Pat, ReturnType, Token, Type, Visibility};
 
 use crate::attr::Args;
@@ -58,35 +58,48 @@ impl Handler {
         let sig = &item.sig;
         let attr = kind.attr();
         if sig.asyncness.is_none() {
-            errors.push(syn::Error::new(sig.fn_token.span, format!("#[{attr}] needs an `async fn`")));
+            errors.push(syn::Error::new(
+                sig.fn_token.span,
+                format!("#[{attr}] needs an `async fn`: add `async` before `fn`"),
+            ));
         }
-        if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-            errors.push(syn::Error::new(sig.generics.span(), format!("#[{attr}] functions cannot be generic")));
+        // `new_spanned` underlines all of `<…>` (or the `where` clause), not only its first token.
+        let generic = format!("#[{attr}] functions cannot be generic: give each parameter a concrete type");
+        if !sig.generics.params.is_empty() {
+            errors.push(syn::Error::new_spanned(&sig.generics, generic));
+        } else if let Some(where_clause) = &sig.generics.where_clause {
+            errors.push(syn::Error::new_spanned(where_clause, generic));
         }
         if let Some(variadic) = &sig.variadic {
-            errors.push(syn::Error::new(variadic.span(), format!("#[{attr}] functions cannot be variadic")));
+            errors.push(syn::Error::new_spanned(variadic, format!("#[{attr}] functions cannot be variadic")));
         }
         let (docs, other_attrs) = item.attrs.into_iter().partition(|a| a.path().is_ident("doc"));
         let mut ctx = None;
         let mut params = Vec::new();
         for input in &sig.inputs {
             match input {
-                FnArg::Receiver(receiver) => errors.push(syn::Error::new(
-                    receiver.span(),
-                    format!("#[{attr}] goes on a free `async fn`, not a method"),
+                FnArg::Receiver(receiver) => errors.push(syn::Error::new_spanned(
+                    receiver,
+                    format!("#[{attr}] goes on a free `async fn`, not a method: move it out of the `impl` block"),
                 )),
-                FnArg::Typed(typed) => match context_type(&typed.ty) {
-                    Some(by_ref) if ctx.is_none() => ctx = Some(CtxParam { pat: (*typed.pat).clone(), by_ref }),
-                    Some(_) => errors.push(syn::Error::new(typed.span(), "only one parameter can take the context")),
-                    None => match &*typed.pat {
+                FnArg::Typed(typed) => match (context_type(&typed.ty), &ctx) {
+                    (Some(by_ref), None) => ctx = Some(CtxParam { pat: (*typed.pat).clone(), by_ref }),
+                    (Some(_), Some(first)) => errors.push(syn::Error::new_spanned(
+                        typed,
+                        format!(
+                            "only one parameter can take the context, and `{}` already does: remove this one",
+                            first.pat.to_token_stream()
+                        ),
+                    )),
+                    (None, _) => match &*typed.pat {
                         Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => params.push(Param {
                             attrs: typed.attrs.clone(),
                             mutability: pat.mutability,
                             ident: pat.ident.clone(),
                             ty: (*typed.ty).clone(),
                         }),
-                        other => errors.push(syn::Error::new(
-                            other.span(),
+                        other => errors.push(syn::Error::new_spanned(
+                            other,
                             "parameters must be plain names: each becomes an argument of that name",
                         )),
                     },
@@ -138,6 +151,13 @@ pub(crate) fn structured_output(output: &ReturnType) -> Option<&Type> {
     let ReturnType::Type(_, ty) = output else { return None };
     let ty = generic_arg(ty, "Result").unwrap_or(ty);
     generic_arg(ty, "Json")
+}
+
+/// The type a handler's result is made from: `T` of `Result<T, _>`, else the whole
+/// return type; `None` for a function without one.
+pub(crate) fn result_type(output: &ReturnType) -> Option<&Type> {
+    let ReturnType::Type(_, ty) = output else { return None };
+    Some(generic_arg(ty, "Result").unwrap_or(ty))
 }
 
 fn generic_arg<'t>(ty: &'t Type, name: &str) -> Option<&'t Type> {

@@ -1,0 +1,11 @@
+use mcp_mrtr::prelude::*;
+
+/// A prompt given a tool's hint.
+#[prompt(read_only)]
+async fn review(code: String) -> Result<Vec<PromptMessage>, ToolError> {
+    Ok(vec![PromptMessage::user(code)])
+}
+
+fn main() {
+    let _server = Server::new("ui", "0.0.0").prompt(review);
+}

@@ -1,0 +1,11 @@
+use mcp_mrtr::prelude::*;
+
+/// Named twice.
+#[tool(name = "a", name = "b")]
+async fn hello() -> Result<String, ToolError> {
+    Ok("hi".into())
+}
+
+fn main() {
+    let _server = Server::new("ui", "0.0.0").tool(hello);
+}
