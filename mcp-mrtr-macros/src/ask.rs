@@ -43,11 +43,21 @@ pub(crate) struct Rewriter<'e> {
     loop_depth: usize,
     /// Set while inside something an ask cannot end a round from.
     barrier: Option<&'static str>,
+    /// The form types of `let x: T = ask!(elicit …)?` sites, checked at registration.
+    pub(crate) form_types: Vec<syn::Type>,
 }
 
 impl<'e> Rewriter<'e> {
     pub(crate) fn new(ctx: Ident, errors: &'e mut Vec<syn::Error>) -> Self {
-        Self { ctx, errors, static_keys: HashMap::new(), ordinal: 0, loop_depth: 0, barrier: None }
+        Self {
+            ctx,
+            errors,
+            static_keys: HashMap::new(),
+            ordinal: 0,
+            loop_depth: 0,
+            barrier: None,
+            form_types: Vec::new(),
+        }
     }
 
     /// Rewrites `mac` if it is an `ask!`/`once!` site; `None` leaves it as written.
@@ -217,6 +227,9 @@ impl VisitMut for Rewriter<'_> {
 
     fn visit_local_mut(&mut self, local: &mut Local) {
         if let Some(init) = &mut local.init {
+            if let Some(form) = elicited_type(&local.pat, &init.expr) {
+                self.form_types.push(form.clone());
+            }
             let key = bound_name(&local.pat).cloned();
             if let Some(site) = spine_site(&mut init.expr) {
                 if let Expr::Macro(m) = site {
@@ -240,6 +253,17 @@ impl VisitMut for Rewriter<'_> {
             );
         }
     }
+}
+
+/// `T` in `let x: T = ask!(elicit …)?;`: the form type is written down, so the runtime can
+/// check at registration that it fits in a form.
+fn elicited_type<'p>(pat: &'p Pat, init: &Expr) -> Option<&'p syn::Type> {
+    let (Pat::Type(typed), Expr::Try(tried)) = (pat, init) else { return None };
+    let Expr::Macro(m) = &*tried.expr else { return None };
+    let (_, rest) = split_key(m.mac.tokens.clone()).ok()?;
+    let is_form = site_of(&m.mac) == Some(Site::Ask)
+        && matches!(rest.into_iter().next(), Some(TokenTree::Ident(kind)) if kind == "elicit");
+    is_form.then_some(&*typed.ty)
 }
 
 /// The identifier a `let` binds (`let x`, `let x: T`, `let mut x`).

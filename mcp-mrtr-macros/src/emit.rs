@@ -31,7 +31,9 @@ pub(crate) fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> TokenS
     let mut handler = Handler::from_syn(kind, args, item, &mut errors);
     check(&handler, &mut errors);
     let ctx = Ident::new("__mcp_ctx", Span::mixed_site());
-    Rewriter::new(ctx.clone(), &mut errors).visit_block_mut(&mut handler.body);
+    let mut rewriter = Rewriter::new(ctx.clone(), &mut errors);
+    rewriter.visit_block_mut(&mut handler.body);
+    let form_types = std::mem::take(&mut rewriter.form_types);
     if let Some(error) = errors.into_iter().reduce(|mut all, e| {
         all.combine(e);
         all
@@ -41,7 +43,7 @@ pub(crate) fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> TokenS
         }
         return fallback(&handler, &runtime, &error);
     }
-    emit(&handler, &runtime, &ctx)
+    emit(&handler, &runtime, &ctx, &form_types)
 }
 
 /// `::mcp_mrtr`, or the path given with `crate = "…"`.
@@ -86,7 +88,7 @@ fn check_resource(handler: &Handler, errors: &mut Vec<syn::Error>) {
     }
 }
 
-fn emit(handler: &Handler, runtime: &Path, ctx: &Ident) -> TokenStream {
+fn emit(handler: &Handler, runtime: &Path, ctx: &Ident, form_types: &[syn::Type]) -> TokenStream {
     let Handler { vis, ident, docs, other_attrs, output, body, .. } = handler;
     let private = quote!(#runtime::__private);
     let serde_crate = LitStr::new(&format!("{}::serde", path_string(runtime)), Span::call_site());
@@ -109,6 +111,10 @@ fn emit(handler: &Handler, runtime: &Path, ctx: &Ident) -> TokenStream {
     });
     let args_ident = format_ident!("__McpArgs", span = Span::mixed_site());
     let route = route(handler, runtime, &args_ident);
+    let handler_name = ident.to_string();
+    let form_checks = form_types
+        .iter()
+        .map(|ty| quote_spanned!(syn::spanned::Spanned::span(ty)=> #private::check_form::<#ty>(#handler_name);));
     let route_type = route_type(handler.kind, runtime);
     quote! {
         #(#docs)*
@@ -131,6 +137,7 @@ fn emit(handler: &Handler, runtime: &Path, ctx: &Ident) -> TokenStream {
             #[automatically_derived]
             impl ::core::convert::From<#ident> for #route_type {
                 fn from(_: #ident) -> Self {
+                    #(#form_checks)*
                     #route
                 }
             }

@@ -114,3 +114,18 @@ where
         }
     })
 }
+
+/// Checks at registration that a type asked for with `ask!(elicit …)` fits in a form, so
+/// a type that cannot be asked for fails when the server is built, never at the client.
+///
+/// # Panics
+///
+/// With the offending property named, when `T` is not a flat object of primitives.
+pub fn check_form<T: crate::ElicitForm>(handler: &str) {
+    if let Err(problem) = T::requested_schema() {
+        panic!(
+            "handler `{handler}` asks for a `{}` with ask!(elicit …), which cannot be a form: {problem}",
+            std::any::type_name::<T>()
+        );
+    }
+}

@@ -248,3 +248,14 @@ fn valid_tool_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '/' | '-'))
 }
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("info", &self.info)
+            .field("tools", &self.tools.iter().map(|t| &t.tool.name).collect::<Vec<_>>())
+            .field("prompts", &self.prompts.iter().map(|p| &p.prompt.name).collect::<Vec<_>>())
+            .field("resources", &self.resources.iter().map(|r| r.kind.key()).collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}

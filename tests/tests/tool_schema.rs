@@ -91,3 +91,29 @@ async fn prompts_and_templates_are_listed_from_their_signatures() {
     let read = server.call(&Rpc::new("resources/read").param("uri", json!("notes://todo"))).await;
     assert_eq!(read["result"]["contents"][0]["text"], "# todo");
 }
+
+#[derive(Deserialize, JsonSchema)]
+struct Address {
+    street: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Nested {
+    #[allow(dead_code)]
+    address: Address,
+}
+
+/// Asks for a type no form can hold.
+#[tool]
+async fn nested_form() -> Result<String, ToolError> {
+    let nested: Nested = ask!(elicit "Where?")?;
+    Ok(nested.address.street)
+}
+
+#[test]
+fn a_type_that_cannot_be_a_form_fails_at_registration() {
+    let registered = std::panic::catch_unwind(|| Server::new("bad", "0").tool(nested_form));
+    let panic = registered.expect_err("registration must fail");
+    let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(message.contains("nested_form") && message.contains("`address`"), "{message}");
+}
