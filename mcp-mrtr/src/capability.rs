@@ -66,11 +66,16 @@ pub(crate) fn required_for(request: &InputRequest) -> Capability {
 /// `Err(-32021)` naming every capability in `needed` that `caps` lacks, merged into one
 /// `ClientCapabilities` object.
 pub(crate) fn missing(caps: &ClientCapabilities, needed: impl IntoIterator<Item = Capability>) -> Result<(), Error> {
+    let needed: Vec<Capability> = needed.into_iter().collect();
     let mut required = Map::new();
-    for capability in needed {
-        if !capability.is_declared_in(caps) {
-            merge(&mut required, capability.as_object());
-        }
+    for capability in needed.iter().filter(|c| !c.is_declared_in(caps)) {
+        merge(&mut required, capability.as_object());
+    }
+    // A bare `elicitation: {}` means form only while no mode is named: a client that adds
+    // the `url` we ask for would lose form, so when the round needs form too, say so.
+    let form_is_implicit = caps.elicitation.as_ref().is_some_and(|e| e.form.is_none() && e.url.is_none());
+    if form_is_implicit && needed.contains(&Capability::ElicitationForm) && required.contains_key("elicitation") {
+        merge(&mut required, Capability::ElicitationForm.as_object());
     }
     if required.is_empty() {
         Ok(())
@@ -157,5 +162,83 @@ mod tests {
             json!({ "elicitation": { "form": {} }, "sampling": { "tools": {} }, "roots": {} })
         );
         assert!(missing(&declared, [ElicitationUrl]).is_ok());
+    }
+
+    #[test]
+    fn asking_url_of_a_bare_elicitation_client_keeps_form_in_the_requirement() {
+        use Capability::*;
+        let bare = caps(json!({ "elicitation": {} }));
+        let error = missing(&bare, [ElicitationForm, ElicitationUrl]).unwrap_err();
+        assert_eq!(error.data().unwrap()["requiredCapabilities"], json!({ "elicitation": { "form": {}, "url": {} } }));
+        let url_only = missing(&bare, [ElicitationUrl]).unwrap_err();
+        assert_eq!(url_only.data().unwrap()["requiredCapabilities"], json!({ "elicitation": { "url": {} } }));
+    }
+
+    /// A random capability object: each capability absent, bare, or with sub-fields.
+    fn random_caps(seed: &mut u64) -> Value {
+        let mut next = || {
+            *seed ^= *seed << 13;
+            *seed ^= *seed >> 7;
+            *seed ^= *seed << 17;
+            *seed % 3
+        };
+        let mut caps = Map::new();
+        let mut pick = |name: &str, subs: &[&str]| match next() {
+            0 => {}
+            1 => {
+                caps.insert(name.into(), json!({}));
+            }
+            _ => {
+                let obj: Map<String, Value> =
+                    subs.iter().filter(|_| next() > 0).map(|s| ((*s).into(), json!({}))).collect();
+                caps.insert(name.into(), Value::Object(obj));
+            }
+        };
+        pick("elicitation", &["form", "url"]);
+        pick("sampling", &["tools", "context"]);
+        pick("roots", &["listChanged"]);
+        Value::Object(caps)
+    }
+
+    #[test]
+    fn declaring_what_32021_names_always_satisfies_the_round() {
+        use Capability::*;
+        let all = [ElicitationForm, ElicitationUrl, Sampling, SamplingTools, Roots];
+        let mut seed = 0x2545_F491_4F6C_DD1D_u64;
+        for _ in 0..500 {
+            let declared = random_caps(&mut seed);
+            let Err(error) = missing(&caps(declared.clone()), all) else {
+                assert!(all.iter().all(|c| c.is_declared_in(&caps(declared.clone()))), "{declared}");
+                continue;
+            };
+            let required = error.data().unwrap()["requiredCapabilities"].clone();
+            // Declaring everything it names satisfies every question...
+            let Value::Object(mut upgraded) = declared.clone() else { unreachable!() };
+            merge(&mut upgraded, required.clone());
+            assert!(missing(&caps(Value::Object(upgraded)), all).is_ok(), "{declared} + {required}");
+            // ...and it names nothing more: leave out any one leaf and a question fails.
+            for path in leaves(&required, &[]) {
+                let mut fewer = required.clone();
+                let (last, parents) = path.split_last().unwrap();
+                let parent = parents.iter().fold(&mut fewer, |v, k| &mut v[k.as_str()]);
+                parent.as_object_mut().unwrap().remove(last);
+                let Value::Object(mut partly) = declared.clone() else { unreachable!() };
+                merge(&mut partly, fewer);
+                assert!(
+                    missing(&caps(Value::Object(partly)), all).is_err(),
+                    "{declared}: {path:?} of {required} is not needed"
+                );
+            }
+        }
+    }
+
+    /// The paths to the empty objects at the tips of `value`.
+    fn leaves(value: &Value, prefix: &[String]) -> Vec<Vec<String>> {
+        match value.as_object() {
+            Some(object) if !object.is_empty() => {
+                object.iter().flat_map(|(k, v)| leaves(v, &[prefix, std::slice::from_ref(k)].concat())).collect()
+            }
+            _ => vec![prefix.to_vec()],
+        }
     }
 }
