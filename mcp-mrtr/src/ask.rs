@@ -163,20 +163,7 @@ impl Sample {
 
     /// Sampling that continues a whole conversation.
     pub fn conversation(messages: Vec<SamplingMessage>) -> Self {
-        Self {
-            params: CreateMessageParams {
-                messages,
-                max_tokens: 1000,
-                system_prompt: None,
-                model_preferences: None,
-                include_context: None,
-                temperature: None,
-                stop_sequences: None,
-                metadata: None,
-                tools: None,
-                tool_choice: None,
-            },
-        }
+        Self { params: CreateMessageParams::new(messages, 1000) }
     }
 
     /// The most tokens to generate.

@@ -133,18 +133,7 @@ mod tests {
 
     #[test]
     fn sampling_with_tools_or_tool_choice_needs_sampling_tools() {
-        let mut params = CreateMessageParams {
-            messages: vec![SamplingMessage::user_text("hi")],
-            max_tokens: 10,
-            system_prompt: None,
-            model_preferences: None,
-            include_context: None,
-            temperature: None,
-            stop_sequences: None,
-            metadata: None,
-            tools: None,
-            tool_choice: None,
-        };
+        let mut params = CreateMessageParams::new(vec![SamplingMessage::user_text("hi")], 10);
         assert_eq!(required_for(&InputRequest::Sample(params.clone())), Capability::Sampling);
         params.tool_choice = Some(ToolChoice { mode: Some("auto".into()) });
         assert_eq!(required_for(&InputRequest::Sample(params)), Capability::SamplingTools);

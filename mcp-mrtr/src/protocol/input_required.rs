@@ -96,6 +96,24 @@ pub struct CreateMessageParams {
     pub tool_choice: Option<ToolChoice>,
 }
 
+impl CreateMessageParams {
+    /// A request to continue `messages` with at most `max_tokens`, nothing else set.
+    pub fn new(messages: Vec<SamplingMessage>, max_tokens: u32) -> Self {
+        Self {
+            messages,
+            max_tokens,
+            system_prompt: None,
+            model_preferences: None,
+            include_context: None,
+            temperature: None,
+            stop_sequences: None,
+            metadata: None,
+            tools: None,
+            tool_choice: None,
+        }
+    }
+}
+
 /// One message of a sampling conversation. `content` is a block or an array of blocks
 /// (`text`, `image`, `audio`, `tool_use`, `tool_result`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
