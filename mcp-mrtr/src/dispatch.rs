@@ -120,9 +120,9 @@ impl Server {
                     next_cursor: None,
                 }))
             }
-            Method::ToolsCall => self.call_tool(Call::new(id, &params, meta, transport)?).await?,
-            Method::PromptsGet => self.get_prompt(Call::new(id, &params, meta, transport)?).await?,
-            Method::ResourcesRead => self.read_resource(Call::new(id, &params, meta, transport)?).await?,
+            Method::ToolsCall => self.call_tool(self.call(id, &params, meta, transport)?).await?,
+            Method::PromptsGet => self.get_prompt(self.call(id, &params, meta, transport)?).await?,
+            Method::ResourcesRead => self.read_resource(self.call(id, &params, meta, transport)?).await?,
             Method::Complete => {
                 let replay = Arc::new(Replay::disabled());
                 let ctx = Ctx::new(id, meta.clone(), transport, self.logging, replay.clone());
@@ -194,6 +194,17 @@ impl Server {
         .await
     }
 
+    fn call<P: DeserializeOwned>(
+        &self,
+        id: RequestId,
+        raw: &Value,
+        meta: RequestMeta,
+        transport: Transport,
+    ) -> Result<Call<P>, Error> {
+        let principal = self.principal_of(&transport);
+        Ok(Call { id, params: parse_params(raw.clone())?, raw: raw.clone(), meta, transport, principal })
+    }
+
     fn ctx<P>(&self, call: &Call<P>, replay: &Arc<Replay>) -> Ctx {
         Ctx::new(call.id.clone(), call.meta.clone(), call.transport.clone(), self.logging, replay.clone())
     }
@@ -244,13 +255,11 @@ impl Server {
         let carried = match call.raw.get("requestState") {
             None => None,
             Some(state) => {
-                let principal = self.principal_of(&call.transport);
+                let binding = target.binding(call.principal.as_deref());
                 let opened = state
                     .as_str()
                     .ok_or_else(|| OpenError::from(Reason::Malformed))
-                    .and_then(|token| {
-                        self.state_config().open(token, &target.binding(principal.as_deref()), SystemTime::now())
-                    })
+                    .and_then(|token| self.state_config().open(token, &binding, SystemTime::now()))
                     .and_then(|payload| {
                         serde_json::from_slice(&payload).map_err(|_| OpenError::from(Reason::Malformed))
                     });
@@ -279,8 +288,7 @@ impl Server {
             Outcome::Complete(result) => Ok(Body::Complete(to_body(&result?))),
             Outcome::InputRequired(requests, carried) => {
                 let payload = serde_json::to_vec(&carried).map_err(|e| Error::internal(e.to_string()))?;
-                let principal = self.principal_of(&call.transport);
-                let binding = target.binding(principal.as_deref());
+                let binding = target.binding(call.principal.as_deref());
                 let state =
                     self.state_config().seal(&binding, &payload, SystemTime::now()).map_err(|e| e.to_error())?;
                 Ok(Body::InputRequired(to_body(&replay::input_required(requests, state))))
@@ -302,19 +310,14 @@ impl Server {
 }
 
 /// One request to a method that may ask: its typed params, its raw params (for
-/// `inputResponses` and `requestState`), its envelope and its transport.
+/// `inputResponses` and `requestState`), its envelope, its transport and its caller.
 struct Call<P> {
     id: RequestId,
     params: P,
     raw: Value,
     meta: RequestMeta,
     transport: Transport,
-}
-
-impl<P: DeserializeOwned> Call<P> {
-    fn new(id: RequestId, raw: &Value, meta: RequestMeta, transport: Transport) -> Result<Self, Error> {
-        Ok(Self { id, params: parse_params(raw.clone())?, raw: raw.clone(), meta, transport })
-    }
+    principal: Option<String>,
 }
 
 /// What a multi-round request is about: the state it seals is bound to this.
