@@ -75,6 +75,10 @@ fn check_resource(handler: &Handler, errors: &mut Vec<syn::Error>) {
         return;
     };
     let value = uri.value();
+    if let Err(problem) = template_variables(&value) {
+        errors.push(syn::Error::new(uri.span(), format!("malformed uri template: {problem}")));
+        return;
+    }
     for param in &handler.params {
         if !value.contains(&format!("{{{}}}", param.ident)) {
             errors.push(syn::Error::new(
@@ -86,6 +90,34 @@ fn check_resource(handler: &Handler, errors: &mut Vec<syn::Error>) {
             ));
         }
     }
+}
+
+/// The `{variables}` of a level-1 URI template, or what is wrong with it; the same rules
+/// the runtime applies when the route is built, checked here so they fail the build.
+fn template_variables(template: &str) -> Result<Vec<&str>, &'static str> {
+    let mut variables = Vec::new();
+    let mut rest = template;
+    let mut after_variable = false;
+    while let Some(open) = rest.find(['{', '}']) {
+        if rest[open..].starts_with('}') {
+            return Err("a `}` closes no `{`");
+        }
+        if open == 0 && after_variable {
+            return Err("two variables must be separated by literal text");
+        }
+        let close = rest[open..].find('}').ok_or("a `{` is never closed")? + open;
+        let name = &rest[open + 1..close];
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err("variables are non-empty names of letters, digits and `_`");
+        }
+        if variables.contains(&name) {
+            return Err("a variable appears twice");
+        }
+        variables.push(name);
+        rest = &rest[close + 1..];
+        after_variable = true;
+    }
+    Ok(variables)
 }
 
 fn emit(handler: &Handler, runtime: &Path, ctx: &Ident, form_types: &[syn::Type]) -> TokenStream {
@@ -226,4 +258,18 @@ fn path_string(runtime: &Path) -> String {
     let mut text = runtime.to_token_stream().to_string().replace(' ', "");
     text.push_str("::__private");
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::template_variables;
+
+    #[test]
+    fn checks_uri_templates_like_the_runtime() {
+        assert_eq!(template_variables("test://t/{id}/data/{part}").unwrap(), ["id", "part"]);
+        assert!(template_variables("test://static").unwrap().is_empty());
+        for bad in ["x/{id", "x/{}", "x/{a}{b}", "x/{a}/{a}", "x/}", "x/{a-b}"] {
+            assert!(template_variables(bad).is_err(), "{bad}");
+        }
+    }
 }

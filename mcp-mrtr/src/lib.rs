@@ -169,6 +169,9 @@ macro_rules! ask {
     ($ctx:ident, key = $key:expr, $($rest:tt)+) => {
         $crate::ask!(@__mcp $ctx, $key; $($rest)+).await
     };
+    ($ctx:ident, $($rest:tt)+) => {
+        ::core::compile_error!("in a helper fn, ask! needs a key after the context: ask!(ctx, key = \"name\", …)")
+    };
     ($($rest:tt)*) => {
         ::core::compile_error!("ask! can only be used inside a #[tool], #[prompt] or #[resource] function; in a helper async fn, pass the context: ask!(ctx, key = \"name\", elicit \"…\")")
     };
