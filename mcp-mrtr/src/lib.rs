@@ -42,6 +42,11 @@
 //!   [`Server::into_router`] in an axum app. Results are stamped centrally (`resultType`,
 //!   `serverInfo`, [`CacheHints`]); errors carry their JSON-RPC code and HTTP status.
 //! - **Testing.** [`testing::TestClient`] drives a handler through its rounds in-process.
+//!
+//! The [`guide`] explains [how a handler runs across rounds](guide::replay), [the request
+//! state](guide::request_state) and [capabilities](guide::capabilities).
+
+#![warn(missing_docs)]
 
 pub mod ask;
 mod capability;
@@ -223,6 +228,16 @@ macro_rules! prompts {
 #[macro_export]
 macro_rules! resources {
     ($($resource:expr),* $(,)?) => { [$($crate::ResourceRoute::from($resource)),*] };
+}
+
+/// Guides: the longer topics, with examples.
+pub mod guide {
+    #[doc = include_str!("../docs/replay.md")]
+    pub mod replay {}
+    #[doc = include_str!("../docs/request-state.md")]
+    pub mod request_state {}
+    #[doc = include_str!("../docs/capabilities.md")]
+    pub mod capabilities {}
 }
 
 // The README's examples compile as doctests.

@@ -179,8 +179,13 @@ pub enum KeyError {
     EmptyList,
     /// `MCP_MRTR_STATE_KEYS` is not valid Unicode.
     NotUnicode,
-    /// An entry of `MCP_MRTR_STATE_KEYS` (counting from 1) is wrong.
-    Entry { position: usize, error: Box<KeyError> },
+    /// An entry of `MCP_MRTR_STATE_KEYS` is wrong.
+    Entry {
+        /// Which entry, counting from 1.
+        position: usize,
+        /// What is wrong with it.
+        error: Box<KeyError>,
+    },
 }
 
 impl fmt::Display for KeyError {
