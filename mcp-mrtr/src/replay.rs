@@ -15,6 +15,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::future::Future;
+use std::panic::{self, AssertUnwindSafe};
 use std::pin::pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Poll;
@@ -225,14 +226,20 @@ pub(crate) async fn drive<T>(
     handler: impl Future<Output = T>,
 ) -> Result<Outcome<T>, Error> {
     let mut handler = pin!(handler);
-    let finished = std::future::poll_fn(|cx| match handler.as_mut().poll(cx) {
-        Poll::Ready(output) => Poll::Ready(Some(output)),
-        // Pending with a question recorded: the handler is waiting for the client.
-        Poll::Pending if replay.is_suspended() => Poll::Ready(None),
-        // Pending on real work (I/O, timers): keep waiting.
-        Poll::Pending => Poll::Pending,
+    let finished = std::future::poll_fn(|cx| {
+        // A panicking handler fails its request with an internal error instead of taking
+        // the connection (or, on stdio, the answer) down with it. It is never polled again.
+        let polled = panic::catch_unwind(AssertUnwindSafe(|| handler.as_mut().poll(cx)));
+        match polled {
+            Ok(Poll::Ready(output)) => Poll::Ready(Ok(Some(output))),
+            // Pending with a question recorded: the handler is waiting for the client.
+            Ok(Poll::Pending) if replay.is_suspended() => Poll::Ready(Ok(None)),
+            // Pending on real work (I/O, timers): keep waiting.
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(_) => Poll::Ready(Err(Error::internal("the handler panicked"))),
+        }
     })
-    .await;
+    .await?;
     let mut round = replay.lock();
     if let Some(failure) = round.failure.take() {
         return Err(failure);
