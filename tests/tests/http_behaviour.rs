@@ -229,10 +229,8 @@ async fn closing_the_stream_cancels_the_handler_and_the_server_carries_on() {
 #[tokio::test]
 async fn a_panicking_handler_fails_its_request_not_the_server() {
     let boom = Tool::new("boom").description("Panics").handler(|_ctx, _: Map<String, Value>| async {
-        if std::hint::black_box(true) {
-            panic!("handler bug");
-        }
-        Ok::<_, ToolError>("unreachable")
+        let text: &str = std::hint::black_box(None).expect("handler bug");
+        Ok::<_, ToolError>(text)
     });
     let server = TestServer::start(Server::new("boom", "0").tool(boom)).await;
     let reply = server.call(&Rpc::call_tool("boom", json!({}))).await;
