@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the official MCP conformance suite against the `everything` fixture, served over
-# real HTTP on 127.0.0.1, and fails when a scored scenario fails or warns.
+# real HTTP on 127.0.0.1, for both protocol revisions (2026-07-28, and 2025-11-25 through
+# the legacy bridge), and fails when a scored scenario fails or warns.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,12 +35,17 @@ while True:
 PY
 
 OUT=$(mktemp -d)
-status=0
-"$NODE" "$CLI" server --url "$URL" --requirements 2026-07-28 -o "$OUT/2026-07-28" > "$OUT/2026-07-28.log" 2>&1 || status=$?
-grep -E '^(✓|✗|Total|  ✗|  ✓)' "$OUT/2026-07-28.log" || true
-if [ "$status" -ne 0 ]; then
-  echo "conformance (2026-07-28) failed with status $status; full log:" >&2
-  tail -n 80 "$OUT/2026-07-28.log" >&2
-  exit "$status"
-fi
-echo "conformance (2026-07-28): every scored scenario passed"
+failed=0
+for revision in 2026-07-28 2025-11-25; do
+  status=0
+  "$NODE" "$CLI" server --url "$URL" --requirements "$revision" -o "$OUT/$revision" > "$OUT/$revision.log" 2>&1 || status=$?
+  echo "== conformance --requirements $revision"
+  grep -E '^(✓|✗|Total|  ✗|  ✓)' "$OUT/$revision.log" || true
+  if [ "$status" -ne 0 ]; then
+    echo "conformance ($revision) failed with status $status; the end of its log:" >&2
+    tail -n 80 "$OUT/$revision.log" >&2
+    failed=1
+  fi
+done
+[ "$failed" -eq 0 ] || exit 1
+echo "conformance: every scored scenario of 2026-07-28 and 2025-11-25 passed"

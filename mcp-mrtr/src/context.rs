@@ -15,12 +15,13 @@ use tokio::sync::mpsc;
 
 use crate::ask::Question;
 use crate::envelope::RequestMeta;
-use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel, Notification, RequestId};
+use crate::legacy::Session;
+use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel, Notification, Outgoing, RequestId};
 use crate::replay::Replay;
 use crate::{Capability, Error};
 
 /// Where a request's notifications go: its SSE stream on HTTP, the channel on stdio.
-pub(crate) type Notifier = mpsc::Sender<Notification>;
+pub(crate) type Notifier = mpsc::Sender<Outgoing>;
 
 /// What the transport knows about a request besides its JSON.
 #[derive(Clone, Debug, Default)]
@@ -29,6 +30,8 @@ pub(crate) struct Transport {
     pub(crate) notifier: Option<Notifier>,
     /// The HTTP request headers (none on stdio).
     pub(crate) headers: Option<HeaderMap>,
+    /// The legacy (2025-11-25) session the request belongs to; `None` for modern requests.
+    pub(crate) session: Option<Arc<Session>>,
 }
 
 /// The request context handed to every tool, prompt and resource handler.
@@ -188,7 +191,7 @@ impl Ctx {
     async fn notify(&self, method: &str, params: Value) {
         if let Some(notifier) = &self.inner.transport.notifier {
             // A closed channel means the client is gone; the request is being cancelled.
-            let _ = notifier.send(Notification { method: method.to_owned(), params }).await;
+            let _ = notifier.send(Outgoing::Notification(Notification { method: method.to_owned(), params })).await;
         }
     }
 }

@@ -73,6 +73,15 @@ enum Body {
     InputRequired(JsonObject),
 }
 
+impl Body {
+    /// The body as legacy clients get it: no stamping at all.
+    fn into_inner(self) -> JsonObject {
+        match self {
+            Self::Complete(body) | Self::InputRequired(body) => body,
+        }
+    }
+}
+
 impl Server {
     /// Answers one modern request whose envelope has been validated.
     pub(crate) async fn handle(&self, request: Request, meta: RequestMeta, transport: Transport) -> Reply {
@@ -91,6 +100,7 @@ impl Server {
             .ok_or_else(|| Error::method_not_found(&request.method))?;
         let params = request.params.unwrap_or_else(|| json!({}));
         let hints = method.is_cacheable().then(|| self.cache_hints_for(&params));
+        let legacy = transport.session.is_some();
         let body = match method {
             Method::Discover => Body::Complete(to_body(&DiscoverResult {
                 supported_versions: SUPPORTED_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),
@@ -138,7 +148,7 @@ impl Server {
                 }
             }
         };
-        Ok(self.stamp(body, hints))
+        Ok(if legacy { Value::Object(body.into_inner()) } else { self.stamp(body, hints) })
     }
 
     async fn call_tool(&self, call: Call<CallToolParams>) -> Result<Body, Error> {
@@ -146,12 +156,13 @@ impl Server {
         let route = self.find_tool(name).ok_or_else(|| Error::invalid_params(format!("Unknown tool: {name}")))?;
         let arguments = call.params.arguments.clone().unwrap_or_default();
         let target = Target { method: "tools/call", name, arguments: Value::Object(arguments.clone()) };
-        let replay = self.open_replay(&target, &call)?;
-        let run = (route.call)(self.ctx(&call, &replay), arguments);
-        self.run_round(&target, &replay, &call, async move {
-            match run.await {
-                Ok(result) => Ok(result),
-                Err(error) => error.into_parts().map(CallToolResult::error),
+        self.rounds(&target, &call, |replay| {
+            let run = (route.call)(self.ctx(&call, replay), arguments.clone());
+            async move {
+                match run.await {
+                    Ok(result) => Ok(result),
+                    Err(error) => error.into_parts().map(CallToolResult::error),
+                }
             }
         })
         .await
@@ -167,29 +178,33 @@ impl Server {
         }
         let args: JsonObject = args.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
         let target = Target { method: "prompts/get", name, arguments: Value::Object(args.clone()) };
-        let replay = self.open_replay(&target, &call)?;
-        let run = (route.get)(self.ctx(&call, &replay), args);
-        self.run_round(&target, &replay, &call, async move { run.await.map_err(execution_as_internal) }).await
+        self.rounds(&target, &call, |replay| {
+            let run = (route.get)(self.ctx(&call, replay), args.clone());
+            async move { run.await.map_err(execution_as_internal) }
+        })
+        .await
     }
 
     async fn read_resource(&self, call: Call<ReadResourceParams>) -> Result<Body, Error> {
         let uri = &call.params.uri;
+        let legacy = call.transport.session.is_some();
         let (route, vars) = self
             .resources
             .iter()
             .find_map(|r| r.kind.matches(uri).map(|vars| (r, vars)))
-            .ok_or_else(|| Error::resource_not_found(uri))?;
+            .ok_or_else(|| resource_not_found(uri, legacy))?;
         let target = Target { method: "resources/read", name: uri, arguments: Value::Null };
-        let replay = self.open_replay(&target, &call)?;
-        let run = (route.read)(self.ctx(&call, &replay), vars);
-        let missing = Error::resource_not_found(uri);
-        self.run_round(&target, &replay, &call, async move {
-            let result = run.await.map_err(execution_as_internal)?;
-            // The spec forbids empty contents: a resource with nothing to show is missing.
-            if result.contents.is_empty() {
-                return Err(missing);
+        self.rounds(&target, &call, |replay| {
+            let run = (route.read)(self.ctx(&call, replay), vars.clone());
+            let missing = resource_not_found(uri, legacy);
+            async move {
+                let result = run.await.map_err(execution_as_internal)?;
+                // The spec forbids empty contents: a resource with nothing to show is missing.
+                if result.contents.is_empty() {
+                    return Err(missing);
+                }
+                Ok(result)
             }
-            Ok(result)
         })
         .await
     }
@@ -273,6 +288,40 @@ impl Server {
             }
         };
         Ok(Arc::new(Replay::new(carried, responses)))
+    }
+
+    /// Runs a handler that may ask. A modern request gets one round: the complete result,
+    /// or the questions with the round's sealed state. A legacy session gets the bridge:
+    /// each round's questions go to the client as real requests, and the handler runs
+    /// again with the answers until it completes.
+    async fn rounds<T, P, F, Fut>(&self, target: &Target<'_>, call: &Call<P>, round: F) -> Result<Body, Error>
+    where
+        T: Serialize,
+        F: Fn(&Arc<Replay>) -> Fut,
+        Fut: Future<Output = Result<T, Error>>,
+    {
+        let Some(session) = &call.transport.session else {
+            let replay = self.open_replay(target, call)?;
+            return self.run_round(target, &replay, call, round(&replay)).await;
+        };
+        let caps = &call.meta.client_capabilities;
+        let mut replay = Arc::new(Replay::new(None, JsonObject::new()));
+        loop {
+            match replay::drive(&replay, caps, round(&replay)).await? {
+                Outcome::Complete(result) => return Ok(Body::Complete(to_body(&result?))),
+                Outcome::InputRequired(questions, carried) => {
+                    // Without a stream there is no way to ask; an input_required result
+                    // would read as final to a legacy client.
+                    let outgoing = call.transport.notifier.as_ref().ok_or_else(|| {
+                        Error::internal(
+                            "this handler asks for input, which needs a client that accepts text/event-stream",
+                        )
+                    })?;
+                    let answers = crate::legacy::ask(session, outgoing, questions).await?;
+                    replay = Arc::new(Replay::new(Some(carried), answers));
+                }
+            }
+        }
     }
 
     /// Runs one round of a handler that may ask: its complete result, or the questions
@@ -366,6 +415,15 @@ impl ResourceKind {
             Self::Template(template, _) => Some(template),
             Self::Static(_) => None,
         }
+    }
+}
+
+/// `-32602` with `data.uri` in this revision; legacy clients know `-32002`.
+fn resource_not_found(uri: &str, legacy: bool) -> Error {
+    if legacy {
+        Error::new(crate::ErrorCode(-32002), "Resource not found").with_data(json!({ "uri": uri }))
+    } else {
+        Error::resource_not_found(uri)
     }
 }
 

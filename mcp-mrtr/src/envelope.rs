@@ -16,7 +16,7 @@ pub const PROTOCOL_VERSION: &str = "2026-07-28";
 pub(crate) const SUPPORTED_VERSIONS: &[&str] = &[PROTOCOL_VERSION];
 
 /// Versions that select the legacy, session-based lifecycle.
-const LEGACY_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+pub(crate) const LEGACY_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 
 /// A JSON-RPC request the server must answer.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,7 +30,15 @@ pub(crate) struct Request {
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Incoming {
     Request(Request),
-    Notification { method: String, params: Option<Value> },
+    Notification {
+        method: String,
+        params: Option<Value>,
+    },
+    /// A client's answer to a server-to-client request (legacy sessions only).
+    Response {
+        id: RequestId,
+        outcome: Result<Value, Value>,
+    },
 }
 
 impl Incoming {
@@ -55,10 +63,7 @@ impl Incoming {
         let method = match object.remove("method") {
             Some(Value::String(method)) => method,
             Some(_) => return invalid("Invalid request: method must be a string"),
-            None if object.contains_key("result") || object.contains_key("error") => {
-                return invalid("Invalid request: this server sends no requests, so it takes no responses")
-            }
-            None => return invalid("Invalid request: missing method"),
+            None => return response(id, object),
         };
         let params = object.remove("params");
         if params.as_ref().is_some_and(|p| !p.is_object()) {
@@ -68,6 +73,22 @@ impl Incoming {
             Some(id) => Self::Request(Request { id, method, params }),
             None => Self::Notification { method, params },
         })
+    }
+}
+
+/// A message without a method: a response to one of our requests, or nothing valid.
+fn response(
+    id: Option<RequestId>,
+    mut object: serde_json::Map<String, Value>,
+) -> Result<Incoming, (Option<RequestId>, Error)> {
+    let outcome = match (object.remove("result"), object.remove("error")) {
+        (Some(result), None) => Ok(result),
+        (None, Some(error)) => Err(error),
+        _ => return Err((id, Error::invalid_request("Invalid request: missing method"))),
+    };
+    match id {
+        Some(id) => Ok(Incoming::Response { id, outcome }),
+        None => Err((None, Error::invalid_request("Invalid response: missing id"))),
     }
 }
 
@@ -205,7 +226,8 @@ mod tests {
             (json!(7), None),
             (json!({"jsonrpc": "2.0", "id": null, "method": "x"}), None),
             (json!({"jsonrpc": "1.0", "id": 3, "method": "x"}), Some(3.into())),
-            (json!({"jsonrpc": "2.0", "id": "a", "result": {}}), Some("a".into())),
+            (json!({"jsonrpc": "2.0", "id": "a"}), Some("a".into())),
+            (json!({"jsonrpc": "2.0", "result": {}}), None),
             (json!({"jsonrpc": "2.0", "id": 4, "method": 5}), Some(4.into())),
             (json!({"jsonrpc": "2.0", "id": 5, "method": "x", "params": [1]}), Some(5.into())),
         ] {

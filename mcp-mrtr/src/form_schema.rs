@@ -25,16 +25,20 @@ pub(crate) fn from_schemars(schema: &Value) -> Result<Value, String> {
     Ok(form)
 }
 
-fn property_schema(defs: &Value, property: &Value) -> Result<Value, String> {
-    let property = nullable_inner(resolve(defs, property));
+fn property_schema(defs: &Value, declared: &Value) -> Result<Value, String> {
+    let property = nullable_inner(resolve(defs, declared));
     let property = resolve(defs, property);
     let kind = property.get("type").and_then(single_type);
     let mut out = Map::new();
     copy(property, &mut out, &["title", "description", "default"]);
+    // A field's own docs and default sit beside its `$ref`, and win over the type's.
+    copy(declared, &mut out, &["title", "description", "default"]);
     match kind {
         Some("string") => {
             out.insert("type".into(), json!("string"));
+            // `enumNames` is the deprecated way to title enum values; some clients still read it.
             copy(property, &mut out, &["minLength", "maxLength", "enum"]);
+            copy(declared, &mut out, &["enumNames"]);
             if let Some(format) =
                 property.get("format").filter(|f| f.as_str().is_some_and(|f| STRING_FORMATS.contains(&f)))
             {

@@ -56,6 +56,7 @@ mod envelope;
 mod error;
 mod form_schema;
 mod handler;
+mod legacy;
 mod private;
 pub mod protocol;
 mod replay;

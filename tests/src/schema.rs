@@ -1,8 +1,9 @@
-//! Validates what the server sends against the official JSON Schema of 2026-07-28.
+//! Validates what the server sends against the official JSON Schemas of 2026-07-28 and,
+//! for legacy sessions, 2025-11-25.
 //!
 //! The schema files are not part of this repository: point `MCP_MRTR_SCHEMA_DIR` at a
-//! folder holding `2026-07-28/schema.json` (CI does). Without it, validation is off and
-//! the first check says so once.
+//! folder holding `2026-07-28/schema.json` and `2025-11-25/schema.json` (CI does). Without
+//! it, validation is off and the first check says so once.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -13,9 +14,17 @@ use serde_json::{json, Value};
 /// The environment variable naming the schema folder.
 pub const SCHEMA_DIR_VAR: &str = "MCP_MRTR_SCHEMA_DIR";
 
+/// The modern revision.
+pub const MODERN: &str = "2026-07-28";
+/// The legacy revision.
+pub const LEGACY: &str = "2025-11-25";
+
+type Compiled = HashMap<(&'static str, String), std::sync::Arc<jsonschema::Validator>>;
+
 struct Schemas {
-    defs: Value,
-    compiled: Mutex<HashMap<String, std::sync::Arc<jsonschema::Validator>>>,
+    dir: PathBuf,
+    defs: Mutex<HashMap<&'static str, Value>>,
+    compiled: Mutex<Compiled>,
 }
 
 fn schemas() -> Option<&'static Schemas> {
@@ -26,12 +35,24 @@ fn schemas() -> Option<&'static Schemas> {
                 eprintln!("note: {SCHEMA_DIR_VAR} is not set, so messages are not checked against the MCP JSON Schema");
                 return None;
             };
-            let path = PathBuf::from(dir).join("2026-07-28").join("schema.json");
-            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-            let root: Value = serde_json::from_str(&text).expect("the schema is JSON");
-            Some(Schemas { defs: root["$defs"].clone(), compiled: Mutex::new(HashMap::new()) })
+            Some(Schemas { dir: PathBuf::from(dir), defs: Mutex::default(), compiled: Mutex::default() })
         })
         .as_ref()
+}
+
+impl Schemas {
+    /// The `$defs` of one revision, read once.
+    fn defs(&self, revision: &'static str) -> Value {
+        let mut defs = self.defs.lock().unwrap();
+        defs.entry(revision)
+            .or_insert_with(|| {
+                let path = self.dir.join(revision).join("schema.json");
+                let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+                let root: Value = serde_json::from_str(&text).expect("the schema is JSON");
+                root["$defs"].clone()
+            })
+            .clone()
+    }
 }
 
 /// Whether messages are being validated in this run.
@@ -39,27 +60,57 @@ pub fn enabled() -> bool {
     schemas().is_some()
 }
 
-/// Asserts `message` is valid against the schema's definition `def`.
+/// Asserts `message` is valid against the 2026-07-28 definition `def`.
 pub fn assert_valid(def: &str, message: &Value) {
+    assert_valid_in(MODERN, def, message);
+}
+
+/// Asserts `message` is valid against the definition `def` of `revision`.
+pub fn assert_valid_in(revision: &'static str, def: &str, message: &Value) {
     let Some(schemas) = schemas() else { return };
-    let validator = {
-        let mut compiled = schemas.compiled.lock().unwrap();
-        compiled
-            .entry(def.to_owned())
-            .or_insert_with(|| {
-                assert!(schemas.defs.get(def).is_some(), "the schema has no definition {def}");
-                let schema = json!({
-                    "$schema": "https://json-schema.org/draft/2020-12/schema",
-                    "$defs": schemas.defs,
-                    "$ref": format!("#/$defs/{def}"),
-                });
-                std::sync::Arc::new(jsonschema::validator_for(&schema).expect("the definition compiles"))
-            })
-            .clone()
-    };
+    let key = (revision, def.to_owned());
+    let cached = schemas.compiled.lock().unwrap().get(&key).cloned();
+    let validator = cached.unwrap_or_else(|| {
+        let defs = schemas.defs(revision);
+        assert!(defs.get(def).is_some(), "the {revision} schema has no definition {def}");
+        let schema = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$defs": defs,
+            "$ref": format!("#/$defs/{def}"),
+        });
+        let validator = std::sync::Arc::new(jsonschema::validator_for(&schema).expect("the definition compiles"));
+        schemas.compiled.lock().unwrap().insert(key, validator.clone());
+        validator
+    });
     let errors: Vec<String> =
         validator.iter_errors(message).map(|e| format!("{} at {}", e, e.instance_path())).collect();
-    assert!(errors.is_empty(), "{message} is not a valid {def}:\n{}", errors.join("\n"));
+    assert!(errors.is_empty(), "{message} is not a valid {revision} {def}:\n{}", errors.join("\n"));
+}
+
+/// Asserts one message the server sent on a legacy session, in answer to `method`, is a
+/// valid 2025-11-25 message: a notification, a request of the bridge, an error, or a
+/// result of that method.
+pub fn assert_valid_legacy_message(method: &str, message: &Value) {
+    let def = match (message.get("method"), message.get("id")) {
+        (Some(_), None) => return assert_valid_in(LEGACY, "JSONRPCNotification", message),
+        (Some(_), Some(_)) => return assert_valid_in(LEGACY, "JSONRPCRequest", message),
+        _ if message.get("error").is_some() => return assert_valid_in(LEGACY, "JSONRPCErrorResponse", message),
+        _ => match method {
+            "initialize" => "InitializeResult",
+            "ping" | "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" => "EmptyResult",
+            "tools/list" => "ListToolsResult",
+            "tools/call" => "CallToolResult",
+            "prompts/list" => "ListPromptsResult",
+            "prompts/get" => "GetPromptResult",
+            "resources/list" => "ListResourcesResult",
+            "resources/templates/list" => "ListResourceTemplatesResult",
+            "resources/read" => "ReadResourceResult",
+            "completion/complete" => "CompleteResult",
+            other => panic!("no legacy result definition known for {other}"),
+        },
+    };
+    assert_valid_in(LEGACY, "JSONRPCResultResponse", message);
+    assert_valid_in(LEGACY, def, &message["result"]);
 }
 
 /// Asserts one message the server sent in answer to `method` is valid: a notification,

@@ -2,6 +2,7 @@
 //! that the official MCP conformance suite calls by name, with the behaviour each
 //! scenario describes.
 
+pub mod bridge;
 pub mod mrtr;
 
 use std::time::Duration;
@@ -32,6 +33,7 @@ pub fn server() -> Server {
     let server = behaviour_tools(server);
     let server = prompts(server);
     let server = mrtr::register(server);
+    let server = bridge::register(server);
     resources(server)
 }
 
@@ -91,6 +93,11 @@ fn behaviour_tools(server: Server) -> Server {
         .tool(
             Tool::new("test_logging_tool")
                 .description("Logs three messages to requests that set a log level, then answers")
+                .handler(with_logging),
+        )
+        .tool(
+            Tool::new("test_tool_with_logging")
+                .description("Logs three messages at info level, 50 ms apart, then answers")
                 .handler(with_logging),
         )
         .tool(

@@ -72,9 +72,22 @@ pub struct Notification {
 /// An outgoing JSON-RPC message, serialized with `"jsonrpc": "2.0"`.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Outgoing {
-    Result { id: RequestId, result: Value },
-    Error { id: Option<RequestId>, error: ErrorObject },
+    Result {
+        id: RequestId,
+        result: Value,
+    },
+    Error {
+        id: Option<RequestId>,
+        error: ErrorObject,
+    },
     Notification(Notification),
+    /// A server-to-client request: only on legacy (2025-11-25) sessions, where the
+    /// bridge asks the client directly.
+    Request {
+        id: RequestId,
+        method: String,
+        params: Value,
+    },
 }
 
 impl Outgoing {
@@ -94,6 +107,9 @@ impl Outgoing {
             }
             Self::Notification(n) => {
                 serde_json::json!({ "jsonrpc": "2.0", "method": n.method, "params": n.params })
+            }
+            Self::Request { id, method, params } => {
+                serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
             }
         };
         value.to_string()

@@ -75,6 +75,8 @@ impl StdioSession {
             Err((id, error)) => self.send(error_message(id, &error)).await,
             Ok(Incoming::Notification { method, params }) => self.on_notification(&method, params.as_ref()),
             Ok(Incoming::Request(request)) => self.on_request(request).await,
+            // This transport sends no requests, so there is nothing a response could answer.
+            Ok(Incoming::Response { id, .. }) => tracing::debug!(%id, "ignoring an unexpected response"),
         }
     }
 
@@ -86,19 +88,19 @@ impl StdioSession {
         let (server, out, id) = (self.server.clone(), self.out.clone(), request.id.clone());
         let handle = self.tasks.spawn(async move {
             let (note_tx, mut note_rx) = mpsc::channel(16);
-            let transport = Transport { notifier: Some(note_tx), headers: None };
+            let transport = Transport { notifier: Some(note_tx), headers: None, session: None };
             let reply = server.handle(request, meta, transport);
             tokio::pin!(reply);
             // Forward the request's notifications until its reply is ready.
             let reply = loop {
                 tokio::select! {
                     biased;
-                    Some(note) = note_rx.recv() => { let _ = out.send(Outgoing::Notification(note)).await; }
+                    Some(note) = note_rx.recv() => { let _ = out.send(note).await; }
                     reply = &mut reply => break reply,
                 }
             };
             while let Ok(note) = note_rx.try_recv() {
-                let _ = out.send(Outgoing::Notification(note)).await;
+                let _ = out.send(note).await;
             }
             let _ = out.send(reply.to_outgoing()).await;
         });

@@ -6,6 +6,7 @@
 
 mod guard;
 mod headers;
+mod legacy;
 mod sse;
 
 use std::io;
@@ -24,7 +25,7 @@ use self::guard::HostPolicy;
 use self::sse::{json_response, respond};
 use super::{error_message, read_message};
 use crate::context::Transport;
-use crate::envelope::{classify, legacy_unsupported, Era, Incoming, Request, RequestMeta};
+use crate::envelope::{classify, Era, Incoming, Request, RequestMeta};
 use crate::{Error, Server};
 
 /// How the HTTP endpoint is mounted and guarded.
@@ -71,8 +72,10 @@ impl HttpConfig {
 }
 
 struct Endpoint {
-    server: Server,
+    server: Arc<Server>,
     config: HttpConfig,
+    /// Sessions of legacy (2025-11-25) clients; modern traffic has none.
+    sessions: crate::legacy::Sessions,
 }
 
 impl Server {
@@ -85,7 +88,8 @@ impl Server {
     /// An axum router serving this server as `config` says.
     pub fn into_router_with(self, config: HttpConfig) -> Router {
         let path = config.path.clone();
-        let endpoint = Arc::new(Endpoint { server: self, config });
+        let endpoint =
+            Arc::new(Endpoint { server: Arc::new(self), config, sessions: crate::legacy::Sessions::default() });
         Router::new().route(&path, axum::routing::any(endpoint_handler)).with_state(endpoint)
     }
 
@@ -112,46 +116,67 @@ async fn endpoint_handler(State(endpoint): State<Arc<Endpoint>>, request: HttpRe
     if let Err(reason) = endpoint.config.hosts.check(request.headers()) {
         return json_response(403, &error_message(None, &Error::invalid_request(format!("Forbidden: {reason}"))));
     }
-    if request.method() != Method::POST {
-        // No sessions in this revision, so no GET stream and nothing to DELETE.
-        return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
+    match *request.method() {
+        Method::POST => post(&endpoint, request).await,
+        // Only legacy sessions have anything to GET or DELETE.
+        Method::GET | Method::DELETE => legacy::session_method(&endpoint, request.method(), request.headers()),
+        _ => method_not_allowed(),
     }
+}
+
+async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response {
     let (parts, body) = request.into_parts();
     let bytes = match read_body(body, endpoint.config.max_body_bytes).await {
         Ok(bytes) => bytes,
         Err((status, error)) => return json_response(status, &error_message(None, &error)),
     };
+    let headers = &parts.headers;
     match read_message(&bytes) {
         Err((id, error)) => json_response(error.http_status(), &error_message(id, &error)),
         // The only core client notification is stdio's `notifications/cancelled`; on HTTP
-        // closing the stream cancels. Accept and ignore.
+        // closing the stream cancels. Accept and ignore (legacy `initialized` too).
         Ok(Incoming::Notification { .. }) => StatusCode::ACCEPTED.into_response(),
-        Ok(Incoming::Request(request)) => match open_envelope(&parts.headers, &request) {
-            Err(error) => json_response(error.http_status(), &error_message(Some(request.id), &error)),
-            Ok(meta) => serve_request(&endpoint.server, &parts.headers, request, meta).await,
-        },
+        Ok(Incoming::Response { id, outcome }) => legacy::deliver(endpoint, headers, &id, outcome),
+        Ok(Incoming::Request(request)) => {
+            let header_version = headers::header(headers, headers::PROTOCOL_VERSION);
+            match classify(&request, header_version, headers.contains_key(headers::SESSION_ID)) {
+                Era::Modern => match open_envelope(headers, &request) {
+                    Err(error) => json_response(error.http_status(), &error_message(Some(request.id), &error)),
+                    Ok(meta) => serve_request(endpoint.server.clone(), headers, request, meta, None).await,
+                },
+                Era::Legacy => legacy::serve(endpoint, headers, request).await,
+                Era::Unknown => {
+                    let error = Error::header_mismatch("missing MCP-Protocol-Version header");
+                    json_response(error.http_status(), &error_message(Some(request.id), &error))
+                }
+            }
+        }
     }
 }
 
-async fn serve_request(server: &Server, headers: &HeaderMap, request: Request, meta: RequestMeta) -> Response {
+async fn serve_request(
+    server: Arc<Server>,
+    headers: &HeaderMap,
+    request: Request,
+    meta: RequestMeta,
+    session: Option<Arc<crate::legacy::Session>>,
+) -> Response {
     let (tx, rx) = mpsc::channel(32);
     // A client that cannot read SSE gets JSON, and so no notifications.
-    let transport = Transport { notifier: accepts_event_stream(headers).then_some(tx), headers: Some(headers.clone()) };
-    let server = server.clone();
+    let notifier = accepts_event_stream(headers).then_some(tx);
+    let transport = Transport { notifier, headers: Some(headers.clone()), session };
     respond(Box::pin(async move { server.handle(request, meta, transport).await }), rx).await
 }
 
-/// Classifies the request and validates its envelope and MCP headers.
+/// Validates a modern request's envelope and MCP headers.
 fn open_envelope(headers: &HeaderMap, request: &Request) -> Result<RequestMeta, Error> {
-    let header_version = headers::header(headers, headers::PROTOCOL_VERSION);
-    match classify(request, header_version, headers.contains_key(headers::SESSION_ID)) {
-        Era::Modern => {}
-        Era::Legacy => return Err(legacy_unsupported(request, header_version)),
-        Era::Unknown => return Err(Error::header_mismatch("missing MCP-Protocol-Version header")),
-    }
     let meta = RequestMeta::parse(request.params.as_ref())?;
     headers::check(headers, request, &meta)?;
     Ok(meta)
+}
+
+fn method_not_allowed() -> Response {
+    (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response()
 }
 
 async fn read_body(body: Body, limit: usize) -> Result<axum::body::Bytes, (u16, Error)> {

@@ -1,5 +1,6 @@
-//! Writing a request's reply: one JSON body when the handler sent no notification, or an
-//! SSE stream of its notifications followed by the reply.
+//! Writing a request's reply: one JSON body when the handler sent nothing else first, or
+//! an SSE stream of its notifications (and, on legacy sessions, the bridge's requests)
+//! followed by the reply.
 //!
 //! The stream owns the handler's future, so a client that closes the stream drops the
 //! handler: closing the stream is how HTTP clients cancel.
@@ -16,10 +17,10 @@ use futures_util::Stream;
 use tokio::sync::mpsc;
 
 use crate::dispatch::Reply;
-use crate::protocol::{Notification, Outgoing};
+use crate::protocol::Outgoing;
 
 /// Answers with JSON if the reply is ready before any notification, else with SSE.
-pub(super) async fn respond(mut reply: BoxFuture<'static, Reply>, mut notes: mpsc::Receiver<Notification>) -> Response {
+pub(super) async fn respond(mut reply: BoxFuture<'static, Reply>, mut notes: mpsc::Receiver<Outgoing>) -> Response {
     tokio::select! {
         biased;
         reply = &mut reply => {
@@ -54,11 +55,11 @@ fn sse(stream: SseReply) -> Response {
 
 /// The SSE body: notifications as they come, then the reply, then the end.
 struct SseReply {
-    notes: mpsc::Receiver<Notification>,
+    notes: mpsc::Receiver<Outgoing>,
     reply: Option<BoxFuture<'static, Reply>>,
     last: Option<Reply>,
     /// Notifications already taken off the channel, sent first.
-    early: Vec<Notification>,
+    early: Vec<Outgoing>,
 }
 
 impl Stream for SseReply {
@@ -67,11 +68,11 @@ impl Stream for SseReply {
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
         if !this.early.is_empty() {
-            return Poll::Ready(Some(Ok(event(&Outgoing::Notification(this.early.remove(0))))));
+            return Poll::Ready(Some(Ok(event(&this.early.remove(0)))));
         }
         loop {
             if let Poll::Ready(Some(note)) = this.notes.poll_recv(cx) {
-                return Poll::Ready(Some(Ok(event(&Outgoing::Notification(note)))));
+                return Poll::Ready(Some(Ok(event(&note))));
             }
             if let Some(reply) = this.reply.as_mut() {
                 // Once the reply is ready, loop once more to flush notifications sent

@@ -1,0 +1,116 @@
+//! Legacy sessions: what `initialize` negotiated, and the bridge's requests waiting for
+//! the client's answers.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel, RequestId};
+use crate::Error;
+
+/// Open sessions beyond which `initialize` is refused: each holds a little memory until
+/// its client deletes it.
+const MAX_SESSIONS: usize = 4096;
+
+type Answer = Result<Value, Value>;
+
+/// One legacy client session.
+#[derive(Debug)]
+pub(crate) struct Session {
+    pub(crate) id: String,
+    pub(crate) version: String,
+    pub(crate) capabilities: ClientCapabilities,
+    pub(crate) client_info: Option<Implementation>,
+    log_level: Mutex<Option<LoggingLevel>>,
+    waiting: Mutex<HashMap<RequestId, oneshot::Sender<Answer>>>,
+    next_id: AtomicU64,
+}
+
+impl Session {
+    /// The level `logging/setLevel` chose; `None` until then.
+    pub(crate) fn log_level(&self) -> Option<LoggingLevel> {
+        *lock(&self.log_level)
+    }
+
+    pub(crate) fn set_log_level(&self, level: LoggingLevel) {
+        *lock(&self.log_level) = Some(level);
+    }
+
+    /// A fresh id for a server-to-client request, and where its answer will arrive.
+    pub(crate) fn expect_answer(&self) -> (RequestId, oneshot::Receiver<Answer>) {
+        let id = RequestId::from(i64::try_from(self.next_id.fetch_add(1, Ordering::Relaxed)).unwrap_or(i64::MAX));
+        let (tx, rx) = oneshot::channel();
+        lock(&self.waiting).insert(id.clone(), tx);
+        (id, rx)
+    }
+
+    /// Hands the client's answer to whoever waits for it; `false` when nobody does.
+    pub(crate) fn deliver(&self, id: &RequestId, answer: Answer) -> bool {
+        match lock(&self.waiting).remove(id) {
+            Some(waiter) => waiter.send(answer).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Stops waiting for `id` (its request was abandoned).
+    pub(crate) fn forget(&self, id: &RequestId) {
+        lock(&self.waiting).remove(id);
+    }
+}
+
+/// The open sessions of one endpoint.
+#[derive(Debug, Default)]
+pub(crate) struct Sessions {
+    open: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+impl Sessions {
+    pub(crate) fn open(
+        &self,
+        version: String,
+        capabilities: ClientCapabilities,
+        client_info: Option<Implementation>,
+    ) -> Result<Arc<Session>, Error> {
+        let mut open = lock(&self.open);
+        if open.len() >= MAX_SESSIONS {
+            return Err(Error::internal("too many open sessions; close one with DELETE and retry"));
+        }
+        let session = Arc::new(Session {
+            id: new_session_id()?,
+            version,
+            capabilities,
+            client_info,
+            log_level: Mutex::new(None),
+            waiting: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+        });
+        open.insert(session.id.clone(), session.clone());
+        Ok(session)
+    }
+
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<Session>> {
+        lock(&self.open).get(id).cloned()
+    }
+
+    pub(crate) fn close(&self, id: &str) -> bool {
+        lock(&self.open).remove(id).is_some()
+    }
+}
+
+/// 128 random bits as hex: unguessable, and visible ASCII as the header requires.
+fn new_session_id() -> Result<String, Error> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| Error::internal(format!("no randomness for a session id: {e}")))?;
+    Ok(bytes.iter().fold(String::with_capacity(32), |mut hex, b| {
+        let _ = write!(hex, "{b:02x}");
+        hex
+    }))
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}

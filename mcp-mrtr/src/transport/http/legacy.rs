@@ -1,0 +1,92 @@
+//! Legacy (2025-11-25) sessions over Streamable HTTP: `initialize` opens one and names it
+//! in `Mcp-Session-Id`; later requests carry it; `DELETE` ends it; the client's answers
+//! to the bridge's requests arrive as POSTed JSON-RPC responses.
+
+use std::sync::Arc;
+
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+
+use super::sse::json_response;
+use super::{error_message, headers, method_not_allowed, serve_request, Endpoint};
+use crate::envelope::Request;
+use crate::legacy::{self, Session};
+use crate::protocol::{Outgoing, RequestId};
+use crate::Error;
+
+/// Serves one request of the legacy era.
+pub(super) async fn serve(endpoint: &Endpoint, headers: &HeaderMap, request: Request) -> Response {
+    if request.method == "initialize" {
+        return match legacy::initialize(&endpoint.server, &endpoint.sessions, &request) {
+            Ok((session_id, result)) => {
+                let mut response = json_response(200, &Outgoing::Result { id: request.id, result });
+                if let Ok(value) = HeaderValue::from_str(&session_id) {
+                    response.headers_mut().insert(headers::SESSION_ID, value);
+                }
+                response
+            }
+            Err(error) => json_response(error.http_status(), &error_message(Some(request.id), &error)),
+        };
+    }
+    let session = match session_of(endpoint, headers) {
+        Ok(session) => session,
+        Err((status, error)) => return json_response(status, &error_message(Some(request.id), &error)),
+    };
+    if let Some(outcome) = legacy::utility(&session, &request) {
+        return match outcome {
+            Ok(result) => json_response(200, &Outgoing::Result { id: request.id, result }),
+            Err(error) => json_response(error.http_status(), &error_message(Some(request.id), &error)),
+        };
+    }
+    let meta = legacy::meta(&session, &request);
+    serve_request(endpoint.server.clone(), headers, request, meta, Some(session)).await
+}
+
+/// A client's answer to one of the bridge's requests.
+pub(super) fn deliver(
+    endpoint: &Endpoint,
+    headers: &HeaderMap,
+    id: &RequestId,
+    outcome: Result<Value, Value>,
+) -> Response {
+    if !headers.contains_key(headers::SESSION_ID) {
+        let error =
+            Error::invalid_request("a JSON-RPC response answers nothing here: only legacy sessions get requests");
+        return json_response(400, &error_message(Some(id.clone()), &error));
+    }
+    match session_of(endpoint, headers) {
+        Ok(session) => {
+            if !session.deliver(id, outcome) {
+                tracing::debug!(%id, "a response nobody waits for (answered late, or never asked)");
+            }
+            StatusCode::ACCEPTED.into_response()
+        }
+        Err((status, error)) => json_response(status, &error_message(Some(id.clone()), &error)),
+    }
+}
+
+/// `GET` and `DELETE`: with a live session, no standalone stream (405) and the end of
+/// the session; with an unknown one, 404 so the client starts over; else 405.
+pub(super) fn session_method(endpoint: &Endpoint, method: &Method, headers: &HeaderMap) -> Response {
+    let Some(id) = headers::header(headers, headers::SESSION_ID) else { return method_not_allowed() };
+    if endpoint.sessions.get(id).is_none() {
+        return json_response(404, &error_message(None, &session_not_found()));
+    }
+    if method == Method::DELETE {
+        endpoint.sessions.close(id);
+        return StatusCode::OK.into_response();
+    }
+    method_not_allowed()
+}
+
+fn session_of(endpoint: &Endpoint, headers: &HeaderMap) -> Result<Arc<Session>, (u16, Error)> {
+    let id = headers::header(headers, headers::SESSION_ID).ok_or_else(|| {
+        (400, Error::invalid_request("missing Mcp-Session-Id header: send initialize first (or use 2026-07-28)"))
+    })?;
+    endpoint.sessions.get(id).ok_or_else(|| (404, session_not_found()))
+}
+
+fn session_not_found() -> Error {
+    Error::invalid_request("session not found: it ended or never existed; send initialize again")
+}
