@@ -118,19 +118,6 @@ pub(crate) fn classify(request: &Request, header_version: Option<&str>, has_sess
     }
 }
 
-/// The error a modern-only server gives a legacy client: it names the versions spoken here,
-/// since a legacy client cannot discover them on its own.
-pub(crate) fn legacy_unsupported(request: &Request, header_version: Option<&str>) -> Error {
-    let requested = request
-        .params
-        .as_ref()
-        .and_then(|p| p.get("protocolVersion"))
-        .and_then(Value::as_str)
-        .or(header_version)
-        .unwrap_or("2025-03-26");
-    Error::unsupported_protocol_version(requested, SUPPORTED_VERSIONS)
-}
-
 /// Fails with `-32022` unless `version` is one this server speaks.
 pub(crate) fn check_version(version: &str) -> Result<(), Error> {
     if SUPPORTED_VERSIONS.contains(&version) {

@@ -38,10 +38,21 @@ impl Pipe {
 
     /// The next line the server writes, checked against the schema as an answer to `method`.
     async fn next(&mut self, method: &str) -> Value {
-        let line = tokio::time::timeout(TIMEOUT, self.output.next_line()).await.expect("an answer in time");
-        let message: Value = serde_json::from_str(&line.unwrap().expect("the server is still writing")).unwrap();
+        let message = self.next_line().await;
         schema::assert_valid_message(method, &message);
         message
+    }
+
+    /// The next line, checked against the 2025-11-25 schema.
+    async fn next_legacy(&mut self, method: &str) -> Value {
+        let message = self.next_line().await;
+        schema::assert_valid_legacy_message(method, &message);
+        message
+    }
+
+    async fn next_line(&mut self) -> Value {
+        let line = tokio::time::timeout(TIMEOUT, self.output.next_line()).await.expect("an answer in time");
+        serde_json::from_str(&line.unwrap().expect("the server is still writing")).unwrap()
     }
 }
 
@@ -67,8 +78,31 @@ async fn envelope_and_version_errors_echo_the_id() {
     assert_eq!((reply["id"].clone(), reply["error"]["code"].clone()), (json!(2), json!(-32022)));
     pipe.request(3, "ping", json!({})).await;
     assert_eq!(pipe.next("ping").await["error"]["code"], -32601);
-    pipe.send_line(r#"{"jsonrpc":"2.0","id":4,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#).await;
-    assert_eq!(pipe.next("initialize").await["error"]["code"], -32022);
+    pipe.send_line(r#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#).await;
+    assert_eq!(pipe.next("tools/list").await["error"]["code"], -32602);
+}
+
+#[tokio::test]
+async fn initialize_opens_a_legacy_session_whose_questions_are_real_requests() {
+    let mut pipe = Pipe::start(mcp_mrtr_examples::everything::server());
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"sampling": {}}, "clientInfo": {"name": "c", "version": "1"}}});
+    pipe.send_line(&init.to_string()).await;
+    let reply = pipe.next_legacy("initialize").await;
+    assert_eq!(reply["result"]["protocolVersion"], "2025-11-25");
+    pipe.send_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
+    pipe.send_line(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#).await;
+    assert_eq!(pipe.next_legacy("ping").await["result"], json!({}));
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "test_sampling", "arguments": {"prompt": "Hi?"}}});
+    pipe.send_line(&call.to_string()).await;
+    let asked = pipe.next_legacy("tools/call").await;
+    assert_eq!(asked["method"], "sampling/createMessage");
+    let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {
+        "role": "assistant", "content": {"type": "text", "text": "Hello"}, "model": "m"}});
+    pipe.send_line(&answer.to_string()).await;
+    let done = pipe.next_legacy("tools/call").await;
+    assert_eq!(done["result"]["content"][0]["text"], "LLM response: Hello");
+    assert!(done["result"].get("resultType").is_none());
 }
 
 #[tokio::test]

@@ -1,9 +1,11 @@
 //! stdio: one JSON-RPC message per line on stdin, answers and notifications one per line
 //! on stdout. No headers, so the envelope is all there is; cancellation is
-//! `notifications/cancelled`.
+//! `notifications/cancelled`. A client that starts with `initialize` gets a legacy
+//! (2025-11-25) session, and the bridge's requests go out on stdout too.
 
 use std::collections::HashMap;
 use std::io;
+use std::sync::Arc;
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
@@ -11,7 +13,8 @@ use tokio::task::{AbortHandle, JoinSet};
 
 use super::{error_message, read_message};
 use crate::context::Transport;
-use crate::envelope::{check_version, classify, legacy_unsupported, Era, Incoming, Request, RequestMeta};
+use crate::envelope::{check_version, classify, Era, Incoming, Request, RequestMeta};
+use crate::legacy::{self, Session, Sessions};
 use crate::protocol::{Outgoing, RequestId};
 use crate::{Error, Server};
 
@@ -34,10 +37,12 @@ impl Server {
         let (out_tx, out_rx) = mpsc::channel::<Outgoing>(64);
         let writer = tokio::spawn(write_lines(writer, out_rx));
         let mut session = StdioSession {
-            server: std::sync::Arc::new(self),
+            server: Arc::new(self),
             out: out_tx,
             tasks: JoinSet::new(),
             running: HashMap::new(),
+            sessions: Sessions::default(),
+            legacy: None,
         };
         let mut reader = BufReader::new(reader);
         while let Some(line) = read_line(&mut reader).await? {
@@ -50,10 +55,13 @@ impl Server {
 
 /// The state of one stdio connection: requests in flight, by id, for cancellation.
 struct StdioSession {
-    server: std::sync::Arc<Server>,
+    server: Arc<Server>,
     out: mpsc::Sender<Outgoing>,
     tasks: JoinSet<()>,
     running: HashMap<RequestId, AbortHandle>,
+    /// The legacy (2025-11-25) session, once the client sent `initialize`.
+    sessions: Sessions,
+    legacy: Option<Arc<Session>>,
 }
 
 enum Line {
@@ -75,23 +83,31 @@ impl StdioSession {
             Err((id, error)) => self.send(error_message(id, &error)).await,
             Ok(Incoming::Notification { method, params }) => self.on_notification(&method, params.as_ref()),
             Ok(Incoming::Request(request)) => self.on_request(request).await,
-            // This transport sends no requests, so there is nothing a response could answer.
-            Ok(Incoming::Response { id, .. }) => tracing::debug!(%id, "ignoring an unexpected response"),
+            // Answers to the legacy bridge's requests.
+            Ok(Incoming::Response { id, outcome }) => {
+                if !self.legacy.as_ref().is_some_and(|session| session.deliver(&id, outcome)) {
+                    tracing::debug!(%id, "ignoring a response nobody waits for");
+                }
+            }
         }
     }
 
     async fn on_request(&mut self, request: Request) {
-        let meta = match open_envelope(&request) {
-            Ok(meta) => meta,
+        let (meta, session) = match self.open_envelope(&request) {
+            Ok(Opened::Dispatch(meta, session)) => (meta, session),
+            Ok(Opened::Answered(result)) => {
+                return self.send(Outgoing::Result { id: request.id, result }).await;
+            }
             Err(error) => return self.send(error_message(Some(request.id), &error)).await,
         };
         let (server, out, id) = (self.server.clone(), self.out.clone(), request.id.clone());
         let handle = self.tasks.spawn(async move {
             let (note_tx, mut note_rx) = mpsc::channel(16);
-            let transport = Transport { notifier: Some(note_tx), headers: None, session: None };
-            let reply = server.handle(request, meta, transport);
+            let transport = Transport { notifier: Some(note_tx), headers: None, session };
+            let reply = server.handle(request, *meta, transport);
             tokio::pin!(reply);
-            // Forward the request's notifications until its reply is ready.
+            // Forward the request's notifications (and the bridge's requests) until its
+            // reply is ready.
             let reply = loop {
                 tokio::select! {
                     biased;
@@ -106,6 +122,28 @@ impl StdioSession {
         });
         self.running.retain(|_, task| !task.is_finished());
         self.running.insert(id, handle);
+    }
+
+    /// Checks what a stdio request can be checked for. There are no headers: a modern
+    /// request's body version is its version; after `initialize`, requests without a
+    /// modern envelope belong to the legacy session.
+    fn open_envelope(&mut self, request: &Request) -> Result<Opened, Error> {
+        let era = classify(request, None, self.legacy.is_some());
+        if era == Era::Modern || (era == Era::Unknown && self.legacy.is_none()) {
+            let meta = RequestMeta::parse(request.params.as_ref())?;
+            check_version(&meta.protocol_version)?;
+            return Ok(Opened::Dispatch(Box::new(meta), None));
+        }
+        if request.method == "initialize" {
+            let (id, result) = legacy::initialize(&self.server, &self.sessions, request)?;
+            self.legacy = self.sessions.get(&id);
+            return Ok(Opened::Answered(result));
+        }
+        let session = self.legacy.clone().ok_or_else(|| Error::invalid_request("send initialize first"))?;
+        if let Some(outcome) = legacy::utility(&session, request) {
+            return outcome.map(Opened::Answered);
+        }
+        Ok(Opened::Dispatch(Box::new(legacy::meta(&session, request)), Some(session)))
     }
 
     /// `notifications/cancelled` stops the named request; it then answers nothing.
@@ -128,15 +166,12 @@ impl StdioSession {
     }
 }
 
-/// Checks what a stdio request can be checked for: there are no headers, so the body's
-/// version is the request's version.
-fn open_envelope(request: &Request) -> Result<RequestMeta, Error> {
-    if classify(request, None, false) == Era::Legacy {
-        return Err(legacy_unsupported(request, None));
-    }
-    let meta = RequestMeta::parse(request.params.as_ref())?;
-    check_version(&meta.protocol_version)?;
-    Ok(meta)
+/// What the envelope check decided.
+enum Opened {
+    /// Dispatch with this envelope (and, for legacy requests, the session).
+    Dispatch(Box<RequestMeta>, Option<Arc<Session>>),
+    /// Already answered (`initialize`, a legacy utility).
+    Answered(serde_json::Value),
 }
 
 /// Reads one line without ever buffering more than [`MAX_LINE_BYTES`] of it.
