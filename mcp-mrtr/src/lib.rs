@@ -41,6 +41,9 @@
 //! - **Serving.** [`Server::serve_stdio`], [`Server::serve_http`], or mount
 //!   [`Server::into_router`] in an axum app. Results are stamped centrally (`resultType`,
 //!   `serverInfo`, [`CacheHints`]); errors carry their JSON-RPC code and HTTP status.
+//! - **Both eras.** 2025-11-25 clients get the same handlers through a bridge: after
+//!   `initialize`, each round's questions go to the client as real requests on the
+//!   request's stream, and the handler is replayed with the answers.
 //! - **Testing.** [`testing::TestClient`] drives a handler through its rounds in-process.
 //!
 //! The [`guide`] explains [how a handler runs across rounds](guide::replay), [the request
