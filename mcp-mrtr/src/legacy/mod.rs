@@ -96,7 +96,7 @@ pub(crate) async fn ask(
     outgoing: &Notifier,
     questions: BTreeMap<String, InputRequest>,
 ) -> Result<JsonObject, Error> {
-    let mut waiting = Vec::with_capacity(questions.len());
+    let mut waiting = Waiting { session, asked: Vec::with_capacity(questions.len()) };
     for (key, question) in questions {
         let Value::Object(mut request) = serde_json::to_value(&question).map_err(|e| Error::internal(e.to_string()))?
         else {
@@ -105,19 +105,17 @@ pub(crate) async fn ask(
         let method = request.remove("method").and_then(|m| m.as_str().map(str::to_owned)).unwrap_or_default();
         let params = request.remove("params").unwrap_or_else(|| json!({}));
         let (id, answer) = session.expect_answer();
-        if outgoing.send(Outgoing::Request { id: id.clone(), method: method.clone(), params }).await.is_err() {
-            session.forget(&id);
+        waiting.asked.push((key, id.clone(), method.clone(), Some(answer)));
+        if outgoing.send(Outgoing::Request { id, method, params }).await.is_err() {
             return Err(Error::internal("the client closed the stream before answering"));
         }
-        waiting.push((key, id, method, answer));
     }
     let mut answers = JsonObject::new();
-    for (key, id, method, answer) in waiting {
-        let answered = tokio::time::timeout(ANSWER_TIMEOUT, answer).await;
-        session.forget(&id);
-        match answered {
+    for (key, _, method, answer) in &mut waiting.asked {
+        let Some(answer) = answer.take() else { continue };
+        match tokio::time::timeout(ANSWER_TIMEOUT, answer).await {
             Ok(Ok(Ok(result))) => {
-                answers.insert(key, result);
+                answers.insert(key.clone(), result);
             }
             Ok(Ok(Err(error))) => {
                 let message = error.get("message").and_then(Value::as_str).unwrap_or("no message");
@@ -127,4 +125,19 @@ pub(crate) async fn ask(
         }
     }
     Ok(answers)
+}
+
+/// The bridge's requests of one round. However the round ends (answered, failed, or
+/// dropped because the client went away), the session stops waiting for them.
+struct Waiting<'s> {
+    session: &'s Session,
+    asked: Vec<(String, RequestId, String, Option<tokio::sync::oneshot::Receiver<Result<Value, Value>>>)>,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        for (_, id, _, _) in &self.asked {
+            self.session.forget(id);
+        }
+    }
 }

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -13,8 +14,10 @@ use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel, RequestI
 use crate::Error;
 
 /// Open sessions beyond which `initialize` is refused: each holds a little memory until
-/// its client deletes it.
+/// its client deletes it or it idles out.
 const MAX_SESSIONS: usize = 4096;
+/// A session unused for this long is forgotten (its client must initialize again).
+const IDLE_TIMEOUT: Duration = Duration::from_secs(3600);
 
 type Answer = Result<Value, Value>;
 
@@ -28,6 +31,7 @@ pub(crate) struct Session {
     log_level: Mutex<Option<LoggingLevel>>,
     waiting: Mutex<HashMap<RequestId, oneshot::Sender<Answer>>>,
     next_id: AtomicU64,
+    last_used: Mutex<Instant>,
 }
 
 impl Session {
@@ -76,6 +80,7 @@ impl Sessions {
         client_info: Option<Implementation>,
     ) -> Result<Arc<Session>, Error> {
         let mut open = lock(&self.open);
+        open.retain(|_, session| lock(&session.last_used).elapsed() < IDLE_TIMEOUT);
         if open.len() >= MAX_SESSIONS {
             return Err(Error::internal("too many open sessions; close one with DELETE and retry"));
         }
@@ -87,13 +92,16 @@ impl Sessions {
             log_level: Mutex::new(None),
             waiting: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
+            last_used: Mutex::new(Instant::now()),
         });
         open.insert(session.id.clone(), session.clone());
         Ok(session)
     }
 
     pub(crate) fn get(&self, id: &str) -> Option<Arc<Session>> {
-        lock(&self.open).get(id).cloned()
+        let session = lock(&self.open).get(id).cloned()?;
+        *lock(&session.last_used) = Instant::now();
+        Some(session)
     }
 
     pub(crate) fn close(&self, id: &str) -> bool {
