@@ -105,13 +105,13 @@ pub(crate) async fn ask(
         let method = request.remove("method").and_then(|m| m.as_str().map(str::to_owned)).unwrap_or_default();
         let params = request.remove("params").unwrap_or_else(|| json!({}));
         let (id, answer) = session.expect_answer();
-        waiting.asked.push((key, id.clone(), method.clone(), Some(answer)));
+        waiting.asked.push(Asked { key, id: id.clone(), method: method.clone(), answer: Some(answer) });
         if outgoing.send(Outgoing::Request { id, method, params }).await.is_err() {
             return Err(Error::internal("the client closed the stream before answering"));
         }
     }
     let mut answers = JsonObject::new();
-    for (key, _, method, answer) in &mut waiting.asked {
+    for Asked { key, method, answer, .. } in &mut waiting.asked {
         let Some(answer) = answer.take() else { continue };
         match tokio::time::timeout(ANSWER_TIMEOUT, answer).await {
             Ok(Ok(Ok(result))) => {
@@ -131,13 +131,21 @@ pub(crate) async fn ask(
 /// dropped because the client went away), the session stops waiting for them.
 struct Waiting<'s> {
     session: &'s Session,
-    asked: Vec<(String, RequestId, String, Option<tokio::sync::oneshot::Receiver<Result<Value, Value>>>)>,
+    asked: Vec<Asked>,
+}
+
+/// One question sent to the client, by its key, with where its answer will arrive.
+struct Asked {
+    key: String,
+    id: RequestId,
+    method: String,
+    answer: Option<tokio::sync::oneshot::Receiver<Result<Value, Value>>>,
 }
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        for (_, id, _, _) in &self.asked {
-            self.session.forget(id);
+        for asked in &self.asked {
+            self.session.forget(&asked.id);
         }
     }
 }
