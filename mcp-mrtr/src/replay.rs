@@ -13,7 +13,6 @@
 //! asked for are ignored; malformed ones are asked again.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::pin;
@@ -272,8 +271,7 @@ fn not_here() -> Error {
 fn digest(request: &InputRequest) -> String {
     let canonical = serde_json::to_vec(request).unwrap_or_default();
     let hash = Sha256::digest(&canonical);
-    hash[..16].iter().fold(String::with_capacity(32), |mut hex, b| {
-        let _ = write!(hex, "{b:02x}");
-        hex
-    })
+    let mut half = [0u8; 16];
+    half.copy_from_slice(&hash[..16]);
+    format!("{:032x}", u128::from_be_bytes(half))
 }

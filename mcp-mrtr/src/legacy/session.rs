@@ -2,7 +2,6 @@
 //! the client's answers.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -113,10 +112,7 @@ impl Sessions {
 fn new_session_id() -> Result<String, Error> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).map_err(|e| Error::internal(format!("no randomness for a session id: {e}")))?;
-    Ok(bytes.iter().fold(String::with_capacity(32), |mut hex, b| {
-        let _ = write!(hex, "{b:02x}");
-        hex
-    }))
+    Ok(format!("{:032x}", u128::from_be_bytes(bytes)))
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
