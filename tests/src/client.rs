@@ -55,11 +55,22 @@ impl HttpResponse {
     }
 }
 
-/// Sends one request and reads the response to its end.
+/// Sends one request to `/mcp` and reads the response to its end.
 pub async fn send(addr: SocketAddr, method: &str, headers: &[(&str, &str)], body: &[u8]) -> HttpResponse {
+    send_to(addr, method, "/mcp", headers, body).await
+}
+
+/// Sends one request to `path` and reads the response to its end.
+pub async fn send_to(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> HttpResponse {
     tokio::time::timeout(TIMEOUT, async {
         let mut stream = TcpStream::connect(addr).await.expect("connect");
-        stream.write_all(&request_head(addr, method, headers, body.len())).await.expect("write head");
+        stream.write_all(&request_head(addr, method, path, headers, body.len())).await.expect("write head");
         stream.write_all(body).await.expect("write body");
         let mut raw = Vec::new();
         stream.read_to_end(&mut raw).await.expect("read response");
@@ -72,13 +83,13 @@ pub async fn send(addr: SocketAddr, method: &str, headers: &[(&str, &str)], body
 /// Writes a request and returns the open socket, to read part of the answer and drop it.
 pub async fn open(addr: SocketAddr, headers: &[(&str, &str)], body: &[u8]) -> TcpStream {
     let mut stream = TcpStream::connect(addr).await.expect("connect");
-    stream.write_all(&request_head(addr, "POST", headers, body.len())).await.expect("write head");
+    stream.write_all(&request_head(addr, "POST", "/mcp", headers, body.len())).await.expect("write head");
     stream.write_all(body).await.expect("write body");
     stream
 }
 
-fn request_head(addr: SocketAddr, method: &str, headers: &[(&str, &str)], len: usize) -> Vec<u8> {
-    let mut head = format!("{method} /mcp HTTP/1.1\r\nConnection: close\r\nContent-Length: {len}\r\n");
+fn request_head(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], len: usize) -> Vec<u8> {
+    let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {len}\r\n");
     if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
         let _ = write!(head, "Host: localhost:{}\r\n", addr.port());
     }
