@@ -34,6 +34,8 @@ impl Server {
         R: tokio::io::AsyncRead + Unpin,
         W: AsyncWrite + Unpin + Send + 'static,
     {
+        // Resolve the request-state keys now, so a missing shared key is logged at start-up.
+        self.state_config();
         let (out_tx, out_rx) = mpsc::channel::<Outgoing>(64);
         let writer = tokio::spawn(write_lines(writer, out_rx));
         let mut session = StdioSession {

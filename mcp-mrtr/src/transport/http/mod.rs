@@ -108,6 +108,8 @@ impl Server {
         let config =
             if local.ip().is_loopback() { HttpConfig::default() } else { HttpConfig::default().allow_any_host() };
         tracing::info!(%local, path = %config.path, "serving MCP over HTTP");
+        // Resolve the request-state keys now, so a missing shared key is logged at start-up.
+        self.state_config();
         axum::serve(listener, self.into_router_with(config)).await
     }
 }
