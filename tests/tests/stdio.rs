@@ -154,3 +154,26 @@ async fn cancelled_requests_stay_silent() {
     let late = tokio::time::timeout(Duration::from_millis(600), pipe.output.next_line()).await;
     assert!(late.is_err(), "the cancelled call answered: {late:?}");
 }
+
+/// Asks the user to open a page.
+#[mcp_mrtr::tool]
+async fn authorize() -> Result<String, ToolError> {
+    mcp_mrtr::ask!(elicit_url "Authorize access", "https://example.com/auth")?;
+    Ok("authorized".into())
+}
+
+#[tokio::test]
+async fn legacy_url_elicitations_carry_an_elicitation_id() {
+    let mut pipe = Pipe::start(Server::new("url", "0").tool(authorize));
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"url": {}}}, "clientInfo": {"name": "c", "version": "1"}}});
+    pipe.send_line(&init.to_string()).await;
+    pipe.next_legacy("initialize").await;
+    pipe.send_line(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"authorize"}}"#).await;
+    let asked = pipe.next_legacy("tools/call").await;
+    assert_eq!(asked["params"]["mode"], "url");
+    assert!(asked["params"]["elicitationId"].as_str().is_some_and(|id| !id.is_empty()), "{asked}");
+    let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept"}});
+    pipe.send_line(&answer.to_string()).await;
+    assert_eq!(pipe.next_legacy("tools/call").await["result"]["content"][0]["text"], "authorized");
+}

@@ -103,8 +103,12 @@ pub(crate) async fn ask(
             return Err(Error::internal("an embedded request is not an object"));
         };
         let method = request.remove("method").and_then(|m| m.as_str().map(str::to_owned)).unwrap_or_default();
-        let params = request.remove("params").unwrap_or_else(|| json!({}));
+        let mut params = request.remove("params").unwrap_or_else(|| json!({}));
         let (id, answer) = session.expect_answer();
+        if params["mode"] == "url" {
+            // 2025-11-25 url elicitations carry an id for `notifications/elicitation/complete`.
+            params["elicitationId"] = json!(format!("{}-{id}", session.id));
+        }
         waiting.asked.push(Asked { key, id: id.clone(), method: method.clone(), answer: Some(answer) });
         if outgoing.send(Outgoing::Request { id, method, params }).await.is_err() {
             return Err(Error::internal("the client closed the stream before answering"));
