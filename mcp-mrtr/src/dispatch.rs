@@ -10,6 +10,7 @@ use std::time::SystemTime;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 
 use crate::context::Transport;
 use crate::envelope::{Request, RequestMeta, SUPPORTED_VERSIONS};
@@ -274,7 +275,12 @@ impl Server {
                 let opened = state
                     .as_str()
                     .ok_or_else(|| OpenError::from(Reason::Malformed))
-                    .and_then(|token| self.state_config().open(token, &binding, SystemTime::now()))
+                    .and_then(|token| {
+                        let now = SystemTime::now();
+                        let payload = self.state_config().open(token, &binding, now)?;
+                        self.consume(token, now)?;
+                        Ok(payload)
+                    })
                     .and_then(|payload| {
                         serde_json::from_slice(&payload).map_err(|_| OpenError::from(Reason::Malformed))
                     });
@@ -288,6 +294,18 @@ impl Server {
             }
         };
         Ok(Arc::new(Replay::new(carried, responses)))
+    }
+
+    /// With single-use states on, records this state as used (or refuses it if it was).
+    fn consume(&self, token: &str, now: SystemTime) -> Result<(), OpenError> {
+        let Some(guard) = &self.state_guard else { return Ok(()) };
+        // Keyed by a digest, so the guard never holds the sealed answers themselves.
+        let id = format!("{:x}", Sha256::digest(token.as_bytes()));
+        if guard.consume(&id, now + self.state_config().lifetime()) {
+            Ok(())
+        } else {
+            Err(OpenError::from(Reason::Replayed))
+        }
     }
 
     /// Runs a handler that may ask. A modern request gets one round: the complete result,

@@ -83,7 +83,7 @@ pub use protocol::{
     Tool,
 };
 pub use server::{CacheHints, CacheScope, Server};
-pub use state::{KeyError, KeyRing, StateConfig, StateKey};
+pub use state::{KeyError, KeyRing, MemoryGuard, StateConfig, StateGuard, StateKey};
 pub use transport::http::HttpConfig;
 
 /// Turns an `async fn` into a tool: `server.tool(my_fn)`.

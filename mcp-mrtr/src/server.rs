@@ -12,7 +12,7 @@ use crate::protocol::{
     CompleteParams, Completion, Implementation, JsonObject, PromptsCapability, ResourcesCapability, ServerCapabilities,
     ToolsCapability,
 };
-use crate::{Ctx, StateConfig, ToolError};
+use crate::{Ctx, StateConfig, StateGuard, ToolError};
 
 pub(crate) type PrincipalFn = Arc<dyn Fn(&HeaderMap) -> Option<String> + Send + Sync>;
 
@@ -80,6 +80,7 @@ pub struct Server {
     pub(crate) cache: CacheHints,
     state: Option<StateConfig>,
     principal: Option<PrincipalFn>,
+    pub(crate) state_guard: Option<Arc<dyn StateGuard>>,
 }
 
 impl Server {
@@ -96,6 +97,7 @@ impl Server {
             cache: CacheHints::default(),
             state: None,
             principal: None,
+            state_guard: None,
         }
     }
 
@@ -199,6 +201,16 @@ impl Server {
         F: Fn(&HeaderMap) -> Option<String> + Send + Sync + 'static,
     {
         self.principal = Some(Arc::new(principal));
+        self
+    }
+
+    /// Makes every `requestState` single-use: the second time one is presented it is
+    /// refused like a tampered one. For handlers that must consume a step at most once;
+    /// the price is that a client retrying a round after a network failure starts over.
+    /// [`MemoryGuard`](crate::MemoryGuard) serves one instance; several instances need a
+    /// [`StateGuard`] backed by a store they share.
+    pub fn single_use_states(mut self, guard: impl StateGuard) -> Self {
+        self.state_guard = Some(Arc::new(guard));
         self
     }
 

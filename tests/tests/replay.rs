@@ -258,3 +258,21 @@ async fn states_are_bound_to_the_caller() {
     let alice = server.call(&retry.header("x-user", Some("alice"))).await;
     assert_eq!(alice["result"]["resultType"], "input_required");
 }
+
+#[tokio::test]
+async fn single_use_states_open_once() {
+    let once = mcp_mrtr_examples::everything::server().single_use_states(mcp_mrtr::MemoryGuard::new());
+    let server = TestServer::start(once).await;
+    let state = first_state(&server).await;
+    let second = second_round(&server, &state, "Ada").await;
+    assert_eq!(second["result"]["inputRequests"]["step2"]["method"], "elicitation/create");
+    let replayed = second_round(&server, &state, "Ada").await;
+    assert_eq!(replayed["error"]["code"], -32602);
+    assert_eq!(replayed["error"]["message"], second_round(&server, &json!("forged"), "Ada").await["error"]["message"]);
+    // The new state of round 2 still opens, once.
+    let rpc = Rpc::call_tool("test_input_required_result_multi_round", json!({}))
+        .param("inputResponses", json!({ "step2": answer::accept(json!({ "color": "red" })) }))
+        .param("requestState", second["result"]["requestState"].clone());
+    assert_eq!(server.call(&rpc).await["result"]["content"][0]["text"], "Ada likes red");
+    assert_eq!(server.call(&rpc).await["error"]["code"], -32602);
+}

@@ -40,6 +40,7 @@
 //! anything), the version, the key id, the base64 and minimum length, the authentication
 //! tag (which fails for tampering and for another binding alike), and then the expiry.
 
+mod guard;
 mod keys;
 mod seal;
 
@@ -50,6 +51,7 @@ use std::fmt;
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
+pub use guard::{MemoryGuard, StateGuard};
 pub use keys::{KeyError, KeyRing, StateKey};
 
 use crate::Error;
@@ -69,6 +71,11 @@ impl StateConfig {
     /// Seals with `keys`; states live 10 minutes and tokens are at most 64 KiB.
     pub fn new(keys: KeyRing) -> Self {
         Self { keys, ttl: Duration::from_secs(10 * 60), max_bytes: 64 * 1024 }
+    }
+
+    /// How long a sealed state stays valid.
+    pub(crate) fn lifetime(&self) -> Duration {
+        self.ttl
     }
 
     /// How long a sealed state stays valid (whole seconds count).
@@ -168,6 +175,8 @@ pub(crate) enum Reason {
     Unauthentic,
     /// Authentic, but past its expiry.
     Expired,
+    /// Authentic and fresh, but already used once (single-use states only).
+    Replayed,
 }
 
 impl fmt::Display for Reason {
@@ -179,6 +188,7 @@ impl fmt::Display for Reason {
             Self::UnknownKey => "unknown key id",
             Self::Unauthentic => "authentication failed (tampered, or sealed for another request)",
             Self::Expired => "expired",
+            Self::Replayed => "already used (single-use states)",
         })
     }
 }
