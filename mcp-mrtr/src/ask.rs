@@ -120,7 +120,27 @@ impl<T: ElicitForm> Question for Elicit<T> {
 /// `elicitation/create` in url mode: the user completes something at a URL.
 ///
 /// `Ok(())` means the user agreed to open it, not that the work there is done: check
-/// your own records, and ask again if it is not.
+/// your own records, and ask again if it is not. When the step is done, call
+/// [`Ctx::complete_url_elicitation`](crate::Ctx::complete_url_elicitation) with the ask's
+/// key: a 2025-11-25 client then gets `notifications/elicitation/complete` naming the
+/// `elicitationId` the bridge issued; a 2026-07-28 client, whose revision has neither, gets
+/// nothing and learns the outcome from the call's result.
+///
+/// ```no_run
+/// use mcp_mrtr::prelude::*;
+///
+/// # async fn linked(_user: &str) {}
+/// /// Links the user's account.
+/// #[tool]
+/// async fn link(ctx: &Ctx, user: String) -> Result<String, ToolError> {
+///     let url = format!("https://example.com/link?user={user}");
+///     ask!(key = "link", elicit_url "Link your account", url)?;
+///     // Your own records say when the user is done there (a database, a channel).
+///     linked(&user).await;
+///     ctx.complete_url_elicitation("link").await;
+///     Ok("linked".into())
+/// }
+/// ```
 pub struct ElicitUrl {
     message: String,
     url: String,

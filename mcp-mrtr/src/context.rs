@@ -11,17 +11,13 @@ use axum::http::HeaderMap;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
 
 use crate::ask::Question;
 use crate::envelope::RequestMeta;
-use crate::legacy::Session;
-use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel, Notification, Outgoing, RequestId};
+use crate::legacy::Bridge;
+use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel, Notification, Notifier, Outgoing, RequestId};
 use crate::replay::Replay;
 use crate::{Capability, Error};
-
-/// Where a request's notifications go: its SSE stream on HTTP, the channel on stdio.
-pub(crate) type Notifier = mpsc::Sender<Outgoing>;
 
 /// What the transport knows about a request besides its JSON.
 #[derive(Clone, Debug, Default)]
@@ -30,8 +26,9 @@ pub(crate) struct Transport {
     pub(crate) notifier: Option<Notifier>,
     /// The HTTP request headers (none on stdio).
     pub(crate) headers: Option<HeaderMap>,
-    /// The legacy (2025-11-25) session the request belongs to; `None` for modern requests.
-    pub(crate) session: Option<Arc<Session>>,
+    /// The legacy (2025-11-25) side of the request: its session and the bridge's
+    /// bookkeeping; `None` for modern requests.
+    pub(crate) bridge: Option<Arc<Bridge>>,
 }
 
 /// The request context handed to every tool, prompt and resource handler.
@@ -188,10 +185,32 @@ impl Ctx {
         self.notify("notifications/message", params).await;
     }
 
+    /// Says that the out-of-band step of the url elicitation asked under `key` is done.
+    ///
+    /// A 2025-11-25 client gets `notifications/elicitation/complete` naming the
+    /// `elicitationId` the bridge issued for that question, and may then close its "waiting
+    /// for the browser" state. A 2026-07-28 client gets nothing: that revision has no such
+    /// notification, the client simply retries after the user consents, and the handler
+    /// checks its own records (returning its result, asking again, or
+    /// [`retry_later`](Self::retry_later)). Nothing is sent either when no url elicitation
+    /// was asked under `key` in this call.
+    ///
+    /// `key` is the ask's key: the name of the `let` it is bound to, or its `key = "…"`.
+    pub async fn complete_url_elicitation(&self, key: &str) {
+        let complete = self.inner.transport.bridge.as_ref().and_then(|bridge| bridge.url_complete(key));
+        if let Some(notification) = complete {
+            self.send(notification).await;
+        }
+    }
+
     async fn notify(&self, method: &str, params: Value) {
+        self.send(Notification { method: method.to_owned(), params }).await;
+    }
+
+    async fn send(&self, notification: Notification) {
         if let Some(notifier) = &self.inner.transport.notifier {
             // A closed channel means the client is gone; the request is being cancelled.
-            let _ = notifier.send(Outgoing::Notification(Notification { method: method.to_owned(), params })).await;
+            let _ = notifier.send(Outgoing::Notification(notification)).await;
         }
     }
 }

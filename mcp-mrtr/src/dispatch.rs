@@ -101,7 +101,7 @@ impl Server {
             .ok_or_else(|| Error::method_not_found(&request.method))?;
         let params = request.params.unwrap_or_else(|| json!({}));
         let hints = method.is_cacheable().then(|| self.cache_hints_for(&params));
-        let legacy = transport.session.is_some();
+        let legacy = transport.bridge.is_some();
         let body = match method {
             Method::Discover => Body::Complete(to_body(&DiscoverResult {
                 supported_versions: SUPPORTED_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),
@@ -188,7 +188,7 @@ impl Server {
 
     async fn read_resource(&self, call: Call<ReadResourceParams>) -> Result<Body, Error> {
         let uri = &call.params.uri;
-        let legacy = call.transport.session.is_some();
+        let legacy = call.transport.bridge.is_some();
         let (route, vars) = self
             .resources
             .iter()
@@ -318,7 +318,7 @@ impl Server {
         F: Fn(&Arc<Replay>) -> Fut,
         Fut: Future<Output = Result<T, Error>>,
     {
-        let Some(session) = &call.transport.session else {
+        let Some(bridge) = &call.transport.bridge else {
             let replay = self.open_replay(target, call)?;
             return self.run_round(target, &replay, call, round(&replay)).await;
         };
@@ -335,7 +335,7 @@ impl Server {
                             "this handler asks for input, which needs a client that accepts text/event-stream",
                         )
                     })?;
-                    let answers = crate::legacy::ask(session, outgoing, questions).await?;
+                    let answers = crate::legacy::ask(bridge, outgoing, questions, self.bridge_answer_timeout).await?;
                     replay = Arc::new(Replay::new(Some(carried), answers));
                 }
             }

@@ -59,6 +59,7 @@ mod envelope;
 mod error;
 mod form_schema;
 mod handler;
+mod inflight;
 mod legacy;
 mod private;
 pub mod protocol;

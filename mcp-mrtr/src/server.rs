@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use axum::http::HeaderMap;
 use futures_util::future::BoxFuture;
@@ -81,6 +82,7 @@ pub struct Server {
     state: Option<StateConfig>,
     principal: Option<PrincipalFn>,
     pub(crate) state_guard: Option<Arc<dyn StateGuard>>,
+    pub(crate) bridge_answer_timeout: Duration,
 }
 
 impl Server {
@@ -98,6 +100,7 @@ impl Server {
             state: None,
             principal: None,
             state_guard: None,
+            bridge_answer_timeout: crate::legacy::ANSWER_TIMEOUT,
         }
     }
 
@@ -211,6 +214,17 @@ impl Server {
     /// [`StateGuard`] backed by a store they share.
     pub fn single_use_states(mut self, guard: impl StateGuard) -> Self {
         self.state_guard = Some(Arc::new(guard));
+        self
+    }
+
+    /// How long a 2025-11-25 client has to answer the questions the bridge asks it in one
+    /// round (default 5 minutes: a person may be filling in a form). Past it, the questions
+    /// still open are withdrawn with `notifications/cancelled` and the call fails with
+    /// `-32603`, naming the question that expired. The handler is held (as a suspended
+    /// future) while it waits, so a shorter limit frees abandoned calls sooner.
+    /// 2026-07-28 clients are not affected: their rounds hold nothing on the server.
+    pub fn bridge_answer_timeout(mut self, timeout: Duration) -> Self {
+        self.bridge_answer_timeout = timeout;
         self
     }
 

@@ -6,4 +6,5 @@
 
 pub mod client;
 pub mod harness;
+pub mod legacy;
 pub mod schema;

@@ -3,71 +3,15 @@
 //! handlers modern clients reach through `input_required`. Every message is checked
 //! against the 2025-11-25 schema.
 
-use std::net::SocketAddr;
-
-use mcp_mrtr_tests::client::{self, HttpResponse, TIMEOUT};
+use mcp_mrtr_tests::client;
 use mcp_mrtr_tests::harness::{Rpc, TestServer};
-use mcp_mrtr_tests::schema;
+use mcp_mrtr_tests::legacy::Legacy;
 use serde_json::{json, Value};
-use tokio::io::AsyncReadExt;
-
-/// A legacy client with an open session.
-struct Legacy {
-    addr: SocketAddr,
-    session: String,
-}
-
-impl Legacy {
-    async fn connect(server: &TestServer, capabilities: Value) -> (Self, Value) {
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": capabilities,
-            "clientInfo": {"name": "legacy-test", "version": "1"}}});
-        let response =
-            client::send(server.addr, "POST", &[("content-type", "application/json")], init.to_string().as_bytes())
-                .await;
-        assert_eq!(response.status, 200, "{}", response.body);
-        let session = response.header("mcp-session-id").expect("a session id").to_owned();
-        assert!(session.bytes().all(|b| (0x21..=0x7e).contains(&b)), "{session}");
-        let reply = response.reply();
-        schema::assert_valid_legacy_message("initialize", &reply);
-        (Self { addr: server.addr, session }, reply["result"].clone())
-    }
-
-    fn headers<'a>(&'a self, accept: &'a str) -> Vec<(&'a str, &'a str)> {
-        vec![
-            ("content-type", "application/json"),
-            ("accept", accept),
-            ("mcp-protocol-version", "2025-11-25"),
-            ("mcp-session-id", &self.session),
-        ]
-    }
-
-    async fn send(&self, id: i64, method: &str, params: Value) -> HttpResponse {
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let response = client::send(
-            self.addr,
-            "POST",
-            &self.headers("application/json, text/event-stream"),
-            body.to_string().as_bytes(),
-        )
-        .await;
-        for message in response.messages() {
-            schema::assert_valid_legacy_message(method, &message);
-        }
-        response
-    }
-
-    async fn call(&self, id: i64, method: &str, params: Value) -> Value {
-        let response = self.send(id, method, params).await;
-        assert_eq!(response.status, 200, "{}", response.body);
-        response.reply()
-    }
-}
 
 #[tokio::test]
 async fn a_session_serves_unstamped_results_and_the_era_s_utilities() {
     let server = TestServer::everything().await;
-    let (legacy, init) = Legacy::connect(&server, json!({})).await;
+    let (legacy, init) = Legacy::connect(server.addr, json!({})).await;
     assert_eq!(init["protocolVersion"], "2025-11-25");
     assert_eq!(init["serverInfo"]["name"], "mcp-mrtr-everything");
     assert!(init["capabilities"]["tools"].is_object() && init.get("resultType").is_none());
@@ -92,7 +36,7 @@ async fn a_session_serves_unstamped_results_and_the_era_s_utilities() {
 #[tokio::test]
 async fn sessions_must_exist_and_end_on_delete() {
     let server = TestServer::everything().await;
-    let (legacy, _) = Legacy::connect(&server, json!({})).await;
+    let (legacy, _) = Legacy::connect(server.addr, json!({})).await;
     let no_session = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
     let headers = [("content-type", "application/json"), ("mcp-protocol-version", "2025-11-25")];
     let response = client::send(server.addr, "POST", &headers, no_session.to_string().as_bytes()).await;
@@ -117,54 +61,23 @@ async fn unknown_versions_are_offered_the_latest_legacy_one() {
 /// Opens a tools/call stream, answers the bridge's one request with `answer`, and
 /// returns (the request the server sent, the final reply).
 async fn bridged_call(legacy: &Legacy, tool: &str, arguments: Value, answer: Value) -> (Value, Value) {
-    let body =
-        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": tool, "arguments": arguments}});
-    let mut stream =
-        client::open(legacy.addr, &legacy.headers("application/json, text/event-stream"), body.to_string().as_bytes())
-            .await;
-    let mut seen = String::new();
+    let mut stream = legacy.open(7, "tools/call", json!({"name": tool, "arguments": arguments})).await;
     let mut request = None;
-    tokio::time::timeout(TIMEOUT, async {
-        let mut buf = [0u8; 4096];
-        loop {
-            let n = stream.read(&mut buf).await.unwrap();
-            assert!(n > 0, "the stream ended early: {seen}");
-            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
-            let messages: Vec<Value> = seen
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .filter_map(|d| serde_json::from_str(d.trim()).ok())
-                .collect();
-            for message in &messages {
-                schema::assert_valid_legacy_message("tools/call", message);
-            }
-            if request.is_none() {
-                if let Some(asked) = messages.iter().find(|m| m.get("method").is_some() && m.get("id").is_some()) {
-                    let reply = json!({"jsonrpc": "2.0", "id": asked["id"], "result": answer});
-                    let posted = client::send(
-                        legacy.addr,
-                        "POST",
-                        &legacy.headers("application/json"),
-                        reply.to_string().as_bytes(),
-                    )
-                    .await;
-                    assert_eq!(posted.status, 202);
-                    request = Some(asked.clone());
-                }
-            }
-            if let Some(done) = messages.iter().find(|m| m["id"] == 7) {
-                return (request.clone().expect("the bridge asked before answering"), done.clone());
-            }
+    while let Some(message) = stream.next().await {
+        if message.get("method").is_some() && message.get("id").is_some() && request.is_none() {
+            legacy.answer(&message, answer.clone()).await;
+            request = Some(message);
+        } else if message["id"] == 7 {
+            return (request.expect("the bridge asked before answering"), message);
         }
-    })
-    .await
-    .expect("the bridged call finished in time")
+    }
+    panic!("the stream ended without a reply");
 }
 
 #[tokio::test]
 async fn the_bridge_asks_legacy_clients_real_requests() {
     let server = TestServer::everything().await;
-    let (legacy, _) = Legacy::connect(&server, json!({"sampling": {}, "elicitation": {}})).await;
+    let (legacy, _) = Legacy::connect(server.addr, json!({"sampling": {}, "elicitation": {}})).await;
     let sampled = json!({"role": "assistant", "content": {"type": "text", "text": "Paris"}, "model": "m", "stopReason": "endTurn"});
     let (asked, done) = bridged_call(&legacy, "test_sampling", json!({"prompt": "Capital of France?"}), sampled).await;
     assert_eq!(asked["method"], "sampling/createMessage");
@@ -189,7 +102,7 @@ async fn the_bridge_asks_legacy_clients_real_requests() {
 #[tokio::test]
 async fn asking_a_client_that_cannot_stream_or_lacks_the_capability_is_an_error() {
     let server = TestServer::everything().await;
-    let (legacy, _) = Legacy::connect(&server, json!({"sampling": {}})).await;
+    let (legacy, _) = Legacy::connect(server.addr, json!({"sampling": {}})).await;
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "test_sampling", "arguments": {"prompt": "x"}}});
     let json_only =
         client::send(server.addr, "POST", &legacy.headers("application/json"), body.to_string().as_bytes()).await;
@@ -202,7 +115,7 @@ async fn asking_a_client_that_cannot_stream_or_lacks_the_capability_is_an_error(
 #[tokio::test]
 async fn session_logging_follows_set_level() {
     let server = TestServer::everything().await;
-    let (legacy, _) = Legacy::connect(&server, json!({})).await;
+    let (legacy, _) = Legacy::connect(server.addr, json!({})).await;
     let quiet = legacy.send(1, "tools/call", json!({"name": "test_tool_with_logging"})).await;
     assert_eq!(quiet.messages().len(), 1);
     legacy.call(2, "logging/setLevel", json!({"level": "debug"})).await;
@@ -214,7 +127,7 @@ async fn session_logging_follows_set_level() {
 #[tokio::test]
 async fn a_modern_request_with_a_session_header_is_modern() {
     let server = TestServer::everything().await;
-    let (legacy, _) = Legacy::connect(&server, json!({})).await;
+    let (legacy, _) = Legacy::connect(server.addr, json!({})).await;
     let modern = Rpc::new("tools/list").header("mcp-session-id", Some(&legacy.session));
     assert_eq!(server.call(&modern).await["result"]["resultType"], "complete");
 }

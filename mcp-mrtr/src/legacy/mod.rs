@@ -3,28 +3,33 @@
 //! clients, asking each round's questions as real server-to-client requests on the
 //! request's SSE stream and replaying the handler with the answers.
 //!
-//! Entry points: [`initialize`], [`utility`], [`meta`] and [`ask`]; the HTTP transport
-//! routes legacy requests here, and dispatch calls [`ask`] between rounds.
+//! Entry points: [`initialize`], [`utility`], [`meta`] and [`ask`]; the transports route
+//! legacy requests here, and dispatch calls [`ask`] between rounds. A legacy request
+//! carries its [`Bridge`], which a handler reaches through `Ctx` to complete url
+//! elicitations.
 
 mod session;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 pub(crate) use self::session::{Session, Sessions};
-use crate::context::Notifier;
 use crate::envelope::Request;
-use crate::protocol::{meta_keys, InputRequest, JsonObject, LoggingLevel, Outgoing, RequestId};
+use crate::protocol::{meta_keys, InputRequest, JsonObject, LoggingLevel, Notification, Notifier, Outgoing, RequestId};
 use crate::{Error, RequestMeta, Server};
 
 /// The newest legacy revision, offered to clients that ask for one this server does not know.
 pub(crate) const LATEST: &str = "2025-11-25";
 
-/// How long the bridge waits for a client to answer one question (a person may be
-/// filling in a form).
-const ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long the bridge waits, by default, for a client to answer a round's questions: a
+/// person may be filling in a form. `Server::bridge_answer_timeout` changes it.
+pub(crate) const ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How long the bridge waits before running a handler again that asked to be retried later.
+const RETRY_LATER_PAUSE: Duration = Duration::from_secs(1);
 
 /// Answers `initialize`: opens a session and says what the server offers.
 pub(crate) fn initialize(server: &Server, sessions: &Sessions, request: &Request) -> Result<(String, Value), Error> {
@@ -91,11 +96,24 @@ pub(crate) fn meta(session: &Session, request: &Request) -> RequestMeta {
 
 /// Asks a round's questions as real requests on the request's stream and collects the
 /// answers by key, as `inputResponses` would carry them.
+///
+/// The client has `timeout` to answer all of them; past it each question still open is
+/// withdrawn with `notifications/cancelled` (so its form or dialog can close) and the
+/// request fails with an error that names the question.
 pub(crate) async fn ask(
-    session: &Session,
+    bridge: &Bridge,
     outgoing: &Notifier,
     questions: BTreeMap<String, InputRequest>,
+    timeout: Duration,
 ) -> Result<JsonObject, Error> {
+    if questions.is_empty() {
+        // The handler asked to be run again later (`retry_later`): a 2026-07-28 client
+        // would come back on its own; here the bridge comes back after a pause, so the
+        // round cap bounds the wait instead of a busy loop.
+        tokio::time::sleep(RETRY_LATER_PAUSE).await;
+        return Ok(JsonObject::new());
+    }
+    let session = &bridge.session;
     let mut waiting = Waiting { session, asked: Vec::with_capacity(questions.len()) };
     for (key, question) in questions {
         let Value::Object(mut request) = serde_json::to_value(&question).map_err(|e| Error::internal(e.to_string()))?
@@ -106,33 +124,69 @@ pub(crate) async fn ask(
         let mut params = request.remove("params").unwrap_or_else(|| json!({}));
         let (id, answer) = session.expect_answer();
         if params["mode"] == "url" {
-            // 2025-11-25 url elicitations carry an id for `notifications/elicitation/complete`.
-            params["elicitationId"] = json!(format!("{}-{id}", session.id));
+            // 2025-11-25 url elicitations carry an id that `notifications/elicitation/complete`
+            // names later. A fresh random one: it shows up in clients' logs and UIs, so it
+            // must not reveal the session id, the session's only credential.
+            let elicitation_id = session::random_id()?;
+            params["elicitationId"] = json!(elicitation_id);
+            bridge.issued_url(&key, elicitation_id);
         }
         waiting.asked.push(Asked { key, id: id.clone(), method: method.clone(), answer: Some(answer) });
         if outgoing.send(Outgoing::Request { id, method, params }).await.is_err() {
             return Err(Error::internal("the client closed the stream before answering"));
         }
     }
+    let deadline = tokio::time::Instant::now() + timeout;
     let mut answers = JsonObject::new();
-    for Asked { key, method, answer, .. } in &mut waiting.asked {
-        let Some(answer) = answer.take() else { continue };
-        match tokio::time::timeout(ANSWER_TIMEOUT, answer).await {
+    for i in 0..waiting.asked.len() {
+        let Some(answer) = waiting.asked[i].answer.take() else { continue };
+        match tokio::time::timeout_at(deadline, answer).await {
             Ok(Ok(Ok(result))) => {
-                answers.insert(key.clone(), result);
+                answers.insert(waiting.asked[i].key.clone(), result);
             }
             Ok(Ok(Err(error))) => {
                 let message = error.get("message").and_then(Value::as_str).unwrap_or("no message");
-                return Err(Error::internal(format!("the client failed {method}: {message}")));
+                return Err(Error::internal(format!("the client failed {}: {message}", waiting.asked[i].method)));
             }
-            Ok(Err(_)) | Err(_) => return Err(Error::internal(format!("the client did not answer {method} in time"))),
+            // The session forgot the question: it ended while we waited.
+            Ok(Err(_)) => return Err(Error::internal("the session ended before the client answered")),
+            Err(_) => return Err(waiting.expire(outgoing, timeout).await),
         }
     }
     Ok(answers)
 }
 
+/// The legacy side of one request: its session, and the url elicitations the bridge has
+/// issued for it so far (by ask key), so the handler can say when one is complete.
+#[derive(Debug)]
+pub(crate) struct Bridge {
+    pub(crate) session: Arc<Session>,
+    url_elicitations: Mutex<HashMap<String, String>>,
+}
+
+impl Bridge {
+    pub(crate) fn new(session: Arc<Session>) -> Self {
+        Self { session, url_elicitations: Mutex::default() }
+    }
+
+    fn issued_url(&self, key: &str, elicitation_id: String) {
+        self.url_elicitations.lock().unwrap_or_else(PoisonError::into_inner).insert(key.to_owned(), elicitation_id);
+    }
+
+    /// `notifications/elicitation/complete` for the url elicitation asked under `key`;
+    /// `None` if the bridge never asked one under that key.
+    pub(crate) fn url_complete(&self, key: &str) -> Option<Notification> {
+        let urls = self.url_elicitations.lock().unwrap_or_else(PoisonError::into_inner);
+        let elicitation_id = urls.get(key)?;
+        Some(Notification {
+            method: "notifications/elicitation/complete".into(),
+            params: json!({ "elicitationId": elicitation_id }),
+        })
+    }
+}
+
 /// The bridge's requests of one round. However the round ends (answered, failed, or
-/// dropped because the client went away), the session stops waiting for them.
+/// dropped because the client went away or cancelled), the session stops waiting for them.
 struct Waiting<'s> {
     session: &'s Session,
     asked: Vec<Asked>,
@@ -144,6 +198,32 @@ struct Asked {
     id: RequestId,
     method: String,
     answer: Option<tokio::sync::oneshot::Receiver<Result<Value, Value>>>,
+}
+
+impl Waiting<'_> {
+    /// Withdraws the questions still open and says which one expired first.
+    async fn expire(&self, outgoing: &Notifier, timeout: Duration) -> Error {
+        let mut expired = None;
+        for asked in &self.asked {
+            if !self.session.forget(&asked.id) {
+                continue;
+            }
+            let reason = format!("no answer within {} s", timeout.as_secs());
+            let cancel = Notification {
+                method: "notifications/cancelled".into(),
+                params: json!({ "requestId": asked.id, "reason": reason }),
+            };
+            let _ = outgoing.send(Outgoing::Notification(cancel)).await;
+            expired.get_or_insert(asked);
+        }
+        let method = expired.map_or("a request", |asked| asked.method.as_str());
+        Error::internal(format!(
+            "the client did not answer {method} within {} s (the server's bridge_answer_timeout); \
+             the question expired",
+            timeout.as_secs()
+        ))
+        .with_data(json!({ "method": method, "timeoutMs": u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX) }))
+    }
 }
 
 impl Drop for Waiting<'_> {

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use crate::inflight::InFlight;
 use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel, RequestId};
 use crate::Error;
 
@@ -29,6 +30,8 @@ pub(crate) struct Session {
     pub(crate) client_info: Option<Implementation>,
     log_level: Mutex<Option<LoggingLevel>>,
     waiting: Mutex<HashMap<RequestId, oneshot::Sender<Answer>>>,
+    /// The client's requests still running, for `notifications/cancelled`.
+    pub(crate) in_flight: InFlight,
     next_id: AtomicU64,
     last_used: Mutex<Instant>,
 }
@@ -59,9 +62,9 @@ impl Session {
         }
     }
 
-    /// Stops waiting for `id` (its request was abandoned).
-    pub(crate) fn forget(&self, id: &RequestId) {
-        lock(&self.waiting).remove(id);
+    /// Stops waiting for `id` (its request was abandoned); `false` if nobody waited.
+    pub(crate) fn forget(&self, id: &RequestId) -> bool {
+        lock(&self.waiting).remove(id).is_some()
     }
 }
 
@@ -84,12 +87,13 @@ impl Sessions {
             return Err(Error::internal("too many open sessions; close one with DELETE and retry"));
         }
         let session = Arc::new(Session {
-            id: new_session_id()?,
+            id: random_id()?,
             version,
             capabilities,
             client_info,
             log_level: Mutex::new(None),
             waiting: Mutex::new(HashMap::new()),
+            in_flight: InFlight::default(),
             next_id: AtomicU64::new(1),
             last_used: Mutex::new(Instant::now()),
         });
@@ -103,15 +107,19 @@ impl Sessions {
         Some(session)
     }
 
+    /// Ends a session; its requests still running are cancelled, as if the client had
+    /// cancelled each.
     pub(crate) fn close(&self, id: &str) -> bool {
-        lock(&self.open).remove(id).is_some()
+        let Some(session) = lock(&self.open).remove(id) else { return false };
+        session.in_flight.cancel_all();
+        true
     }
 }
 
-/// 128 random bits as hex: unguessable, and visible ASCII as the header requires.
-fn new_session_id() -> Result<String, Error> {
+/// 128 random bits as hex: unguessable, and visible ASCII as the session header requires.
+pub(super) fn random_id() -> Result<String, Error> {
     let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).map_err(|e| Error::internal(format!("no randomness for a session id: {e}")))?;
+    getrandom::fill(&mut bytes).map_err(|e| Error::internal(format!("no randomness for an id: {e}")))?;
     Ok(format!("{:032x}", u128::from_be_bytes(bytes)))
 }
 

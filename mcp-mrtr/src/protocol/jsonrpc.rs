@@ -69,6 +69,10 @@ pub struct Notification {
     pub params: Value,
 }
 
+/// Where a request's outgoing messages go: its SSE stream on HTTP, the channel to stdout
+/// on stdio.
+pub(crate) type Notifier = tokio::sync::mpsc::Sender<Outgoing>;
+
 /// An outgoing JSON-RPC message, serialized with `"jsonrpc": "2.0"`.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Outgoing {

@@ -31,8 +31,8 @@ pub use input_required::{
     CreateMessageParams, CreateMessageResult, ElicitAction, ElicitParams, ElicitResult, InputRequest,
     InputRequiredResult, ListRootsResult, ModelHint, ModelPreferences, Root, SamplingMessage, ToolChoice,
 };
-pub(crate) use jsonrpc::Outgoing;
 pub use jsonrpc::{ErrorObject, Notification, RequestId};
+pub(crate) use jsonrpc::{Notifier, Outgoing};
 pub use prompts::{GetPromptParams, GetPromptResult, ListPromptsResult, Prompt, PromptArgument, PromptMessage};
 pub use resources::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams, ReadResourceResult, Resource,

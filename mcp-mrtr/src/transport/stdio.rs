@@ -3,18 +3,18 @@
 //! `notifications/cancelled`. A client that starts with `initialize` gets a legacy
 //! (2025-11-25) session, and the bridge's requests go out on stdout too.
 
-use std::collections::HashMap;
 use std::io;
 use std::sync::Arc;
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
-use tokio::task::{AbortHandle, JoinSet};
+use tokio::task::JoinSet;
 
 use super::{error_message, read_message};
 use crate::context::Transport;
 use crate::envelope::{check_version, classify, Era, Incoming, Request, RequestMeta};
-use crate::legacy::{self, Session, Sessions};
+use crate::inflight::InFlight;
+use crate::legacy::{self, Bridge, Session, Sessions};
 use crate::protocol::{Outgoing, RequestId};
 use crate::{Error, Server};
 
@@ -42,7 +42,7 @@ impl Server {
             server: Arc::new(self),
             out: out_tx,
             tasks: JoinSet::new(),
-            running: HashMap::new(),
+            in_flight: InFlight::default(),
             sessions: Sessions::default(),
             legacy: None,
         };
@@ -60,7 +60,9 @@ struct StdioSession {
     server: Arc<Server>,
     out: mpsc::Sender<Outgoing>,
     tasks: JoinSet<()>,
-    running: HashMap<RequestId, AbortHandle>,
+    /// Requests still running, for `notifications/cancelled`: modern and legacy alike,
+    /// since a stdio connection is one client.
+    in_flight: InFlight,
     /// The legacy (2025-11-25) session, once the client sent `initialize`.
     sessions: Sessions,
     legacy: Option<Arc<Session>>,
@@ -103,27 +105,30 @@ impl StdioSession {
             Err(error) => return self.send(error_message(Some(request.id), &error)).await,
         };
         let (server, out, id) = (self.server.clone(), self.out.clone(), request.id.clone());
-        let handle = self.tasks.spawn(async move {
-            let (note_tx, mut note_rx) = mpsc::channel(16);
-            let transport = Transport { notifier: Some(note_tx), headers: None, session };
-            let reply = server.handle(request, *meta, transport);
+        let bridge = session.map(|session| Arc::new(Bridge::new(session)));
+        let (note_tx, mut note_rx) = mpsc::channel(16);
+        let transport = Transport { notifier: Some(note_tx), headers: None, bridge };
+        // Reap finished requests, so a long connection does not collect them.
+        while self.tasks.try_join_next().is_some() {}
+        let reply = self.in_flight.track(id, async move { server.handle(request, *meta, transport).await });
+        self.tasks.spawn(async move {
             tokio::pin!(reply);
             // Forward the request's notifications (and the bridge's requests) until its
             // reply is ready.
             let reply = loop {
                 tokio::select! {
                     biased;
-                    Some(note) = note_rx.recv() => { let _ = out.send(note).await; }
                     reply = &mut reply => break reply,
+                    Some(note) = note_rx.recv() => { let _ = out.send(note).await; }
                 }
             };
+            // A cancelled request sends nothing more, not even what it had queued.
+            let Some(reply) = reply else { return };
             while let Ok(note) = note_rx.try_recv() {
                 let _ = out.send(note).await;
             }
             let _ = out.send(reply.to_outgoing()).await;
         });
-        self.running.retain(|_, task| !task.is_finished());
-        self.running.insert(id, handle);
     }
 
     /// Checks what a stdio request can be checked for. There are no headers: a modern
@@ -148,14 +153,15 @@ impl StdioSession {
         Ok(Opened::Dispatch(Box::new(legacy::meta(&session, request)), Some(session)))
     }
 
-    /// `notifications/cancelled` stops the named request; it then answers nothing.
+    /// `notifications/cancelled` stops the named request; it then answers nothing. A
+    /// cancellation of an unknown or finished request is ignored.
     fn on_notification(&mut self, method: &str, params: Option<&serde_json::Value>) {
         if method != "notifications/cancelled" {
             return;
         }
         let id = params.and_then(|p| p.get("requestId")).and_then(RequestId::from_value);
-        if let Some(task) = id.and_then(|id| self.running.remove(&id)) {
-            task.abort();
+        if !id.is_some_and(|id| self.in_flight.cancel(&id)) {
+            tracing::debug!("a cancellation for no running request (unknown, or already answered)");
         }
     }
 

@@ -8,9 +8,9 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use super::sse::json_response;
+use super::sse::{error_response, json_response};
 use super::{error_message, headers, method_not_allowed, serve_request, Endpoint};
-use crate::envelope::Request;
+use crate::envelope::{Era, Request};
 use crate::legacy::{self, Session};
 use crate::protocol::{Outgoing, RequestId};
 use crate::Error;
@@ -26,7 +26,7 @@ pub(super) async fn serve(endpoint: &Endpoint, headers: &HeaderMap, request: Req
                 }
                 response
             }
-            Err(error) => json_response(error.http_status(), &error_message(Some(request.id), &error)),
+            Err(error) => error_response(Era::Legacy, Some(request.id), &error),
         };
     }
     let session = match session_of(endpoint, headers) {
@@ -36,11 +36,28 @@ pub(super) async fn serve(endpoint: &Endpoint, headers: &HeaderMap, request: Req
     if let Some(outcome) = legacy::utility(&session, &request) {
         return match outcome {
             Ok(result) => json_response(200, &Outgoing::Result { id: request.id, result }),
-            Err(error) => json_response(error.http_status(), &error_message(Some(request.id), &error)),
+            Err(error) => error_response(Era::Legacy, Some(request.id), &error),
         };
     }
     let meta = legacy::meta(&session, &request);
     serve_request(endpoint.server.clone(), headers, request, meta, Some(session)).await
+}
+
+/// A notification on a session: `notifications/cancelled` stops the request it names
+/// (which then sends nothing more); a cancellation of an unknown or finished request, and
+/// every other notification (`initialized`, `roots/list_changed`), is accepted and ignored.
+pub(super) fn notification(endpoint: &Endpoint, headers: &HeaderMap, method: &str, params: Option<&Value>) -> Response {
+    let session = match session_of(endpoint, headers) {
+        Ok(session) => session,
+        Err((status, error)) => return json_response(status, &error_message(None, &error)),
+    };
+    if method == "notifications/cancelled" {
+        let id = params.and_then(|p| p.get("requestId")).and_then(RequestId::from_value);
+        if !id.is_some_and(|id| session.in_flight.cancel(&id)) {
+            tracing::debug!("a cancellation for no running request (unknown, or already answered)");
+        }
+    }
+    StatusCode::ACCEPTED.into_response()
 }
 
 /// A client's answer to one of the bridge's requests.

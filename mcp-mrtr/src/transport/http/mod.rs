@@ -8,6 +8,7 @@ mod guard;
 mod headers;
 mod legacy;
 mod sse;
+mod status;
 
 use std::io;
 use std::net::SocketAddr;
@@ -18,14 +19,16 @@ use axum::extract::{Request as HttpRequest, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
+use futures_util::FutureExt;
 use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio::sync::mpsc;
 
 use self::guard::HostPolicy;
-use self::sse::{json_response, respond};
+use self::sse::{error_response, json_response, respond};
 use super::{error_message, read_message};
 use crate::context::Transport;
 use crate::envelope::{classify, Era, Incoming, Request, RequestMeta};
+use crate::legacy::Bridge;
 use crate::{Error, Server};
 
 /// How the HTTP endpoint is mounted and guarded.
@@ -134,28 +137,36 @@ async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response {
     };
     let headers = &parts.headers;
     match read_message(&bytes) {
+        // Malformed bodies are 400 in both eras.
         Err((id, error)) => json_response(error.http_status(), &error_message(id, &error)),
-        // The only core client notification is stdio's `notifications/cancelled`; on HTTP
-        // closing the stream cancels. Accept and ignore (legacy `initialized` too).
+        // A legacy session's notifications (`notifications/cancelled` among them) go to
+        // the session. A 2026-07-28 client has no notification for the server on HTTP:
+        // it cancels by closing the stream, so anything else is accepted and ignored.
+        Ok(Incoming::Notification { method, params }) if headers.contains_key(headers::SESSION_ID) => {
+            legacy::notification(endpoint, headers, &method, params.as_ref())
+        }
         Ok(Incoming::Notification { .. }) => StatusCode::ACCEPTED.into_response(),
         Ok(Incoming::Response { id, outcome }) => legacy::deliver(endpoint, headers, &id, outcome),
         Ok(Incoming::Request(request)) => {
             let header_version = headers::header(headers, headers::PROTOCOL_VERSION);
             match classify(&request, header_version, headers.contains_key(headers::SESSION_ID)) {
                 Era::Modern => match open_envelope(headers, &request) {
-                    Err(error) => json_response(error.http_status(), &error_message(Some(request.id), &error)),
+                    Err(error) => error_response(Era::Modern, Some(request.id), &error),
                     Ok(meta) => serve_request(endpoint.server.clone(), headers, request, meta, None).await,
                 },
                 Era::Legacy => legacy::serve(endpoint, headers, request).await,
                 Era::Unknown => {
                     let error = Error::header_mismatch("missing MCP-Protocol-Version header");
-                    json_response(error.http_status(), &error_message(Some(request.id), &error))
+                    error_response(Era::Unknown, Some(request.id), &error)
                 }
             }
         }
     }
 }
 
+/// Runs a request through dispatch and answers it: a modern one as it stands, a legacy
+/// one (with its session) as a request of that session that `notifications/cancelled`
+/// can stop.
 async fn serve_request(
     server: Arc<Server>,
     headers: &HeaderMap,
@@ -166,8 +177,14 @@ async fn serve_request(
     let (tx, rx) = mpsc::channel(32);
     // A client that cannot read SSE gets JSON, and so no notifications.
     let notifier = accepts_event_stream(headers).then_some(tx);
-    let transport = Transport { notifier, headers: Some(headers.clone()), session };
-    respond(Box::pin(async move { server.handle(request, meta, transport).await }), rx).await
+    let bridge = session.as_ref().map(|session| Arc::new(Bridge::new(session.clone())));
+    let transport = Transport { notifier, headers: Some(headers.clone()), bridge };
+    let id = request.id.clone();
+    let reply = async move { server.handle(request, meta, transport).await };
+    match session {
+        None => respond(Era::Modern, Box::pin(reply.map(Some)), rx).await,
+        Some(session) => respond(Era::Legacy, Box::pin(session.in_flight.track(id, reply)), rx).await,
+    }
 }
 
 /// Validates a modern request's envelope and MCP headers.

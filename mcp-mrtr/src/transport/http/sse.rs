@@ -16,27 +16,48 @@ use futures_util::future::BoxFuture;
 use futures_util::Stream;
 use tokio::sync::mpsc;
 
+use super::status;
 use crate::dispatch::Reply;
-use crate::protocol::Outgoing;
+use crate::envelope::Era;
+use crate::protocol::{Outgoing, RequestId};
+use crate::transport::error_message;
+use crate::Error;
 
 /// Answers with JSON if the reply is ready before any notification, else with SSE.
-pub(super) async fn respond(mut reply: BoxFuture<'static, Reply>, mut notes: mpsc::Receiver<Outgoing>) -> Response {
+///
+/// `reply` resolves to `None` when the request was cancelled (`notifications/cancelled`
+/// on a legacy session): nothing more is sent for it, and its stream ends.
+pub(super) async fn respond(
+    era: Era,
+    mut reply: BoxFuture<'static, Option<Reply>>,
+    mut notes: mpsc::Receiver<Outgoing>,
+) -> Response {
     tokio::select! {
         biased;
-        reply = &mut reply => {
-            let early: Vec<_> = std::iter::from_fn(|| notes.try_recv().ok()).collect();
-            if early.is_empty() {
-                return json_reply(&reply);
+        reply = &mut reply => match reply {
+            None => sse(SseReply { notes, reply: None, last: None, early: Vec::new(), ended: true }),
+            Some(reply) => {
+                let early: Vec<_> = std::iter::from_fn(|| notes.try_recv().ok()).collect();
+                if early.is_empty() {
+                    return json_reply(era, &reply);
+                }
+                sse(SseReply { notes, reply: None, last: Some(reply), early, ended: false })
             }
-            sse(SseReply { notes, reply: None, last: Some(reply), early })
+        },
+        Some(first) = notes.recv() => {
+            sse(SseReply { notes, reply: Some(reply), last: None, early: vec![first], ended: false })
         }
-        Some(first) = notes.recv() => sse(SseReply { notes, reply: Some(reply), last: None, early: vec![first] }),
     }
 }
 
-pub(super) fn json_reply(reply: &Reply) -> Response {
-    let status = reply.outcome.as_ref().err().map_or(200, crate::Error::http_status);
+pub(super) fn json_reply(era: Era, reply: &Reply) -> Response {
+    let status = reply.outcome.as_ref().err().map_or(200, |error| status::of_error(era, error));
     json_response(status, &reply.to_outgoing())
+}
+
+/// A JSON-RPC error as the whole body, on the status its era gives it.
+pub(super) fn error_response(era: Era, id: Option<RequestId>, error: &Error) -> Response {
+    json_response(status::of_error(era, error), &error_message(id, error))
 }
 
 pub(super) fn json_response(status: u16, message: &Outgoing) -> Response {
@@ -56,10 +77,12 @@ fn sse(stream: SseReply) -> Response {
 /// The SSE body: notifications as they come, then the reply, then the end.
 struct SseReply {
     notes: mpsc::Receiver<Outgoing>,
-    reply: Option<BoxFuture<'static, Reply>>,
+    reply: Option<BoxFuture<'static, Option<Reply>>>,
     last: Option<Reply>,
     /// Notifications already taken off the channel, sent first.
     early: Vec<Outgoing>,
+    /// The reply went out, or the request was cancelled: nothing follows.
+    ended: bool,
 }
 
 impl Stream for SseReply {
@@ -67,22 +90,33 @@ impl Stream for SseReply {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
+        if this.ended {
+            return Poll::Ready(None);
+        }
         if !this.early.is_empty() {
             return Poll::Ready(Some(Ok(event(&this.early.remove(0)))));
         }
-        loop {
-            if let Poll::Ready(Some(note)) = this.notes.poll_recv(cx) {
-                return Poll::Ready(Some(Ok(event(&note))));
-            }
-            if let Some(reply) = this.reply.as_mut() {
-                // Once the reply is ready, loop once more to flush notifications sent
-                // just before it: nothing may follow the reply.
-                this.last = Some(std::task::ready!(reply.as_mut().poll(cx)));
+        // The reply first: a request cancelled meanwhile must send nothing more, not
+        // even what its handler had queued.
+        if let Some(reply) = this.reply.as_mut() {
+            if let Poll::Ready(reply) = reply.as_mut().poll(cx) {
                 this.reply = None;
-                continue;
+                if reply.is_none() {
+                    this.ended = true;
+                    return Poll::Ready(None);
+                }
+                this.last = reply;
             }
-            return Poll::Ready(this.last.take().map(|reply| Ok(event(&reply.to_outgoing()))));
         }
+        if let Poll::Ready(Some(note)) = this.notes.poll_recv(cx) {
+            return Poll::Ready(Some(Ok(event(&note))));
+        }
+        if this.reply.is_some() {
+            return Poll::Pending;
+        }
+        // Nothing may follow the reply: it goes once every notification sent before it has.
+        this.ended = true;
+        Poll::Ready(this.last.take().map(|reply| Ok(event(&reply.to_outgoing()))))
     }
 }
 

@@ -1,0 +1,29 @@
+//! The HTTP status a JSON-RPC error travels on, decided here from the request's era and
+//! nowhere else.
+//!
+//! The two revisions disagree on what a status means:
+//!
+//! | error | 2026-07-28 | 2025-11-25 session |
+//! |---|---|---|
+//! | unknown method (`-32601`) | 404 | 200: a 404 would tell the client its session is gone |
+//! | header, capability, version errors | 400 | 200: a 4xx body is not read as a JSON-RPC response |
+//! | other errors to a request | 200 | 200 |
+//! | once a request's SSE stream is open | in the stream (200) | in the stream (200) |
+//!
+//! Statuses that are about the transport rather than a request's answer are the same in
+//! both eras and are set where they arise: 403 (host/origin), 413 (body size), 400 (a
+//! body that is not JSON-RPC, a missing session header), 404 (an unknown or ended session),
+//! 405 (a method other than POST without a session).
+
+use crate::envelope::Era;
+use crate::Error;
+
+/// The status of a JSON-RPC error answering a request of `era`, sent as the whole body.
+pub(super) fn of_error(era: Era, error: &Error) -> u16 {
+    match era {
+        Era::Modern | Era::Unknown => error.http_status(),
+        // 2025-11-25 answers a request with a JSON-RPC response, error or not; the HTTP
+        // status says only whether the transport (and the session) worked.
+        Era::Legacy => 200,
+    }
+}

@@ -1,0 +1,149 @@
+//! A 2025-11-25 client over real HTTP: `initialize`, then requests on its session, with
+//! an SSE reader for the bridge's requests. Every message it reads is checked against the
+//! 2025-11-25 schema.
+
+use std::net::SocketAddr;
+
+use serde_json::{json, Value};
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpStream;
+
+use crate::client::{self, HttpResponse, TIMEOUT};
+use crate::schema;
+
+/// A legacy client with an open session.
+pub struct Legacy {
+    /// The server's address.
+    pub addr: SocketAddr,
+    /// The `Mcp-Session-Id` the server issued.
+    pub session: String,
+}
+
+impl Legacy {
+    /// Initializes a session declaring `capabilities`; returns the client and the
+    /// `initialize` result.
+    pub async fn connect(addr: SocketAddr, capabilities: Value) -> (Self, Value) {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": capabilities,
+            "clientInfo": {"name": "legacy-test", "version": "1"}}});
+        let response =
+            client::send(addr, "POST", &[("content-type", "application/json")], init.to_string().as_bytes()).await;
+        assert_eq!(response.status, 200, "{}", response.body);
+        let session = response.header("mcp-session-id").expect("a session id").to_owned();
+        assert!(session.bytes().all(|b| (0x21..=0x7e).contains(&b)), "{session}");
+        let reply = response.reply();
+        schema::assert_valid_legacy_message("initialize", &reply);
+        (Self { addr, session }, reply["result"].clone())
+    }
+
+    /// The headers of a request on this session.
+    pub fn headers<'a>(&'a self, accept: &'a str) -> Vec<(&'a str, &'a str)> {
+        vec![
+            ("content-type", "application/json"),
+            ("accept", accept),
+            ("mcp-protocol-version", "2025-11-25"),
+            ("mcp-session-id", &self.session),
+        ]
+    }
+
+    /// Sends a request accepting JSON and SSE, and reads the whole answer.
+    pub async fn send(&self, id: i64, method: &str, params: Value) -> HttpResponse {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let response = client::send(
+            self.addr,
+            "POST",
+            &self.headers("application/json, text/event-stream"),
+            body.to_string().as_bytes(),
+        )
+        .await;
+        for message in response.messages() {
+            schema::assert_valid_legacy_message(method, &message);
+        }
+        response
+    }
+
+    /// Sends a request, expects HTTP 200, and returns the JSON-RPC reply.
+    pub async fn call(&self, id: i64, method: &str, params: Value) -> Value {
+        let response = self.send(id, method, params).await;
+        assert_eq!(response.status, 200, "{}", response.body);
+        response.reply()
+    }
+
+    /// POSTs a notification or a response (an answer to the bridge) on the session.
+    pub async fn post(&self, message: &Value) -> HttpResponse {
+        client::send(self.addr, "POST", &self.headers("application/json"), message.to_string().as_bytes()).await
+    }
+
+    /// POSTs `notifications/cancelled` for request `id`.
+    pub async fn cancel(&self, id: i64) -> HttpResponse {
+        self.post(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": id, "reason": "timed out"}}))
+            .await
+    }
+
+    /// Answers the bridge's request `asked` with `result`; expects 202.
+    pub async fn answer(&self, asked: &Value, result: Value) {
+        let posted = self.post(&json!({"jsonrpc": "2.0", "id": asked["id"], "result": result})).await;
+        assert_eq!(posted.status, 202, "{}", posted.body);
+    }
+
+    /// Opens a request's SSE stream, to read its messages one by one.
+    pub async fn open(&self, id: i64, method: &str, params: Value) -> Stream {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let accept = "application/json, text/event-stream";
+        let socket = client::open(self.addr, &self.headers(accept), body.to_string().as_bytes()).await;
+        Stream { socket, method: method.to_owned(), seen: String::new(), read: 0 }
+    }
+}
+
+/// The SSE answer to one request, read as it arrives.
+pub struct Stream {
+    socket: TcpStream,
+    method: String,
+    /// Everything received so far (chunk-size lines included: they are not `data:` lines).
+    seen: String,
+    /// How much of `seen` has been handed out.
+    read: usize,
+}
+
+impl Stream {
+    /// The next JSON-RPC message, or `None` once the server ended the stream.
+    pub async fn next(&mut self) -> Option<Value> {
+        tokio::time::timeout(TIMEOUT, async {
+            let mut buf = [0u8; 4096];
+            loop {
+                if let Some(message) = self.take_line() {
+                    schema::assert_valid_legacy_message(&self.method, &message);
+                    return Some(message);
+                }
+                let n = self.socket.read(&mut buf).await.unwrap_or(0);
+                if n == 0 {
+                    return None;
+                }
+                self.seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        })
+        .await
+        .expect("the stream said something, or ended, in time")
+    }
+
+    /// Every message until the stream ends.
+    pub async fn rest(&mut self) -> Vec<Value> {
+        let mut messages = Vec::new();
+        while let Some(message) = self.next().await {
+            messages.push(message);
+        }
+        messages
+    }
+
+    fn take_line(&mut self) -> Option<Value> {
+        while let Some(end) = self.seen[self.read..].find('\n') {
+            let line = &self.seen[self.read..self.read + end];
+            self.read += end + 1;
+            if let Some(data) = line.strip_prefix("data:") {
+                return Some(serde_json::from_str(data.trim()).expect("SSE data is one line of JSON"));
+            }
+        }
+        None
+    }
+}
