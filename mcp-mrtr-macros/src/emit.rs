@@ -141,6 +141,13 @@ fn emit(handler: &Handler, runtime: &Path, ctx: &Ident, form_types: &[syn::Type]
             quote!(let #pat: #runtime::Ctx = ::core::clone::Clone::clone(&#ctx);)
         }
     });
+    // Resolved before the body runs, spanned at the parameter's type so a type that
+    // cannot be resolved is reported there.
+    let resolved = handler.resolved.iter().map(|p| {
+        let (pat, ty) = (&p.pat, &p.ty);
+        quote_spanned!(syn::spanned::Spanned::span(ty)=>
+            let #pat: #ty = <#ty as #runtime::extract::FromCtx>::from_ctx(&#ctx)?;)
+    });
     let args_ident = format_ident!("__McpArgs", span = Span::mixed_site());
     let route = route(handler, runtime, &args_ident);
     let handler_name = ident.to_string();
@@ -162,6 +169,7 @@ fn emit(handler: &Handler, runtime: &Path, ctx: &Ident, form_types: &[syn::Type]
 
             #(#other_attrs)*
             async fn __mcp_handler(#ctx: #runtime::Ctx, #args_ident { #(#bindings,)* }: #args_ident) #output {
+                #(#resolved)*
                 #ctx_binding
                 #body
             }
@@ -200,7 +208,13 @@ fn route(handler: &Handler, runtime: &Path, args: &Ident) -> TokenStream {
     // Attaching the handler is where its result type must implement `Into*Result`: span
     // that code with the type, so a type that cannot be returned is reported there.
     let result = model::result_type(&handler.output).map_or_else(Span::call_site, syn::spanned::Spanned::span);
-    let attach = quote_spanned!(result=> .handler(__mcp_handler));
+    let needs: Vec<TokenStream> = handler
+        .resolved
+        .iter()
+        .filter_map(|p| p.state.as_ref())
+        .map(|ty| quote_spanned!(syn::spanned::Spanned::span(ty)=> .requires_state::<#ty>()))
+        .collect();
+    let attach = quote_spanned!(result=> .handler(__mcp_handler) #(#needs)*);
     match handler.kind {
         Kind::Tool => {
             let hints = args_attr.hints.iter().map(ToString::to_string);
@@ -222,7 +236,7 @@ fn route(handler: &Handler, runtime: &Path, args: &Ident) -> TokenStream {
         Kind::Resource => {
             let uri = args_attr.uri.clone().unwrap_or_else(|| LitStr::new("", Span::call_site()));
             let mime = option(args_attr.mime_type.as_ref());
-            quote_spanned!(result=> #private::resource::<#args, _, _, _>(#uri, #name, #description, #title, #mime, __mcp_handler))
+            quote_spanned!(result=> #private::resource::<#args, _, _, _>(#uri, #name, #description, #title, #mime, __mcp_handler) #(#needs)*)
         }
     }
 }

@@ -32,6 +32,15 @@ pub(crate) struct Param {
     pub(crate) ty: Type,
 }
 
+/// A parameter the runtime resolves from the server and the request (`State<T>`,
+/// `Extension<T>`, `Caller`, or an `Option` of the last two), not an argument.
+pub(crate) struct ResolvedParam {
+    pub(crate) pat: Pat,
+    pub(crate) ty: Type,
+    /// `T` of `State<T>`: state the server must be given.
+    pub(crate) state: Option<Type>,
+}
+
 /// The parameter that receives the request context, if the handler declares one.
 pub(crate) struct CtxParam {
     pub(crate) pat: Pat,
@@ -47,6 +56,7 @@ pub(crate) struct Handler {
     pub(crate) docs: Vec<Attribute>,
     pub(crate) other_attrs: Vec<Attribute>,
     pub(crate) ctx: Option<CtxParam>,
+    pub(crate) resolved: Vec<ResolvedParam>,
     pub(crate) params: Vec<Param>,
     pub(crate) output: ReturnType,
     pub(crate) body: Block,
@@ -75,6 +85,7 @@ impl Handler {
         }
         let (docs, other_attrs) = item.attrs.into_iter().partition(|a| a.path().is_ident("doc"));
         let mut ctx = None;
+        let mut resolved = Vec::new();
         let mut params = Vec::new();
         for input in &sig.inputs {
             match input {
@@ -91,6 +102,10 @@ impl Handler {
                             first.pat.to_token_stream()
                         ),
                     )),
+                    (None, _) if is_resolved(&typed.ty) => match resolved_param(typed) {
+                        Ok(param) => resolved.push(param),
+                        Err(error) => errors.push(error),
+                    },
                     (None, _) => match &*typed.pat {
                         Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => params.push(Param {
                             attrs: typed.attrs.clone(),
@@ -114,11 +129,47 @@ impl Handler {
             docs,
             other_attrs,
             ctx,
+            resolved,
             params,
             output: item.sig.output.clone(),
             body: *item.block,
         }
     }
+}
+
+/// The types the runtime resolves from the request (by the last segment of their path).
+const RESOLVED: &[&str] = &["State", "Extension", "Caller"];
+
+fn last_ident(ty: &Type) -> Option<&Ident> {
+    match ty {
+        Type::Path(path) if path.qself.is_none() => Some(&path.path.segments.last()?.ident),
+        _ => None,
+    }
+}
+
+/// Whether `ty` is one of [`RESOLVED`], or an `Option` of one.
+fn is_resolved(ty: &Type) -> bool {
+    let ty = option_inner(ty).unwrap_or(ty);
+    last_ident(ty).is_some_and(|ident| RESOLVED.iter().any(|name| ident == name))
+}
+
+fn resolved_param(typed: &syn::PatType) -> syn::Result<ResolvedParam> {
+    let ty = (*typed.ty).clone();
+    if let Some(inner) = option_inner(&ty).filter(|inner| last_ident(inner).is_some_and(|i| i == "State")) {
+        return Err(syn::Error::new_spanned(
+            inner,
+            "state is always there or the server refuses to start: take `State<T>`, not an `Option`",
+        ));
+    }
+    let state = (last_ident(&ty).is_some_and(|i| i == "State")).then(|| generic_arg(&ty, "State").cloned());
+    let state = match state {
+        None => None,
+        Some(Some(inner)) => Some(inner),
+        Some(None) => {
+            return Err(syn::Error::new_spanned(&ty, "`State` needs the type of the state: `State(db): State<Db>`"))
+        }
+    };
+    Ok(ResolvedParam { pat: (*typed.pat).clone(), ty, state })
 }
 
 /// `Some(by_ref)` when `ty` is `Ctx` or `&Ctx` (any path ending in `Ctx`).

@@ -7,17 +7,18 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
-use axum::http::HeaderMap;
+use axum::http::{Extensions, HeaderMap};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::ask::Question;
 use crate::envelope::RequestMeta;
+use crate::extract::AppState;
 use crate::legacy::Bridge;
 use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel, Notification, Notifier, Outgoing, RequestId};
 use crate::replay::Replay;
-use crate::{Capability, Error};
+use crate::{Caller, Capability, Error};
 
 /// What the transport knows about a request besides its JSON.
 #[derive(Clone, Debug, Default)]
@@ -25,10 +26,20 @@ pub(crate) struct Transport {
     /// Where notifications go; `None` when the client cannot receive them.
     pub(crate) notifier: Option<Notifier>,
     /// The HTTP request headers (none on stdio).
-    pub(crate) headers: Option<HeaderMap>,
+    pub(crate) headers: Option<Arc<HeaderMap>>,
+    /// What the application attached to the request: HTTP middleware's extensions (the
+    /// authenticated [`Caller`] among them), or a test's.
+    pub(crate) extensions: Arc<Extensions>,
     /// The legacy (2025-11-25) side of the request: its session and the bridge's
     /// bookkeeping; `None` for modern requests.
     pub(crate) bridge: Option<Arc<Bridge>>,
+}
+
+impl Transport {
+    /// The authenticated caller, as the HTTP layer (or a test) attached it.
+    pub(crate) fn caller(&self) -> Option<&Caller> {
+        self.extensions.get::<Caller>()
+    }
 }
 
 /// The request context handed to every tool, prompt and resource handler.
@@ -49,6 +60,7 @@ struct CtxInner {
     logging: bool,
     last_progress: Mutex<Option<f64>>,
     replay: Arc<Replay>,
+    app: AppState,
 }
 
 impl Ctx {
@@ -58,8 +70,9 @@ impl Ctx {
         transport: Transport,
         logging: bool,
         replay: Arc<Replay>,
+        app: AppState,
     ) -> Self {
-        let inner = CtxInner { id, meta, transport, logging, last_progress: Mutex::new(None), replay };
+        let inner = CtxInner { id, meta, transport, logging, last_progress: Mutex::new(None), replay, app };
         Self { inner: Arc::new(inner) }
     }
 
@@ -141,9 +154,26 @@ impl Ctx {
         self.inner.meta.client_info.as_ref()
     }
 
-    /// The HTTP headers of the request (`None` on stdio): for authentication, say.
+    /// The HTTP headers of the request (`None` on stdio).
     pub fn http_headers(&self) -> Option<&HeaderMap> {
-        self.inner.transport.headers.as_ref()
+        self.inner.transport.headers.as_deref()
+    }
+
+    /// The authenticated caller, when an authentication layer established one.
+    pub fn caller(&self) -> Option<&Caller> {
+        self.inner.transport.caller()
+    }
+
+    /// A value the application's HTTP middleware attached to the request (`None` on
+    /// stdio, or when no middleware set one of type `T`).
+    pub fn extension<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.inner.transport.extensions.get::<T>()
+    }
+
+    /// The application state of type `T` the server was given with
+    /// [`Server::with_state`](crate::Server::with_state).
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        self.inner.app.get::<T>()
     }
 
     /// Reports progress, if the request asked for it (`_meta.progressToken`).

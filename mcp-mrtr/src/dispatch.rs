@@ -136,7 +136,7 @@ impl Server {
             Method::ResourcesRead => self.read_resource(self.call(id, &params, meta, transport)?).await?,
             Method::Complete => {
                 let replay = Arc::new(Replay::disabled());
-                let ctx = Ctx::new(id, meta.clone(), transport, self.logging, replay.clone());
+                let ctx = Ctx::new(id, meta.clone(), transport, self.logging, replay.clone(), self.app.clone());
                 let run = self.complete(ctx, parse_params(params)?);
                 match replay::drive(&replay, &meta.client_capabilities, run).await? {
                     Outcome::Complete(completion) => {
@@ -222,7 +222,14 @@ impl Server {
     }
 
     fn ctx<P>(&self, call: &Call<P>, replay: &Arc<Replay>) -> Ctx {
-        Ctx::new(call.id.clone(), call.meta.clone(), call.transport.clone(), self.logging, replay.clone())
+        Ctx::new(
+            call.id.clone(),
+            call.meta.clone(),
+            call.transport.clone(),
+            self.logging,
+            replay.clone(),
+            self.app.clone(),
+        )
     }
 
     fn serves(&self, method: Method) -> bool {

@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::extract::StateNeed;
 use crate::protocol::{
     CallToolResult, ContentBlock, GetPromptResult, JsonObject, Prompt, PromptMessage, ReadResourceResult, Resource,
     ResourceContents, ResourceTemplate, Tool,
@@ -26,6 +27,7 @@ type HandlerFn<I, O> = Arc<dyn Fn(Ctx, I) -> BoxFuture<'static, Result<O, ToolEr
 pub struct ToolRoute {
     pub(crate) tool: Tool,
     pub(crate) call: HandlerFn<JsonObject, CallToolResult>,
+    pub(crate) needs: Vec<StateNeed>,
 }
 
 /// A prompt and the function that renders it. Register it with
@@ -34,6 +36,7 @@ pub struct ToolRoute {
 pub struct PromptRoute {
     pub(crate) prompt: Prompt,
     pub(crate) get: HandlerFn<JsonObject, GetPromptResult>,
+    pub(crate) needs: Vec<StateNeed>,
 }
 
 /// A resource, or a resource template, and the function that reads it. Register it with
@@ -42,7 +45,24 @@ pub struct PromptRoute {
 pub struct ResourceRoute {
     pub(crate) kind: ResourceKind,
     pub(crate) read: HandlerFn<JsonObject, ReadResourceResult>,
+    pub(crate) needs: Vec<StateNeed>,
 }
+
+macro_rules! requires_state {
+    ($($route:ty),*) => {$(
+        impl $route {
+            /// Declares that the handler reads `State<T>`, so a server never given a `T`
+            /// refuses to start serving instead of failing calls. The macros declare it
+            /// for every `State<T>` parameter.
+            pub fn requires_state<T: 'static>(mut self) -> Self {
+                self.needs.push(StateNeed::of::<T>());
+                self
+            }
+        }
+    )*};
+}
+
+requires_state!(ToolRoute, PromptRoute, ResourceRoute);
 
 #[derive(Clone)]
 pub(crate) enum ResourceKind {
@@ -68,7 +88,7 @@ impl Tool {
             let fut = parsed.map(|args| f(ctx, args));
             Box::pin(async move { Ok(fut?.await?.into_tool_result()) })
         });
-        ToolRoute { tool: self, call }
+        ToolRoute { tool: self, call, needs: Vec::new() }
     }
 }
 
@@ -89,7 +109,7 @@ impl Prompt {
             let fut = decode_args::<A>(args, "prompt", &name).map(|args| f(ctx, args));
             Box::pin(async move { Ok(fut?.await?.into_prompt_result()) })
         });
-        PromptRoute { prompt: self, get }
+        PromptRoute { prompt: self, get, needs: Vec::new() }
     }
 }
 
@@ -105,7 +125,7 @@ impl Resource {
             let fut = f(ctx);
             Box::pin(async move { Ok(fut.await?.into_resource_result()) })
         });
-        ResourceRoute { kind: ResourceKind::Static(self), read }
+        ResourceRoute { kind: ResourceKind::Static(self), read, needs: Vec::new() }
     }
 }
 
@@ -132,7 +152,7 @@ impl ResourceTemplate {
             let fut = decode_args::<A>(vars, "resource template", &name).map(|vars| f(ctx, vars));
             Box::pin(async move { Ok(fut?.await?.into_resource_result()) })
         });
-        ResourceRoute { kind: ResourceKind::Template(self, template), read }
+        ResourceRoute { kind: ResourceKind::Template(self, template), read, needs: Vec::new() }
     }
 }
 

@@ -52,11 +52,13 @@
 #![warn(missing_docs)]
 
 pub mod ask;
+mod caller;
 mod capability;
 mod context;
 mod dispatch;
 mod envelope;
 mod error;
+pub mod extract;
 mod form_schema;
 mod handler;
 mod inflight;
@@ -71,10 +73,12 @@ mod transport;
 mod uri_template;
 
 pub use ask::{Declined, ElicitForm};
+pub use caller::Caller;
 pub use capability::Capability;
 pub use context::{Ask, Ctx, RetryLater};
 pub use envelope::{RequestMeta, PROTOCOL_VERSION};
 pub use error::{Error, ErrorCode, ToolError};
+pub use extract::{Extension, State};
 pub use handler::{
     IntoPromptResult, IntoResourceResult, IntoToolResult, Json, PromptArguments, PromptRoute, ResourceRoute, ToolRoute,
 };
@@ -139,7 +143,8 @@ pub mod prelude {
 
     pub use crate::{
         ask, join, once, prompt, prompts, require_client_capability, resource, resources, tool, tools, CallToolResult,
-        Capability, ContentBlock, Ctx, Declined, Json, PromptMessage, ResourceContents, Server, ToolError,
+        Caller, Capability, ContentBlock, Ctx, Declined, Extension, Json, PromptMessage, ResourceContents, Server,
+        State, ToolError,
     };
 }
 

@@ -4,16 +4,17 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use axum::http::HeaderMap;
+use axum::http::{Extensions, HeaderMap};
 use futures_util::future::BoxFuture;
 
 use crate::context::Transport;
+use crate::extract::AppState;
 use crate::handler::{PromptRoute, ResourceKind, ResourceRoute, ToolRoute};
 use crate::protocol::{
     CompleteParams, Completion, Implementation, JsonObject, PromptsCapability, ResourcesCapability, ServerCapabilities,
     ToolsCapability,
 };
-use crate::{Ctx, StateConfig, StateGuard, ToolError};
+use crate::{Caller, Ctx, StateConfig, StateGuard, ToolError};
 
 pub(crate) type PrincipalFn = Arc<dyn Fn(&HeaderMap) -> Option<String> + Send + Sync>;
 
@@ -83,6 +84,7 @@ pub struct Server {
     principal: Option<PrincipalFn>,
     pub(crate) state_guard: Option<Arc<dyn StateGuard>>,
     pub(crate) bridge_answer_timeout: Duration,
+    pub(crate) app: AppState,
 }
 
 impl Server {
@@ -101,6 +103,7 @@ impl Server {
             principal: None,
             state_guard: None,
             bridge_answer_timeout: crate::legacy::ANSWER_TIMEOUT,
+            app: AppState::default(),
         }
     }
 
@@ -196,9 +199,19 @@ impl Server {
         self
     }
 
+    /// Gives handlers a value of type `T` (a database pool, a config, an HTTP client):
+    /// they take it as a `State<T>` parameter or through [`Ctx::state`]. One value per
+    /// type; giving a second `T` replaces the first. Handlers share the one value behind
+    /// an `Arc`, so use interior mutability (a `Mutex`, a pool) for anything they change.
+    pub fn with_state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.app.insert(value);
+        self
+    }
+
     /// Binds every `requestState` to the caller this function names from the HTTP
-    /// headers (a user id from a verified token, say): a state issued to one caller
-    /// does not open for another.
+    /// headers, for requests that carry no authenticated [`Caller`](crate::Caller) (which
+    /// binds them by itself): a state issued to one caller does not open for another.
+    /// Only for headers a proxy in front has verified: a client can send any header.
     pub fn principal<F>(mut self, principal: F) -> Self
     where
         F: Fn(&HeaderMap) -> Option<String> + Send + Sync + 'static,
@@ -233,8 +246,35 @@ impl Server {
         self.state.as_ref().unwrap_or_else(|| DEFAULT.get_or_init(StateConfig::from_env_or_random))
     }
 
+    /// Who a request's sealed state (and session) is bound to: its authenticated caller,
+    /// else what the principal hook names.
     pub(crate) fn principal_of(&self, transport: &Transport) -> Option<String> {
-        self.principal.as_ref().zip(transport.headers.as_ref()).and_then(|(principal, headers)| principal(headers))
+        self.principal_from(transport.headers.as_deref(), &transport.extensions)
+    }
+
+    pub(crate) fn principal_from(&self, headers: Option<&HeaderMap>, extensions: &Extensions) -> Option<String> {
+        if let Some(caller) = extensions.get::<Caller>() {
+            return Some(caller.id().to_owned());
+        }
+        self.principal.as_ref().zip(headers).and_then(|(principal, headers)| principal(headers))
+    }
+
+    /// Refuses to serve when a handler takes `State<T>` and the server was given no `T`:
+    /// found when serving starts, never on a client's call.
+    pub(crate) fn check_state(&self) -> Result<(), String> {
+        let routes = self.tools.iter().map(|t| ("tool", t.tool.name.as_str(), &t.needs));
+        let routes = routes.chain(self.prompts.iter().map(|p| ("prompt", p.prompt.name.as_str(), &p.needs)));
+        let mut routes = routes.chain(self.resources.iter().map(|r| ("resource", r.kind.key(), &r.needs)));
+        routes
+            .find_map(|(kind, name, needs)| {
+                needs.iter().find(|need| !self.app.has(need)).map(|need| {
+                    format!(
+                    "{kind} `{name}` takes State<{0}>, but the server was given no {0}: call .with_state(…) with one",
+                    need.type_name
+                )
+                })
+            })
+            .map_or(Ok(()), Err)
     }
 
     /// The capabilities `server/discover` reports, derived from what is registered so

@@ -27,6 +27,9 @@
 //! ```
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::http::Extensions;
 
 use serde_json::{json, Value};
 
@@ -34,7 +37,7 @@ use crate::capability::{self, Capability};
 use crate::context::Transport;
 use crate::envelope::{Request, RequestMeta, PROTOCOL_VERSION};
 use crate::protocol::{InputRequest, InputRequiredResult, JsonObject, RequestId};
-use crate::{Error, Server};
+use crate::{Caller, Error, Server};
 
 /// Answers in the shapes clients send them.
 pub mod answer {
@@ -77,15 +80,35 @@ pub mod answer {
 pub struct TestClient {
     server: Server,
     capabilities: Value,
+    extensions: Arc<Extensions>,
 }
 
 impl TestClient {
     /// A client declaring every capability (form and url elicitation, sampling with
     /// tools, roots).
+    ///
+    /// # Panics
+    ///
+    /// If a handler takes `State<T>` and the server was given no `T`, as serving would.
     pub fn new(server: Server) -> Self {
+        if let Err(problem) = server.check_state() {
+            panic!("{problem}");
+        }
         let capabilities =
             json!({ "elicitation": { "form": {}, "url": {} }, "sampling": { "tools": {} }, "roots": {} });
-        Self { server, capabilities }
+        Self { server, capabilities, extensions: Arc::default() }
+    }
+
+    /// Makes every request come from `caller`, as an authentication layer would.
+    pub fn as_caller(self, caller: Caller) -> Self {
+        self.with_extension(caller)
+    }
+
+    /// Attaches `value` to every request, as the application's HTTP middleware would:
+    /// handlers read it as an `Extension<T>` parameter or through `Ctx::extension`.
+    pub fn with_extension<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
+        Arc::make_mut(&mut self.extensions).insert(value);
+        self
     }
 
     /// Declares these capabilities instead, on every request.
@@ -111,7 +134,7 @@ impl TestClient {
 
     fn exchange<const N: usize>(&self, method: &'static str, params: [(&str, Value); N]) -> Exchange<'_> {
         let params = params.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
-        Exchange { client: self, method, params, state: None, next_id: 1 }
+        Exchange { client: self, method, params, state: None, next_id: 1, extensions: self.extensions.clone() }
     }
 }
 
@@ -122,9 +145,17 @@ pub struct Exchange<'c> {
     params: JsonObject,
     state: Option<String>,
     next_id: i64,
+    extensions: Arc<Extensions>,
 }
 
 impl Exchange<'_> {
+    /// Sends the following rounds as `caller`: a state sealed for another caller must
+    /// then be refused.
+    pub fn as_caller(&mut self, caller: Caller) -> &mut Self {
+        Arc::make_mut(&mut self.extensions).insert(caller);
+        self
+    }
+
     /// Sends the first round.
     pub async fn start(&mut self) -> Round {
         self.send(None).await
@@ -180,7 +211,8 @@ impl Exchange<'_> {
             params: Some(Value::Object(params)),
         };
         self.next_id += 1;
-        let reply = self.client.server.handle(request, meta, Transport::default()).await;
+        let transport = Transport { extensions: self.extensions.clone(), ..Transport::default() };
+        let reply = self.client.server.handle(request, meta, transport).await;
         let round = Round::new(reply.outcome);
         self.state = round.input_required().and_then(|r| r.request_state.clone());
         round

@@ -31,8 +31,14 @@ pub(crate) const ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long the bridge waits before running a handler again that asked to be retried later.
 const RETRY_LATER_PAUSE: Duration = Duration::from_secs(1);
 
-/// Answers `initialize`: opens a session and says what the server offers.
-pub(crate) fn initialize(server: &Server, sessions: &Sessions, request: &Request) -> Result<(String, Value), Error> {
+/// Answers `initialize`: opens a session, owned by `owner` (the caller, when one is
+/// known), and says what the server offers.
+pub(crate) fn initialize(
+    server: &Server,
+    sessions: &Sessions,
+    request: &Request,
+    owner: Option<String>,
+) -> Result<(String, Value), Error> {
     let params = request.params.clone().unwrap_or_else(|| json!({}));
     let requested = params
         .get("protocolVersion")
@@ -41,7 +47,7 @@ pub(crate) fn initialize(server: &Server, sessions: &Sessions, request: &Request
     let version = if crate::envelope::LEGACY_VERSIONS.contains(&requested) { requested } else { LATEST };
     let capabilities = params.get("capabilities").cloned().map(serde_json::from_value).transpose().unwrap_or_default();
     let client_info = params.get("clientInfo").cloned().and_then(|info| serde_json::from_value(info).ok());
-    let session = sessions.open(version.to_owned(), capabilities.unwrap_or_default(), client_info)?;
+    let session = sessions.open(version.to_owned(), capabilities.unwrap_or_default(), client_info, owner)?;
     let mut result = json!({
         "protocolVersion": version,
         "capabilities": server.capabilities(),

@@ -28,6 +28,8 @@ pub(crate) struct Session {
     pub(crate) version: String,
     pub(crate) capabilities: ClientCapabilities,
     pub(crate) client_info: Option<Implementation>,
+    /// The caller who opened the session; only that caller may use it.
+    pub(crate) owner: Option<String>,
     log_level: Mutex<Option<LoggingLevel>>,
     waiting: Mutex<HashMap<RequestId, oneshot::Sender<Answer>>>,
     /// The client's requests still running, for `notifications/cancelled`.
@@ -80,6 +82,7 @@ impl Sessions {
         version: String,
         capabilities: ClientCapabilities,
         client_info: Option<Implementation>,
+        owner: Option<String>,
     ) -> Result<Arc<Session>, Error> {
         let mut open = lock(&self.open);
         open.retain(|_, session| lock(&session.last_used).elapsed() < IDLE_TIMEOUT);
@@ -91,6 +94,7 @@ impl Sessions {
             version,
             capabilities,
             client_info,
+            owner,
             log_level: Mutex::new(None),
             waiting: Mutex::new(HashMap::new()),
             in_flight: InFlight::default(),

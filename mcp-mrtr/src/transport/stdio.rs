@@ -36,6 +36,7 @@ impl Server {
     {
         // Resolve the request-state keys now, so a missing shared key is logged at start-up.
         self.state_config();
+        self.check_state().map_err(io::Error::other)?;
         let (out_tx, out_rx) = mpsc::channel::<Outgoing>(64);
         let writer = tokio::spawn(write_lines(writer, out_rx));
         let mut session = StdioSession {
@@ -107,7 +108,7 @@ impl StdioSession {
         let (server, out, id) = (self.server.clone(), self.out.clone(), request.id.clone());
         let bridge = session.map(|session| Arc::new(Bridge::new(session)));
         let (note_tx, mut note_rx) = mpsc::channel(16);
-        let transport = Transport { notifier: Some(note_tx), headers: None, bridge };
+        let transport = Transport { notifier: Some(note_tx), headers: None, extensions: Arc::default(), bridge };
         // Reap finished requests, so a long connection does not collect them.
         while self.tasks.try_join_next().is_some() {}
         let reply = self.in_flight.track(id, async move { server.handle(request, *meta, transport).await });
@@ -142,7 +143,7 @@ impl StdioSession {
             return Ok(Opened::Dispatch(Box::new(meta), None));
         }
         if request.method == "initialize" {
-            let (id, result) = legacy::initialize(&self.server, &self.sessions, request)?;
+            let (id, result) = legacy::initialize(&self.server, &self.sessions, request, None)?;
             self.legacy = self.sessions.get(&id);
             return Ok(Opened::Answered(result));
         }

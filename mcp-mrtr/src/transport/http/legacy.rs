@@ -9,16 +9,17 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use super::sse::{error_response, json_response};
-use super::{error_message, headers, method_not_allowed, serve_request, Endpoint};
+use super::{error_message, headers, method_not_allowed, serve_request, Endpoint, Head};
 use crate::envelope::{Era, Request};
 use crate::legacy::{self, Session};
 use crate::protocol::{Outgoing, RequestId};
 use crate::Error;
 
 /// Serves one request of the legacy era.
-pub(super) async fn serve(endpoint: &Endpoint, headers: &HeaderMap, request: Request) -> Response {
+pub(super) async fn serve(endpoint: &Endpoint, head: &Head, request: Request) -> Response {
     if request.method == "initialize" {
-        return match legacy::initialize(&endpoint.server, &endpoint.sessions, &request) {
+        let owner = head.principal(&endpoint.server);
+        return match legacy::initialize(&endpoint.server, &endpoint.sessions, &request, owner) {
             Ok((session_id, result)) => {
                 let mut response = json_response(200, &Outgoing::Result { id: request.id, result });
                 if let Ok(value) = HeaderValue::from_str(&session_id) {
@@ -29,7 +30,7 @@ pub(super) async fn serve(endpoint: &Endpoint, headers: &HeaderMap, request: Req
             Err(error) => error_response(Era::Legacy, Some(request.id), &error),
         };
     }
-    let session = match session_of(endpoint, headers) {
+    let session = match session_of(endpoint, head) {
         Ok(session) => session,
         Err((status, error)) => return json_response(status, &error_message(Some(request.id), &error)),
     };
@@ -40,14 +41,14 @@ pub(super) async fn serve(endpoint: &Endpoint, headers: &HeaderMap, request: Req
         };
     }
     let meta = legacy::meta(&session, &request);
-    serve_request(endpoint.server.clone(), headers, request, meta, Some(session)).await
+    serve_request(endpoint.server.clone(), head, request, meta, Some(session)).await
 }
 
 /// A notification on a session: `notifications/cancelled` stops the request it names
 /// (which then sends nothing more); a cancellation of an unknown or finished request, and
 /// every other notification (`initialized`, `roots/list_changed`), is accepted and ignored.
-pub(super) fn notification(endpoint: &Endpoint, headers: &HeaderMap, method: &str, params: Option<&Value>) -> Response {
-    let session = match session_of(endpoint, headers) {
+pub(super) fn notification(endpoint: &Endpoint, head: &Head, method: &str, params: Option<&Value>) -> Response {
+    let session = match session_of(endpoint, head) {
         Ok(session) => session,
         Err((status, error)) => return json_response(status, &error_message(None, &error)),
     };
@@ -61,18 +62,13 @@ pub(super) fn notification(endpoint: &Endpoint, headers: &HeaderMap, method: &st
 }
 
 /// A client's answer to one of the bridge's requests.
-pub(super) fn deliver(
-    endpoint: &Endpoint,
-    headers: &HeaderMap,
-    id: &RequestId,
-    outcome: Result<Value, Value>,
-) -> Response {
-    if !headers.contains_key(headers::SESSION_ID) {
+pub(super) fn deliver(endpoint: &Endpoint, head: &Head, id: &RequestId, outcome: Result<Value, Value>) -> Response {
+    if !head.headers.contains_key(headers::SESSION_ID) {
         let error =
             Error::invalid_request("a JSON-RPC response answers nothing here: only legacy sessions get requests");
         return json_response(400, &error_message(Some(id.clone()), &error));
     }
-    match session_of(endpoint, headers) {
+    match session_of(endpoint, head) {
         Ok(session) => {
             if !session.deliver(id, outcome) {
                 tracing::debug!(%id, "a response nobody waits for (answered late, or never asked)");
@@ -97,11 +93,18 @@ pub(super) fn session_method(endpoint: &Endpoint, method: &Method, headers: &Hea
     method_not_allowed()
 }
 
-fn session_of(endpoint: &Endpoint, headers: &HeaderMap) -> Result<Arc<Session>, (u16, Error)> {
-    let id = headers::header(headers, headers::SESSION_ID).ok_or_else(|| {
+/// The session a request names, if it exists and belongs to the request's caller: a
+/// session opened by one caller is unknown to every other (404, as if it did not exist).
+fn session_of(endpoint: &Endpoint, head: &Head) -> Result<Arc<Session>, (u16, Error)> {
+    let id = headers::header(&head.headers, headers::SESSION_ID).ok_or_else(|| {
         (400, Error::invalid_request("missing Mcp-Session-Id header: send initialize first (or use 2026-07-28)"))
     })?;
-    endpoint.sessions.get(id).ok_or_else(|| (404, session_not_found()))
+    let session = endpoint.sessions.get(id).ok_or_else(|| (404, session_not_found()))?;
+    if session.owner != head.principal(&endpoint.server) {
+        tracing::debug!("a session named by a caller other than the one who opened it");
+        return Err((404, session_not_found()));
+    }
+    Ok(session)
 }
 
 fn session_not_found() -> Error {

@@ -83,13 +83,27 @@ struct Endpoint {
 
 impl Server {
     /// An axum router serving this server at `/mcp`, with the default [`HttpConfig`].
-    /// Merge it into an existing app with [`Router::merge`].
+    /// Merge it into an existing app with [`Router::merge`]; middleware the app layers
+    /// around it can attach a [`Caller`](crate::Caller) and other extensions that
+    /// handlers read.
+    ///
+    /// # Panics
+    ///
+    /// As [`Server::into_router_with`].
     pub fn into_router(self) -> Router {
         self.into_router_with(HttpConfig::default())
     }
 
     /// An axum router serving this server as `config` says.
+    ///
+    /// # Panics
+    ///
+    /// If a handler takes `State<T>` and the server was given no `T` (see
+    /// [`Server::with_state`]): a misconfiguration found before the first request.
     pub fn into_router_with(self, config: HttpConfig) -> Router {
+        if let Err(problem) = self.check_state() {
+            panic!("{problem}");
+        }
         let path = config.path.clone();
         let endpoint =
             Arc::new(Endpoint { server: Arc::new(self), config, sessions: crate::legacy::Sessions::default() });
@@ -113,6 +127,7 @@ impl Server {
         tracing::info!(%local, path = %config.path, "serving MCP over HTTP");
         // Resolve the request-state keys now, so a missing shared key is logged at start-up.
         self.state_config();
+        self.check_state().map_err(io::Error::other)?;
         axum::serve(listener, self.into_router_with(config)).await
     }
 }
@@ -135,7 +150,8 @@ async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response {
         Ok(bytes) => bytes,
         Err((status, error)) => return json_response(status, &error_message(None, &error)),
     };
-    let headers = &parts.headers;
+    let head = Head { headers: Arc::new(parts.headers), extensions: Arc::new(parts.extensions) };
+    let headers = &*head.headers;
     match read_message(&bytes) {
         // Malformed bodies are 400 in both eras.
         Err((id, error)) => json_response(error.http_status(), &error_message(id, &error)),
@@ -143,18 +159,18 @@ async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response {
         // the session. A 2026-07-28 client has no notification for the server on HTTP:
         // it cancels by closing the stream, so anything else is accepted and ignored.
         Ok(Incoming::Notification { method, params }) if headers.contains_key(headers::SESSION_ID) => {
-            legacy::notification(endpoint, headers, &method, params.as_ref())
+            legacy::notification(endpoint, &head, &method, params.as_ref())
         }
         Ok(Incoming::Notification { .. }) => StatusCode::ACCEPTED.into_response(),
-        Ok(Incoming::Response { id, outcome }) => legacy::deliver(endpoint, headers, &id, outcome),
+        Ok(Incoming::Response { id, outcome }) => legacy::deliver(endpoint, &head, &id, outcome),
         Ok(Incoming::Request(request)) => {
             let header_version = headers::header(headers, headers::PROTOCOL_VERSION);
             match classify(&request, header_version, headers.contains_key(headers::SESSION_ID)) {
                 Era::Modern => match open_envelope(headers, &request) {
                     Err(error) => error_response(Era::Modern, Some(request.id), &error),
-                    Ok(meta) => serve_request(endpoint.server.clone(), headers, request, meta, None).await,
+                    Ok(meta) => serve_request(endpoint.server.clone(), &head, request, meta, None).await,
                 },
-                Era::Legacy => legacy::serve(endpoint, headers, request).await,
+                Era::Legacy => legacy::serve(endpoint, &head, request).await,
                 Era::Unknown => {
                     let error = Error::header_mismatch("missing MCP-Protocol-Version header");
                     error_response(Era::Unknown, Some(request.id), &error)
@@ -169,21 +185,36 @@ async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response {
 /// can stop.
 async fn serve_request(
     server: Arc<Server>,
-    headers: &HeaderMap,
+    head: &Head,
     request: Request,
     meta: RequestMeta,
     session: Option<Arc<crate::legacy::Session>>,
 ) -> Response {
     let (tx, rx) = mpsc::channel(32);
     // A client that cannot read SSE gets JSON, and so no notifications.
-    let notifier = accepts_event_stream(headers).then_some(tx);
+    let notifier = accepts_event_stream(&head.headers).then_some(tx);
     let bridge = session.as_ref().map(|session| Arc::new(Bridge::new(session.clone())));
-    let transport = Transport { notifier, headers: Some(headers.clone()), bridge };
+    let transport =
+        Transport { notifier, headers: Some(head.headers.clone()), extensions: head.extensions.clone(), bridge };
     let id = request.id.clone();
     let reply = async move { server.handle(request, meta, transport).await };
     match session {
         None => respond(Era::Modern, Box::pin(reply.map(Some)), rx).await,
         Some(session) => respond(Era::Legacy, Box::pin(session.in_flight.track(id, reply)), rx).await,
+    }
+}
+
+/// A POST's head, shared by everything that serves it: the headers, and the extensions
+/// the application's middleware set (the authenticated caller among them).
+struct Head {
+    headers: Arc<HeaderMap>,
+    extensions: Arc<axum::http::Extensions>,
+}
+
+impl Head {
+    /// Who the request's state and session are bound to.
+    fn principal(&self, server: &Server) -> Option<String> {
+        server.principal_from(Some(&self.headers), &self.extensions)
     }
 }
 

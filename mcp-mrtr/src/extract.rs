@@ -1,0 +1,175 @@
+//! What a handler takes besides its arguments, resolved by the runtime from the server
+//! and the request: application state ([`State`]), what the app's middleware attached to
+//! the request ([`Extension`]) and the authenticated [`Caller`].
+//!
+//! In a `#[tool]`, `#[prompt]` or `#[resource]` function, a parameter whose type is
+//! `State<T>`, `Extension<T>`, `Caller`, or an `Option` of the last two, is one of these,
+//! not an argument of the call:
+//!
+//! ```
+//! use mcp_mrtr::prelude::*;
+//!
+//! struct Db { greeting: String }
+//!
+//! /// Greets the caller.
+//! #[tool]
+//! async fn greet(State(db): State<Db>, caller: Option<Caller>) -> Result<String, ToolError> {
+//!     let who = caller.as_ref().map_or("stranger", Caller::id);
+//!     Ok(format!("{}, {who}!", db.greeting))
+//! }
+//!
+//! let server = Server::new("greeter", "1.0.0")
+//!     .with_state(Db { greeting: "Hello".into() })
+//!     .tool(greet);
+//! # let _ = server;
+//! ```
+//!
+//! State is looked up afresh each round (a handler that asks runs again from the top), so
+//! what it reads may change between rounds; a side effect that must not repeat goes
+//! through `once!`. A handler that takes `State<T>` of a server never given a `T` is
+//! refused when the server starts serving, never on a client's call.
+
+use std::any::{type_name, Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
+
+use crate::{Caller, Ctx, Error, ToolError};
+
+/// Application state a handler takes as a parameter: `State(db): State<Db>` after
+/// [`Server::with_state`](crate::Server::with_state)`(db)`.
+///
+/// Holds the server's one `Arc<T>`: taking it costs a reference count, never a copy.
+pub struct State<T>(pub Arc<T>);
+
+impl<T> Deref for State<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> Clone for State<T> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<T> fmt::Debug for State<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "State<{}>", type_name::<T>())
+    }
+}
+
+/// A value the application's HTTP middleware attached to the request (verified claims,
+/// a tenant, a trace id): `Extension(tenant): Extension<Tenant>`.
+///
+/// Take it as `Option<Extension<T>>` where some requests lack it (stdio has none); a
+/// plain `Extension<T>` missing from a request fails the call with `-32603`, since that
+/// is a server misconfiguration, not the client's fault.
+#[derive(Clone, Debug)]
+pub struct Extension<T>(pub T);
+
+impl<T> Deref for Extension<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// The application state a server was given: one value per type.
+#[derive(Clone, Default)]
+pub(crate) struct AppState {
+    values: Arc<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+}
+
+impl AppState {
+    pub(crate) fn insert<T: Send + Sync + 'static>(&mut self, value: T) {
+        Arc::make_mut(&mut self.values).insert(TypeId::of::<T>(), Arc::new(value));
+    }
+
+    pub(crate) fn get<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        self.values.get(&TypeId::of::<T>()).cloned().and_then(|value| value.downcast::<T>().ok())
+    }
+
+    pub(crate) fn has(&self, need: &StateNeed) -> bool {
+        self.values.contains_key(&need.type_id)
+    }
+}
+
+impl fmt::Debug for AppState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "AppState({} values)", self.values.len())
+    }
+}
+
+/// A state type a handler takes, checked when the server starts serving.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct StateNeed {
+    pub(crate) type_id: TypeId,
+    pub(crate) type_name: &'static str,
+}
+
+impl StateNeed {
+    pub(crate) fn of<T: 'static>() -> Self {
+        Self { type_id: TypeId::of::<T>(), type_name: type_name::<T>() }
+    }
+}
+
+/// Types a handler can take as a parameter, resolved from the server and the request.
+///
+/// Implemented for [`State`], [`Extension`], [`Caller`] and `Option`s of the last two;
+/// the macros call it for parameters of those types.
+pub trait FromCtx: Sized {
+    /// Resolves the value for this request.
+    fn from_ctx(ctx: &Ctx) -> Result<Self, ToolError>;
+}
+
+impl<T: Send + Sync + 'static> FromCtx for State<T> {
+    fn from_ctx(ctx: &Ctx) -> Result<Self, ToolError> {
+        ctx.state::<T>().map(State).ok_or_else(|| {
+            // Servers check this before serving; only a handler registered in a way that
+            // skipped the check gets here.
+            missing(format!("the server was given no state of type {}: call Server::with_state", type_name::<T>()))
+        })
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> FromCtx for Extension<T> {
+    fn from_ctx(ctx: &Ctx) -> Result<Self, ToolError> {
+        ctx.extension::<T>().cloned().map(Extension).ok_or_else(|| {
+            missing(format!(
+                "the request carries no {} extension: add the middleware that sets it, or take an Option",
+                type_name::<T>()
+            ))
+        })
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> FromCtx for Option<Extension<T>> {
+    fn from_ctx(ctx: &Ctx) -> Result<Self, ToolError> {
+        Ok(ctx.extension::<T>().cloned().map(Extension))
+    }
+}
+
+impl FromCtx for Caller {
+    fn from_ctx(ctx: &Ctx) -> Result<Self, ToolError> {
+        ctx.caller().cloned().ok_or_else(|| {
+            missing("this handler needs an authenticated caller, and the request has none: put it behind authentication, or take an Option<Caller>".into())
+        })
+    }
+}
+
+impl FromCtx for Option<Caller> {
+    fn from_ctx(ctx: &Ctx) -> Result<Self, ToolError> {
+        Ok(ctx.caller().cloned())
+    }
+}
+
+fn missing(message: String) -> ToolError {
+    tracing::error!("{message}");
+    ToolError::protocol(Error::internal(message))
+}
