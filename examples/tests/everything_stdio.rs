@@ -39,3 +39,13 @@ fn the_binary_serves_newline_delimited_json_on_stdio() {
     assert_eq!(ids, [1, 2]);
     assert!(replies.iter().all(|r| r["result"]["resultType"] == "complete"));
 }
+
+#[test]
+fn help_prints_usage_and_succeeds_while_a_bad_flag_fails() {
+    let help = Command::new(env!("CARGO_BIN_EXE_everything")).arg("--help").output().expect("run everything --help");
+    assert!(help.status.success());
+    assert!(String::from_utf8_lossy(&help.stdout).contains("--port N"));
+    let bad = Command::new(env!("CARGO_BIN_EXE_everything")).arg("--bogus").output().expect("run everything --bogus");
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("usage:"));
+}

@@ -258,12 +258,29 @@ impl VisitMut for Rewriter<'_> {
 /// `T` in `let x: T = ask!(elicit …)?;`: the form type is written down, so the runtime can
 /// check at registration that it fits in a form.
 fn elicited_type<'p>(pat: &'p Pat, init: &Expr) -> Option<&'p syn::Type> {
-    let (Pat::Type(typed), Expr::Try(tried)) = (pat, init) else { return None };
-    let Expr::Macro(m) = &*tried.expr else { return None };
+    let Pat::Type(typed) = pat else { return None };
+    // `let x: T = ask!(…)?` names the form itself; `let x: Result<T, Declined> = ask!(…)`
+    // (the shape for handling a decline) names it as the `Ok` type.
+    let (site, form) = match init {
+        Expr::Try(tried) => (&*tried.expr, Some(&*typed.ty)),
+        other => (other, ok_type(&typed.ty)),
+    };
+    let Expr::Macro(m) = site else { return None };
     let (_, rest) = split_key(m.mac.tokens.clone()).ok()?;
     let is_form = site_of(&m.mac) == Some(Site::Ask)
         && matches!(rest.into_iter().next(), Some(TokenTree::Ident(kind)) if kind == "elicit");
-    is_form.then_some(&*typed.ty)
+    form.filter(|_| is_form)
+}
+
+/// `T` of `Result<T, _>`.
+fn ok_type(ty: &syn::Type) -> Option<&syn::Type> {
+    let syn::Type::Path(path) = ty else { return None };
+    let last = path.path.segments.last().filter(|last| last.ident == "Result")?;
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else { return None };
+    args.args.iter().find_map(|arg| match arg {
+        syn::GenericArgument::Type(ok) => Some(ok),
+        _ => None,
+    })
 }
 
 /// The identifier a `let` binds (`let x`, `let x: T`, `let mut x`).
@@ -411,6 +428,21 @@ mod tests {
             assert!(out.contains(&format!("ask ! (@ __mcp __mcp_ctx , {key} ;")), "{key} missing in {out}");
         }
         assert_eq!(out.matches(". await").count(), 4);
+    }
+
+    #[test]
+    fn every_typed_form_binding_is_checked_at_registration() {
+        let mut errors = Vec::new();
+        let mut rewriter = Rewriter::new(Ident::new("__mcp_ctx", Span::call_site()), &mut errors);
+        rewriter.visit_block_mut(&mut parse_quote!({
+            let a: Party = ask!(elicit "How many?")?;
+            let b: Result<Slot, Declined> = ask!(elicit "When?");
+            let c: Result<Table, _> = ask!(key = "table", elicit "Where?");
+            let d: Result<String, ToolError> = Ok(String::new());
+            let e: CreateMessageResult = ask!(sample "Hi");
+        }));
+        let forms: Vec<String> = rewriter.form_types.iter().map(|t| t.to_token_stream().to_string()).collect();
+        assert_eq!(forms, ["Party", "Slot", "Table"]);
     }
 
     #[test]

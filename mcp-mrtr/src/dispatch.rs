@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
+use tracing::Instrument as _;
 
 use crate::context::Transport;
 use crate::envelope::{Request, RequestMeta, SUPPORTED_VERSIONS};
@@ -87,9 +88,29 @@ impl Server {
     /// Answers one modern request whose envelope has been validated.
     pub(crate) async fn handle(&self, request: Request, meta: RequestMeta, transport: Transport) -> Reply {
         let id = request.id.clone();
-        let outcome = self.dispatch(request, meta, transport).await;
-        if let Err(error) = &outcome {
-            tracing::debug!(%id, %error, "request failed");
+        // One span per request: what it is, never what it carries (no arguments, answers
+        // or tokens). Handlers' events and each round's span nest under it.
+        let era = if transport.bridge.is_some() { "2025-11-25" } else { "2026-07-28" };
+        let span = tracing::info_span!(
+            "mcp.request",
+            method = %request.method,
+            %id,
+            era,
+            target = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+        );
+        let started = std::time::Instant::now();
+        let outcome = self.dispatch(request, meta, transport).instrument(span.clone()).await;
+        let elapsed_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        match &outcome {
+            Ok(result) => {
+                span.record("outcome", result.get("resultType").and_then(Value::as_str).unwrap_or("complete"));
+                tracing::debug!(parent: &span, elapsed_us, "request answered");
+            }
+            Err(error) => {
+                span.record("outcome", "error");
+                tracing::debug!(parent: &span, elapsed_us, code = error.code().0, %error, "request failed");
+            }
         }
         Reply { id, outcome }
     }
@@ -154,6 +175,7 @@ impl Server {
 
     async fn call_tool(&self, call: Call<CallToolParams>) -> Result<Body, Error> {
         let name = &call.params.name;
+        tracing::Span::current().record("target", name.as_str());
         let route = self.find_tool(name).ok_or_else(|| Error::invalid_params(format!("Unknown tool: {name}")))?;
         let arguments = call.params.arguments.clone().unwrap_or_default();
         let target = Target { method: "tools/call", name, arguments: Value::Object(arguments.clone()) };
@@ -171,6 +193,7 @@ impl Server {
 
     async fn get_prompt(&self, call: Call<GetPromptParams>) -> Result<Body, Error> {
         let name = &call.params.name;
+        tracing::Span::current().record("target", name.as_str());
         let route = self.find_prompt(name).ok_or_else(|| Error::invalid_params(format!("Unknown prompt: {name}")))?;
         let args = call.params.arguments.clone().unwrap_or_default();
         let required = route.prompt.arguments.iter().filter(|a| a.required == Some(true));
@@ -188,6 +211,7 @@ impl Server {
 
     async fn read_resource(&self, call: Call<ReadResourceParams>) -> Result<Body, Error> {
         let uri = &call.params.uri;
+        tracing::Span::current().record("target", uri.as_str());
         let legacy = call.transport.bridge.is_some();
         let (route, vars) = self
             .resources

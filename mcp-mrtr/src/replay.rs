@@ -22,6 +22,7 @@ use std::task::Poll;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use tracing::Instrument as _;
 
 use crate::ask::Question;
 use crate::capability;
@@ -225,6 +226,8 @@ pub(crate) async fn drive<T>(
     handler: impl Future<Output = T>,
 ) -> Result<Outcome<T>, Error> {
     let mut handler = pin!(handler);
+    // One span per round, inside the request's: the handler's own events nest under it.
+    let span = tracing::info_span!("round", n = replay.lock().carried.round + 1, outcome = tracing::field::Empty);
     let finished = std::future::poll_fn(|cx| {
         // A panicking handler fails its request with an internal error instead of taking
         // the connection (or, on stdio, the answer) down with it. It is never polled again.
@@ -238,14 +241,21 @@ pub(crate) async fn drive<T>(
             Err(_) => Poll::Ready(Err(Error::internal("the handler panicked"))),
         }
     })
-    .await?;
+    .instrument(span.clone())
+    .await
+    .inspect_err(|_| {
+        span.record("outcome", "panicked");
+    })?;
     let mut round = replay.lock();
     if let Some(failure) = round.failure.take() {
+        span.record("outcome", "failed");
         return Err(failure);
     }
     if let Some(output) = finished {
+        span.record("outcome", "complete");
         return Ok(Outcome::Complete(output));
     }
+    span.record("outcome", "input_required");
     if round.carried.round + 1 >= MAX_ROUNDS {
         return Err(Error::internal(format!("gave up after {MAX_ROUNDS} rounds of input")));
     }

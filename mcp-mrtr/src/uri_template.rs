@@ -77,13 +77,36 @@ impl UriTemplate {
                     if value.is_empty() || value.contains('/') {
                         return None;
                     }
-                    vars.insert(name.clone(), Value::String(value.to_owned()));
+                    // Level-1 expansion percent-encodes a variable, so decode it back: a
+                    // handler gets `standup notes`, not `standup%20notes`.
+                    vars.insert(name.clone(), Value::String(percent_decode(value)?));
                     rest = &rest[end..];
                 }
             }
         }
         rest.is_empty().then_some(vars)
     }
+}
+
+/// Decodes `%XX` escapes; `None` for a malformed escape or bytes that are not UTF-8, so
+/// such a URI matches no template.
+fn percent_decode(value: &str) -> Option<String> {
+    if !value.contains('%') {
+        return Some(value.to_owned());
+    }
+    let mut bytes = Vec::with_capacity(value.len());
+    let mut rest = value.as_bytes();
+    while let Some((&byte, tail)) = rest.split_first() {
+        if byte == b'%' {
+            let hex = tail.get(..2).and_then(|h| std::str::from_utf8(h).ok())?;
+            bytes.push(u8::from_str_radix(hex, 16).ok()?);
+            rest = &tail[2..];
+        } else {
+            bytes.push(byte);
+            rest = tail;
+        }
+    }
+    String::from_utf8(bytes).ok()
 }
 
 #[cfg(test)]
@@ -101,6 +124,17 @@ mod tests {
         assert!(t.matches("test://other/1/data").is_none());
         let tail = UriTemplate::parse("file:///{name}").unwrap();
         assert_eq!(tail.matches("file:///a.txt").unwrap()["name"], "a.txt");
+    }
+
+    #[test]
+    fn decodes_percent_encoded_variables() {
+        let t = UriTemplate::parse("note://{title}").unwrap();
+        assert_eq!(t.matches("note://standup%20notes").unwrap()["title"], "standup notes");
+        assert_eq!(t.matches("note://caf%C3%A9%2Fbar").unwrap()["title"], "café/bar");
+        assert_eq!(t.matches("note://100%25").unwrap()["title"], "100%");
+        for bad in ["note://a%2", "note://a%zz", "note://%FF"] {
+            assert!(t.matches(bad).is_none(), "{bad}");
+        }
     }
 
     #[test]

@@ -117,3 +117,31 @@ fn a_type_that_cannot_be_a_form_fails_at_registration() {
     let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
     assert!(message.contains("nested_form") && message.contains("`address`"), "{message}");
 }
+
+mod declined_forms {
+    use mcp_mrtr::prelude::*;
+
+    #[derive(Deserialize, JsonSchema)]
+    pub(crate) struct Address {
+        pub(crate) city: String,
+    }
+
+    /// Nested objects cannot be a form.
+    #[derive(Deserialize, JsonSchema)]
+    pub(crate) struct Contact {
+        pub(crate) address: Address,
+    }
+
+    /// Asks for a contact, handling a decline.
+    #[tool]
+    pub(crate) async fn contact() -> Result<String, ToolError> {
+        let answer: Result<Contact, Declined> = ask!(elicit "Who?");
+        Ok(answer.map_or_else(|d| d.to_string(), |c| c.address.city))
+    }
+}
+
+#[test]
+#[should_panic(expected = "which cannot be a form")]
+fn a_form_bound_as_a_result_is_checked_when_the_tool_is_registered() {
+    let _ = mcp_mrtr::Server::new("s", "1").tool(declined_forms::contact);
+}

@@ -7,6 +7,12 @@
 
 use anyhow::{bail, Context as _};
 
+const USAGE: &str = "usage: everything --port N | everything --stdio
+
+  --port N   serve Streamable HTTP on http://127.0.0.1:N/mcp
+  --stdio    serve newline-delimited JSON-RPC on stdin/stdout
+  --help     print this and exit";
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
@@ -21,7 +27,8 @@ async fn main() -> anyhow::Result<()> {
             let port: u16 = port.parse().with_context(|| format!("--port takes a number, got {port:?}"))?;
             server.serve_http(("127.0.0.1", port)).await?;
         }
-        _ => bail!("usage: everything --port N | everything --stdio"),
+        ["--help" | "-h"] => println!("{USAGE}"),
+        _ => bail!("{USAGE}"),
     }
     Ok(())
 }

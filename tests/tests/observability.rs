@@ -1,0 +1,75 @@
+//! Every request gets a tracing span (method, target, era, outcome) and every round one
+//! of its own; neither carries what the client sent.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use mcp_mrtr::prelude::*;
+use mcp_mrtr::testing::{answer, TestClient};
+use serde_json::json;
+use tracing_subscriber::fmt::format::FmtSpan;
+
+#[derive(Deserialize, JsonSchema)]
+struct Secret {
+    pin: String,
+}
+
+/// Asks for a PIN.
+#[tool]
+async fn unlock() -> Result<String, ToolError> {
+    let secret: Secret = ask!(elicit "Your PIN?")?;
+    Ok(format!("unlocked with a {}-digit PIN", secret.pin.len()))
+}
+
+/// Collects what the subscriber writes.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn requests_and_rounds_are_spans_without_the_client_s_data() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_span_events(FmtSpan::CLOSE)
+        .with_ansi(false)
+        .with_max_level(tracing::Level::DEBUG)
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let client = TestClient::new(Server::new("t", "1").tool(unlock));
+            let mut call = client.call_tool("unlock", json!({}));
+            call.start().await;
+            let done = call.answer([("secret", answer::accept(json!({"pin": "918273"})))]).await;
+            assert_eq!(done.text().as_deref(), Some("unlocked with a 6-digit PIN"));
+        });
+    });
+    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let closed: Vec<&str> = log.lines().filter(|l| l.contains("close")).collect();
+    assert!(
+        closed.iter().any(|l| l.contains("mcp.request")
+            && l.contains("method=tools/call")
+            && l.contains("target=\"unlock\"")
+            && l.contains("era=\"2026-07-28\"")
+            && l.contains("outcome=\"input_required\"")),
+        "{log}"
+    );
+    assert!(
+        closed.iter().any(|l| l.contains("round") && l.contains("n=2") && l.contains("outcome=\"complete\"")),
+        "{log}"
+    );
+    assert!(log.contains("request answered") && log.contains("elapsed_us"), "{log}");
+    assert!(!log.contains("918273"), "an answer leaked into the logs: {log}");
+}
