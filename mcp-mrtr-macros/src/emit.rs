@@ -29,25 +29,53 @@ pub(crate) fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> TokenS
     });
     let runtime = runtime(&args);
     let mut handler = Handler::from_syn(kind, args, item, &mut errors);
-    check(&handler, &mut errors);
-    let ctx = Ident::new("__mcp_ctx", Span::mixed_site());
-    let mut rewriter = Rewriter::new(ctx.clone(), &mut errors);
-    rewriter.visit_block_mut(&mut handler.body);
-    let form_types = std::mem::take(&mut rewriter.form_types);
-    if let Some(error) = errors.into_iter().reduce(|mut all, e| {
-        all.combine(e);
-        all
-    }) {
+    if let Some(receiver) = &handler.receiver {
+        errors.push(syn::Error::new_spanned(
+            receiver,
+            format!(
+                "#[{}] on a method needs #[toolbox] on its `impl` block, which registers the struct's handlers together",
+                kind.attr()
+            ),
+        ));
+    }
+    let prepared = prepare(&mut handler, &mut errors);
+    if let Some(error) = combine(errors) {
         if is_method {
             return error.to_compile_error();
         }
         return fallback(&handler, &runtime, &error);
     }
-    emit(&handler, &runtime, &ctx, &form_types)
+    emit(&handler, &runtime, &prepared)
+}
+
+/// What the body rewrite found, for the code emitted around it.
+pub(crate) struct Prepared {
+    /// The hidden context parameter the rewritten `ask!`s use.
+    pub(crate) ctx: Ident,
+    /// Form types to check at registration.
+    pub(crate) form_types: Vec<syn::Type>,
+}
+
+/// Checks what spans the attribute and the signature, and rewrites the body's asks.
+pub(crate) fn prepare(handler: &mut Handler, errors: &mut Vec<syn::Error>) -> Prepared {
+    check(handler, errors);
+    let ctx = Ident::new("__mcp_ctx", Span::mixed_site());
+    let mut rewriter = Rewriter::new(ctx.clone(), errors);
+    rewriter.visit_block_mut(&mut handler.body);
+    let form_types = std::mem::take(&mut rewriter.form_types);
+    Prepared { ctx, form_types }
+}
+
+/// All errors as one, or `None`.
+pub(crate) fn combine(errors: Vec<syn::Error>) -> Option<syn::Error> {
+    errors.into_iter().reduce(|mut all, e| {
+        all.combine(e);
+        all
+    })
 }
 
 /// `::mcp_mrtr`, or the path given with `crate = "…"`.
-fn runtime(args: &Args) -> Path {
+pub(crate) fn runtime(args: &Args) -> Path {
     args.krate.clone().unwrap_or_else(|| syn::parse_quote!(::mcp_mrtr))
 }
 
@@ -120,40 +148,18 @@ fn template_variables(template: &str) -> Result<Vec<&str>, &'static str> {
     Ok(variables)
 }
 
-fn emit(handler: &Handler, runtime: &Path, ctx: &Ident, form_types: &[syn::Type]) -> TokenStream {
-    let Handler { vis, ident, docs, other_attrs, output, body, .. } = handler;
-    let private = quote!(#runtime::__private);
-    let serde_crate = LitStr::new(&format!("{}::serde", path_string(runtime)), Span::call_site());
-    let schemars_crate = LitStr::new(&format!("{}::schemars", path_string(runtime)), Span::call_site());
-    let fields = handler.params.iter().map(|p| {
-        let (attrs, name, ty) = (&p.attrs, &p.ident, &p.ty);
-        quote!(#(#attrs)* #name: #ty)
-    });
+fn emit(handler: &Handler, runtime: &Path, prepared: &Prepared) -> TokenStream {
+    let Handler { vis, ident, docs, other_attrs, output, .. } = handler;
+    let args_ident = format_ident!("__McpArgs", span = Span::mixed_site());
+    let args_struct = args_struct(handler, runtime, &args_ident);
     let bindings = handler.params.iter().map(|p| {
         let (mutability, name) = (&p.mutability, &p.ident);
         quote!(#mutability #name)
     });
-    let ctx_binding = handler.ctx.as_ref().map(|c| {
-        let pat = &c.pat;
-        if c.by_ref {
-            quote!(let #pat: &#runtime::Ctx = &#ctx;)
-        } else {
-            quote!(let #pat: #runtime::Ctx = ::core::clone::Clone::clone(&#ctx);)
-        }
-    });
-    // Resolved before the body runs, spanned at the parameter's type so a type that
-    // cannot be resolved is reported there.
-    let resolved = handler.resolved.iter().map(|p| {
-        let (pat, ty) = (&p.pat, &p.ty);
-        quote_spanned!(syn::spanned::Spanned::span(ty)=>
-            let #pat: #ty = <#ty as #runtime::extract::FromCtx>::from_ctx(&#ctx)?;)
-    });
-    let args_ident = format_ident!("__McpArgs", span = Span::mixed_site());
-    let route = route(handler, runtime, &args_ident);
-    let handler_name = ident.to_string();
-    let form_checks = form_types
-        .iter()
-        .map(|ty| quote_spanned!(syn::spanned::Spanned::span(ty)=> #private::check_form::<#ty>(#handler_name);));
+    let ctx = &prepared.ctx;
+    let body = body(handler, runtime, ctx);
+    let route = route(handler, runtime, &args_ident, &quote!(__mcp_handler));
+    let form_checks = form_checks(handler, runtime, &prepared.form_types);
     let route_type = route_type(handler.kind, runtime);
     quote! {
         #(#docs)*
@@ -162,15 +168,10 @@ fn emit(handler: &Handler, runtime: &Path, ctx: &Ident, form_types: &[syn::Type]
         #vis struct #ident;
 
         const _: () = {
-            #[derive(#private::serde::Deserialize, #private::schemars::JsonSchema)]
-            #[serde(crate = #serde_crate)]
-            #[schemars(crate = #schemars_crate)]
-            struct #args_ident { #(#fields,)* }
+            #args_struct
 
             #(#other_attrs)*
             async fn __mcp_handler(#ctx: #runtime::Ctx, #args_ident { #(#bindings,)* }: #args_ident) #output {
-                #(#resolved)*
-                #ctx_binding
                 #body
             }
 
@@ -185,7 +186,56 @@ fn emit(handler: &Handler, runtime: &Path, ctx: &Ident, form_types: &[syn::Type]
     }
 }
 
-fn route_type(kind: Kind, runtime: &Path) -> TokenStream {
+/// The struct the call's arguments deserialize into; its schema is the input schema.
+pub(crate) fn args_struct(handler: &Handler, runtime: &Path, args_ident: &Ident) -> TokenStream {
+    let private = quote!(#runtime::__private);
+    let serde_crate = LitStr::new(&format!("{}::serde", path_string(runtime)), Span::call_site());
+    let schemars_crate = LitStr::new(&format!("{}::schemars", path_string(runtime)), Span::call_site());
+    let fields = handler.params.iter().map(|p| {
+        let (attrs, name, ty) = (&p.attrs, &p.ident, &p.ty);
+        quote!(#(#attrs)* #name: #ty)
+    });
+    quote! {
+        #[allow(non_camel_case_types)]
+        #[derive(#private::serde::Deserialize, #private::schemars::JsonSchema)]
+        #[serde(crate = #serde_crate)]
+        #[schemars(crate = #schemars_crate)]
+        struct #args_ident { #(#fields,)* }
+    }
+}
+
+/// The handler's body, after what it takes besides its arguments is resolved and its
+/// context parameter bound.
+pub(crate) fn body(handler: &Handler, runtime: &Path, ctx: &Ident) -> TokenStream {
+    // Resolved before the body runs, spanned at the parameter's type so a type that
+    // cannot be resolved is reported there.
+    let resolved = handler.resolved.iter().map(|p| {
+        let (pat, ty) = (&p.pat, &p.ty);
+        quote_spanned!(syn::spanned::Spanned::span(ty)=>
+            let #pat: #ty = <#ty as #runtime::extract::FromCtx>::from_ctx(&#ctx)?;)
+    });
+    let ctx_binding = handler.ctx.as_ref().map(|c| {
+        let pat = &c.pat;
+        if c.by_ref {
+            quote!(let #pat: &#runtime::Ctx = &#ctx;)
+        } else {
+            quote!(let #pat: #runtime::Ctx = ::core::clone::Clone::clone(&#ctx);)
+        }
+    });
+    let block = &handler.body;
+    quote!(#(#resolved)* #ctx_binding #block)
+}
+
+/// Registration-time checks of the form types the handler asks for.
+pub(crate) fn form_checks(handler: &Handler, runtime: &Path, form_types: &[syn::Type]) -> Vec<TokenStream> {
+    let handler_name = handler.ident.to_string();
+    form_types
+        .iter()
+        .map(|ty| quote_spanned!(syn::spanned::Spanned::span(ty)=> #runtime::__private::check_form::<#ty>(#handler_name);))
+        .collect()
+}
+
+pub(crate) fn route_type(kind: Kind, runtime: &Path) -> TokenStream {
     match kind {
         Kind::Tool => quote!(#runtime::ToolRoute),
         Kind::Prompt => quote!(#runtime::PromptRoute),
@@ -193,8 +243,9 @@ fn route_type(kind: Kind, runtime: &Path) -> TokenStream {
     }
 }
 
-/// The expression that builds the route from the metadata.
-fn route(handler: &Handler, runtime: &Path, args: &Ident) -> TokenStream {
+/// The expression that builds the route from the metadata, running `call` (a function
+/// or closure of the context and the arguments).
+pub(crate) fn route(handler: &Handler, runtime: &Path, args: &Ident, call: &TokenStream) -> TokenStream {
     let private = quote!(#runtime::__private);
     let args_attr = &handler.args;
     let name = args_attr.name.clone().unwrap_or_else(|| LitStr::new(&handler.ident.to_string(), handler.ident.span()));
@@ -214,7 +265,7 @@ fn route(handler: &Handler, runtime: &Path, args: &Ident) -> TokenStream {
         .filter_map(|p| p.state.as_ref())
         .map(|ty| quote_spanned!(syn::spanned::Spanned::span(ty)=> .requires_state::<#ty>()))
         .collect();
-    let attach = quote_spanned!(result=> .handler(__mcp_handler) #(#needs)*);
+    let attach = quote_spanned!(result=> .handler(#call) #(#needs)*);
     match handler.kind {
         Kind::Tool => {
             let hints = args_attr.hints.iter().map(ToString::to_string);
@@ -236,7 +287,7 @@ fn route(handler: &Handler, runtime: &Path, args: &Ident) -> TokenStream {
         Kind::Resource => {
             let uri = args_attr.uri.clone().unwrap_or_else(|| LitStr::new("", Span::call_site()));
             let mime = option(args_attr.mime_type.as_ref());
-            quote_spanned!(result=> #private::resource::<#args, _, _, _>(#uri, #name, #description, #title, #mime, __mcp_handler) #(#needs)*)
+            quote_spanned!(result=> #private::resource::<#args, _, _, _>(#uri, #name, #description, #title, #mime, #call) #(#needs)*)
         }
     }
 }

@@ -8,6 +8,7 @@ mod attr;
 mod docs;
 mod emit;
 mod model;
+mod toolbox;
 
 use proc_macro::TokenStream;
 
@@ -27,4 +28,10 @@ pub fn prompt(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
     emit::expand(model::Kind::Resource, args.into(), item.into()).into()
+}
+
+/// See `mcp_mrtr::toolbox`.
+#[proc_macro_attribute]
+pub fn toolbox(args: TokenStream, item: TokenStream) -> TokenStream {
+    toolbox::expand(&args.into(), item.into()).into()
 }

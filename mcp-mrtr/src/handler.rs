@@ -70,6 +70,43 @@ pub(crate) enum ResourceKind {
     Template(ResourceTemplate, crate::uri_template::UriTemplate),
 }
 
+/// A struct whose `&self` methods are handlers: implemented by [`toolbox`](crate::toolbox)
+/// on its `impl` block, registered with [`Server::toolbox`](crate::Server::toolbox).
+pub trait Toolbox: Send + Sync + 'static {
+    /// The routes of every handler method, each sharing `self`.
+    fn routes(self: Arc<Self>) -> Routes;
+}
+
+/// A toolbox given to the server: the struct itself, or an `Arc` of it the caller keeps
+/// a clone of.
+pub trait Shared<T> {
+    /// The `Arc` the routes share.
+    fn shared(self) -> Arc<T>;
+}
+
+impl<T: Toolbox> Shared<T> for T {
+    fn shared(self) -> Arc<T> {
+        Arc::new(self)
+    }
+}
+
+impl<T: Toolbox> Shared<T> for Arc<T> {
+    fn shared(self) -> Arc<T> {
+        self
+    }
+}
+
+/// The routes a [`Toolbox`] registers.
+#[derive(Default)]
+pub struct Routes {
+    /// Its tools, in declaration order.
+    pub tools: Vec<ToolRoute>,
+    /// Its prompts.
+    pub prompts: Vec<PromptRoute>,
+    /// Its resources and resource templates.
+    pub resources: Vec<ResourceRoute>,
+}
+
 impl Tool {
     /// Attaches the function that runs this tool.
     ///

@@ -80,7 +80,8 @@ pub use envelope::{RequestMeta, PROTOCOL_VERSION};
 pub use error::{Error, ErrorCode, ToolError};
 pub use extract::{Extension, State};
 pub use handler::{
-    IntoPromptResult, IntoResourceResult, IntoToolResult, Json, PromptArguments, PromptRoute, ResourceRoute, ToolRoute,
+    IntoPromptResult, IntoResourceResult, IntoToolResult, Json, PromptArguments, PromptRoute, ResourceRoute, Routes,
+    ToolRoute, Toolbox,
 };
 pub use protocol::{
     CallToolResult, ClientCapabilities, CompleteParams, Completion, ContentBlock, GetPromptResult, LoggingLevel,
@@ -96,8 +97,10 @@ pub use transport::http::HttpConfig;
 /// The function's parameters become the tool's arguments (their types implement
 /// `Deserialize + JsonSchema`; `///` comments on them become descriptions), its doc
 /// comment the description, and a `Json<T>` return the output schema. A parameter of
-/// type `&Ctx` (or `Ctx`) receives the request context instead. Inside, [`ask!`] and
-/// [`once!`] work as documented there.
+/// type `&Ctx` (or `Ctx`) receives the request context instead, and parameters of type
+/// [`State<T>`], [`Extension<T>`] or [`Caller`] are resolved from the server and the
+/// request (see [`extract`]). Inside, [`ask!`] and [`once!`] work as documented there.
+/// On a `&self` method, put [`toolbox`] on the `impl` block.
 ///
 /// | key | meaning |
 /// |---|---|
@@ -126,6 +129,45 @@ pub use mcp_mrtr_macros::prompt;
 /// keys: `name`, `title`, `description`, `mime_type`, `crate`. Returns
 /// [`ResourceContents`] (or a `Vec` of them, or a [`ReadResourceResult`]) and may [`ask!`].
 pub use mcp_mrtr_macros::resource;
+/// Makes the `#[tool]`, `#[prompt]` and `#[resource]` methods of an `impl` block, taking
+/// `&self`, the handlers of a struct the server owns: `server.toolbox(notes)`.
+///
+/// ```
+/// use std::sync::Mutex;
+///
+/// use mcp_mrtr::prelude::*;
+///
+/// struct Counter {
+///     count: Mutex<u64>,
+/// }
+///
+/// #[toolbox]
+/// impl Counter {
+///     /// Adds `by` to the counter.
+///     #[tool]
+///     async fn add(&self, by: u64) -> Result<String, ToolError> {
+///         let mut count = self.count.lock().unwrap();
+///         *count += by;
+///         Ok(count.to_string())
+///     }
+///
+///     /// The counter, as a resource.
+///     #[resource(uri = "counter://value")]
+///     async fn value(&self) -> Result<ResourceContents, ToolError> {
+///         let count = *self.count.lock().unwrap();
+///         Ok(ResourceContents::text("counter://value", "text/plain", count.to_string()))
+///     }
+/// }
+///
+/// let server = Server::new("counter", "1.0.0").toolbox(Counter { count: Mutex::new(0) });
+/// # let _ = server;
+/// ```
+///
+/// The struct is shared by every call at once behind an `Arc` (so methods take `&self`,
+/// and state that changes sits behind a lock), and a method that asks runs again from the
+/// top each round, like any handler. The annotated methods become handlers only: call
+/// them through the server (or [`testing`]), not directly.
+pub use mcp_mrtr_macros::toolbox;
 /// Joins asks (and other futures) so they are polled together: joined asks go out in
 /// one round. A re-export of `tokio::join!`.
 pub use tokio::join;
@@ -142,9 +184,9 @@ pub mod prelude {
     pub use serde::{Deserialize, Serialize};
 
     pub use crate::{
-        ask, join, once, prompt, prompts, require_client_capability, resource, resources, tool, tools, CallToolResult,
-        Caller, Capability, ContentBlock, Ctx, Declined, Extension, Json, PromptMessage, ResourceContents, Server,
-        State, ToolError,
+        ask, join, once, prompt, prompts, require_client_capability, resource, resources, tool, toolbox, tools,
+        CallToolResult, Caller, Capability, ContentBlock, Ctx, Declined, Extension, Json, PromptMessage,
+        ResourceContents, Server, State, ToolError,
     };
 }
 

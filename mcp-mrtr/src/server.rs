@@ -9,7 +9,7 @@ use futures_util::future::BoxFuture;
 
 use crate::context::Transport;
 use crate::extract::AppState;
-use crate::handler::{PromptRoute, ResourceKind, ResourceRoute, ToolRoute};
+use crate::handler::{PromptRoute, ResourceKind, ResourceRoute, Routes, ToolRoute, Toolbox};
 use crate::protocol::{
     CompleteParams, Completion, Implementation, JsonObject, PromptsCapability, ResourcesCapability, ServerCapabilities,
     ToolsCapability,
@@ -130,6 +130,18 @@ impl Server {
     /// Registers several tools.
     pub fn tools<T: Into<ToolRoute>>(self, tools: impl IntoIterator<Item = T>) -> Self {
         tools.into_iter().fold(self, Self::tool)
+    }
+
+    /// Registers the handlers of a struct whose `impl` block carries
+    /// [`toolbox`](crate::toolbox): its `#[tool]`, `#[prompt]` and `#[resource]` methods,
+    /// sharing one `Arc` of it. Pass the struct or an `Arc` you keep a clone of.
+    ///
+    /// # Panics
+    ///
+    /// As [`Server::tool`] and [`Server::prompt`], when a name is taken.
+    pub fn toolbox<T: Toolbox>(self, toolbox: impl crate::handler::Shared<T>) -> Self {
+        let Routes { tools, prompts, resources } = toolbox.shared().routes();
+        self.tools(tools).prompts(prompts).resources(resources)
     }
 
     /// Registers a prompt.

@@ -20,4 +20,5 @@ fn ui() {
     t.compile_fail("ui/once/*.rs");
     t.compile_fail("ui/prompt/*.rs");
     t.compile_fail("ui/resource/*.rs");
+    t.compile_fail("ui/toolbox/*.rs");
 }
