@@ -193,3 +193,17 @@ async fn ending_a_session_cancels_its_calls() {
     tokio::time::timeout(TIMEOUT, dropped.notified()).await.expect("the handler was dropped");
     assert_eq!(stream.rest().await, Vec::<Value>::new());
 }
+
+#[tokio::test]
+async fn an_unbounded_answer_timeout_still_serves_the_bridge() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let server = Server::new("bridge", "1").tool(two_questions(runs)).bridge_answer_timeout(Duration::MAX);
+    let server = TestServer::start(server).await;
+    let (legacy, _) = Legacy::connect(server.addr, elicitation()).await;
+    let (mut stream, first) = ask_first(&legacy, 5, "two_questions").await;
+    legacy.answer(&first, json!({"action": "accept", "content": {"ok": true}})).await;
+    let second = stream.next().await.expect("the second question");
+    legacy.answer(&second, json!({"action": "accept", "content": {"ok": false}})).await;
+    let done = stream.next().await.expect("the result");
+    assert_eq!(done["result"]["content"][0]["text"], "true false", "{done}");
+}

@@ -142,7 +142,9 @@ pub(crate) async fn ask(
             return Err(Error::internal("the client closed the stream before answering"));
         }
     }
-    let deadline = tokio::time::Instant::now() + timeout;
+    let now = tokio::time::Instant::now();
+    // A timeout too long to add (`Duration::MAX`: "never") waits a year, not a panic.
+    let deadline = now.checked_add(timeout).unwrap_or_else(|| now + Duration::from_secs(365 * 24 * 3600));
     let mut answers = JsonObject::new();
     for i in 0..waiting.asked.len() {
         let Some(answer) = waiting.asked[i].answer.take() else { continue };
