@@ -49,3 +49,9 @@ for revision in 2026-07-28 2025-11-25; do
 done
 [ "$failed" -eq 0 ] || exit 1
 echo "conformance: every scored scenario of 2026-07-28 and 2025-11-25 passed"
+
+# The most used 2025-11-25 client, the TypeScript SDK the suite ships, against the same
+# server: errors, session survival and cancellation as that revision defines them.
+ln -s "$(dirname "$(dirname "$(dirname "$(dirname "$CLI")")")")" "$OUT/node_modules"
+cp tests/ts-client/legacy-session.mjs "$OUT/"
+timeout 120 "$NODE" "$OUT/legacy-session.mjs" "$URL"
