@@ -9,7 +9,9 @@
 //! | [`Roots`] | `roots/list` | `Vec<Root>` |
 //!
 //! An answer that does not decode (wrong shape, form content not matching `T`) counts as
-//! no answer: the question is asked again.
+//! no answer: the question is asked again. An answer that decodes is kept (sealed into
+//! the request state) as the question normalized it: fields the question does not know
+//! are dropped, so a client cannot make the state carry its junk.
 
 use std::any::TypeId;
 use std::collections::HashMap;
@@ -34,8 +36,11 @@ pub trait Question {
     /// The request embedded in `inputRequests`.
     fn request(&self) -> Result<InputRequest, Error>;
 
-    /// Decodes the client's answer; `None` when it is malformed (the question is asked again).
-    fn decode(&self, answer: Value) -> Option<Self::Output>;
+    /// Decodes the client's answer into what the handler gets and the answer worth
+    /// keeping for later rounds (without fields the question does not know); `None` when
+    /// it is malformed (the question is asked again). Decoding the kept answer again must
+    /// give the same output.
+    fn decode(&self, answer: Value) -> Option<(Self::Output, Value)>;
 }
 
 /// The user declined or cancelled an elicitation.
@@ -107,12 +112,20 @@ impl<T: ElicitForm> Question for Elicit<T> {
         Ok(InputRequest::Elicit(ElicitParams::Form { message: self.message.clone(), requested_schema: schema }))
     }
 
-    fn decode(&self, answer: Value) -> Option<Self::Output> {
+    fn decode(&self, answer: Value) -> Option<(Self::Output, Value)> {
         let result: ElicitResult = serde_json::from_value(answer).ok()?;
         match result.action {
-            ElicitAction::Accept => serde_json::from_value(Value::Object(result.content?)).ok().map(Ok),
-            ElicitAction::Decline => Some(Err(Declined::Decline)),
-            ElicitAction::Cancel => Some(Err(Declined::Cancel)),
+            ElicitAction::Accept => {
+                let content = form_fields::<T>(result.content?);
+                let output = serde_json::from_value(Value::Object(content.clone())).ok()?;
+                Some((Ok(output), kept(&ElicitResult { action: ElicitAction::Accept, content: Some(content) })))
+            }
+            ElicitAction::Decline => {
+                Some((Err(Declined::Decline), kept(&ElicitResult { action: ElicitAction::Decline, content: None })))
+            }
+            ElicitAction::Cancel => {
+                Some((Err(Declined::Cancel), kept(&ElicitResult { action: ElicitAction::Cancel, content: None })))
+            }
         }
     }
 }
@@ -160,13 +173,14 @@ impl Question for ElicitUrl {
         Ok(InputRequest::Elicit(ElicitParams::Url { message: self.message.clone(), url: self.url.clone() }))
     }
 
-    fn decode(&self, answer: Value) -> Option<Self::Output> {
+    fn decode(&self, answer: Value) -> Option<(Self::Output, Value)> {
         let result: ElicitResult = serde_json::from_value(answer).ok()?;
-        Some(match result.action {
+        let output = match result.action {
             ElicitAction::Accept => Ok(()),
             ElicitAction::Decline => Err(Declined::Decline),
             ElicitAction::Cancel => Err(Declined::Cancel),
-        })
+        };
+        Some((output, kept(&ElicitResult { action: result.action, content: None })))
     }
 }
 
@@ -237,8 +251,10 @@ impl Question for Sample {
         Ok(InputRequest::Sample(self.params.clone()))
     }
 
-    fn decode(&self, answer: Value) -> Option<Self::Output> {
-        serde_json::from_value(answer).ok()
+    fn decode(&self, answer: Value) -> Option<(Self::Output, Value)> {
+        let result: CreateMessageResult = serde_json::from_value(answer).ok()?;
+        let kept = kept(&result);
+        Some((result, kept))
     }
 }
 
@@ -252,7 +268,27 @@ impl Question for Roots {
         Ok(InputRequest::ListRoots(JsonObject::new()))
     }
 
-    fn decode(&self, answer: Value) -> Option<Self::Output> {
-        serde_json::from_value::<ListRootsResult>(answer).ok().map(|r| r.roots)
+    fn decode(&self, answer: Value) -> Option<(Self::Output, Value)> {
+        let result: ListRootsResult = serde_json::from_value(answer).ok()?;
+        let kept = kept(&result);
+        Some((result.roots, kept))
     }
+}
+
+/// The accepted form's fields that the form asked for; the rest is dropped.
+fn form_fields<T: ElicitForm>(mut content: JsonObject) -> JsonObject {
+    let schema = T::requested_schema().unwrap_or_default();
+    match schema.get("properties").and_then(Value::as_object) {
+        Some(properties) => {
+            content.retain(|name, _| properties.contains_key(name));
+            content
+        }
+        // No schema means the question could not be asked, so nothing was answered.
+        None => JsonObject::new(),
+    }
+}
+
+/// A decoded answer as JSON again. Our protocol types always serialize.
+fn kept<T: serde::Serialize>(answer: &T) -> Value {
+    serde_json::to_value(answer).unwrap_or(Value::Null)
 }

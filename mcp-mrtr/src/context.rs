@@ -100,23 +100,44 @@ impl Ctx {
     /// Runs `step` once across all rounds of this call: its result is sealed into the
     /// request state and read back in later rounds instead of running `step` again.
     /// Use it for side effects before an ask (create an order, call a paid API).
+    ///
+    /// Request states are single-use by default, so a client cannot replay an older
+    /// round to run the step again (see [`Server::reusable_states`](crate::Server::reusable_states)
+    /// for the trade-off). What no server can prevent: a client that starts the call over,
+    /// without a state, runs it again, like any new call.
     pub async fn once<T, F>(&self, key: &str, step: F) -> T
     where
         T: Serialize + DeserializeOwned,
         F: Future<Output = T>,
     {
-        if let Some(done) = self.once_result(key) {
-            return done;
+        match self.once_result(key) {
+            Ok(Some(done)) => done,
+            Ok(None) => {
+                let value = step.await;
+                self.record_once(key, &value);
+                value
+            }
+            Err(halted) => halted.await,
         }
-        let value = step.await;
-        self.record_once(key, &value);
-        value
     }
 
+    /// The recorded result of the `once` step `key`: `Ok(None)` when it has not run yet;
+    /// `Err` when it must not run (the round failed: its state did not open, or the
+    /// recorded result no longer decodes as `T`), a future that never resolves.
     #[doc(hidden)]
-    pub fn once_result<T: DeserializeOwned>(&self, key: &str) -> Option<T> {
-        // The stored value comes from sealed state: it was written by this server.
-        self.inner.replay.once_result(key).and_then(|v| serde_json::from_value(v).ok())
+    pub fn once_result<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, Halted<T>> {
+        let halted = || Halted { output: PhantomData };
+        let Some(recorded) = self.inner.replay.once_result(key).map_err(|()| halted())? else { return Ok(None) };
+        // The value comes from sealed state, written by this server. If it no longer
+        // decodes, the step's type changed under a live call: running the step again
+        // would repeat its side effect, so the call fails instead.
+        serde_json::from_value(recorded).map(Some).map_err(|error| {
+            tracing::error!(key, %error, "a recorded once! result no longer decodes");
+            self.inner.replay.fail(Error::internal(format!(
+                "the recorded result of once step {key:?} no longer decodes; start the call over"
+            )));
+            halted()
+        })
     }
 
     #[doc(hidden)]
@@ -260,6 +281,22 @@ impl<Q: Question + Unpin> Future for Ask<Q> {
         // No waker on purpose: a pending ask is never woken in this round; the replay
         // driver sees the recorded question and ends the round.
         self.replay.lookup(&self.key, &self.question)
+    }
+}
+
+/// A step that must not run: its round has failed. Never resolves; the runtime ends the
+/// round with the failure.
+#[doc(hidden)]
+#[must_use = "a halted step does nothing unless awaited"]
+pub struct Halted<T> {
+    output: PhantomData<fn() -> T>,
+}
+
+impl<T> Future for Halted<T> {
+    type Output = T;
+
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<T> {
+        Poll::Pending
     }
 }
 

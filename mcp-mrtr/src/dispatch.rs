@@ -4,8 +4,11 @@
 //! Entry point: [`Server::handle`], called by the transports once the envelope is valid.
 
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
+
+use futures_util::FutureExt as _;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -21,10 +24,10 @@ use crate::protocol::{
     DiscoverResult, GetPromptParams, JsonObject, ListParams, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, ReadResourceParams, RequestId,
 };
-use crate::replay::{self, Outcome, Replay};
+use crate::replay::{self, Carried, Outcome, Replay};
 use crate::server::{CacheHints, CacheScope};
-use crate::state::{Binding, OpenError, Reason};
-use crate::{Ctx, Error, Server};
+use crate::state::{Binding, Consumed, OpenError, Reason, StateConfig};
+use crate::{Ctx, Error, Server, StateGuard};
 
 /// The answer to one request, before framing.
 #[derive(Debug)]
@@ -100,7 +103,15 @@ impl Server {
             outcome = tracing::field::Empty,
         );
         let started = std::time::Instant::now();
-        let outcome = self.dispatch(request, meta, transport).instrument(span.clone()).await;
+        // Application code runs in here (handlers, their synchronous prologues, the
+        // principal function): a panic fails this request, never the connection.
+        let outcome = AssertUnwindSafe(self.dispatch(request, meta, transport).instrument(span.clone()))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|_| {
+                tracing::error!(parent: &span, "a request panicked");
+                Err(Error::internal("the request failed: the server panicked while handling it"))
+            });
         let elapsed_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         match &outcome {
             Ok(result) => {
@@ -296,47 +307,24 @@ impl Server {
         Value::Object(body)
     }
 
-    /// Reads this round's `inputResponses` and opens its `requestState`.
+    /// Reads this round's `inputResponses`, and prepares to open its `requestState` when
+    /// the handler first needs it.
     fn open_replay<P>(&self, target: &Target<'_>, call: &Call<P>) -> Result<Arc<Replay>, Error> {
         let responses = input_responses(&call.raw)?;
-        let carried = match call.raw.get("requestState") {
-            None => None,
-            Some(state) => {
-                let binding = target.binding(call.principal.as_deref());
-                let opened = state
-                    .as_str()
-                    .ok_or_else(|| OpenError::from(Reason::Malformed))
-                    .and_then(|token| {
-                        let now = SystemTime::now();
-                        let payload = self.state_config().open(token, &binding, now)?;
-                        self.consume(token, now)?;
-                        Ok(payload)
-                    })
-                    .and_then(|payload| {
-                        serde_json::from_slice(&payload).map_err(|_| OpenError::from(Reason::Malformed))
-                    });
-                match opened {
-                    Ok(carried) => Some(carried),
-                    Err(rejected) => {
-                        tracing::info!(target = target.name, %rejected, "rejected a requestState");
-                        return Err(rejected.to_error());
-                    }
-                }
-            }
+        let Some(token) = call.raw.get("requestState") else {
+            return Ok(Arc::new(Replay::new(None, responses)));
         };
-        Ok(Arc::new(Replay::new(carried, responses)))
-    }
-
-    /// With single-use states on, records this state as used (or refuses it if it was).
-    fn consume(&self, token: &str, now: SystemTime) -> Result<(), OpenError> {
-        let Some(guard) = &self.state_guard else { return Ok(()) };
-        // Keyed by a digest, so the guard never holds the sealed answers themselves.
-        let id = format!("{:x}", Sha256::digest(token.as_bytes()));
-        if guard.consume(&id, now + self.state_config().lifetime()) {
-            Ok(())
-        } else {
-            Err(OpenError::from(Reason::Replayed))
-        }
+        let sealed = SealedState {
+            token: token.clone(),
+            config: self.state_config()?.clone(),
+            guard: self.state_guard.clone(),
+            server: self.info.name.clone(),
+            method: target.method,
+            target: target.name.to_owned(),
+            arguments: target.arguments.clone(),
+            principal: call.principal.clone(),
+        };
+        Ok(Arc::new(Replay::sealed(Box::new(move || sealed.open()), responses)))
     }
 
     /// Runs a handler that may ask. A modern request gets one round: the complete result,
@@ -386,9 +374,16 @@ impl Server {
             Outcome::Complete(result) => Ok(Body::Complete(to_body(&result?))),
             Outcome::InputRequired(requests, carried) => {
                 let payload = serde_json::to_vec(&carried).map_err(|e| Error::internal(e.to_string()))?;
-                let binding = target.binding(call.principal.as_deref());
-                let state =
-                    self.state_config().seal(&binding, &payload, SystemTime::now()).map_err(|e| e.to_error())?;
+                let binding = target.binding(&self.info.name, call.principal.as_deref());
+                let state = self.state_config()?.seal(&binding, &payload, SystemTime::now()).map_err(|error| {
+                    tracing::warn!(target = target.name, %error, "cannot seal a request state");
+                    let client = error.to_error();
+                    if replay.ran_once() {
+                        client.with_note(replay::ONCE_LOST)
+                    } else {
+                        client
+                    }
+                })?;
                 Ok(Body::InputRequired(to_body(&replay::input_required(requests, state))))
             }
         }
@@ -426,8 +421,89 @@ struct Target<'a> {
 }
 
 impl Target<'_> {
-    fn binding<'b>(&'b self, principal: Option<&'b str>) -> Binding<'b> {
-        Binding { method: self.method, target: self.name, arguments: &self.arguments, principal }
+    fn binding<'b>(&'b self, server: &'b str, principal: Option<&'b str>) -> Binding<'b> {
+        Binding { server, method: self.method, target: self.name, arguments: &self.arguments, principal }
+    }
+}
+
+/// A request's `requestState`, with everything needed to open it later, off the request.
+struct SealedState {
+    token: Value,
+    config: StateConfig,
+    guard: Option<Arc<dyn StateGuard>>,
+    server: String,
+    method: &'static str,
+    target: String,
+    arguments: Value,
+    principal: Option<String>,
+}
+
+impl SealedState {
+    /// The carried replay state, or the uniform `-32602` (the reason goes to the debug
+    /// log only: strangers can send rejected states, so they must not flood the log).
+    fn open(self) -> Result<Carried, Error> {
+        self.try_open().map_err(|rejected| {
+            tracing::debug!(target = %self.target, %rejected, "rejected a requestState");
+            rejected.to_error()
+        })
+    }
+
+    fn try_open(&self) -> Result<Carried, Rejected> {
+        let token = self.token.as_str().ok_or(OpenError::from(Reason::Malformed))?;
+        let binding = Binding {
+            server: &self.server,
+            method: self.method,
+            target: &self.target,
+            arguments: &self.arguments,
+            principal: self.principal.as_deref(),
+        };
+        let now = SystemTime::now();
+        let (payload, expires) = self.config.open(token, &binding, now)?;
+        if let Some(guard) = &self.guard {
+            // Keyed by a digest, so the guard never holds the sealed answers themselves;
+            // kept as long as the state could still open.
+            let id = format!("{:x}", Sha256::digest(token.as_bytes()));
+            match guard.consume(&id, expires.duration_since(now).unwrap_or(Duration::ZERO)) {
+                Consumed::First => {}
+                Consumed::Again => return Err(OpenError::from(Reason::Replayed).into()),
+                Consumed::Unavailable => return Err(Rejected::GuardUnavailable),
+            }
+        }
+        serde_json::from_slice(&payload).map_err(|_| OpenError::from(Reason::Malformed).into())
+    }
+}
+
+/// Why a state was not used: the client's state was rejected, or the server could not
+/// record it as used.
+enum Rejected {
+    State(OpenError),
+    GuardUnavailable,
+}
+
+impl From<OpenError> for Rejected {
+    fn from(error: OpenError) -> Self {
+        Self::State(error)
+    }
+}
+
+impl Rejected {
+    fn to_error(&self) -> Error {
+        match self {
+            Self::State(rejected) => rejected.to_error(),
+            // The state is fine; the server is at its limit. Say so, without details.
+            Self::GuardUnavailable => {
+                Error::internal("the server cannot take more multi-round calls right now; try again later")
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Rejected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::State(rejected) => rejected.fmt(f),
+            Self::GuardUnavailable => f.write_str("the single-use guard cannot record another state"),
+        }
     }
 }
 

@@ -62,6 +62,12 @@ impl Error {
         self
     }
 
+    /// The same error, with `note` added to its message.
+    pub(crate) fn with_note(mut self, note: &str) -> Self {
+        self.message = format!("{}; {note}", self.message).into();
+        self
+    }
+
     /// `-32700`: the body is not JSON.
     pub fn parse_error(detail: impl fmt::Display) -> Self {
         Self::new(ErrorCode::PARSE_ERROR, format!("Parse error: {detail}"))

@@ -75,7 +75,7 @@ mod uri_template;
 pub use ask::{Declined, ElicitForm};
 pub use caller::Caller;
 pub use capability::Capability;
-pub use context::{Ask, Ctx, RetryLater};
+pub use context::{Ask, Ctx, Halted, RetryLater};
 pub use envelope::{RequestMeta, PROTOCOL_VERSION};
 pub use error::{Error, ErrorCode, ToolError};
 pub use extract::{Extension, State};
@@ -89,7 +89,7 @@ pub use protocol::{
     Tool,
 };
 pub use server::{CacheHints, CacheScope, Server};
-pub use state::{KeyError, KeyRing, MemoryGuard, StateConfig, StateGuard, StateKey};
+pub use state::{Consumed, KeyError, KeyRing, MemoryGuard, StateConfig, StateGuard, StateKey};
 pub use transport::http::HttpConfig;
 
 /// Turns an `async fn` into a tool: `server.tool(my_fn)`.
@@ -236,16 +236,20 @@ macro_rules! ask {
 
 /// Runs a step once across all rounds of a multi-round call: its result is sealed into
 /// the request state and reused when the handler runs again. `let id = once!(create().await?);`
+///
+/// Request states are single-use by default, so replaying an older round does not run the
+/// step again; starting the call over without a state does (see [`Ctx::once`]).
 #[macro_export]
 macro_rules! once {
     (@__mcp $ctx:ident, $key:expr; $step:expr) => {
         match $ctx.once_result($key) {
-            ::core::option::Option::Some(done) => done,
-            ::core::option::Option::None => {
+            ::core::result::Result::Ok(::core::option::Option::Some(done)) => done,
+            ::core::result::Result::Ok(::core::option::Option::None) => {
                 let done = $step;
                 $ctx.record_once($key, &done);
                 done
             }
+            ::core::result::Result::Err(halted) => halted.await,
         }
     };
     ($($rest:tt)*) => {

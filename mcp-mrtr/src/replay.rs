@@ -10,7 +10,11 @@
 //! Answers are pinned to a digest of their question: a stored answer counts only for the
 //! same question, a fresh answer only for the question asked in the round the state
 //! closed (or, with no state at all, for a question the handler reaches). Answers nobody
-//! asked for are ignored; malformed ones are asked again.
+//! asked for are ignored; malformed ones are asked again. What is stored is the answer as
+//! the question decoded it, not the client's bytes.
+//!
+//! The request's `requestState` is opened when the handler first needs it (its first
+//! ask, `once!` or retry-later): a handler that never does ignores it, as the spec asks.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -61,37 +65,66 @@ struct Stored {
     answer: Value,
 }
 
+/// Opens the request's sealed state: the uniform `-32602` when it does not open.
+pub(crate) type Opener = Box<dyn FnOnce() -> Result<Carried, Error> + Send>;
+
 /// The replay bookkeeping of one request.
-#[derive(Debug)]
 pub(crate) struct Replay {
     round: Mutex<Round>,
 }
 
-#[derive(Debug)]
+impl std::fmt::Debug for Replay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replay").finish_non_exhaustive()
+    }
+}
+
+/// The request's `requestState`, as far as this round has got with it.
+enum StateSlot {
+    /// The request carried none.
+    None,
+    /// Carried, not needed yet.
+    Sealed(Opener),
+    /// Opened into `Round::carried`.
+    Opened,
+}
+
 struct Round {
     /// False for requests that cannot answer `input_required`.
     enabled: bool,
     carried: Carried,
-    has_state: bool,
+    state: StateSlot,
     responses: JsonObject,
     pending: BTreeMap<String, (String, InputRequest)>,
     failure: Option<Error>,
     retry_later: bool,
+    /// `once` steps that ran in this round (not read back from the state).
+    ran_once: bool,
 }
 
 impl Replay {
-    /// A replay from the opened state (if the request carried one) and the request's
-    /// `inputResponses`.
+    /// A replay from an opened state (if there is one) and the request's `inputResponses`.
     pub(crate) fn new(carried: Option<Carried>, responses: JsonObject) -> Self {
-        let has_state = carried.is_some();
+        let state = if carried.is_some() { StateSlot::Opened } else { StateSlot::None };
+        Self::with(carried.unwrap_or_default(), state, responses)
+    }
+
+    /// A replay whose request carried a sealed state, opened by `opener` when the
+    /// handler first needs it.
+    pub(crate) fn sealed(opener: Opener, responses: JsonObject) -> Self {
+        Self::with(Carried::default(), StateSlot::Sealed(opener), responses)
+    }
+
+    fn with(carried: Carried, state: StateSlot, responses: JsonObject) -> Self {
         let round = Round {
             enabled: true,
-            carried: carried.unwrap_or_default(),
-            has_state,
+            carried,
+            state,
             responses,
             pending: BTreeMap::new(),
             failure: None,
             retry_later: false,
+            ran_once: false,
         };
         Self { round: Mutex::new(round) }
     }
@@ -107,13 +140,30 @@ impl Replay {
         self.round.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The answer to `question` under `key`, or `Pending` after recording the question.
-    pub(crate) fn lookup<Q: Question>(&self, key: &str, question: &Q) -> Poll<Q::Output> {
+    /// The round, with its state opened; `None` (after recording why) when this request
+    /// cannot ask, or its state does not open.
+    fn ready(&self) -> Option<MutexGuard<'_, Round>> {
         let mut round = self.lock();
         if !round.enabled {
             round.fail(not_here());
-            return Poll::Pending;
+            return None;
         }
+        match std::mem::replace(&mut round.state, StateSlot::Opened) {
+            StateSlot::Sealed(open) => match open() {
+                Ok(carried) => round.carried = carried,
+                Err(rejected) => {
+                    round.fail(rejected);
+                    return None;
+                }
+            },
+            unchanged => round.state = unchanged,
+        }
+        round.failure.is_none().then_some(round)
+    }
+
+    /// The answer to `question` under `key`, or `Pending` after recording the question.
+    pub(crate) fn lookup<Q: Question>(&self, key: &str, question: &Q) -> Poll<Q::Output> {
+        let Some(mut round) = self.ready() else { return Poll::Pending };
         let request = match question.request() {
             Ok(request) => request,
             Err(error) => {
@@ -128,9 +178,9 @@ impl Replay {
             }
             return Poll::Pending;
         }
-        let decoded =
-            round.answer_for(key, &digest).and_then(|answer| question.decode(answer.clone()).map(|out| (answer, out)));
-        if let Some((answer, output)) = decoded {
+        // The stored answer is what the question made of it, so junk the client sent
+        // beside the answer never rides along in later states.
+        if let Some((output, answer)) = round.answer_for(key, &digest).and_then(|answer| question.decode(answer)) {
             round.carried.answers.insert(key.to_owned(), Stored { digest, answer });
             return Poll::Ready(output);
         }
@@ -139,23 +189,31 @@ impl Replay {
         Poll::Pending
     }
 
-    /// The result of a `once` step already taken in an earlier round.
-    pub(crate) fn once_result(&self, key: &str) -> Option<Value> {
-        self.lock().carried.once.get(key).cloned()
+    /// The result of a `once` step taken in an earlier round: `Ok(None)` when it has not
+    /// run yet, `Err(())` when the round has failed (the state did not open, say) and the
+    /// step must not run.
+    pub(crate) fn once_result(&self, key: &str) -> Result<Option<Value>, ()> {
+        let round = self.ready().ok_or(())?;
+        Ok(round.carried.once.get(key).cloned())
     }
 
     /// Records the result of a `once` step taken in this round.
     pub(crate) fn record_once(&self, key: &str, value: Value) {
-        self.lock().carried.once.insert(key.to_owned(), value);
+        let mut round = self.lock();
+        round.ran_once = true;
+        round.carried.once.insert(key.to_owned(), value);
+    }
+
+    /// Whether a `once` step ran in this round: if the round then fails, the step runs
+    /// again when the client retries.
+    pub(crate) fn ran_once(&self) -> bool {
+        self.lock().ran_once
     }
 
     /// Ends this round with state only: the client retries later.
     pub(crate) fn retry_later(&self) {
-        let mut round = self.lock();
-        if round.enabled {
+        if let Some(mut round) = self.ready() {
             round.retry_later = true;
-        } else {
-            round.fail(not_here());
         }
     }
 
@@ -191,7 +249,7 @@ impl Round {
             }
             // Without state, a client may answer before being asked; with state, only
             // what the closed round asked can be answered.
-            None => !self.has_state,
+            None => matches!(self.state, StateSlot::None),
         };
         asked_here.then_some(fresh)
     }
@@ -259,7 +317,8 @@ pub(crate) async fn drive<T>(
     if round.carried.round + 1 >= MAX_ROUNDS {
         return Err(Error::internal(format!("gave up after {MAX_ROUNDS} rounds of input")));
     }
-    capability::missing(caps, round.pending.values().map(|(_, request)| capability::required_for(request)))?;
+    capability::missing(caps, round.pending.values().map(|(_, request)| capability::required_for(request)))
+        .map_err(|error| if round.ran_once { error.with_note(ONCE_LOST) } else { error })?;
     let pending = std::mem::take(&mut round.pending);
     let mut next = round.carried.clone();
     next.round += 1;
@@ -272,6 +331,11 @@ pub(crate) async fn drive<T>(
 pub(crate) fn input_required(requests: BTreeMap<String, InputRequest>, state: String) -> InputRequiredResult {
     InputRequiredResult { input_requests: (!requests.is_empty()).then_some(requests), request_state: Some(state) }
 }
+
+/// Added to the error of a round that failed after a `once` step ran: nothing can be
+/// sealed for an error, so the client should know the step is not recorded.
+pub(crate) const ONCE_LOST: &str =
+    "a once! step ran in this round and its result could not be kept, so a retry runs it again";
 
 fn not_here() -> Error {
     Error::internal("only tools/call, prompts/get and resources/read handlers can ask for input")

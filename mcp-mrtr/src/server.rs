@@ -14,7 +14,8 @@ use crate::protocol::{
     CompleteParams, Completion, Implementation, JsonObject, PromptsCapability, ResourcesCapability, ServerCapabilities,
     ToolsCapability,
 };
-use crate::{Caller, Ctx, StateConfig, StateGuard, ToolError};
+use crate::state::KeyError;
+use crate::{Caller, Ctx, Error, MemoryGuard, StateConfig, StateGuard, ToolError};
 
 pub(crate) type PrincipalFn = Arc<dyn Fn(&HeaderMap) -> Option<String> + Send + Sync>;
 
@@ -80,8 +81,11 @@ pub struct Server {
     pub(crate) completion: Option<CompletionFn>,
     pub(crate) logging: bool,
     pub(crate) cache: CacheHints,
-    state: Option<StateConfig>,
+    /// The sealing configuration: set with [`Server::request_state`], or resolved from the
+    /// environment once, when serving starts. Clones share it.
+    pub(crate) state: Arc<OnceLock<StateConfig>>,
     principal: Option<PrincipalFn>,
+    /// Refuses states used before; `None` only after [`Server::reusable_states`].
     pub(crate) state_guard: Option<Arc<dyn StateGuard>>,
     pub(crate) bridge_answer_timeout: Duration,
     pub(crate) app: AppState,
@@ -99,9 +103,9 @@ impl Server {
             completion: None,
             logging: false,
             cache: CacheHints::default(),
-            state: None,
+            state: Arc::default(),
             principal: None,
-            state_guard: None,
+            state_guard: Some(Arc::new(MemoryGuard::new())),
             bridge_answer_timeout: crate::legacy::ANSWER_TIMEOUT,
             app: AppState::default(),
         }
@@ -204,10 +208,11 @@ impl Server {
     }
 
     /// How `requestState` is sealed. Without this, the keys in `MCP_MRTR_STATE_KEYS`
-    /// are used, or else one random key per process (states then open only on this
-    /// instance, until it restarts).
+    /// are used, or else a random key of this server's own (states then open only on
+    /// this server, until it restarts). The environment is read when serving starts,
+    /// and a malformed value fails it there.
     pub fn request_state(mut self, config: StateConfig) -> Self {
-        self.state = Some(config);
+        self.state = Arc::new(OnceLock::from(config));
         self
     }
 
@@ -232,11 +237,11 @@ impl Server {
         self
     }
 
-    /// Makes every `requestState` single-use: the second time one is presented it is
-    /// refused like a tampered one. For handlers that must consume a step at most once;
-    /// the price is that a client retrying a round after a network failure starts over.
-    /// [`MemoryGuard`](crate::MemoryGuard) serves one instance; several instances need a
-    /// [`StateGuard`] backed by a store they share.
+    /// Remembers used states with `guard` instead of the default
+    /// [`MemoryGuard`](crate::MemoryGuard): request states are single-use, and the second
+    /// time one is presented it is refused like a tampered one. `MemoryGuard` serves one
+    /// instance; several instances behind a load balancer need a [`StateGuard`] backed by
+    /// a store they share, or a state could be replayed once on each.
     pub fn single_use_states(mut self, guard: impl StateGuard) -> Self {
         self.state_guard = Some(Arc::new(guard));
         self
@@ -253,9 +258,41 @@ impl Server {
         self
     }
 
-    pub(crate) fn state_config(&self) -> &StateConfig {
-        static DEFAULT: OnceLock<StateConfig> = OnceLock::new();
-        self.state.as_ref().unwrap_or_else(|| DEFAULT.get_or_init(StateConfig::from_env_or_random))
+    /// Lets a request state open as often as it is presented within its lifetime. A
+    /// client retrying a round after a network failure then continues instead of starting
+    /// over, but a client replaying an older state also runs that round again, `once!`
+    /// steps after its last ask included. Only for servers whose handlers are harmless to
+    /// re-run.
+    pub fn reusable_states(mut self) -> Self {
+        self.state_guard = None;
+        self
+    }
+
+    /// Everything that must hold before serving: every `State<T>` given, and the
+    /// request-state keys usable. Each way of serving calls this first.
+    pub(crate) fn check_ready(&self) -> std::io::Result<()> {
+        self.check_state().map_err(std::io::Error::other)?;
+        self.resolve_state().map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidInput, error))?;
+        Ok(())
+    }
+
+    /// Resolves the sealing configuration now: the one given, or the environment's keys,
+    /// or a random key (announced once on stderr). Every way of serving calls this before
+    /// the first request, so a malformed `MCP_MRTR_STATE_KEYS` fails at start-up.
+    pub(crate) fn resolve_state(&self) -> Result<&StateConfig, KeyError> {
+        if let Some(config) = self.state.get() {
+            return Ok(config);
+        }
+        let config = StateConfig::from_env_or_random()?;
+        Ok(self.state.get_or_init(|| config))
+    }
+
+    /// The sealing configuration, for a request.
+    pub(crate) fn state_config(&self) -> Result<&StateConfig, Error> {
+        self.resolve_state().map_err(|error| {
+            tracing::error!(%error, "cannot seal request states");
+            Error::internal("the server's request-state keys are misconfigured")
+        })
     }
 
     /// Who a request's sealed state (and session) is bound to: its authenticated caller,
@@ -265,6 +302,7 @@ impl Server {
     }
 
     pub(crate) fn principal_from(&self, headers: Option<&HeaderMap>, extensions: &Extensions) -> Option<String> {
+        // A panic in the hook is caught with the rest of the request (`Server::handle`).
         if let Some(caller) = extensions.get::<Caller>() {
             return Some(caller.id().to_owned());
         }

@@ -37,7 +37,17 @@ use crate::capability::{self, Capability};
 use crate::context::Transport;
 use crate::envelope::{Request, RequestMeta, PROTOCOL_VERSION};
 use crate::protocol::{InputRequest, InputRequiredResult, JsonObject, RequestId};
-use crate::{Caller, Error, Server};
+use crate::{Caller, Error, KeyRing, Server, StateConfig, StateKey};
+
+/// Gives `server` a random request-state key of its own, unless it was given a
+/// [`StateConfig`] already: a test then never depends on (or breaks on) a
+/// `MCP_MRTR_STATE_KEYS` set in the shell that runs it. [`TestClient::new`] does this.
+pub fn with_own_keys(server: Server) -> Server {
+    if server.state.get().is_some() {
+        return server;
+    }
+    server.request_state(StateConfig::new(KeyRing::new(StateKey::random())))
+}
 
 /// Answers in the shapes clients send them.
 pub mod answer {
@@ -94,6 +104,7 @@ impl TestClient {
         if let Err(problem) = server.check_state() {
             panic!("{problem}");
         }
+        let server = with_own_keys(server);
         let capabilities =
             json!({ "elicitation": { "form": {}, "url": {} }, "sampling": { "tools": {} }, "roots": {} });
         Self { server, capabilities, extensions: Arc::default() }

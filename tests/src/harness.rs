@@ -10,6 +10,17 @@ use tokio::task::JoinHandle;
 use crate::client::{self, HttpResponse};
 use crate::schema;
 
+/// The one message of every rejected `requestState`.
+pub const REJECTED: &str = "Invalid requestState: it is tampered, expired, or belongs to another request";
+
+/// The raw bytes of a sealed state after its `version.key id.` prefix (nonce,
+/// ciphertext and tag), to look for anything that should not be there.
+pub fn state_body(state: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    let encoded = state.splitn(3, '.').nth(2).expect("a state has three dot-separated parts");
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(encoded).expect("the state's body is base64url")
+}
+
 /// What the conformance harness declares by default.
 pub fn default_caps() -> Value {
     json!({ "sampling": {}, "elicitation": {}, "roots": { "listChanged": true } })
@@ -23,8 +34,10 @@ pub struct TestServer {
 }
 
 impl TestServer {
-    /// Serves `server` on 127.0.0.1.
+    /// Serves `server` on 127.0.0.1, with a state key of its own unless it was given one
+    /// (so `MCP_MRTR_STATE_KEYS` in the shell changes nothing).
     pub async fn start(server: Server) -> Self {
+        let server = mcp_mrtr::testing::with_own_keys(server);
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1");
         let addr = listener.local_addr().expect("local addr");
         let task = tokio::spawn(async move {

@@ -3,7 +3,9 @@
 //!
 //! The schema files are not part of this repository: point `MCP_MRTR_SCHEMA_DIR` at a
 //! folder holding `2026-07-28/schema.json` and `2025-11-25/schema.json` (CI does). Without
-//! it, validation is off and the first check says so once.
+//! it, validation is off and the first check says so once, unless the run requires
+//! schemas (`MCP_MRTR_REQUIRE_SCHEMAS=1`, which `.ci/run` sets, or `CI` set to anything
+//! but `false`/`0`): then every check fails, so a CI run cannot pass without them.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -13,6 +15,14 @@ use serde_json::{json, Value};
 
 /// The environment variable naming the schema folder.
 pub const SCHEMA_DIR_VAR: &str = "MCP_MRTR_SCHEMA_DIR";
+/// Set to `1` to make a missing schema folder fail every check instead of skipping it.
+pub const REQUIRE_VAR: &str = "MCP_MRTR_REQUIRE_SCHEMAS";
+
+/// Whether this run must validate: asked for explicitly, or running in CI.
+pub fn required() -> bool {
+    let set = |name: &str| std::env::var(name).is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false"));
+    set(REQUIRE_VAR) || set("CI")
+}
 
 /// The modern revision.
 pub const MODERN: &str = "2026-07-28";
@@ -32,6 +42,10 @@ fn schemas() -> Option<&'static Schemas> {
     SCHEMAS
         .get_or_init(|| {
             let Some(dir) = std::env::var_os(SCHEMA_DIR_VAR) else {
+                assert!(
+                    !required(),
+                    "{SCHEMA_DIR_VAR} is not set, but this run requires schema checks ({REQUIRE_VAR} or CI is set)"
+                );
                 eprintln!("note: {SCHEMA_DIR_VAR} is not set, so messages are not checked against the MCP JSON Schema");
                 return None;
             };

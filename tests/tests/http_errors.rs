@@ -231,9 +231,15 @@ async fn foreign_hosts_and_origins_are_forbidden() {
     let discover = Rpc::new("server/discover");
     let evil =
         discover.clone().header("host", Some("evil.example.com")).header("origin", Some("http://evil.example.com"));
-    assert_eq!(server.send(&evil).await.status, 403);
+    let forbidden = |response: client::HttpResponse| {
+        assert_eq!(response.status, 403, "{}", response.body);
+        let reply: Value = serde_json::from_str(&response.body).unwrap();
+        assert!(reply.get("id").is_none_or(Value::is_null), "{reply}");
+        assert_eq!(reply["error"]["code"], -32600, "{reply}");
+    };
+    forbidden(server.send(&evil).await);
     let evil_origin = discover.clone().header("origin", Some("http://evil.example.com"));
-    assert_eq!(server.send(&evil_origin).await.status, 403);
+    forbidden(server.send(&evil_origin).await);
     let local = format!("http://localhost:{}", server.addr.port());
     let good = discover.header("origin", Some(&local));
     assert_eq!(server.send(&good).await.status, 200);

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 #[tokio::test]
 async fn the_router_mounts_beside_the_app_s_own_routes() {
-    let mcp = mcp_mrtr_examples::everything::server()
+    let mcp = mcp_mrtr::testing::with_own_keys(mcp_mrtr_examples::everything::server())
         .into_router_with(HttpConfig::default().path("/v1/mcp").allowed_hosts(["api.example.test"]));
     let app = axum::Router::new().route("/health", axum::routing::get(|| async { "ok" })).merge(mcp);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -126,14 +126,18 @@ async fn joined_asks_go_out_in_one_round() {
 async fn decline_and_cancel_are_values() {
     let server = TestServer::start(server()).await;
     let rpc = Rpc::call_tool("delete_branch", json!({ "branch": "main" }));
-    let first = server.call(&rpc).await["result"].clone();
-    assert_eq!(first["inputRequests"]["ask1"]["params"]["message"], "Delete main?");
-    let state = first["requestState"].clone();
-    let kept = round(&server, &rpc, json!({ "ask1": answer::decline() }), Some(&state)).await;
-    assert_eq!(kept["result"]["content"][0]["text"], "kept");
-    let cancelled = round(&server, &rpc, json!({ "ask1": answer::cancel() }), Some(&state)).await;
-    assert_eq!(cancelled["result"]["isError"], true);
-    let deleted = round(&server, &rpc, json!({ "ask1": answer::accept(json!({ "yes": true })) }), Some(&state)).await;
+    // States are single-use: each answer goes to a call of its own.
+    let answered = |answer: Value| {
+        let (server, rpc) = (&server, &rpc);
+        async move {
+            let first = server.call(rpc).await["result"].clone();
+            assert_eq!(first["inputRequests"]["ask1"]["params"]["message"], "Delete main?");
+            round(server, rpc, json!({ "ask1": answer }), Some(&first["requestState"])).await
+        }
+    };
+    assert_eq!(answered(answer::decline()).await["result"]["content"][0]["text"], "kept");
+    assert_eq!(answered(answer::cancel()).await["result"]["isError"], true);
+    let deleted = answered(answer::accept(json!({ "yes": true }))).await;
     assert_eq!(deleted["result"]["content"][0]["text"], "deleted main");
 }
 
@@ -141,17 +145,21 @@ async fn decline_and_cancel_are_values() {
 async fn a_malformed_answer_is_asked_again() {
     let server = TestServer::start(server()).await;
     let rpc = Rpc::call_tool("test_input_required_result_elicitation", json!({}));
-    let first = server.call(&rpc).await["result"].clone();
+    let mut state = server.call(&rpc).await["result"]["requestState"].clone();
     for malformed in [
         answer::accept(json!({ "nom": "Ada" })),
         answer::accept(json!({ "name": 42 })),
         json!({ "action": "maybe" }),
         answer::sampled("not an elicitation result"),
     ] {
-        let again = round(&server, &rpc, json!({ "user_name": malformed }), Some(&first["requestState"])).await;
+        let again = round(&server, &rpc, json!({ "user_name": malformed }), Some(&state)).await;
         assert_eq!(again["result"]["resultType"], "input_required", "{again}");
         assert!(again["result"]["inputRequests"]["user_name"].is_object());
+        state = again["result"]["requestState"].clone();
     }
+    let done =
+        round(&server, &rpc, json!({ "user_name": answer::accept(json!({ "name": "Ada" })) }), Some(&state)).await;
+    assert_eq!(done["result"]["content"][0]["text"], "Hello, Ada!");
 }
 
 #[tokio::test]

@@ -9,7 +9,7 @@ use std::time::Duration;
 use mcp_mrtr::prelude::*;
 use mcp_mrtr::testing::{answer, TestClient};
 use mcp_mrtr::{KeyRing, StateConfig, StateKey};
-use mcp_mrtr_tests::harness::{Rpc, TestServer};
+use mcp_mrtr_tests::harness::{state_body, Rpc, TestServer, REJECTED};
 use serde_json::{json, Value};
 
 #[derive(Deserialize, JsonSchema)]
@@ -214,33 +214,47 @@ async fn second_round(server: &TestServer, state: &Value, name: &str) -> Value {
 
 #[tokio::test]
 async fn instances_sharing_a_key_continue_each_others_rounds() {
-    let shared = StateKey::new("k1", [7; 32]);
+    let shared = StateKey::random();
     let (a, b) = (TestServer::start(keyed(&shared)).await, TestServer::start(keyed(&shared)).await);
     let state = first_state(&a).await;
     let on_b = second_round(&b, &state, "Ada").await;
     assert_eq!(on_b["result"]["inputRequests"]["step2"]["method"], "elicitation/create");
-    let stranger = TestServer::start(keyed(&StateKey::new("k9", [9; 32]))).await;
-    assert_eq!(second_round(&stranger, &state, "Ada").await["error"]["code"], -32602);
+    let stranger = TestServer::start(keyed(&StateKey::random())).await;
+    assert_eq!(second_round(&stranger, &state, "Ada").await["error"]["message"], REJECTED);
+    let newer = StateKey::random();
     let rotated = mcp_mrtr_examples::everything::server()
-        .request_state(StateConfig::new(KeyRing::new(StateKey::new("k2", [8; 32])).with_previous(shared)));
+        .request_state(StateConfig::new(KeyRing::new(newer.clone()).with_previous(shared)));
     let rotated = TestServer::start(rotated).await;
-    let continued = second_round(&rotated, &state, "Ada").await;
+    // b used `state` already (states are single-use): the rotated instance continues a
+    // fresh round 1 of a, sealed with the old key.
+    let continued = second_round(&rotated, &first_state(&a).await, "Ada").await;
     let next = continued["result"]["requestState"].as_str().unwrap();
-    assert!(next.starts_with("v1.k2."), "new states are sealed with the new key: {next}");
+    assert!(next.starts_with(&format!("v2.{}.", newer.id())), "new states are sealed with the new key: {next}");
 }
 
 #[tokio::test]
 async fn sealed_states_hide_answers_and_expire() {
-    let server = TestServer::start(keyed(&StateKey::new("k1", [1; 32]))).await;
+    let key = StateKey::random();
+    let server = TestServer::start(keyed(&key)).await;
     let state = first_state(&server).await;
     let secret = "hunter2-very-secret";
     let next = second_round(&server, &state, secret).await["result"]["requestState"].clone();
-    assert!(!next.as_str().unwrap().contains(secret));
-    let brief = mcp_mrtr_examples::everything::server()
-        .request_state(StateConfig::new(KeyRing::new(StateKey::new("k1", [1; 32]))).ttl(Duration::ZERO));
-    let brief = TestServer::start(brief).await;
-    let state = first_state(&brief).await;
-    assert_eq!(second_round(&brief, &state, "Ada").await["error"]["code"], -32602);
+    let body = state_body(next.as_str().unwrap());
+    assert!(!body.windows(secret.len()).any(|w| w == secret.as_bytes()), "the answer is in the state's bytes");
+    // Two servers alike but for the TTL. What the zero-TTL one seals is refused by both;
+    // what the long-TTL one seals opens on both: the token's own expiry is the difference.
+    let sealed_with = |ttl| {
+        let config = StateConfig::new(KeyRing::new(key.clone())).ttl(ttl);
+        mcp_mrtr_examples::everything::server().request_state(config)
+    };
+    let brief = TestServer::start(sealed_with(Duration::ZERO)).await;
+    let lasting = TestServer::start(sealed_with(Duration::from_mins(10))).await;
+    for opener in [&brief, &lasting] {
+        let expired = second_round(opener, &first_state(&brief).await, "Ada").await;
+        assert_eq!(expired["error"]["message"], REJECTED, "{expired}");
+        let fresh = second_round(opener, &first_state(&lasting).await, "Ada").await;
+        assert_eq!(fresh["result"]["inputRequests"]["step2"]["method"], "elicitation/create", "{fresh}");
+    }
 }
 
 #[tokio::test]
@@ -253,8 +267,8 @@ async fn states_are_bound_to_the_caller() {
     let retry = rpc
         .param("inputResponses", json!({ "step1": answer::accept(json!({ "name": "Ada" })) }))
         .param("requestState", state);
-    assert_eq!(server.call(&retry.clone().header("x-user", Some("mallory"))).await["error"]["code"], -32602);
-    assert_eq!(server.call(&retry.clone()).await["error"]["code"], -32602);
+    assert_eq!(server.call(&retry.clone().header("x-user", Some("mallory"))).await["error"]["message"], REJECTED);
+    assert_eq!(server.call(&retry.clone()).await["error"]["message"], REJECTED);
     let alice = server.call(&retry.header("x-user", Some("alice"))).await;
     assert_eq!(alice["result"]["resultType"], "input_required");
 }
@@ -267,12 +281,12 @@ async fn single_use_states_open_once() {
     let second = second_round(&server, &state, "Ada").await;
     assert_eq!(second["result"]["inputRequests"]["step2"]["method"], "elicitation/create");
     let replayed = second_round(&server, &state, "Ada").await;
-    assert_eq!(replayed["error"]["code"], -32602);
+    assert_eq!(replayed["error"]["message"], REJECTED);
     assert_eq!(replayed["error"]["message"], second_round(&server, &json!("forged"), "Ada").await["error"]["message"]);
     // The new state of round 2 still opens, once.
     let rpc = Rpc::call_tool("test_input_required_result_multi_round", json!({}))
         .param("inputResponses", json!({ "step2": answer::accept(json!({ "color": "red" })) }))
         .param("requestState", second["result"]["requestState"].clone());
     assert_eq!(server.call(&rpc).await["result"]["content"][0]["text"], "Ada likes red");
-    assert_eq!(server.call(&rpc).await["error"]["code"], -32602);
+    assert_eq!(server.call(&rpc).await["error"]["message"], REJECTED);
 }

@@ -7,6 +7,9 @@ use serde_json::json;
 #[test]
 fn the_helper_rejects_invalid_messages() {
     if !schema::enabled() {
+        // Only reachable when the run does not require schemas; a CI run fails in `enabled`.
+        assert!(!schema::required());
+        eprintln!("skipped: no schemas to check against");
         return;
     }
     let valid = json!({"jsonrpc": "2.0", "id": 1, "result": {

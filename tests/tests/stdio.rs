@@ -19,7 +19,7 @@ impl Pipe {
     fn start(server: Server) -> Self {
         let (input, server_in) = tokio::io::duplex(1 << 16);
         let (server_out, output) = tokio::io::duplex(1 << 16);
-        tokio::spawn(server.serve_io(server_in, server_out));
+        tokio::spawn(mcp_mrtr::testing::with_own_keys(server).serve_io(server_in, server_out));
         Self { input, output: BufReader::new(output).lines() }
     }
 

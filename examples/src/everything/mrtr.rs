@@ -2,6 +2,9 @@
 //! `ask!`, exactly as the conformance scenarios describe them. No hand-built
 //! `InputRequiredResult` anywhere: every round is the runtime's replay of these bodies.
 
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
 use mcp_mrtr::prelude::*;
 use mcp_mrtr::protocol::Role;
 
@@ -116,6 +119,41 @@ pub async fn test_streaming_elicitation() -> Result<String, ToolError> {
     Ok(format!("Streamed hello, {}!", user_name.name))
 }
 
+/// How often the once step of `test_once_side_effect` ran, per `call_id`. Counting per
+/// call (not one global number) keeps concurrent callers from reading each other's runs.
+static ONCE_RUNS: Mutex<BTreeMap<String, u32>> = Mutex::new(BTreeMap::new());
+/// Calls remembered at most; the oldest-named are forgotten past it.
+const MAX_TRACKED_CALLS: usize = 10_000;
+
+fn count_once_run(call_id: &str) -> u32 {
+    let mut runs = ONCE_RUNS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if runs.len() >= MAX_TRACKED_CALLS && !runs.contains_key(call_id) {
+        runs.pop_first();
+    }
+    let count = runs.entry(call_id.to_owned()).or_default();
+    *count += 1;
+    *count
+}
+
+fn once_runs(call_id: &str) -> u32 {
+    ONCE_RUNS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(call_id).copied().unwrap_or(0)
+}
+
+/// Asks to start, takes a step that must not repeat (a `once!`, counted per `call_id`),
+/// asks to finish, then reports how often that step ran for this `call_id`: once, unless
+/// something ran it again (a replayed older state would).
+#[tool]
+pub async fn test_once_side_effect(call_id: String) -> Result<String, ToolError> {
+    let start: Confirm = ask!(elicit "Start?")?;
+    if !start.ok {
+        return Ok(format!("call {call_id}: not started"));
+    }
+    let run = once!(count_once_run(&call_id));
+    let finish: Confirm = ask!(elicit format!("Step {run} done. Finish?"))?;
+    let ran = once_runs(&call_id);
+    Ok(format!("call {call_id}: the once step ran {ran} time(s), finished={}", finish.ok))
+}
+
 /// A review prompt that first asks what context to use (key `user_context`).
 #[prompt]
 pub async fn test_input_required_result_prompt() -> Result<Vec<PromptMessage>, ToolError> {
@@ -138,6 +176,7 @@ pub fn register(server: Server) -> Server {
             test_input_required_result_capabilities,
             test_missing_capability,
             test_streaming_elicitation,
+            test_once_side_effect,
         ])
         .prompt(test_input_required_result_prompt)
 }

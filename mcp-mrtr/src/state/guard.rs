@@ -1,63 +1,213 @@
 //! Single-use request states: a state that has opened once is refused the second time.
 //!
-//! Sealing bounds *where* a state opens (method, target, arguments, caller) and *until
-//! when*; within that window a client could present it again. Most handlers do not care
-//! (re-running a round is harmless by design), but one that must consume a step at most
-//! once (a payment, a redemption) can make every state single-use. The price: a client
-//! that retries a round after a network failure is refused and must start over.
+//! Sealing bounds *where* a state opens (server, method, target, arguments, caller) and
+//! *until when*; within that window a client could present it again and run the round
+//! it closed once more, `once!` steps included. So every server refuses a state it has
+//! seen, by default with a [`MemoryGuard`]. The price: a client that retries a round
+//! after a network failure is refused and starts the call over.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashSet};
 use std::sync::Mutex;
-use std::time::SystemTime;
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+
+/// What a [`StateGuard`] says about a state presented to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Consumed {
+    /// First use: it is now recorded.
+    First,
+    /// It was used before: refuse it.
+    Again,
+    /// The guard cannot record another state right now (full, or its store is down).
+    /// The state is refused, since it could not be marked used.
+    Unavailable,
+}
 
 /// Remembers which request states have been used.
 ///
-/// The in-memory [`MemoryGuard`] serves one instance; several instances behind a load
-/// balancer need an implementation backed by a store they share.
+/// [`consume`](StateGuard::consume) **must be an atomic insert-if-absent**: when several
+/// requests present the same state at once, exactly one may see [`Consumed::First`]. A
+/// check followed by a separate write (a Redis `GET` then `SET`) lets every one of them
+/// through. With Redis, one `SET id 1 NX PX <keep_for in ms>` does it.
+///
+/// The in-memory [`MemoryGuard`] serves one instance. Several instances behind a load
+/// balancer need an implementation backed by a store they share; this crate ships none
+/// yet.
 pub trait StateGuard: Send + Sync + 'static {
-    /// Records the state `id` as used until `forget_after`; `false` when it was used already.
-    fn consume(&self, id: &str, forget_after: SystemTime) -> bool;
+    /// Records the state `id` as used, for at least `keep_for` (how long the state stays
+    /// valid), unless it is recorded already.
+    fn consume(&self, id: &str, keep_for: Duration) -> Consumed;
 }
 
-/// A [`StateGuard`] in this process's memory: for a single instance.
-#[derive(Debug, Default)]
+/// A [`StateGuard`] in this process's memory, for a single instance.
+///
+/// Each entry takes about 100 bytes and is kept until its state expires. Expired entries
+/// are dropped in expiry order, so a call costs O(log n). At the capacity (default
+/// [`MemoryGuard::DEFAULT_CAPACITY`]) new states are refused with
+/// [`Consumed::Unavailable`] until old ones expire: forgetting a used state instead would
+/// let it be replayed.
+#[derive(Debug)]
 pub struct MemoryGuard {
-    used: Mutex<HashMap<String, SystemTime>>,
+    capacity: usize,
+    used: Mutex<Used>,
+}
+
+#[derive(Debug, Default)]
+struct Used {
+    /// The ids recorded, as the first 128 bits of their SHA-256 (collisions need 2^64 states).
+    ids: HashSet<u128>,
+    /// The same ids, soonest forgotten first.
+    by_expiry: BinaryHeap<Reverse<(Deadline, u128)>>,
+}
+
+/// When an entry may be forgotten: monotonic, so a wall-clock jump neither drops live
+/// entries nor revives expired states.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Deadline {
+    At(Instant),
+    /// Past what `Instant` can represent: kept for the life of the process.
+    Never,
 }
 
 impl MemoryGuard {
-    /// An empty guard.
+    /// Entries kept at most by [`MemoryGuard::new`]: about 100 MB when full.
+    pub const DEFAULT_CAPACITY: usize = 1 << 20;
+
+    /// An empty guard holding at most [`MemoryGuard::DEFAULT_CAPACITY`] entries.
     pub fn new() -> Self {
-        Self::default()
+        Self::with_capacity(Self::DEFAULT_CAPACITY)
+    }
+
+    /// An empty guard holding at most `capacity` live entries.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self { capacity, used: Mutex::default() }
+    }
+
+    /// How many entries are live (not yet pruned).
+    pub fn len(&self) -> usize {
+        self.lock().ids.len()
+    }
+
+    /// Whether no entry is live.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Used> {
+        self.used.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Default for MemoryGuard {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
 impl StateGuard for MemoryGuard {
-    fn consume(&self, id: &str, forget_after: SystemTime) -> bool {
-        let mut used = self.used.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        // A state past its expiry cannot open anyway, so its entry can go.
-        let now = SystemTime::now();
-        used.retain(|_, until| *until > now);
-        used.insert(id.to_owned(), forget_after).is_none()
+    fn consume(&self, id: &str, keep_for: Duration) -> Consumed {
+        let now = Instant::now();
+        let key = short_digest(id);
+        let mut used = self.lock();
+        used.prune(now);
+        if used.ids.contains(&key) {
+            return Consumed::Again;
+        }
+        if used.ids.len() >= self.capacity {
+            return Consumed::Unavailable;
+        }
+        let deadline = now.checked_add(keep_for).map_or(Deadline::Never, Deadline::At);
+        used.ids.insert(key);
+        used.by_expiry.push(Reverse((deadline, key)));
+        Consumed::First
     }
+}
+
+impl Used {
+    /// Drops the entries whose state has expired by `now`: each is popped once, so the
+    /// cost is amortized over the calls that inserted them.
+    fn prune(&mut self, now: Instant) {
+        while let Some(Reverse((Deadline::At(at), key))) = self.by_expiry.peek().copied() {
+            if at > now {
+                break;
+            }
+            self.by_expiry.pop();
+            self.ids.remove(&key);
+        }
+    }
+}
+
+fn short_digest(id: &str) -> u128 {
+    let hash = Sha256::digest(id.as_bytes());
+    let mut half = [0u8; 16];
+    half.copy_from_slice(&hash[..16]);
+    u128::from_be_bytes(half)
 }
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
+
+    const MINUTE: Duration = Duration::from_secs(60);
 
     #[test]
     fn a_state_is_consumed_once_and_forgotten_after_it_expires() {
         let guard = MemoryGuard::new();
-        let later = SystemTime::now() + Duration::from_secs(60);
-        assert!(guard.consume("a", later));
-        assert!(!guard.consume("a", later));
-        assert!(guard.consume("b", later));
-        assert!(guard.consume("gone", SystemTime::now() - Duration::from_secs(1)));
-        assert!(guard.consume("c", later), "pruning expired entries keeps the live ones");
-        assert!(guard.consume("gone", later), "an expired entry is forgotten");
-        assert!(!guard.consume("b", later));
+        assert_eq!(guard.consume("a", MINUTE), Consumed::First);
+        assert_eq!(guard.consume("a", MINUTE), Consumed::Again);
+        assert_eq!(guard.consume("b", MINUTE), Consumed::First);
+        assert_eq!(guard.consume("gone", Duration::ZERO), Consumed::First);
+        assert_eq!(guard.consume("c", MINUTE), Consumed::First, "pruning expired entries keeps the live ones");
+        assert_eq!(guard.len(), 3, "the expired entry was pruned");
+        assert_eq!(guard.consume("gone", MINUTE), Consumed::First, "an expired entry is forgotten");
+        assert_eq!(guard.consume("b", MINUTE), Consumed::Again);
+    }
+
+    #[test]
+    fn a_full_guard_refuses_new_states_and_never_forgets_live_ones() {
+        let guard = MemoryGuard::with_capacity(2);
+        assert_eq!(guard.consume("a", MINUTE), Consumed::First);
+        assert_eq!(guard.consume("b", MINUTE), Consumed::First);
+        assert_eq!(guard.consume("c", MINUTE), Consumed::Unavailable);
+        assert_eq!(guard.consume("a", MINUTE), Consumed::Again, "a used state stays used at the bound");
+        let expiring = MemoryGuard::with_capacity(1);
+        assert_eq!(expiring.consume("old", Duration::ZERO), Consumed::First);
+        assert_eq!(expiring.consume("new", MINUTE), Consumed::First, "room comes back as entries expire");
+    }
+
+    #[test]
+    fn a_lifetime_past_what_the_clock_holds_is_kept_not_a_panic() {
+        let guard = MemoryGuard::new();
+        assert_eq!(guard.consume("forever", Duration::MAX), Consumed::First);
+        assert_eq!(guard.consume("soon", Duration::ZERO), Consumed::First);
+        assert_eq!(guard.consume("next", MINUTE), Consumed::First);
+        assert_eq!(guard.consume("forever", Duration::MAX), Consumed::Again);
+    }
+
+    #[test]
+    fn many_entries_are_pruned_in_expiry_order() {
+        let guard = MemoryGuard::with_capacity(10_000);
+        for i in 0..5_000 {
+            let keep = if i % 2 == 0 { Duration::ZERO } else { MINUTE };
+            assert_eq!(guard.consume(&format!("id-{i}"), keep), Consumed::First);
+        }
+        // The next call drops every expired (even) entry; the odd ones stay used.
+        assert_eq!(guard.consume("one-more", MINUTE), Consumed::First);
+        assert_eq!(guard.len(), 2_501);
+        assert_eq!(guard.consume("id-1", MINUTE), Consumed::Again);
+        assert_eq!(guard.consume("id-0", MINUTE), Consumed::First);
+    }
+
+    #[test]
+    fn concurrent_presentations_of_one_state_open_once() {
+        let guard = std::sync::Arc::new(MemoryGuard::new());
+        let firsts: usize = std::thread::scope(|scope| {
+            let handles: Vec<_> =
+                (0..16).map(|_| scope.spawn(|| guard.consume("same", MINUTE) == Consumed::First)).collect();
+            handles.into_iter().map(|h| usize::from(h.join().unwrap())).sum()
+        });
+        assert_eq!(firsts, 1);
     }
 }

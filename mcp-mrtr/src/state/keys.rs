@@ -1,6 +1,12 @@
 //! Sealing keys: [`StateKey`] (an id and a 256-bit secret) and [`KeyRing`] (the key that
 //! seals plus older keys that still open, for rotation), read from code or from
 //! `MCP_MRTR_STATE_KEYS`.
+//!
+//! The configured secret is never used as a cipher key itself: each use derives its own
+//! key with HKDF-SHA256 (see [`StateKey::derive`]), so the same secret can later key other
+//! things (a tasks journal) without two uses ever sharing a key. Secrets are wiped from
+//! memory when dropped, and weak ones (every byte the same, all zeros included) are
+//! refused.
 
 use std::fmt;
 use std::sync::Arc;
@@ -9,6 +15,9 @@ use base64::alphabet;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use base64::engine::DecodePaddingMode;
 use base64::Engine as _;
+use hkdf::Hkdf;
+use sha2::Sha256;
+use zeroize::Zeroizing;
 
 /// The environment variable [`KeyRing::from_env`] reads.
 pub(crate) const KEYS_ENV: &str = "MCP_MRTR_STATE_KEYS";
@@ -22,25 +31,43 @@ const LENIENT: GeneralPurposeConfig =
 const URL_SAFE_LENIENT: GeneralPurpose = GeneralPurpose::new(&alphabet::URL_SAFE, LENIENT);
 const STANDARD_LENIENT: GeneralPurpose = GeneralPurpose::new(&alphabet::STANDARD, LENIENT);
 
+/// The HKDF salt: separates this crate's derivations from any other use of the secret.
+const KDF_SALT: &[u8] = b"mcp-mrtr key derivation v1";
+/// The HKDF info of the request-state cipher key.
+const REQUEST_STATE_PURPOSE: &[u8] = b"request-state xchacha20poly1305 v2";
+
 /// A 256-bit secret with an id (the id travels in the token in clear, to pick the key).
 ///
-/// `Debug` shows the id only, never the secret.
+/// `Debug` shows the id only, never the secret; the secret and the keys derived from it
+/// are zeroed when dropped.
 #[derive(Clone)]
 pub struct StateKey {
     id: String,
-    secret: [u8; 32],
+    #[cfg_attr(not(test), allow(dead_code, reason = "later uses (the tasks journal) derive their own keys from it"))]
+    secret: Zeroizing<[u8; 32]>,
+    /// Derived once, since every seal and open needs it.
+    request_state: Zeroizing<[u8; 32]>,
 }
 
 impl StateKey {
-    /// A key with this id and secret.
+    /// A key with this id and secret. Generate the secret (32 random bytes, e.g.
+    /// `openssl rand -base64 32`), never write one into source code; prefer
+    /// [`StateKey::parse`] on a value from your secret store.
     ///
     /// # Panics
     ///
-    /// If `id` is not 1 to 32 characters of `A-Z a-z 0-9 _ -`.
+    /// If `id` is not 1 to 32 characters of `A-Z a-z 0-9 _ -`, or the secret is weak
+    /// (every byte the same, such as all zeros).
     pub fn new(id: impl Into<String>, secret: [u8; 32]) -> Self {
         let id = id.into();
         assert!(valid_id(&id), "StateKey id must be 1 to {MAX_ID_LEN} characters of A-Z a-z 0-9 _ -");
-        Self { id, secret }
+        assert!(!is_weak(&secret), "{}", KeyError::WeakSecret);
+        Self::from_parts(id, Zeroizing::new(secret))
+    }
+
+    fn from_parts(id: String, secret: Zeroizing<[u8; 32]>) -> Self {
+        let request_state = derive(&secret, REQUEST_STATE_PURPOSE);
+        Self { id, secret, request_state }
     }
 
     /// A fresh random key with an id of the form `r` + 8 hex digits.
@@ -50,10 +77,10 @@ impl StateKey {
     /// If the operating system's random number generator fails.
     pub fn random() -> Self {
         let mut tag = [0u8; 4];
-        let mut secret = [0u8; 32];
+        let mut secret = Zeroizing::new([0u8; 32]);
         fill_random(&mut tag);
-        fill_random(&mut secret);
-        Self::new(format!("r{:08x}", u32::from_be_bytes(tag)), secret)
+        fill_random(secret.as_mut());
+        Self::from_parts(format!("r{:08x}", u32::from_be_bytes(tag)), secret)
     }
 
     /// Parses `ID:SECRET`, where SECRET is 32 bytes in base64 (URL-safe or standard
@@ -64,7 +91,10 @@ impl StateKey {
             return Err(KeyError::BadId);
         }
         let secret = decode_secret(encoded.trim())?;
-        Ok(Self { id: id.to_owned(), secret })
+        if is_weak(&secret) {
+            return Err(KeyError::WeakSecret);
+        }
+        Ok(Self::from_parts(id.to_owned(), secret))
     }
 
     /// The key id, which appears in clear in every token this key seals.
@@ -72,9 +102,31 @@ impl StateKey {
         &self.id
     }
 
+    #[cfg(test)]
     pub(crate) fn secret(&self) -> &[u8; 32] {
         &self.secret
     }
+
+    /// The cipher key of request states.
+    pub(crate) fn request_state_key(&self) -> &[u8; 32] {
+        &self.request_state
+    }
+}
+
+/// A key of its own for `purpose`, derived from the secret with HKDF-SHA256: keys for
+/// different purposes are independent, whatever the secret.
+pub(crate) fn derive(secret: &[u8; 32], purpose: &[u8]) -> Zeroizing<[u8; 32]> {
+    let mut key = Zeroizing::new([0u8; 32]);
+    // 32 bytes is far below HKDF-SHA256's 8160-byte limit, so expand cannot fail.
+    Hkdf::<Sha256>::new(Some(KDF_SALT), secret)
+        .expand(purpose, key.as_mut())
+        .expect("32 bytes is a valid HKDF-SHA256 output length");
+    key
+}
+
+/// A secret whose bytes are all the same (all zeros, say) is a placeholder, not a key.
+fn is_weak(secret: &[u8; 32]) -> bool {
+    secret.iter().all(|b| *b == secret[0])
 }
 
 impl fmt::Debug for StateKey {
@@ -175,6 +227,8 @@ pub enum KeyError {
     WrongLength(usize),
     /// Two entries share an id.
     DuplicateId,
+    /// The secret is a placeholder: every byte is the same (all zeros, say).
+    WeakSecret,
     /// `MCP_MRTR_STATE_KEYS` is set but blank.
     EmptyList,
     /// `MCP_MRTR_STATE_KEYS` is not valid Unicode.
@@ -196,6 +250,10 @@ impl fmt::Display for KeyError {
             Self::BadBase64 => f.write_str("a state key secret must be base64 (URL-safe or standard alphabet)"),
             Self::WrongLength(n) => write!(f, "a state key secret must decode to 32 bytes, not {n}"),
             Self::DuplicateId => f.write_str("two state keys share the same id"),
+            Self::WeakSecret => f.write_str(
+                "a state key secret must be random: every byte of this one is the same (generate one with \
+                 `openssl rand -base64 32`)",
+            ),
             Self::EmptyList => write!(f, "{KEYS_ENV} is set but empty; unset it or give id:base64 entries"),
             Self::NotUnicode => write!(f, "{KEYS_ENV} is not valid UTF-8"),
             Self::Entry { position, error } => write!(f, "{KEYS_ENV} entry {position}: {error}"),
@@ -213,12 +271,14 @@ pub(crate) fn valid_id(id: &str) -> bool {
 
 /// Decodes a 32-byte secret in either base64 alphabet. Decoder errors are not passed on:
 /// they quote the offending character, which is part of the secret.
-fn decode_secret(encoded: &str) -> Result<[u8; 32], KeyError> {
-    let bytes = URL_SAFE_LENIENT
-        .decode(encoded)
-        .or_else(|_| STANDARD_LENIENT.decode(encoded))
-        .map_err(|_| KeyError::BadBase64)?;
-    <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| KeyError::WrongLength(bytes.len()))
+fn decode_secret(encoded: &str) -> Result<Zeroizing<[u8; 32]>, KeyError> {
+    let bytes = Zeroizing::new(
+        URL_SAFE_LENIENT
+            .decode(encoded)
+            .or_else(|_| STANDARD_LENIENT.decode(encoded))
+            .map_err(|_| KeyError::BadBase64)?,
+    );
+    <[u8; 32]>::try_from(bytes.as_slice()).map(Zeroizing::new).map_err(|_| KeyError::WrongLength(bytes.len()))
 }
 
 /// Fills `buf` from the operating system's random number generator.

@@ -12,8 +12,9 @@
 //!   ring's first key seals; every key in it opens. [`KeyRing::from_env`] reads
 //!   `MCP_MRTR_STATE_KEYS` (`id:base64,id:base64,…`, first seals).
 //! - [`StateConfig`]: keys, lifetime (default 10 minutes) and size cap (default 64 KiB).
-//!   [`StateConfig::from_env_or_random`] is the default: the environment's keys, or one
-//!   random key per process.
+//!   [`StateConfig::from_env_or_random`] is the default: the environment's keys, or a
+//!   random key of the server's own.
+//! - [`StateGuard`] and [`MemoryGuard`] (in `guard`): which states were used already.
 //! - The crate-private entry points [`StateConfig::seal`] and [`StateConfig::open`], which
 //!   take a [`Binding`]: the method, target, arguments and caller the state belongs to.
 //! - Errors: [`SealError`] (the server produced too large a state: an internal error) and
@@ -21,20 +22,21 @@
 //!   for server logs but always becomes the same client-facing error, so a client learns
 //!   nothing from which check failed.
 //!
-//! # Token format (`v1`)
+//! # Token format (`v2`)
 //!
 //! ```text
-//! v1.<key id>.<base64url without padding of: nonce (24 bytes) || ciphertext || tag (16 bytes)>
+//! v2.<key id>.<base64url without padding of: nonce (24 bytes) || ciphertext || tag (16 bytes)>
 //! ```
 //!
-//! - Cipher: XChaCha20-Poly1305 under the key named by `<key id>` (`[A-Za-z0-9_-]{1,32}`,
-//!   in clear so the right key of the ring is picked), with a fresh random 24-byte nonce.
-//! - Plaintext: the expiry as unix seconds, u64 big-endian (8 bytes), then the payload.
-//! - Associated data (authenticated, never sent): `"v1." + key id + "." + SHA-256(binding)`.
-//!   The binding digest covers a domain tag, then the method, the target, the arguments as
-//!   canonical JSON (compact, object keys sorted) and the principal, each prefixed with its
-//!   length as a u64 so no field can be shifted into the next; the principal also carries a
-//!   presence byte.
+//! - Cipher: XChaCha20-Poly1305 under a key derived with HKDF-SHA256 from the secret named
+//!   by `<key id>` (`[A-Za-z0-9_-]{1,32}`, in clear so the right key of the ring is
+//!   picked), with a fresh random 24-byte nonce.
+//! - Plaintext: the expiry as unix milliseconds, u64 big-endian (8 bytes), then the payload.
+//! - Associated data (authenticated, never sent): `"v2." + key id + "." + SHA-256(binding)`.
+//!   The binding digest covers a domain tag, then the server's name, the method, the
+//!   target, the arguments as canonical JSON (compact, object keys sorted) and the
+//!   principal, each prefixed with its length as a u64 so no field can be shifted into the
+//!   next; the principal also carries a presence byte.
 //!
 //! Opening checks, in order: the token's length against the cap (before decoding
 //! anything), the version, the key id, the base64 and minimum length, the authentication
@@ -48,10 +50,10 @@ mod seal;
 mod tests;
 
 use std::fmt;
-use std::sync::OnceLock;
+use std::sync::Once;
 use std::time::{Duration, SystemTime};
 
-pub use guard::{MemoryGuard, StateGuard};
+pub use guard::{Consumed, MemoryGuard, StateGuard};
 pub use keys::{KeyError, KeyRing, StateKey};
 
 use crate::Error;
@@ -73,12 +75,8 @@ impl StateConfig {
         Self { keys, ttl: Duration::from_secs(10 * 60), max_bytes: 64 * 1024 }
     }
 
-    /// How long a sealed state stays valid.
-    pub(crate) fn lifetime(&self) -> Duration {
-        self.ttl
-    }
-
-    /// How long a sealed state stays valid (whole seconds count).
+    /// How long a sealed state stays valid, to the millisecond. Lifetimes past the year
+    /// 9999 are cut there.
     pub fn ttl(mut self, ttl: Duration) -> Self {
         self.ttl = ttl;
         self
@@ -91,20 +89,18 @@ impl StateConfig {
         self
     }
 
-    /// Keys from `MCP_MRTR_STATE_KEYS` when it is set; otherwise one random key per process,
-    /// with a warning (logged once) that states then open only on this instance, until it
-    /// restarts.
+    /// Keys from `MCP_MRTR_STATE_KEYS` when it is set; otherwise a fresh random key, with
+    /// a warning (printed once per process, on stderr and in the log) that states then
+    /// open only on this server, until it restarts.
     ///
-    /// # Panics
-    ///
-    /// If `MCP_MRTR_STATE_KEYS` is set but malformed: serving with the wrong keys would
+    /// A malformed `MCP_MRTR_STATE_KEYS` is an error: serving with the wrong keys would
     /// silently reject every state.
-    pub fn from_env_or_random() -> Self {
-        match KeyRing::from_env() {
-            Ok(Some(keys)) => Self::new(keys),
-            Ok(None) => Self::new(process_ring().clone()),
-            Err(error) => panic!("cannot use the request-state keys: {error}"),
+    pub fn from_env_or_random() -> Result<Self, KeyError> {
+        if let Some(keys) = KeyRing::from_env()? {
+            return Ok(Self::new(keys));
         }
+        announce_random_key();
+        Ok(Self::new(KeyRing::new(StateKey::random())))
     }
 
     /// Seals `payload` for `binding`, valid until `now` plus the TTL.
@@ -112,8 +108,14 @@ impl StateConfig {
         seal::seal(&self.keys, binding, payload, seal::expiry(now, self.ttl), self.max_bytes)
     }
 
-    /// Opens a token sealed for this same `binding` that has not expired at `now`.
-    pub(crate) fn open(&self, token: &str, binding: &Binding<'_>, now: SystemTime) -> Result<Vec<u8>, OpenError> {
+    /// Opens a token sealed for this same `binding` that has not expired at `now`: its
+    /// payload, and when it expires.
+    pub(crate) fn open(
+        &self,
+        token: &str,
+        binding: &Binding<'_>,
+        now: SystemTime,
+    ) -> Result<(Vec<u8>, SystemTime), OpenError> {
         seal::open(&self.keys, token, binding, now, self.max_bytes)
     }
 
@@ -126,29 +128,34 @@ impl StateConfig {
     #[doc(hidden)]
     pub fn bench_seal_open(&self, payload: &[u8]) -> usize {
         let arguments = serde_json::json!({ "city": "Lyon", "days": 3 });
-        let binding = Binding { method: "tools/call", target: "bench", arguments: &arguments, principal: None };
+        let binding =
+            Binding { server: "bench", method: "tools/call", target: "bench", arguments: &arguments, principal: None };
         let now = SystemTime::now();
         let token = self.seal(&binding, payload, now).expect("the bench payload fits the cap");
-        self.open(&token, &binding, now).map_or(0, |opened| opened.len())
+        self.open(&token, &binding, now).map_or(0, |(opened, _)| opened.len())
     }
 }
 
-/// The random ring shared by every [`StateConfig::from_env_or_random`] of this process.
-fn process_ring() -> &'static KeyRing {
-    static RING: OnceLock<KeyRing> = OnceLock::new();
-    RING.get_or_init(|| {
-        tracing::warn!(
-            "{} is not set: request states are sealed with a random per-process key and will not \
-             open on other instances or after a restart; set {} to id:base64 keys shared by all instances",
-            keys::KEYS_ENV,
-            keys::KEYS_ENV,
+/// Says, once per process, that states are sealed with a random key: on stderr too, since
+/// a server without a tracing subscriber would otherwise never tell anyone.
+fn announce_random_key() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let message = format!(
+            "{env} is not set: request states are sealed with a random key and will not open on other \
+             instances or after a restart; set {env} to id:base64 keys shared by all instances",
+            env = keys::KEYS_ENV,
         );
-        KeyRing::new(StateKey::random())
-    })
+        tracing::warn!("{message}");
+        eprintln!("mcp-mrtr: warning: {message}");
+    });
 }
 
 /// What a state is bound to. A state sealed for one binding never opens for another.
 pub(crate) struct Binding<'a> {
+    /// The name of the server that sealed it: a state from one server never opens on
+    /// another, even in the same process or with the same keys.
+    pub(crate) server: &'a str,
     /// `tools/call`, `prompts/get` or `resources/read`.
     pub(crate) method: &'a str,
     /// The tool name, prompt name or resource URI.
@@ -175,7 +182,7 @@ pub(crate) enum Reason {
     Unauthentic,
     /// Authentic, but past its expiry.
     Expired,
-    /// Authentic and fresh, but already used once (single-use states only).
+    /// Authentic and fresh, but already used once.
     Replayed,
 }
 
@@ -188,7 +195,7 @@ impl fmt::Display for Reason {
             Self::UnknownKey => "unknown key id",
             Self::Unauthentic => "authentication failed (tampered, or sealed for another request)",
             Self::Expired => "expired",
-            Self::Replayed => "already used (single-use states)",
+            Self::Replayed => "already used",
         })
     }
 }
@@ -199,9 +206,9 @@ pub(crate) struct OpenError {
     reason: Reason,
 }
 
-#[allow(dead_code, reason = "called by the retry path that opens client states; kept ready for it")]
 impl OpenError {
-    /// Why, for server logs.
+    /// Why, for server logs (which `Display` shows).
+    #[cfg(test)]
     pub(crate) fn reason(&self) -> Reason {
         self.reason
     }
@@ -236,11 +243,14 @@ pub(crate) enum SealError {
     Random,
 }
 
-#[allow(dead_code, reason = "called by the path that answers input_required; kept ready for it")]
 impl SealError {
-    /// The internal error sent to the client.
+    /// The internal error sent to the client: what happened, never the sizes or the
+    /// setting (those are for the server's log, see `Display`).
     pub(crate) fn to_error(&self) -> Error {
-        Error::internal(self.to_string())
+        Error::internal(match self {
+            Self::TooLarge { .. } => "the request state grew too large to seal; start the call over",
+            Self::Random => "cannot seal the request state",
+        })
     }
 }
 

@@ -1,4 +1,4 @@
-//! The token format: sealing and opening `v1.<key id>.<base64url(nonce || ciphertext)>`,
+//! The token format: sealing and opening `v2.<key id>.<base64url(nonce || ciphertext)>`,
 //! and the digest of the [`Binding`] that goes into the associated data.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -13,16 +13,17 @@ use sha2::{Digest, Sha256};
 use super::keys::{KeyRing, StateKey};
 use super::{Binding, OpenError, Reason, SealError};
 
-/// The format version, first in every token and in the associated data.
-const VERSION: &str = "v1";
+/// The format version, first in every token and in the associated data. `v2`: expiry in
+/// milliseconds, a derived cipher key, and the server's name in the binding.
+const VERSION: &str = "v2";
 /// XChaCha20 nonce length.
 const NONCE_LEN: usize = 24;
 /// Poly1305 tag length.
 const TAG_LEN: usize = 16;
-/// The expiry that starts every plaintext: unix seconds, big-endian.
+/// The expiry that starts every plaintext: unix milliseconds, big-endian.
 const EXPIRY_LEN: usize = 8;
 /// Separates the digest's fields from any other use of SHA-256 on similar bytes.
-const BINDING_DOMAIN: &[u8] = b"mcp-mrtr request-state binding v1";
+const BINDING_DOMAIN: &[u8] = b"mcp-mrtr request-state binding v2";
 
 /// Seals `payload` for `binding` with the ring's current key, valid until `now + ttl`.
 pub(super) fn seal(
@@ -40,7 +41,7 @@ pub(super) fn seal(
     let mut nonce = [0u8; NONCE_LEN];
     getrandom::fill(&mut nonce).map_err(|_| SealError::Random)?;
     let mut plaintext = Vec::with_capacity(EXPIRY_LEN + payload.len());
-    plaintext.extend_from_slice(&unix_secs(expires).to_be_bytes());
+    plaintext.extend_from_slice(&unix_millis(expires).to_be_bytes());
     plaintext.extend_from_slice(payload);
     let aad = associated_data(key.id(), binding);
     let sealed = cipher(key)
@@ -52,14 +53,15 @@ pub(super) fn seal(
     Ok(format!("{VERSION}.{}.{}", key.id(), URL_SAFE_NO_PAD.encode(body)))
 }
 
-/// Opens a token sealed by [`seal`] for the same binding, if it has not expired by `now`.
+/// Opens a token sealed by [`seal`] for the same binding, if it has not expired by `now`:
+/// its payload, and when it expires.
 pub(super) fn open(
     keys: &KeyRing,
     token: &str,
     binding: &Binding<'_>,
     now: SystemTime,
     max_bytes: usize,
-) -> Result<Vec<u8>, OpenError> {
+) -> Result<(Vec<u8>, SystemTime), OpenError> {
     if token.len() > max_bytes {
         return Err(Reason::Oversized.into());
     }
@@ -79,11 +81,11 @@ pub(super) fn open(
         .decrypt(XNonce::from_slice(nonce), Payload { msg: sealed, aad: &aad })
         .map_err(|_| Reason::Unauthentic)?;
     let expiry = read_expiry(&plaintext).ok_or(Reason::Malformed)?;
-    if unix_secs(now) >= expiry {
+    if unix_millis(now) >= expiry {
         return Err(Reason::Expired.into());
     }
     plaintext.drain(..EXPIRY_LEN);
-    Ok(plaintext)
+    Ok((plaintext, UNIX_EPOCH + Duration::from_millis(expiry.min(LATEST_EXPIRY_MS))))
 }
 
 /// The length of the token that sealing `payload_len` bytes with key `id` produces.
@@ -95,14 +97,21 @@ pub(super) fn sealed_len(id: &str, payload_len: usize) -> usize {
     encoded.saturating_add(VERSION.len() + id.len() + 2)
 }
 
-/// `expires` as unix seconds; times before 1970 count as 0.
-pub(super) fn unix_secs(time: SystemTime) -> u64 {
-    time.duration_since(UNIX_EPOCH).map_or(0, |since| since.as_secs())
+/// The latest expiry sealed: the end of year 9999, which every platform's `SystemTime`
+/// can hold. A longer TTL means "never" in practice.
+const LATEST_EXPIRY_MS: u64 = 253_402_300_799_999;
+
+/// `time` as unix milliseconds, saturating: times before 1970 count as 0, times past
+/// [`LATEST_EXPIRY_MS`] as that.
+pub(super) fn unix_millis(time: SystemTime) -> u64 {
+    let millis = time.duration_since(UNIX_EPOCH).map_or(0, |since| since.as_millis());
+    u64::try_from(millis).unwrap_or(u64::MAX).min(LATEST_EXPIRY_MS)
 }
 
-/// `now + ttl`, saturating far in the future rather than panicking.
+/// `now + ttl`, saturating at [`LATEST_EXPIRY_MS`] rather than panicking.
 pub(super) fn expiry(now: SystemTime, ttl: Duration) -> SystemTime {
-    now.checked_add(ttl).unwrap_or_else(|| UNIX_EPOCH + Duration::from_secs(u64::MAX / 2))
+    let latest = UNIX_EPOCH + Duration::from_millis(LATEST_EXPIRY_MS);
+    now.checked_add(ttl).map_or(latest, |at| at.min(latest))
 }
 
 fn read_expiry(plaintext: &[u8]) -> Option<u64> {
@@ -111,7 +120,7 @@ fn read_expiry(plaintext: &[u8]) -> Option<u64> {
 }
 
 fn cipher(key: &StateKey) -> XChaCha20Poly1305 {
-    XChaCha20Poly1305::new(key.secret().into())
+    XChaCha20Poly1305::new(key.request_state_key().into())
 }
 
 /// `"v1." + key id + "." + SHA-256(binding)`: authenticated, never sent.
@@ -125,15 +134,15 @@ fn associated_data(id: &str, binding: &Binding<'_>) -> Vec<u8> {
     aad
 }
 
-/// SHA-256 over the domain tag, then method, target, canonical arguments and principal,
-/// each prefixed with its length as a big-endian u64 (the principal also with a
-/// presence byte, so `None` and `Some("")` differ).
+/// SHA-256 over the domain tag, then server, method, target, canonical arguments and
+/// principal, each prefixed with its length as a big-endian u64 (the principal also with
+/// a presence byte, so `None` and `Some("")` differ).
 pub(super) fn binding_digest(binding: &Binding<'_>) -> [u8; 32] {
     let mut arguments = Vec::new();
     write_canonical(binding.arguments, &mut arguments);
     let mut hasher = Sha256::new();
     hasher.update(BINDING_DOMAIN);
-    for field in [binding.method.as_bytes(), binding.target.as_bytes(), &arguments] {
+    for field in [binding.server.as_bytes(), binding.method.as_bytes(), binding.target.as_bytes(), &arguments] {
         update_prefixed(&mut hasher, field);
     }
     match binding.principal {

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+use base64::engine::general_purpose::{STANDARD, URL_SAFE, URL_SAFE_NO_PAD};
 use base64::Engine as _;
 use serde_json::{json, Value};
 
@@ -10,8 +10,8 @@ use super::keys::KeyError;
 use super::{Binding, KeyRing, OpenError, Reason, SealError, StateConfig, StateKey, REJECTED};
 use crate::ErrorCode;
 
-const SECRET_A: [u8; 32] = [7; 32];
-const SECRET_B: [u8; 32] = [9; 32];
+const SECRET_A: [u8; 32] = *b"test-secret-a-0123456789abcdefgh";
+const SECRET_B: [u8; 32] = *b"test-secret-b-0123456789abcdefgh";
 
 fn now() -> SystemTime {
     UNIX_EPOCH + Duration::from_secs(1_800_000_000)
@@ -22,11 +22,16 @@ fn config(id: &str, secret: [u8; 32]) -> StateConfig {
 }
 
 fn binding<'a>(target: &'a str, arguments: &'a Value) -> Binding<'a> {
-    Binding { method: "tools/call", target, arguments, principal: None }
+    Binding { server: "s", method: "tools/call", target, arguments, principal: None }
 }
 
-fn reason(result: Result<Vec<u8>, OpenError>) -> Reason {
+fn reason(result: Result<(Vec<u8>, SystemTime), OpenError>) -> Reason {
     result.expect_err("the state must not open").reason()
+}
+
+/// The payload of a state that must open.
+fn payload(result: Result<(Vec<u8>, SystemTime), OpenError>) -> Vec<u8> {
+    result.expect("the state must open").0
 }
 
 #[test]
@@ -34,8 +39,8 @@ fn round_trip_returns_the_payload() {
     let config = config("k1", SECRET_A);
     let args = json!({ "city": "Lyon" });
     let token = config.seal(&binding("weather", &args), b"answers so far", now()).unwrap();
-    assert!(token.starts_with("v1.k1."), "{token}");
-    assert_eq!(config.open(&token, &binding("weather", &args), now()).unwrap(), b"answers so far");
+    assert!(token.starts_with("v2.k1."), "{token}");
+    assert_eq!(payload(config.open(&token, &binding("weather", &args), now())), b"answers so far");
 }
 
 #[test]
@@ -43,7 +48,7 @@ fn empty_payload_round_trips() {
     let config = config("k1", SECRET_A);
     let args = json!({});
     let token = config.seal(&binding("t", &args), b"", now()).unwrap();
-    assert_eq!(config.open(&token, &binding("t", &args), now()).unwrap(), b"");
+    assert_eq!(payload(config.open(&token, &binding("t", &args), now())), b"");
 }
 
 #[test]
@@ -89,16 +94,20 @@ fn a_state_opens_only_for_its_own_binding() {
     let config = config("k1", SECRET_A);
     let x = json!({ "city": "Lyon", "days": 3 });
     let y = json!({ "city": "Lyon", "days": 4 });
-    let sealed_for = Binding { method: "tools/call", target: "a", arguments: &x, principal: Some("alice") };
+    let sealed_for =
+        Binding { server: "public", method: "tools/call", target: "a", arguments: &x, principal: Some("alice") };
     let token = config.seal(&sealed_for, b"payload", now()).unwrap();
     let others = [
         Binding { target: "b", ..sealed_for },
         Binding { arguments: &y, ..sealed_for },
         Binding { principal: Some("bob"), ..sealed_for },
         Binding { principal: None, ..sealed_for },
+        Binding { principal: Some(""), ..sealed_for },
         Binding { method: "prompts/get", ..sealed_for },
+        Binding { server: "admin", ..sealed_for },
         // Shifting bytes between fields must not produce the same digest.
         Binding { method: "tools/cal", target: "la", ..sealed_for },
+        Binding { server: "publi", method: "ctools/call", ..sealed_for },
     ];
     for other in &others {
         assert_eq!(reason(config.open(&token, other, now())), Reason::Unauthentic);
@@ -139,6 +148,29 @@ fn expired_state_fails_after_its_ttl() {
 }
 
 #[test]
+fn expiry_counts_milliseconds_not_whole_seconds() {
+    // Sealed half-way through a second: a whole-second clock would cut the life short.
+    let sealed_at = now() + Duration::from_millis(700);
+    let config = config("k1", SECRET_A).ttl(Duration::from_millis(500));
+    let args = json!({});
+    let token = config.seal(&binding("t", &args), b"p", sealed_at).unwrap();
+    let (_, expires) = config.open(&token, &binding("t", &args), sealed_at).expect("a fresh state opens");
+    assert_eq!(expires, sealed_at + Duration::from_millis(500));
+    assert!(config.open(&token, &binding("t", &args), sealed_at + Duration::from_millis(499)).is_ok());
+    let at_expiry = sealed_at + Duration::from_millis(500);
+    assert_eq!(reason(config.open(&token, &binding("t", &args), at_expiry)), Reason::Expired);
+}
+
+#[test]
+fn an_endless_ttl_saturates_instead_of_panicking() {
+    let config = config("k1", SECRET_A).ttl(Duration::MAX);
+    let args = json!({});
+    let token = config.seal(&binding("t", &args), b"p", now()).unwrap();
+    let far = now() + Duration::from_secs(5_000 * 365 * 24 * 3600);
+    assert_eq!(payload(config.open(&token, &binding("t", &args), far)), b"p");
+}
+
+#[test]
 fn wrong_key_fails() {
     let args = json!({});
     let token = config("k1", SECRET_A).seal(&binding("t", &args), b"p", now()).unwrap();
@@ -155,9 +187,9 @@ fn rotated_key_still_opens_old_states_and_new_states_use_the_new_key() {
     let old_token = old.seal(&binding("t", &args), b"before", now()).unwrap();
     let ring = KeyRing::new(StateKey::new("new", SECRET_B)).with_previous(StateKey::new("old", SECRET_A));
     let rotated = StateConfig::new(ring);
-    assert_eq!(rotated.open(&old_token, &binding("t", &args), now()).unwrap(), b"before");
+    assert_eq!(payload(rotated.open(&old_token, &binding("t", &args), now())), b"before");
     let new_token = rotated.seal(&binding("t", &args), b"after", now()).unwrap();
-    assert!(new_token.starts_with("v1.new."), "{new_token}");
+    assert!(new_token.starts_with("v2.new."), "{new_token}");
     assert_eq!(reason(old.open(&new_token, &binding("t", &args), now())), Reason::UnknownKey);
 }
 
@@ -179,9 +211,26 @@ fn sealing_past_the_cap_is_a_seal_error() {
     let args = json!({});
     let error = config.seal(&binding("t", &args), &[1; 200], now()).unwrap_err();
     assert!(matches!(error, SealError::TooLarge { max_bytes: 200, .. }), "{error:?}");
+    assert!(error.to_string().contains("200-byte cap"), "the log says why: {error}");
     let client = error.to_error();
     assert_eq!(client.code(), ErrorCode::INTERNAL_ERROR);
-    assert!(client.message().contains("200-byte cap"), "{}", client.message());
+    for detail in ["200", "byte", "max_bytes", "StateConfig"] {
+        assert!(!client.message().contains(detail), "the client learns the configuration: {}", client.message());
+    }
+}
+
+#[test]
+fn a_token_at_the_cap_reaches_the_tag_check_and_one_byte_more_does_not() {
+    let config = config("k1", SECRET_A);
+    let args = json!({});
+    let token = config.seal(&binding("t", &args), b"p", now()).unwrap();
+    let at_cap = config.clone().max_bytes(token.len());
+    assert!(at_cap.open(&token, &binding("t", &args), now()).is_ok());
+    // One more byte of padding: the cap rejects it before anything is decoded.
+    let longer = format!("{token}A");
+    let roomier = at_cap.clone().max_bytes(longer.len());
+    assert_ne!(reason(roomier.open(&longer, &binding("t", &args), now())), Reason::Oversized);
+    assert_eq!(reason(at_cap.open(&longer, &binding("t", &args), now())), Reason::Oversized);
 }
 
 #[test]
@@ -199,20 +248,42 @@ fn predicted_length_matches_every_sealed_length() {
     }
 }
 
+/// The raw bytes a token carries after its `v2.<id>.` prefix.
+fn body_bytes(token: &str) -> Vec<u8> {
+    let encoded = token.splitn(3, '.').nth(2).expect("a token has three parts");
+    URL_SAFE_NO_PAD.decode(encoded).expect("the body is base64url")
+}
+
 #[test]
 fn payload_never_appears_in_clear() {
     let config = config("k1", SECRET_A);
     let args = json!({});
     let payload = br#"{"secret":"hunter2-hunter2"}"#;
     let token = config.seal(&binding("t", &args), payload, now()).unwrap();
-    let mut forms = vec![String::from_utf8(payload.to_vec()).unwrap(), "hunter2".to_owned()];
-    for engine in [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD] {
-        forms.push(engine.encode(payload));
-        forms.push(engine.encode(b"hunter2-hunter2"));
+    let body = body_bytes(&token);
+    // The body is the nonce, the ciphertext (expiry and payload) and the tag: exactly
+    // as long as a plaintext would be, so only encryption can hide the payload.
+    assert_eq!(body.len(), 24 + 8 + payload.len() + 16);
+    for needle in [&payload[..], b"hunter2", b"secret"] {
+        assert!(
+            !body.windows(needle.len()).any(|w| w == needle),
+            "the body shows {:?}",
+            String::from_utf8_lossy(needle)
+        );
     }
-    for form in forms {
-        assert!(!token.contains(form.trim_end_matches('=')), "token shows {form}");
-    }
+    assert!(!token.contains("hunter2"));
+}
+
+#[test]
+fn the_check_for_a_payload_in_clear_would_catch_a_missing_cipher() {
+    // The same layout with an identity "cipher": the check above must fail on it.
+    let payload = br#"{"secret":"hunter2-hunter2"}"#;
+    let mut body = vec![0u8; 24 + 8];
+    body.extend_from_slice(payload);
+    body.extend_from_slice(&[0; 16]);
+    let fake = format!("v2.k1.{}", URL_SAFE_NO_PAD.encode(&body));
+    let decoded = body_bytes(&fake);
+    assert!(decoded.windows(7).any(|w| w == b"hunter2"));
 }
 
 #[test]
@@ -221,15 +292,15 @@ fn unknown_version_and_malformed_tokens_fail() {
     let args = json!({});
     let token = config.seal(&binding("t", &args), b"p", now()).unwrap();
     let open = |token: &str| reason(config.open(token, &binding("t", &args), now()));
-    assert_eq!(open(&token.replacen("v1.", "v2.", 1)), Reason::UnknownVersion);
+    assert_eq!(open(&token.replacen("v2.", "v3.", 1)), Reason::UnknownVersion);
     assert_eq!(open(""), Reason::Malformed);
-    assert_eq!(open("v1"), Reason::Malformed);
-    assert_eq!(open("v1.k1"), Reason::Malformed);
-    assert_eq!(open("v1.k1."), Reason::Malformed);
-    assert_eq!(open("v1.k1.!!!!"), Reason::Malformed);
+    assert_eq!(open("v2"), Reason::Malformed);
+    assert_eq!(open("v2.k1"), Reason::Malformed);
+    assert_eq!(open("v2.k1."), Reason::Malformed);
+    assert_eq!(open("v2.k1.!!!!"), Reason::Malformed);
     assert_eq!(open(&format!("{token}=")), Reason::Malformed);
-    assert_eq!(open("v1..AAAA"), Reason::UnknownKey);
-    assert_eq!(open("v1.k1.é€😀"), Reason::Malformed);
+    assert_eq!(open("v2..AAAA"), Reason::UnknownKey);
+    assert_eq!(open("v2.k1.é€😀"), Reason::Malformed);
 }
 
 #[test]
@@ -241,6 +312,7 @@ fn every_open_error_maps_to_the_same_client_error() {
         Reason::UnknownKey,
         Reason::Unauthentic,
         Reason::Expired,
+        Reason::Replayed,
     ];
     let expected = crate::Error::invalid_params(REJECTED);
     for reason in reasons {
@@ -254,7 +326,7 @@ fn every_open_error_maps_to_the_same_client_error() {
 
 #[test]
 fn key_specs_parse() {
-    let secret = [0xfbu8; 32];
+    let secret = SECRET_B;
     for encoded in [URL_SAFE_NO_PAD.encode(secret), URL_SAFE.encode(secret), STANDARD.encode(secret)] {
         let key = StateKey::parse(&format!("prod-2026_a:{encoded}")).unwrap();
         assert_eq!(key.id(), "prod-2026_a");
@@ -268,6 +340,28 @@ fn key_specs_parse() {
     assert_eq!(StateKey::parse("k:not base64!").unwrap_err(), KeyError::BadBase64);
     assert_eq!(StateKey::parse(&format!("k:{}", STANDARD.encode([1u8; 31]))).unwrap_err(), KeyError::WrongLength(31));
     assert_eq!(StateKey::parse("k:").unwrap_err(), KeyError::WrongLength(0));
+}
+
+#[test]
+fn weak_secrets_are_refused() {
+    for weak in [[0u8; 32], [7u8; 32], [0xff; 32]] {
+        for encoded in [URL_SAFE_NO_PAD.encode(weak), STANDARD.encode(weak)] {
+            assert_eq!(StateKey::parse(&format!("k:{encoded}")).unwrap_err(), KeyError::WeakSecret);
+        }
+        assert!(std::panic::catch_unwind(|| StateKey::new("k", weak)).is_err());
+    }
+    let message = KeyError::WeakSecret.to_string();
+    assert!(message.contains("openssl rand"), "{message}");
+}
+
+#[test]
+fn the_cipher_key_is_derived_not_the_secret() {
+    let key = StateKey::new("k", SECRET_A);
+    assert_ne!(key.request_state_key(), &SECRET_A);
+    // Each purpose gets its own key, and the derivation is stable.
+    let tasks = super::keys::derive(&SECRET_A, b"tasks journal");
+    assert_ne!(&*tasks, key.request_state_key());
+    assert_eq!(super::keys::derive(&SECRET_A, b"tasks journal"), tasks);
 }
 
 #[test]

@@ -34,9 +34,8 @@ impl Server {
         R: tokio::io::AsyncRead + Unpin,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        // Resolve the request-state keys now, so a missing shared key is logged at start-up.
-        self.state_config();
-        self.check_state().map_err(io::Error::other)?;
+        // Misconfiguration (a missing State<T>, malformed keys) fails here, before any request.
+        self.check_ready()?;
         let (out_tx, out_rx) = mpsc::channel::<Outgoing>(64);
         let writer = tokio::spawn(write_lines(writer, out_rx));
         let mut session = StdioSession {

@@ -1,8 +1,8 @@
 //! Streamable HTTP for 2026-07-28: one endpoint, POST only, each request answered with
 //! JSON or with an SSE stream of its notifications and its reply.
 //!
-//! The pipeline of a POST follows spec digest §1.3: host/origin guard → body size →
-//! JSON → JSON-RPC framing → envelope (`_meta`) → MCP headers → dispatch.
+//! The pipeline of a POST follows spec digest §1.3: host/origin guard → content type →
+//! body size → JSON → JSON-RPC framing → envelope (`_meta`) → MCP headers → dispatch.
 
 mod guard;
 mod headers;
@@ -23,7 +23,7 @@ use futures_util::FutureExt;
 use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio::sync::mpsc;
 
-use self::guard::HostPolicy;
+use self::guard::{Guard, HostPolicy};
 use self::sse::{error_response, json_response, respond};
 use super::{error_message, read_message};
 use crate::context::Transport;
@@ -36,13 +36,14 @@ use crate::{Error, Server};
 pub struct HttpConfig {
     path: String,
     max_body_bytes: usize,
-    hosts: HostPolicy,
+    guard: Guard,
 }
 
 impl Default for HttpConfig {
-    /// `/mcp`, 1 MiB bodies, and only `localhost`, `127.0.0.1` and `[::1]` as hosts.
+    /// `/mcp`, 1 MiB bodies, only `localhost`, `127.0.0.1` and `[::1]` as hosts, and
+    /// browser requests only from pages on those hosts.
     fn default() -> Self {
-        Self { path: "/mcp".into(), max_body_bytes: 1024 * 1024, hosts: HostPolicy::localhost() }
+        Self { path: "/mcp".into(), max_body_bytes: 1024 * 1024, guard: Guard::default() }
     }
 }
 
@@ -59,18 +60,41 @@ impl HttpConfig {
         self
     }
 
-    /// Answers only requests whose `Host` and `Origin` name one of these hosts (without
-    /// port), protecting local servers from DNS rebinding. The default allows the
-    /// loopback names only.
+    /// Answers only requests whose `Host` names one of these hosts (without port), and
+    /// browser requests from pages on them, protecting local servers from DNS
+    /// rebinding. The default allows the loopback names only.
     pub fn allowed_hosts<S: Into<String>>(mut self, hosts: impl IntoIterator<Item = S>) -> Self {
-        self.hosts = HostPolicy::Only(hosts.into_iter().map(Into::into).collect());
+        self.guard.hosts = HostPolicy::Only(hosts.into_iter().map(Into::into).collect());
         self
     }
 
-    /// Answers any `Host` and `Origin`: for servers behind a proxy that checks them.
+    /// Answers any `Host`: for servers behind a proxy that checks it, or reached by names
+    /// not known in advance. `Origin` is still checked: browser requests are answered
+    /// only from loopback pages and [`allowed_origins`](Self::allowed_origins).
     pub fn allow_any_host(mut self) -> Self {
-        self.hosts = HostPolicy::Any;
+        self.guard.hosts = HostPolicy::Any;
         self
+    }
+
+    /// Also answers browser requests from pages of these origins, written as the browser
+    /// sends them: `https://app.example.com`, or with a port, `http://intranet:8080`.
+    /// Any other `Origin` gets 403, whatever the `Host` settings. Default: none beyond
+    /// the loopback hosts and [`allowed_hosts`](Self::allowed_hosts).
+    pub fn allowed_origins<S: Into<String>>(mut self, origins: impl IntoIterator<Item = S>) -> Self {
+        let origins = origins.into_iter().map(|o| o.into().trim_end_matches('/').to_ascii_lowercase());
+        self.guard.origins.extend(origins);
+        self
+    }
+
+    /// The configuration `serve_http` uses on `local`: loopback hosts only on a loopback
+    /// address; any host elsewhere (the names a LAN or container address is reached by
+    /// are not known), with the `Origin` check kept.
+    fn for_address(local: SocketAddr) -> Self {
+        if local.ip().is_loopback() {
+            Self::default()
+        } else {
+            Self::default().allow_any_host()
+        }
     }
 }
 
@@ -98,23 +122,31 @@ impl Server {
     ///
     /// # Panics
     ///
-    /// If a handler takes `State<T>` and the server was given no `T` (see
-    /// [`Server::with_state`]): a misconfiguration found before the first request.
+    /// If the server is misconfigured: a handler takes `State<T>` and the server was given
+    /// no `T` (see [`Server::with_state`]), or `MCP_MRTR_STATE_KEYS` is malformed (and no
+    /// [`StateConfig`](crate::StateConfig) was given). Found before the first request,
+    /// never on a client's call; [`Server::try_into_router_with`] returns it instead.
     pub fn into_router_with(self, config: HttpConfig) -> Router {
-        if let Err(problem) = self.check_state() {
-            panic!("{problem}");
-        }
+        self.try_into_router_with(config).unwrap_or_else(|error| panic!("cannot serve MCP over HTTP: {error}"))
+    }
+
+    /// An axum router serving this server as `config` says, or what is misconfigured (see
+    /// [`Server::into_router_with`]).
+    pub fn try_into_router_with(self, config: HttpConfig) -> io::Result<Router> {
+        self.check_ready()?;
         let path = config.path.clone();
         let endpoint =
             Arc::new(Endpoint { server: Arc::new(self), config, sessions: crate::legacy::Sessions::default() });
-        Router::new().route(&path, axum::routing::any(endpoint_handler)).with_state(endpoint)
+        Ok(Router::new().route(&path, axum::routing::any(endpoint_handler)).with_state(endpoint))
     }
 
     /// Serves Streamable HTTP on `addr` until the process ends.
     ///
     /// On a loopback address only loopback host names are answered (DNS-rebinding
     /// protection); on any other address every host is, so put a proxy that checks
-    /// hosts in front, or use [`Server::into_router_with`].
+    /// hosts in front, or use [`Server::into_router_with`]. On every address, browser
+    /// requests are answered only from loopback pages. A malformed
+    /// `MCP_MRTR_STATE_KEYS` is an error before anything is served.
     pub async fn serve_http(self, addr: impl ToSocketAddrs) -> io::Result<()> {
         self.serve_http_listener(TcpListener::bind(addr).await?).await
     }
@@ -122,18 +154,19 @@ impl Server {
     /// Serves Streamable HTTP on a bound listener (bind port 0 to let the OS pick one).
     pub async fn serve_http_listener(self, listener: TcpListener) -> io::Result<()> {
         let local: SocketAddr = listener.local_addr()?;
-        let config =
-            if local.ip().is_loopback() { HttpConfig::default() } else { HttpConfig::default().allow_any_host() };
-        tracing::info!(%local, path = %config.path, "serving MCP over HTTP");
-        // Resolve the request-state keys now, so a missing shared key is logged at start-up.
-        self.state_config();
-        self.check_state().map_err(io::Error::other)?;
-        axum::serve(listener, self.into_router_with(config)).await
+        let config = HttpConfig::for_address(local);
+        if local.ip().is_loopback() {
+            tracing::info!(%local, path = %config.path, "serving MCP over HTTP");
+        } else {
+            tracing::warn!(%local, path = %config.path, "serving MCP over HTTP on a non-loopback address: any Host is answered (Origin is still checked)");
+        }
+        let router = self.try_into_router_with(config)?;
+        axum::serve(listener, router).await
     }
 }
 
 async fn endpoint_handler(State(endpoint): State<Arc<Endpoint>>, request: HttpRequest) -> Response {
-    if let Err(reason) = endpoint.config.hosts.check(request.headers()) {
+    if let Err(reason) = endpoint.config.guard.check(request.headers()) {
         return json_response(403, &error_message(None, &Error::invalid_request(format!("Forbidden: {reason}"))));
     }
     match *request.method() {
@@ -145,6 +178,10 @@ async fn endpoint_handler(State(endpoint): State<Arc<Endpoint>>, request: HttpRe
 }
 
 async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response {
+    if !guard::is_json(request.headers()) {
+        let error = Error::invalid_request("Content-Type must be application/json");
+        return json_response(415, &error_message(None, &error));
+    }
     let (parts, body) = request.into_parts();
     let bytes = match read_body(body, endpoint.config.max_body_bytes).await {
         Ok(bytes) => bytes,
@@ -248,4 +285,23 @@ fn accepts_event_stream(headers: &HeaderMap) -> bool {
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .any(|t| matches!(t.split(';').next().map(str::trim), Some("text/event-stream" | "*/*" | "text/*")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_addresses_check_hosts_and_every_address_checks_origins() {
+        let loopback = HttpConfig::for_address("127.0.0.1:3000".parse().unwrap());
+        assert_eq!(loopback.guard, Guard::default());
+        for address in ["0.0.0.0:3000", "192.168.1.5:3000", "[::]:3000"] {
+            let config = HttpConfig::for_address(address.parse().unwrap());
+            assert_eq!(config.guard.hosts, HostPolicy::Any, "{address}");
+            let mut foreign = HeaderMap::new();
+            foreign.insert(header::HOST, "attacker.example".parse().unwrap());
+            foreign.insert(header::ORIGIN, "http://attacker.example".parse().unwrap());
+            assert_eq!(config.guard.check(&foreign), Err("Origin not allowed"), "{address}");
+        }
+    }
 }

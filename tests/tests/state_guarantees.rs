@@ -1,0 +1,429 @@
+//! What a request state promises, checked over HTTP on 127.0.0.1 (audit 2026-11-30):
+//! `once!` steps do not run again when an older state is replayed, every rejection looks
+//! the same, a state opens only for what it was sealed for (server included), and
+//! neither a panic nor a hostile answer takes anything down or grows the state.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_mrtr::prelude::*;
+use mcp_mrtr::testing::answer;
+use mcp_mrtr::{KeyRing, MemoryGuard, StateConfig, StateKey};
+use mcp_mrtr_tests::harness::{Rpc, TestServer, REJECTED};
+use serde_json::{json, Map, Value};
+
+fn fixture() -> Server {
+    mcp_mrtr_examples::everything::server()
+}
+
+fn keyed(server: Server, key: &StateKey) -> Server {
+    server.request_state(StateConfig::new(KeyRing::new(key.clone())))
+}
+
+/// `tools/call` with these answers and state.
+fn retry(rpc: &Rpc, answers: Value, state: &Value) -> Rpc {
+    rpc.clone().param("inputResponses", answers).param("requestState", state.clone())
+}
+
+fn ok() -> Value {
+    answer::accept(json!({ "ok": true }))
+}
+
+/// Runs `test_once_side_effect` to the round after its `once!` step, and returns the
+/// call, the state of round 1 (before the step) and of round 2 (after it).
+async fn once_call(server: &TestServer, call_id: &str) -> (Rpc, Value, Value) {
+    let rpc = Rpc::call_tool("test_once_side_effect", json!({ "call_id": call_id }));
+    let first = server.call(&rpc).await["result"]["requestState"].clone();
+    let second = server.call(&retry(&rpc, json!({ "start": ok() }), &first)).await;
+    assert_eq!(second["result"]["inputRequests"]["finish"]["params"]["message"], "Step 1 done. Finish?", "{second}");
+    (rpc, first, second["result"]["requestState"].clone())
+}
+
+#[tokio::test]
+async fn replaying_an_older_state_never_runs_a_once_step_again() {
+    let server = Arc::new(TestServer::start(fixture()).await);
+    let (rpc, before_step, after_step) = once_call(&server, "replay-serial-and-parallel").await;
+    let replay = retry(&rpc, json!({ "start": ok() }), &before_step);
+    for _ in 0..3 {
+        assert_eq!(server.call(&replay).await["error"]["message"], REJECTED);
+    }
+    let mut parallel = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let (server, replay) = (server.clone(), replay.clone());
+        parallel.spawn(async move { server.call(&replay).await });
+    }
+    while let Some(reply) = parallel.join_next().await {
+        assert_eq!(reply.unwrap()["error"]["message"], REJECTED);
+    }
+    let done = server.call(&retry(&rpc, json!({ "finish": ok() }), &after_step)).await;
+    assert_eq!(
+        done["result"]["content"][0]["text"],
+        "call replay-serial-and-parallel: the once step ran 1 time(s), finished=true"
+    );
+}
+
+#[tokio::test]
+async fn with_reusable_states_a_replay_runs_the_once_step_again() {
+    // The documented opt-out, and the control that shows the test above can fail.
+    let server = TestServer::start(fixture().reusable_states()).await;
+    let (rpc, before_step, after_step) = once_call(&server, "replay-reusable").await;
+    let replayed = server.call(&retry(&rpc, json!({ "start": ok() }), &before_step)).await;
+    assert_eq!(replayed["result"]["resultType"], "input_required");
+    let done = server.call(&retry(&rpc, json!({ "finish": ok() }), &after_step)).await;
+    assert_eq!(
+        done["result"]["content"][0]["text"],
+        "call replay-reusable: the once step ran 2 time(s), finished=true"
+    );
+}
+
+#[tokio::test]
+async fn concurrent_presentations_of_one_state_open_exactly_once() {
+    let server = Arc::new(TestServer::start(fixture()).await);
+    let rpc = Rpc::call_tool("test_input_required_result_multi_round", json!({}));
+    let state = server.call(&rpc).await["result"]["requestState"].clone();
+    let round_two = retry(&rpc, json!({ "step1": answer::accept(json!({ "name": "Ada" })) }), &state);
+    let mut parallel = tokio::task::JoinSet::new();
+    for _ in 0..16 {
+        let (server, round_two) = (server.clone(), round_two.clone());
+        parallel.spawn(async move { server.call(&round_two).await });
+    }
+    let mut opened = 0;
+    while let Some(reply) = parallel.join_next().await {
+        let reply = reply.unwrap();
+        if reply["result"]["resultType"] == "input_required" {
+            opened += 1;
+        } else {
+            assert_eq!(reply["error"]["message"], REJECTED, "{reply}");
+        }
+    }
+    assert_eq!(opened, 1);
+}
+
+/// A server whose states are bound to the `x-user` header, like the uniform test needs.
+fn by_user(name: &str, config: StateConfig) -> Server {
+    let server = Server::new(name, "0")
+        .tools(tools![mcp_mrtr_examples::everything::mrtr::test_input_required_result_request_state]);
+    server
+        .request_state(config)
+        .principal(|headers| headers.get("x-user").and_then(|v| v.to_str().ok()).map(str::to_owned))
+}
+
+#[tokio::test]
+async fn every_rejected_state_gets_the_same_answer() {
+    let key = StateKey::random();
+    let config = StateConfig::new(KeyRing::new(key.clone()));
+    let server = TestServer::start(by_user("uniform", config.clone())).await;
+    let expiring = TestServer::start(by_user("uniform", config.clone().ttl(Duration::ZERO))).await;
+    let other = TestServer::start(by_user("other", config)).await;
+    let rpc = Rpc::call_tool("test_input_required_result_request_state", json!({})).header("x-user", Some("alice"));
+    let good = state_of(&server, &rpc).await;
+    let (version, rest) = good.split_once('.').unwrap();
+    let (_, body) = rest.split_once('.').unwrap();
+    let mut tampered = good.clone().into_bytes();
+    let middle = tampered.len() - 20;
+    tampered[middle] = if tampered[middle] == b'A' { b'B' } else { b'A' };
+    let replayed = state_of(&server, &rpc).await;
+    let confirm = json!({ "confirm": ok() });
+    assert_eq!(server.call(&retry(&rpc, confirm.clone(), &json!(replayed))).await["result"]["resultType"], "complete");
+    let cases: Vec<(&str, Value, Option<&str>)> = vec![
+        ("tampered", json!(String::from_utf8(tampered).unwrap()), None),
+        ("truncated", json!(&good[..good.len() - 1]), None),
+        ("unknown key", json!(format!("{version}.nokey.{body}")), None),
+        ("wrong version", json!(format!("v9.{rest}")), None),
+        ("oversized", json!(format!("{good}{}", "A".repeat(70_000))), None),
+        ("expired", json!(state_of(&expiring, &rpc).await), None),
+        ("wrong principal", json!(good), Some("mallory")),
+        ("no principal", json!(good), Some("")),
+        ("replayed", json!(replayed), None),
+        ("other server", json!(state_of(&other, &rpc).await), None),
+    ];
+    let mut answers = Vec::new();
+    for (name, state, user) in cases {
+        let mut rpc = retry(&rpc, confirm.clone(), &state);
+        if let Some(user) = user {
+            rpc = rpc.header("x-user", Some(user).filter(|u| !u.is_empty()));
+        }
+        let response = server.send(&rpc).await;
+        answers.push((name, response.status, response.reply()));
+    }
+    let expected = json!({ "jsonrpc": "2.0", "id": 1, "error": { "code": -32602, "message": REJECTED } });
+    for (name, status, reply) in &answers {
+        assert_eq!((*status, reply), (200, &expected), "{name}");
+    }
+    // The positive control: the same good state, as sealed, opens.
+    assert_eq!(server.call(&retry(&rpc, confirm, &json!(good))).await["result"]["resultType"], "complete");
+}
+
+async fn state_of(server: &TestServer, rpc: &Rpc) -> String {
+    server.call(rpc).await["result"]["requestState"].as_str().expect("a state").to_owned()
+}
+
+/// Asks for a context, as a tool named like the fixture's prompt.
+fn tool_named_like_the_prompt() -> mcp_mrtr::ToolRoute {
+    mcp_mrtr::Tool::new("test_input_required_result_prompt").description("Asks like the prompt does").handler(
+        |ctx: Ctx, _args: Map<String, Value>| async move {
+            let asked = ctx.ask("user_context", mcp_mrtr::ask::Elicit::<Context>::new("What context?")).await;
+            Ok::<_, ToolError>(asked.map_or_else(|_| "declined".to_owned(), |c| c.context))
+        },
+    )
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Context {
+    context: String,
+}
+
+/// Asks which section of a chapter to show.
+#[resource(uri = "test://book/{chapter}", mime_type = "text/plain")]
+async fn book(chapter: String) -> Result<ResourceContents, ToolError> {
+    let section: Context = ask!(elicit "Which section?")?;
+    Ok(ResourceContents::text(format!("test://book/{chapter}"), "text/plain", section.context))
+}
+
+/// Asks for a name, whatever its arguments.
+fn echo_tool() -> mcp_mrtr::ToolRoute {
+    mcp_mrtr::Tool::new("echo").description("Asks a name").handler(|ctx: Ctx, args: Map<String, Value>| async move {
+        let asked = ctx.ask("who", mcp_mrtr::ask::Elicit::<Context>::new("Who?")).await;
+        Ok::<_, ToolError>(format!("{} {}", asked.map_or_else(|_| String::new(), |c| c.context), args.len()))
+    })
+}
+
+#[tokio::test]
+async fn a_state_opens_only_for_the_server_method_target_arguments_and_caller_it_was_sealed_for() {
+    let key = StateKey::random();
+    let server = keyed(fixture(), &key)
+        .tool(tool_named_like_the_prompt())
+        .tool(echo_tool())
+        .resource(book)
+        .principal(|headers| headers.get("x-user").and_then(|v| v.to_str().ok()).map(str::to_owned));
+    let server = TestServer::start(server).await;
+    let answers = json!({ "user_context": answer::accept(json!({ "context": "c" })) });
+
+    // Method: a prompt's state does not open for the tool of the same name.
+    let prompt = Rpc::new("prompts/get").param("name", json!("test_input_required_result_prompt"));
+    let state = server.call(&prompt).await["result"]["requestState"].clone();
+    let as_tool = Rpc::call_tool("test_input_required_result_prompt", json!({}));
+    assert_eq!(server.call(&retry(&as_tool, answers.clone(), &state)).await["error"]["message"], REJECTED);
+
+    // Target: a resource's state does not open for another URI of the same template.
+    let read = |uri: &str| Rpc::new("resources/read").param("uri", json!(uri));
+    let state = server.call(&read("test://book/intro")).await["result"]["requestState"].clone();
+    let section = json!({ "section": answer::accept(json!({ "context": "setup" })) });
+    let other_uri = retry(&read("test://book/outro"), section.clone(), &state);
+    assert_eq!(server.call(&other_uri).await["error"]["message"], REJECTED);
+    let same_uri = server.call(&retry(&read("test://book/intro"), section, &state)).await;
+    assert_eq!(same_uri["result"]["contents"][0]["text"], "setup");
+
+    // Arguments: the same arguments in another key order still open.
+    let echo = Rpc::call_tool("echo", json!({ "a": 1, "b": 2 }));
+    let state = server.call(&echo).await["result"]["requestState"].as_str().unwrap().to_owned();
+    let who = r#"{"who":{"action":"accept","content":{"context":"Ada"}}}"#;
+    let reordered = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo","arguments":{{"b":2,"a":1}},"inputResponses":{who},"requestState":"{state}","_meta":{}}}}}"#,
+        mcp_mrtr_tests::harness::meta(mcp_mrtr_tests::harness::default_caps())
+    );
+    let headers = echo.headers();
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    let opened = mcp_mrtr_tests::client::send(server.addr, "POST", &headers, reordered.as_bytes()).await;
+    assert_eq!(opened.reply()["result"]["content"][0]["text"], "Ada 2", "{}", opened.body);
+
+    // Caller: sealed for an empty principal, it does not open without one.
+    let empty = Rpc::call_tool("test_input_required_result_elicitation", json!({})).header("x-user", Some(""));
+    let state = server.call(&empty).await["result"]["requestState"].clone();
+    let name = json!({ "user_name": answer::accept(json!({ "name": "Ada" })) });
+    let anonymous = retry(&Rpc::call_tool("test_input_required_result_elicitation", json!({})), name, &state);
+    assert_eq!(server.call(&anonymous).await["error"]["message"], REJECTED);
+}
+
+#[tokio::test]
+async fn a_state_from_another_server_in_the_same_process_does_not_open() {
+    let multi_round = Rpc::call_tool("test_input_required_result_multi_round", json!({}));
+    let step1 = json!({ "step1": answer::accept(json!({ "name": "Ada" })) });
+    // Default keys: each server has its own random key.
+    let public = TestServer::start(
+        Server::new("public", "0")
+            .tools(tools![mcp_mrtr_examples::everything::mrtr::test_input_required_result_multi_round]),
+    )
+    .await;
+    let admin = TestServer::start(
+        Server::new("admin", "0")
+            .tools(tools![mcp_mrtr_examples::everything::mrtr::test_input_required_result_multi_round]),
+    )
+    .await;
+    let state = public.call(&multi_round).await["result"]["requestState"].clone();
+    assert_eq!(admin.call(&retry(&multi_round, step1.clone(), &state)).await["error"]["message"], REJECTED);
+    // Even sharing a key, the server's name is part of what a state is bound to.
+    let key = StateKey::random();
+    let named = |name: &str| {
+        keyed(
+            Server::new(name, "0")
+                .tools(tools![mcp_mrtr_examples::everything::mrtr::test_input_required_result_multi_round]),
+            &key,
+        )
+    };
+    let (public, admin) = (TestServer::start(named("public")).await, TestServer::start(named("admin")).await);
+    let state = public.call(&multi_round).await["result"]["requestState"].clone();
+    assert_eq!(admin.call(&retry(&multi_round, step1.clone(), &state)).await["error"]["message"], REJECTED);
+    let twin = TestServer::start(named("public")).await;
+    let continued = twin.call(&retry(&multi_round, step1, &state)).await;
+    assert_eq!(continued["result"]["resultType"], "input_required", "same name and key: another instance");
+}
+
+#[tokio::test]
+async fn an_endless_ttl_with_single_use_states_keeps_serving() {
+    let config = StateConfig::new(KeyRing::new(StateKey::random())).ttl(Duration::MAX);
+    let server = TestServer::start(fixture().request_state(config)).await;
+    let rpc = Rpc::call_tool("test_input_required_result_multi_round", json!({}));
+    let state = server.call(&rpc).await["result"]["requestState"].clone();
+    let step1 = json!({ "step1": answer::accept(json!({ "name": "Ada" })) });
+    let second = server.call(&retry(&rpc, step1.clone(), &state)).await;
+    assert_eq!(second["result"]["inputRequests"]["step2"]["method"], "elicitation/create", "{second}");
+    assert_eq!(server.call(&retry(&rpc, step1, &state)).await["error"]["message"], REJECTED);
+}
+
+#[tokio::test]
+async fn a_full_guard_refuses_new_states_with_a_clear_error() {
+    let server = TestServer::start(fixture().single_use_states(MemoryGuard::with_capacity(1))).await;
+    let rpc = Rpc::call_tool("test_input_required_result_multi_round", json!({}));
+    let step1 = json!({ "step1": answer::accept(json!({ "name": "Ada" })) });
+    let (first, second) = (server.call(&rpc).await, server.call(&rpc).await);
+    let opened = server.call(&retry(&rpc, step1.clone(), &first["result"]["requestState"])).await;
+    assert_eq!(opened["result"]["resultType"], "input_required");
+    let refused = server.call(&retry(&rpc, step1, &second["result"]["requestState"])).await;
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("try again later"), "{refused}");
+}
+
+#[tokio::test]
+async fn the_state_keeps_the_answer_not_the_junk_sent_with_it() {
+    let server = TestServer::start(fixture()).await;
+    let rpc = Rpc::call_tool("test_input_required_result_multi_round", json!({}));
+    let next_state_len = |answer: Value| {
+        let (server, rpc) = (&server, &rpc);
+        async move {
+            let state = server.call(rpc).await["result"]["requestState"].clone();
+            let reply = server.call(&retry(rpc, json!({ "step1": answer }), &state)).await;
+            reply["result"]["requestState"].as_str().expect("round 2 asks again").len()
+        }
+    };
+    let clean = next_state_len(answer::accept(json!({ "name": "Ada" }))).await;
+    let junk = "x".repeat(40_000);
+    let mut noisy = answer::accept(json!({ "name": "Ada", "junk": junk }));
+    noisy["extra"] = json!(junk);
+    assert_eq!(next_state_len(noisy).await, clean);
+}
+
+#[tokio::test]
+async fn a_state_over_the_cap_is_an_error_that_tells_a_stranger_nothing() {
+    let key = StateKey::new("k", *b"a-32-byte-test-key-for-the-cap!!");
+    let capped = |max| fixture().request_state(StateConfig::new(KeyRing::new(key.clone())).max_bytes(max));
+    let rpc = Rpc::call_tool("test_once_side_effect", json!({ "call_id": "over-the-cap" }));
+    let roomy = TestServer::start(capped(64 * 1024)).await;
+    let first_len = roomy.call(&rpc).await["result"]["requestState"].as_str().unwrap().len();
+    // Room for round 1's state only: round 2 (with the once! result) cannot be sealed.
+    let tight = TestServer::start(capped(first_len)).await;
+    let first = tight.call(&rpc).await["result"]["requestState"].clone();
+    let failed = tight.call(&retry(&rpc, json!({ "start": ok() }), &first)).await;
+    let message = failed["error"]["message"].as_str().unwrap();
+    assert_eq!(failed["error"]["code"], -32603, "{failed}");
+    for secret in [first_len.to_string().as_str(), "bytes", "max_bytes", "StateConfig"] {
+        assert!(!message.contains(secret), "the error tells {secret}: {message}");
+    }
+    assert!(message.contains("once!"), "the error says the once! step is not recorded: {message}");
+}
+
+static CHARGES: AtomicU32 = AtomicU32::new(0);
+
+/// Charges, then needs the client's model.
+#[tool]
+async fn charge_then_sample() -> Result<String, ToolError> {
+    let charge = once!(CHARGES.fetch_add(1, Ordering::SeqCst));
+    let reply = ask!(sample "Summarize the charge");
+    Ok(format!("{charge}: {}", reply.text()))
+}
+
+#[tokio::test]
+async fn a_round_that_fails_after_a_once_step_says_the_step_is_not_recorded() {
+    let server = TestServer::start(Server::new("charges", "0").tool(charge_then_sample)).await;
+    let no_sampling = Rpc::call_tool("charge_then_sample", json!({})).caps(json!({ "elicitation": {} }));
+    let response = server.send(&no_sampling).await;
+    assert_eq!(response.status, 400);
+    let error = response.reply()["error"].clone();
+    assert_eq!(error["code"], -32021, "{error}");
+    assert_eq!(error["data"]["requiredCapabilities"], json!({ "sampling": {} }));
+    assert!(error["message"].as_str().unwrap().contains("once!"), "{error}");
+}
+
+static STALE_RUNS: AtomicU32 = AtomicU32::new(0);
+
+#[tokio::test]
+async fn a_recorded_once_result_that_no_longer_decodes_is_an_error_not_a_second_run() {
+    // Two deployments of one tool: the first records a text, the second expects a number.
+    let key = StateKey::random();
+    let deployment = |route: mcp_mrtr::ToolRoute| keyed(Server::new("orders", "0").tool(route), &key);
+    let v1 = mcp_mrtr::Tool::new("order").description("v1").handler(|ctx: Ctx, _: Map<String, Value>| async move {
+        let id: String = ctx.once("id", async { "order-1".to_owned() }).await;
+        let _ = ctx.ask("go", mcp_mrtr::ask::Elicit::<Context>::new("Go?")).await;
+        Ok::<_, ToolError>(id)
+    });
+    let v2 = mcp_mrtr::Tool::new("order").description("v2").handler(|ctx: Ctx, _: Map<String, Value>| async move {
+        let id: u32 = ctx.once("id", async { STALE_RUNS.fetch_add(1, Ordering::SeqCst) }).await;
+        let _ = ctx.ask("go", mcp_mrtr::ask::Elicit::<Context>::new("Go?")).await;
+        Ok::<_, ToolError>(id.to_string())
+    });
+    let (old, new) = (TestServer::start(deployment(v1)).await, TestServer::start(deployment(v2)).await);
+    let rpc = Rpc::call_tool("order", json!({}));
+    let state = old.call(&rpc).await["result"]["requestState"].clone();
+    let go = json!({ "go": answer::accept(json!({ "context": "yes" })) });
+    let reply = new.call(&retry(&rpc, go, &state)).await;
+    assert_eq!(reply["error"]["code"], -32603, "{reply}");
+    assert!(reply["error"]["message"].as_str().unwrap().contains("no longer decodes"), "{reply}");
+    assert_eq!(STALE_RUNS.load(Ordering::SeqCst), 0, "the step ran again");
+}
+
+#[tokio::test]
+async fn a_state_sent_to_a_tool_that_never_asks_is_ignored() {
+    let server = TestServer::start(fixture()).await;
+    let rpc = Rpc::call_tool("test_simple_text", json!({})).param("requestState", json!("v2.nokey.not-a-state"));
+    let reply = server.call(&rpc).await;
+    assert_eq!(reply["result"]["content"][0]["text"], "This is a simple text response for testing.", "{reply}");
+    // A tool that asks still refuses the same state.
+    let asking = Rpc::call_tool("test_input_required_result_elicitation", json!({}))
+        .param("requestState", json!("v2.nokey.not-a-state"));
+    assert_eq!(server.call(&asking).await["error"]["message"], REJECTED);
+}
+
+#[tokio::test]
+async fn answers_sent_without_a_state_count_for_every_ask_the_handler_reaches() {
+    // Documented (docs/replay.md): the conformance scenarios answer before being asked.
+    let server = TestServer::start(fixture()).await;
+    let rpc = Rpc::call_tool("test_input_required_result_multi_round", json!({})).param(
+        "inputResponses",
+        json!({
+            "step1": answer::accept(json!({ "name": "Ada" })),
+            "step2": answer::accept(json!({ "color": "red" })),
+        }),
+    );
+    assert_eq!(server.call(&rpc).await["result"]["content"][0]["text"], "Ada likes red");
+}
+
+#[tokio::test]
+async fn panics_in_application_code_fail_the_request_and_the_server_carries_on() {
+    let eager = mcp_mrtr::Tool::new("eager").description("Panics before its future exists").handler(
+        |_ctx: Ctx, args: Map<String, Value>| {
+            assert!(args.is_empty(), "eager panics on arguments");
+            async { Ok::<_, ToolError>("calm") }
+        },
+    );
+    let server = Server::new("panics", "0")
+        .tool(eager)
+        .principal(|headers| headers.get("x-boom").map(|_| panic!("the principal function panicked")));
+    let server = TestServer::start(server).await;
+    let internal = |reply: &Value| reply["error"]["code"] == -32603;
+    let sync_panic = server.call(&Rpc::call_tool("eager", json!({ "x": 1 }))).await;
+    assert!(internal(&sync_panic), "{sync_panic}");
+    let principal_panic = server.call(&Rpc::call_tool("eager", json!({})).header("x-boom", Some("1"))).await;
+    assert!(internal(&principal_panic), "{principal_panic}");
+    assert_eq!(server.call(&Rpc::call_tool("eager", json!({}))).await["result"]["content"][0]["text"], "calm");
+}
