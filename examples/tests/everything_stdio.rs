@@ -1,43 +1,61 @@
-//! The `everything` binary over real stdio: a child process, its stdin and stdout.
+//! The `everything` binary over real stdio: a child process, its stdin and stdout, and
+//! what it says at start-up about its request-state keys.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+mod common;
+
+use std::process::Command;
 
 use serde_json::{json, Value};
 
+fn everything(keys: Option<&str>) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_everything"));
+    command.arg("--stdio").env("RUST_LOG", "warn");
+    match keys {
+        Some(keys) => command.env("MCP_MRTR_STATE_KEYS", keys),
+        None => command.env_remove("MCP_MRTR_STATE_KEYS"),
+    };
+    command
+}
+
 #[test]
 fn the_binary_serves_newline_delimited_json_on_stdio() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_everything"))
-        .arg("--stdio")
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start everything --stdio");
+    let mut server = common::Server::start(everything(None));
     let meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
     });
-    let mut stdin = child.stdin.take().unwrap();
     for (id, method, params) in [
         (1, "server/discover", json!({ "_meta": meta })),
         (2, "tools/call", json!({ "name": "test_simple_text", "_meta": meta })),
     ] {
-        let line = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
-        writeln!(stdin, "{line}").unwrap();
+        server.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
     }
+    let replies: Vec<Value> = vec![server.next(), server.next()];
     // Closing stdin ends the server once it has answered what it read.
-    drop(stdin);
-    let replies: Vec<Value> = BufReader::new(child.stdout.take().unwrap())
-        .lines()
-        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
-        .collect();
-    assert!(child.wait().unwrap().success());
+    let (succeeded, rest, stderr) = server.finish();
+    assert!(succeeded && rest.is_empty(), "{rest:?} {stderr}");
     let mut ids: Vec<_> = replies.iter().map(|r| r["id"].as_i64().unwrap()).collect();
     ids.sort_unstable();
     assert_eq!(ids, [1, 2]);
     assert!(replies.iter().all(|r| r["result"]["resultType"] == "complete"));
+    // Without shared keys, the server says so at start-up, even to a reader of stderr only.
+    assert_eq!(stderr.matches("MCP_MRTR_STATE_KEYS is not set").count(), 1, "{stderr}");
+}
+
+#[test]
+fn malformed_or_weak_keys_fail_at_start_up_without_quoting_the_secret() {
+    let zeros = format!("k:{}", "A".repeat(43));
+    for (keys, says) in [
+        ("not-a-key-list", "MCP_MRTR_STATE_KEYS entry 1"),
+        ("k:c2VjcmV0LXNlY3JldC1zZWNyZXQ", "must decode to 32 bytes"),
+        (zeros.as_str(), "must be random"),
+    ] {
+        let (succeeded, stdout, stderr) = common::Server::start(everything(Some(keys))).finish();
+        assert!(!succeeded, "started with {keys:?}");
+        assert!(stdout.is_empty(), "answered with bad keys: {stdout:?}");
+        assert!(stderr.contains(says), "{keys:?}: {stderr}");
+        assert!(!stderr.contains("c2VjcmV0"), "the error quotes the secret: {stderr}");
+    }
 }
 
 #[test]

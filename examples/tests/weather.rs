@@ -1,20 +1,16 @@
 //! The weather example over real stdio: it asks for the city, then answers.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+mod common;
+
+use std::process::Command;
 
 use serde_json::{json, Value};
 
 #[test]
 fn weather_asks_for_the_city_then_reports() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_weather"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start weather");
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_weather"));
+    command.env_remove("MCP_MRTR_STATE_KEYS");
+    let mut server = common::Server::start(command);
     let meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} },
@@ -22,9 +18,8 @@ fn weather_asks_for_the_city_then_reports() {
     let mut call = |id: u32, extra: Value| -> Value {
         let mut params = json!({ "name": "weather", "arguments": {}, "_meta": meta });
         params.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-        let line = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params });
-        writeln!(stdin, "{line}").unwrap();
-        serde_json::from_str(&stdout.next().unwrap().unwrap()).unwrap()
+        server.send(&json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params }));
+        server.next()
     };
     let first = call(1, json!({}));
     assert_eq!(
@@ -35,6 +30,6 @@ fn weather_asks_for_the_city_then_reports() {
     let answers = json!({ "place": { "action": "accept", "content": { "city": "Lyon" } } });
     let done = call(2, json!({ "inputResponses": answers, "requestState": state }));
     assert_eq!(done["result"]["content"][0]["text"], "It is sunny in Lyon.");
-    drop(stdin);
-    assert!(child.wait().unwrap().success());
+    let (succeeded, _, stderr) = server.finish();
+    assert!(succeeded, "{stderr}");
 }

@@ -1,6 +1,10 @@
 //! One full multi-round request through dispatch: round 1 (run the handler, record the
 //! question, seal the state) and rounds 1+2 (then open the state, replay with the
 //! answer, finish). In-process, so the numbers are the runtime's, not the network's.
+//!
+//! Rounds 1+2 run twice: with single-use states (the default, so round 2 also records
+//! the state in the server's `MemoryGuard`) and with `reusable_states()`, which shows
+//! what the guard costs end to end.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use mcp_mrtr::prelude::*;
@@ -20,25 +24,31 @@ async fn greet(greeting: String) -> Result<String, ToolError> {
     Ok(format!("{greeting}, {}!", user.name))
 }
 
+fn server() -> Server {
+    Server::new("bench", "0").tool(greet).request_state(StateConfig::new(KeyRing::new(StateKey::random())))
+}
+
 fn rounds(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a tokio runtime");
-    let server = Server::new("bench", "0")
-        .tool(greet)
-        .request_state(StateConfig::new(KeyRing::new(StateKey::new("bench", [42; 32]))));
-    let client = TestClient::new(server);
+    let client = TestClient::new(server());
     let args = json!({ "greeting": "Hello" });
     c.bench_function("mrtr_round1_input_required", |b| {
         b.iter(|| runtime.block_on(async { client.call_tool("greet", args.clone()).start().await }));
     });
-    c.bench_function("mrtr_rounds_1_and_2_complete", |b| {
-        b.iter(|| {
-            runtime.block_on(async {
-                let mut call = client.call_tool("greet", args.clone());
-                call.start().await;
-                call.answer([("user", answer::accept(json!({ "name": "Ada" })))]).await
-            })
+    let reusable = TestClient::new(server().reusable_states());
+    for (name, client) in
+        [("mrtr_rounds_1_and_2_complete", &client), ("mrtr_rounds_1_and_2_reusable_states", &reusable)]
+    {
+        c.bench_function(name, |b| {
+            b.iter(|| {
+                runtime.block_on(async {
+                    let mut call = client.call_tool("greet", args.clone());
+                    call.start().await;
+                    call.answer([("user", answer::accept(json!({ "name": "Ada" })))]).await
+                })
+            });
         });
-    });
+    }
 }
 
 criterion_group!(benches, rounds);

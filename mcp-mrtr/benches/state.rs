@@ -15,7 +15,7 @@ fn payload(len: usize) -> Vec<u8> {
 }
 
 fn seal_open(c: &mut Criterion) {
-    let config = StateConfig::new(KeyRing::new(StateKey::new("bench", [42; 32])));
+    let config = StateConfig::new(KeyRing::new(StateKey::random()));
     let mut group = c.benchmark_group("state_seal_open");
     for (name, len) in [("1KiB", 1024), ("16KiB", 16 * 1024)] {
         let payload = payload(len);

@@ -206,6 +206,10 @@ pub mod prelude {
 /// `let` binds, or the ask's position. In a loop, give a per-iteration key. Asks inside
 /// [`join!`] go out together in one round. In a helper `async fn`, pass the context:
 /// `ask!(ctx, key = "name", elicit "…")`.
+///
+/// On the first request of a call (no request state yet) an answer the client sent in
+/// advance counts for any ask under its key, even one it was never shown; put server-side
+/// data a consent depends on into the key ([guide](guide::replay)).
 #[macro_export]
 macro_rules! ask {
     (@__mcp $ctx:ident, $key:expr; elicit $message:expr $(, $option:ident = $value:expr)* $(,)?) => {

@@ -41,11 +41,20 @@ async fn sessions_must_exist_and_end_on_delete() {
     let headers = [("content-type", "application/json"), ("mcp-protocol-version", "2025-11-25")];
     let response = client::send(server.addr, "POST", &headers, no_session.to_string().as_bytes()).await;
     assert_eq!((response.status, response.reply()["id"].clone()), (400, json!(1)));
+    let says = |response: &client::HttpResponse, code: i64, text: &str| {
+        let error = &response.reply()["error"];
+        assert_eq!(error["code"], code, "{}", response.body);
+        assert!(error["message"].as_str().is_some_and(|m| m.contains(text)), "{}", response.body);
+    };
+    says(&response, -32600, "Mcp-Session-Id");
     let deleted = client::send(server.addr, "DELETE", &legacy.headers("application/json"), b"").await;
     assert_eq!(deleted.status, 200);
-    assert_eq!(legacy.send(2, "ping", json!({})).await.status, 404);
+    let after = legacy.send(2, "ping", json!({})).await;
+    assert_eq!(after.status, 404);
+    says(&after, -32600, "session not found");
     let gone = client::send(server.addr, "DELETE", &legacy.headers("application/json"), b"").await;
     assert_eq!(gone.status, 404);
+    says(&gone, -32600, "session not found");
 }
 
 #[tokio::test]

@@ -62,10 +62,13 @@ async fn everything_at_once() -> Result<String, ToolError> {
 
 static ATTEMPTS: AtomicUsize = AtomicUsize::new(0);
 
-/// Sheds load on its first run.
+/// Sheds load on a call's first run; the state it hands out says so, and only a run
+/// that reads it back from the state goes on.
 #[tool]
 async fn busy(ctx: &Ctx) -> Result<String, ToolError> {
-    if ATTEMPTS.fetch_add(1, Ordering::SeqCst) == 0 {
+    let this_run = ATTEMPTS.fetch_add(1, Ordering::SeqCst);
+    let shed_on = once!(this_run);
+    if shed_on == this_run {
         return ctx.retry_later().await;
     }
     Ok("done".into())
@@ -142,6 +145,9 @@ async fn retry_later_answers_with_state_only() {
     let first = call.start().await;
     let state_only = first.input_required().expect("input_required");
     assert!(state_only.input_requests.is_none() && state_only.request_state.is_some());
+    // Without the state, the call starts over and sheds again.
+    let again = client.call_tool("busy", json!({})).start().await;
+    assert!(again.input_required().is_some_and(|r| r.input_requests.is_none()), "{again:?}");
     let done = call.answer(Vec::<(String, Value)>::new()).await;
     assert_eq!(done.text().as_deref(), Some("done"));
 }

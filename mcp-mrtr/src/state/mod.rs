@@ -89,9 +89,9 @@ impl StateConfig {
         self
     }
 
-    /// Keys from `MCP_MRTR_STATE_KEYS` when it is set; otherwise a fresh random key, with
-    /// a warning (printed once per process, on stderr and in the log) that states then
-    /// open only on this server, until it restarts.
+    /// Keys from `MCP_MRTR_STATE_KEYS` when it is set; otherwise a fresh random key, with a
+    /// warning (once per process: in the log, or on stderr without a tracing subscriber)
+    /// that states then open only on this server, until it restarts.
     ///
     /// A malformed `MCP_MRTR_STATE_KEYS` is an error: serving with the wrong keys would
     /// silently reject every state.
@@ -136,8 +136,8 @@ impl StateConfig {
     }
 }
 
-/// Says, once per process, that states are sealed with a random key: on stderr too, since
-/// a server without a tracing subscriber would otherwise never tell anyone.
+/// Says, once per process, that states are sealed with a random key: in the log, or on
+/// stderr when no tracing subscriber is installed (nobody would see the log).
 fn announce_random_key() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
@@ -146,8 +146,11 @@ fn announce_random_key() {
              instances or after a restart; set {env} to id:base64 keys shared by all instances",
             env = keys::KEYS_ENV,
         );
-        tracing::warn!("{message}");
-        eprintln!("mcp-mrtr: warning: {message}");
+        if tracing::dispatcher::has_been_set() {
+            tracing::warn!("{message}");
+        } else {
+            eprintln!("mcp-mrtr: warning: {message}");
+        }
     });
 }
 
