@@ -6,14 +6,13 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use futures_util::FutureExt as _;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use tracing::Instrument as _;
 
 use crate::context::Transport;
@@ -26,8 +25,8 @@ use crate::protocol::{
 };
 use crate::replay::{self, Carried, Outcome, Replay};
 use crate::server::{CacheHints, CacheScope};
-use crate::state::{Binding, Consumed, OpenError, Reason, StateConfig};
-use crate::{Ctx, Error, Server, StateGuard};
+use crate::state::{Binding, Presented};
+use crate::{Ctx, Error, Server};
 
 /// The answer to one request, before framing.
 #[derive(Debug)]
@@ -314,7 +313,7 @@ impl Server {
         let Some(token) = call.raw.get("requestState") else {
             return Ok(Arc::new(Replay::new(None, responses)));
         };
-        let sealed = SealedState {
+        let presented = Presented {
             token: token.clone(),
             config: self.state_config()?.clone(),
             guard: self.state_guard.clone(),
@@ -324,7 +323,8 @@ impl Server {
             arguments: target.arguments.clone(),
             principal: call.principal.clone(),
         };
-        Ok(Arc::new(Replay::sealed(Box::new(move || sealed.open()), responses)))
+        let open = move || presented.open(|payload| serde_json::from_slice::<Carried>(payload).ok());
+        Ok(Arc::new(Replay::sealed(Box::new(open), responses)))
     }
 
     /// Runs a handler that may ask. A modern request gets one round: the complete result,
@@ -423,87 +423,6 @@ struct Target<'a> {
 impl Target<'_> {
     fn binding<'b>(&'b self, server: &'b str, principal: Option<&'b str>) -> Binding<'b> {
         Binding { server, method: self.method, target: self.name, arguments: &self.arguments, principal }
-    }
-}
-
-/// A request's `requestState`, with everything needed to open it later, off the request.
-struct SealedState {
-    token: Value,
-    config: StateConfig,
-    guard: Option<Arc<dyn StateGuard>>,
-    server: String,
-    method: &'static str,
-    target: String,
-    arguments: Value,
-    principal: Option<String>,
-}
-
-impl SealedState {
-    /// The carried replay state, or the uniform `-32602` (the reason goes to the debug
-    /// log only: strangers can send rejected states, so they must not flood the log).
-    fn open(self) -> Result<Carried, Error> {
-        self.try_open().map_err(|rejected| {
-            tracing::debug!(target = %self.target, %rejected, "rejected a requestState");
-            rejected.to_error()
-        })
-    }
-
-    fn try_open(&self) -> Result<Carried, Rejected> {
-        let token = self.token.as_str().ok_or(OpenError::from(Reason::Malformed))?;
-        let binding = Binding {
-            server: &self.server,
-            method: self.method,
-            target: &self.target,
-            arguments: &self.arguments,
-            principal: self.principal.as_deref(),
-        };
-        let now = SystemTime::now();
-        let (payload, expires) = self.config.open(token, &binding, now)?;
-        if let Some(guard) = &self.guard {
-            // Keyed by a digest, so the guard never holds the sealed answers themselves;
-            // kept as long as the state could still open.
-            let id = format!("{:x}", Sha256::digest(token.as_bytes()));
-            match guard.consume(&id, expires.duration_since(now).unwrap_or(Duration::ZERO)) {
-                Consumed::First => {}
-                Consumed::Again => return Err(OpenError::from(Reason::Replayed).into()),
-                Consumed::Unavailable => return Err(Rejected::GuardUnavailable),
-            }
-        }
-        serde_json::from_slice(&payload).map_err(|_| OpenError::from(Reason::Malformed).into())
-    }
-}
-
-/// Why a state was not used: the client's state was rejected, or the server could not
-/// record it as used.
-enum Rejected {
-    State(OpenError),
-    GuardUnavailable,
-}
-
-impl From<OpenError> for Rejected {
-    fn from(error: OpenError) -> Self {
-        Self::State(error)
-    }
-}
-
-impl Rejected {
-    fn to_error(&self) -> Error {
-        match self {
-            Self::State(rejected) => rejected.to_error(),
-            // The state is fine; the server is at its limit. Say so, without details.
-            Self::GuardUnavailable => {
-                Error::internal("the server cannot take more multi-round calls right now; try again later")
-            }
-        }
-    }
-}
-
-impl std::fmt::Display for Rejected {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::State(rejected) => rejected.fmt(f),
-            Self::GuardUnavailable => f.write_str("the single-use guard cannot record another state"),
-        }
     }
 }
 
