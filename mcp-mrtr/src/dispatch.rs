@@ -306,8 +306,8 @@ impl Server {
         Value::Object(body)
     }
 
-    /// Reads this round's `inputResponses`, and prepares to open its `requestState` when
-    /// the handler first needs it.
+    /// Reads this round's `inputResponses` and opens its `requestState`, before the handler
+    /// runs: a state that does not open fails the request, whatever the handler would do.
     fn open_replay<P>(&self, target: &Target<'_>, call: &Call<P>) -> Result<Arc<Replay>, Error> {
         let responses = input_responses(&call.raw)?;
         let Some(token) = call.raw.get("requestState") else {
@@ -323,8 +323,8 @@ impl Server {
             arguments: target.arguments.clone(),
             principal: call.principal.clone(),
         };
-        let open = move || presented.open(|payload| serde_json::from_slice::<Carried>(payload).ok());
-        Ok(Arc::new(Replay::sealed(Box::new(open), responses)))
+        let carried = presented.open(|payload| serde_json::from_slice::<Carried>(payload).ok())?;
+        Ok(Arc::new(Replay::new(Some(carried), responses)))
     }
 
     /// Runs a handler that may ask. A modern request gets one round: the complete result,
@@ -378,10 +378,9 @@ impl Server {
                 let state = self.state_config()?.seal(&binding, &payload, SystemTime::now()).map_err(|error| {
                     tracing::warn!(target = target.name, %error, "cannot seal a request state");
                     let client = error.to_error();
-                    if replay.ran_once() {
-                        client.with_note(replay::ONCE_LOST)
-                    } else {
-                        client
+                    match replay.once_lost() {
+                        Some(note) => client.with_note(&note),
+                        None => client,
                     }
                 })?;
                 Ok(Body::InputRequired(to_body(&replay::input_required(requests, state))))

@@ -13,10 +13,10 @@
 //! asked for are ignored; malformed ones are asked again. What is stored is the answer as
 //! the question decoded it, not the client's bytes.
 //!
-//! The request's `requestState` is opened when the handler first needs it (its first
-//! ask, `once!` or retry-later): a handler that never does ignores it, as the spec asks.
+//! The request's `requestState` is opened (and, with single-use states, spent) before the
+//! handler runs: no handler code runs on a state that does not open.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::pin;
@@ -65,66 +65,40 @@ struct Stored {
     answer: Value,
 }
 
-/// Opens the request's sealed state: the uniform `-32602` when it does not open.
-pub(crate) type Opener = Box<dyn FnOnce() -> Result<Carried, Error> + Send>;
-
 /// The replay bookkeeping of one request.
+#[derive(Debug)]
 pub(crate) struct Replay {
     round: Mutex<Round>,
 }
 
-impl std::fmt::Debug for Replay {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Replay").finish_non_exhaustive()
-    }
-}
-
-/// The request's `requestState`, as far as this round has got with it.
-enum StateSlot {
-    /// The request carried none.
-    None,
-    /// Carried, not needed yet.
-    Sealed(Opener),
-    /// Opened into `Round::carried`.
-    Opened,
-}
-
+#[derive(Debug)]
 struct Round {
     /// False for requests that cannot answer `input_required`.
     enabled: bool,
     carried: Carried,
-    state: StateSlot,
+    has_state: bool,
     responses: JsonObject,
     pending: BTreeMap<String, (String, InputRequest)>,
     failure: Option<Error>,
     retry_later: bool,
-    /// `once` steps that ran in this round (not read back from the state).
-    ran_once: bool,
+    /// The `once` steps that ran in this round (rather than being read from the state).
+    ran_once: BTreeSet<String>,
 }
 
 impl Replay {
-    /// A replay from an opened state (if there is one) and the request's `inputResponses`.
+    /// A replay from the opened state (if the request carried one) and the request's
+    /// `inputResponses`.
     pub(crate) fn new(carried: Option<Carried>, responses: JsonObject) -> Self {
-        let state = if carried.is_some() { StateSlot::Opened } else { StateSlot::None };
-        Self::with(carried.unwrap_or_default(), state, responses)
-    }
-
-    /// A replay whose request carried a sealed state, opened by `opener` when the
-    /// handler first needs it.
-    pub(crate) fn sealed(opener: Opener, responses: JsonObject) -> Self {
-        Self::with(Carried::default(), StateSlot::Sealed(opener), responses)
-    }
-
-    fn with(carried: Carried, state: StateSlot, responses: JsonObject) -> Self {
+        let has_state = carried.is_some();
         let round = Round {
             enabled: true,
-            carried,
-            state,
+            carried: carried.unwrap_or_default(),
+            has_state,
             responses,
             pending: BTreeMap::new(),
             failure: None,
             retry_later: false,
-            ran_once: false,
+            ran_once: BTreeSet::new(),
         };
         Self { round: Mutex::new(round) }
     }
@@ -140,23 +114,13 @@ impl Replay {
         self.round.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The round, with its state opened; `None` (after recording why) when this request
-    /// cannot ask, or its state does not open.
+    /// The round, unless this request cannot ask or the round has failed already (then
+    /// `None`, after recording why).
     fn ready(&self) -> Option<MutexGuard<'_, Round>> {
         let mut round = self.lock();
         if !round.enabled {
             round.fail(not_here());
             return None;
-        }
-        match std::mem::replace(&mut round.state, StateSlot::Opened) {
-            StateSlot::Sealed(open) => match open() {
-                Ok(carried) => round.carried = carried,
-                Err(rejected) => {
-                    round.fail(rejected);
-                    return None;
-                }
-            },
-            unchanged => round.state = unchanged,
         }
         round.failure.is_none().then_some(round)
     }
@@ -200,14 +164,14 @@ impl Replay {
     /// Records the result of a `once` step taken in this round.
     pub(crate) fn record_once(&self, key: &str, value: Value) {
         let mut round = self.lock();
-        round.ran_once = true;
+        round.ran_once.insert(key.to_owned());
         round.carried.once.insert(key.to_owned(), value);
     }
 
-    /// Whether a `once` step ran in this round: if the round then fails, the step runs
-    /// again when the client retries.
-    pub(crate) fn ran_once(&self) -> bool {
-        self.lock().ran_once
+    /// The note for the error of a round that fails after `once` steps ran in it: the
+    /// steps' results cannot be kept, so a retry runs them again. `None` if none ran.
+    pub(crate) fn once_lost(&self) -> Option<String> {
+        once_lost(&self.lock().ran_once)
     }
 
     /// Ends this round with state only: the client retries later.
@@ -249,7 +213,7 @@ impl Round {
             }
             // Without state, a client may answer before being asked; with state, only
             // what the closed round asked can be answered.
-            None => matches!(self.state, StateSlot::None),
+            None => !self.has_state,
         };
         asked_here.then_some(fresh)
     }
@@ -317,8 +281,12 @@ pub(crate) async fn drive<T>(
     if round.carried.round + 1 >= MAX_ROUNDS {
         return Err(Error::internal(format!("gave up after {MAX_ROUNDS} rounds of input")));
     }
-    capability::missing(caps, round.pending.values().map(|(_, request)| capability::required_for(request)))
-        .map_err(|error| if round.ran_once { error.with_note(ONCE_LOST) } else { error })?;
+    capability::missing(caps, round.pending.values().map(|(_, request)| capability::required_for(request))).map_err(
+        |error| match once_lost(&round.ran_once) {
+            Some(note) => error.with_note(&note),
+            None => error,
+        },
+    )?;
     let pending = std::mem::take(&mut round.pending);
     let mut next = round.carried.clone();
     next.round += 1;
@@ -332,10 +300,18 @@ pub(crate) fn input_required(requests: BTreeMap<String, InputRequest>, state: St
     InputRequiredResult { input_requests: (!requests.is_empty()).then_some(requests), request_state: Some(state) }
 }
 
-/// Added to the error of a round that failed after a `once` step ran: nothing can be
-/// sealed for an error, so the client should know the step is not recorded.
-pub(crate) const ONCE_LOST: &str =
-    "a once! step ran in this round and its result could not be kept, so a retry runs it again";
+/// Added to the error of a round that failed after `once` steps ran: nothing is sealed
+/// for an error, so the client (and the application's log) should know the steps are not
+/// recorded.
+fn once_lost(ran: &BTreeSet<String>) -> Option<String> {
+    (!ran.is_empty()).then(|| {
+        let keys: Vec<String> = ran.iter().map(|key| format!("{key:?}")).collect();
+        format!(
+            "once! step {} ran in this round and its result could not be kept, so a retry runs it again",
+            keys.join(", ")
+        )
+    })
+}
 
 fn not_here() -> Error {
     Error::internal("only tools/call, prompts/get and resources/read handlers can ask for input")

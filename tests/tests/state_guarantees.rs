@@ -383,15 +383,14 @@ async fn a_recorded_once_result_that_no_longer_decodes_is_an_error_not_a_second_
 }
 
 #[tokio::test]
-async fn a_state_sent_to_a_tool_that_never_asks_is_ignored() {
+async fn a_state_is_refused_before_any_handler_code_runs_even_where_nothing_asks() {
+    // A tool that never asks never issued a state, so any state sent to it is foreign:
+    // refused like every other (the project's rule; spec §2.8 would ignore it).
     let server = TestServer::start(fixture()).await;
-    let rpc = Rpc::call_tool("test_simple_text", json!({})).param("requestState", json!("v2.nokey.not-a-state"));
-    let reply = server.call(&rpc).await;
-    assert_eq!(reply["result"]["content"][0]["text"], "This is a simple text response for testing.", "{reply}");
-    // A tool that asks still refuses the same state.
-    let asking = Rpc::call_tool("test_input_required_result_elicitation", json!({}))
-        .param("requestState", json!("v2.nokey.not-a-state"));
-    assert_eq!(server.call(&asking).await["error"]["message"], REJECTED);
+    for tool in ["test_simple_text", "test_input_required_result_elicitation"] {
+        let rpc = Rpc::call_tool(tool, json!({})).param("requestState", json!("v2.nokey.not-a-state"));
+        assert_eq!(server.call(&rpc).await["error"]["message"], REJECTED, "{tool}");
+    }
 }
 
 #[tokio::test]

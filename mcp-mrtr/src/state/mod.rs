@@ -15,7 +15,7 @@
 //!   [`StateConfig::from_env_or_random`] is the default: the environment's keys, or a
 //!   random key of the server's own.
 //! - [`StateGuard`] and [`MemoryGuard`] (in `guard`): which states were used already.
-//! - `Presented` (in `presented`): a client's state, opened when the handler needs it.
+//! - `Presented` (in `presented`): a client's state, checked, spent and decoded.
 //! - The crate-private entry points [`StateConfig::seal`] and [`StateConfig::open`], which
 //!   take a [`Binding`]: the method, target, arguments and caller the state belongs to.
 //! - Errors: [`SealError`] (the server produced too large a state: an internal error) and

@@ -1,5 +1,4 @@
-//! A `requestState` as a client presented it, with everything needed to open it later,
-//! away from the request: the replay opens it when the handler first needs it.
+//! A `requestState` as a client presented it, and everything it must be bound to.
 //!
 //! Opening checks the seal and binding, then records the state with the single-use
 //! guard, then decodes the payload. Every failure becomes the one client-facing error;
