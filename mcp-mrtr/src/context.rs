@@ -197,6 +197,17 @@ impl Ctx {
         self.inner.app.get::<T>()
     }
 
+    /// The handle to the server serving this request: add or remove tools, prompts and
+    /// resources, or announce a resource update, from inside a handler.
+    pub fn server_handle(&self) -> crate::ServerHandle {
+        match self.inner.app.get::<crate::ServerHandle>() {
+            Some(handle) => crate::ServerHandle::clone(&handle),
+            // Every server puts its handle in its state; a context built elsewhere (a
+            // test's) gets a handle to an empty catalog of its own.
+            None => crate::ServerHandle { live: Arc::default() },
+        }
+    }
+
     /// Reports progress, if the request asked for it (`_meta.progressToken`).
     ///
     /// Progress must increase: a value not above the last one sent is dropped, as are

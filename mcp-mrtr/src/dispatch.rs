@@ -17,11 +17,11 @@ use tracing::Instrument as _;
 
 use crate::context::Transport;
 use crate::envelope::{Request, RequestMeta, SUPPORTED_VERSIONS};
-use crate::handler::ResourceKind;
+use crate::handler::{PromptRoute, ResourceKind, ResourceRoute, ToolRoute};
+use crate::live::{serve_listen, Item, RequestView};
 use crate::protocol::{
     meta_keys, CallToolParams, CallToolResult, CompleteParams, CompleteResult, Completion, CompletionReference,
-    DiscoverResult, GetPromptParams, JsonObject, ListParams, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, ReadResourceParams, RequestId,
+    DiscoverResult, GetPromptParams, JsonObject, ReadResourceParams, RequestId,
 };
 use crate::replay::{self, Carried, Outcome, Replay};
 use crate::server::{CacheHints, CacheScope};
@@ -47,6 +47,7 @@ enum Method {
     ResourceTemplatesList,
     ResourcesRead,
     Complete,
+    Listen,
 }
 
 impl Method {
@@ -61,13 +62,14 @@ impl Method {
             "resources/templates/list" => Self::ResourceTemplatesList,
             "resources/read" => Self::ResourcesRead,
             "completion/complete" => Self::Complete,
+            "subscriptions/listen" => Self::Listen,
             _ => return None,
         })
     }
 
     /// Results of these methods carry caching hints when complete.
     fn is_cacheable(self) -> bool {
-        !matches!(self, Self::ToolsCall | Self::PromptsGet | Self::Complete)
+        !matches!(self, Self::ToolsCall | Self::PromptsGet | Self::Complete | Self::Listen)
     }
 }
 
@@ -131,37 +133,22 @@ impl Server {
             .filter(|m| self.serves(*m))
             .ok_or_else(|| Error::method_not_found(&request.method))?;
         let params = request.params.unwrap_or_else(|| json!({}));
-        let hints = method.is_cacheable().then(|| self.cache_hints_for(&params));
+        let hints = method.is_cacheable().then(|| self.cache_hints_for(method, &params));
         let legacy = transport.bridge.is_some();
+        let view = RequestView::new(&meta, &transport);
         let body = match method {
             Method::Discover => Body::Complete(to_body(&DiscoverResult {
                 supported_versions: SUPPORTED_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),
                 capabilities: self.capabilities(),
                 instructions: self.instructions.clone(),
             })),
-            Method::ToolsList => {
-                first_page(&params)?;
-                let tools = self.tools.iter().map(|t| t.tool.clone()).collect();
-                Body::Complete(to_body(&ListToolsResult { tools, next_cursor: None }))
-            }
-            Method::PromptsList => {
-                first_page(&params)?;
-                let prompts = self.prompts.iter().map(|p| p.prompt.clone()).collect();
-                Body::Complete(to_body(&ListPromptsResult { prompts, next_cursor: None }))
-            }
-            Method::ResourcesList => {
-                first_page(&params)?;
-                let resources = self.resources.iter().filter_map(|r| r.kind.as_static().cloned()).collect();
-                Body::Complete(to_body(&ListResourcesResult { resources, next_cursor: None }))
-            }
-            Method::ResourceTemplatesList => {
-                first_page(&params)?;
-                let templates = self.resources.iter().filter_map(|r| r.kind.as_template().cloned()).collect();
-                Body::Complete(to_body(&ListResourceTemplatesResult {
-                    resource_templates: templates,
-                    next_cursor: None,
-                }))
-            }
+            Method::ToolsList => Body::Complete(to_body(&self.list_tools(&params, &view)?)),
+            Method::PromptsList => Body::Complete(to_body(&self.list_prompts(&params, &view)?)),
+            Method::ResourcesList => Body::Complete(to_body(&self.list_resources(&params, &view)?)),
+            Method::ResourceTemplatesList => Body::Complete(to_body(&self.list_templates(&params, &view)?)),
+            // Runs until the client goes; 2025-11-25 sessions have no such method.
+            Method::Listen if !legacy => Body::Complete(serve_listen(self, &id, &params, &transport).await?),
+            Method::Listen => return Err(Error::method_not_found(&request.method)),
             Method::ToolsCall => self.call_tool(self.call(id, &params, meta, transport)?).await?,
             Method::PromptsGet => self.get_prompt(self.call(id, &params, meta, transport)?).await?,
             Method::ResourcesRead => self.read_resource(self.call(id, &params, meta, transport)?).await?,
@@ -186,7 +173,10 @@ impl Server {
     async fn call_tool(&self, call: Call<CallToolParams>) -> Result<Body, Error> {
         let name = &call.params.name;
         tracing::Span::current().record("target", name.as_str());
-        let route = self.find_tool(name).ok_or_else(|| Error::invalid_params(format!("Unknown tool: {name}")))?;
+        let route = self
+            .find_tool(name)
+            .filter(|route| self.sees(&call.view(), Item::Tool(&route.tool)))
+            .ok_or_else(|| Error::invalid_params(format!("Unknown tool: {name}")))?;
         let arguments = call.params.arguments.clone().unwrap_or_default();
         let target = Target { method: "tools/call", name, arguments: Value::Object(arguments.clone()) };
         self.rounds(&target, &call, |replay| {
@@ -204,7 +194,10 @@ impl Server {
     async fn get_prompt(&self, call: Call<GetPromptParams>) -> Result<Body, Error> {
         let name = &call.params.name;
         tracing::Span::current().record("target", name.as_str());
-        let route = self.find_prompt(name).ok_or_else(|| Error::invalid_params(format!("Unknown prompt: {name}")))?;
+        let route = self
+            .find_prompt(name)
+            .filter(|route| self.sees(&call.view(), Item::Prompt(&route.prompt)))
+            .ok_or_else(|| Error::invalid_params(format!("Unknown prompt: {name}")))?;
         let args = call.params.arguments.clone().unwrap_or_default();
         let required = route.prompt.arguments.iter().filter(|a| a.required == Some(true));
         if let Some(missing) = required.into_iter().find(|a| !args.contains_key(&a.name)) {
@@ -223,9 +216,10 @@ impl Server {
         let uri = &call.params.uri;
         tracing::Span::current().record("target", uri.as_str());
         let legacy = call.transport.bridge.is_some();
-        let (route, vars) = self
-            .resources
-            .iter()
+        let catalog = self.catalog();
+        let (route, vars) = catalog
+            .enabled::<ResourceRoute>()
+            .filter(|r| self.sees(&call.view(), r.kind.item()))
             .find_map(|r| r.kind.matches(uri).map(|vars| (r, vars)))
             .ok_or_else(|| resource_not_found(uri, legacy))?;
         let target = Target { method: "resources/read", name: uri, arguments: Value::Null };
@@ -269,19 +263,25 @@ impl Server {
     fn serves(&self, method: Method) -> bool {
         match method {
             Method::Discover => true,
-            Method::ToolsList | Method::ToolsCall => !self.tools.is_empty(),
-            Method::PromptsList | Method::PromptsGet => !self.prompts.is_empty(),
-            Method::ResourcesList | Method::ResourceTemplatesList | Method::ResourcesRead => !self.resources.is_empty(),
+            Method::ToolsList | Method::ToolsCall => self.catalog().has::<ToolRoute>(),
+            Method::PromptsList | Method::PromptsGet => self.catalog().has::<PromptRoute>(),
+            Method::ResourcesList | Method::ResourceTemplatesList | Method::ResourcesRead => {
+                self.catalog().has::<ResourceRoute>()
+            }
             Method::Complete => self.completion.is_some(),
+            Method::Listen => self.live_config.listen.is_some(),
         }
     }
 
     /// A result computed from a multi-round retry depends on the caller's answers, so it
     /// must not be shared, whatever the configured hints say.
-    fn cache_hints_for(&self, params: &Value) -> CacheHints {
+    /// Lists filtered per caller are private too.
+    fn cache_hints_for(&self, method: Method, params: &Value) -> CacheHints {
         let is_retry = params.get("inputResponses").is_some() || params.get("requestState").is_some();
         if is_retry {
             CacheHints { ttl_ms: 0, scope: CacheScope::Private }
+        } else if self.lists_vary_by_caller() && method != Method::Discover {
+            CacheHints { scope: CacheScope::Private, ..self.cache }
         } else {
             self.cache
         }
@@ -391,7 +391,7 @@ impl Server {
     async fn complete(&self, ctx: Ctx, params: CompleteParams) -> Result<Completion, Error> {
         let known = match &params.reference {
             CompletionReference::Prompt { name } => self.find_prompt(name).is_some(),
-            CompletionReference::Resource { uri } => self.resources.iter().any(|r| r.kind.key() == uri),
+            CompletionReference::Resource { uri } => self.catalog().find::<ResourceRoute>(uri).is_some(),
         };
         if !known {
             return Err(Error::invalid_params("completion/complete: unknown prompt or resource reference"));
@@ -410,6 +410,12 @@ struct Call<P> {
     meta: RequestMeta,
     transport: Transport,
     principal: Option<String>,
+}
+
+impl<P> Call<P> {
+    fn view(&self) -> RequestView<'_> {
+        RequestView::new(&self.meta, &self.transport)
+    }
 }
 
 /// What a multi-round request is about: the state it seals is bound to this.
@@ -446,14 +452,14 @@ impl ResourceKind {
         }
     }
 
-    fn as_static(&self) -> Option<&crate::protocol::Resource> {
+    pub(crate) fn as_static(&self) -> Option<&crate::protocol::Resource> {
         match self {
             Self::Static(resource) => Some(resource),
             Self::Template(..) => None,
         }
     }
 
-    fn as_template(&self) -> Option<&crate::protocol::ResourceTemplate> {
+    pub(crate) fn as_template(&self) -> Option<&crate::protocol::ResourceTemplate> {
         match self {
             Self::Template(template, _) => Some(template),
             Self::Static(_) => None,
@@ -476,15 +482,6 @@ fn execution_as_internal(error: crate::ToolError) -> Error {
     match error.into_parts() {
         Ok(message) => Error::internal(message),
         Err(protocol) => protocol,
-    }
-}
-
-/// This server sends every list in one page, so any cursor is one it never issued.
-fn first_page(params: &Value) -> Result<(), Error> {
-    let list: ListParams = parse_params(params.clone())?;
-    match list.cursor {
-        Some(_) => Err(Error::invalid_params("Invalid cursor")),
-        None => Ok(()),
     }
 }
 

@@ -60,6 +60,11 @@ impl InFlight {
         }
     }
 
+    /// Whether request `id` is still running.
+    pub(crate) fn is_running(&self, id: &RequestId) -> bool {
+        self.running().contains_key(id)
+    }
+
     /// Cancels every running request (the session they belong to ended).
     pub(crate) fn cancel_all(&self) {
         for (_, (_, handle)) in self.running().drain() {

@@ -63,6 +63,7 @@ mod form_schema;
 mod handler;
 mod inflight;
 mod legacy;
+mod live;
 mod private;
 pub mod protocol;
 mod replay;
@@ -83,6 +84,7 @@ pub use handler::{
     IntoPromptResult, IntoResourceResult, IntoToolResult, Json, PromptArguments, PromptRoute, ResourceRoute, Routes,
     ToolRoute, Toolbox,
 };
+pub use live::{CatalogError, Change, ChangeFanout, Item, Listen, MemoryFanout, RequestView, ServerHandle};
 pub use protocol::{
     CallToolResult, ClientCapabilities, CompleteParams, Completion, ContentBlock, GetPromptResult, LoggingLevel,
     Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role,

@@ -10,6 +10,7 @@ use futures_util::future::BoxFuture;
 use crate::context::Transport;
 use crate::extract::AppState;
 use crate::handler::{PromptRoute, ResourceKind, ResourceRoute, Routes, ToolRoute, Toolbox};
+use crate::live::{Item, Listen, Live, LiveConfig, RequestView, ServerHandle};
 use crate::protocol::{
     CompleteParams, Completion, Implementation, JsonObject, PromptsCapability, ResourcesCapability, ServerCapabilities,
     ToolsCapability,
@@ -75,9 +76,9 @@ pub struct CacheHints {
 pub struct Server {
     pub(crate) info: Implementation,
     pub(crate) instructions: Option<String>,
-    pub(crate) tools: Vec<ToolRoute>,
-    pub(crate) prompts: Vec<PromptRoute>,
-    pub(crate) resources: Vec<ResourceRoute>,
+    /// Tools, prompts and resources: shared with every clone and [`ServerHandle`].
+    pub(crate) live: Arc<Live>,
+    pub(crate) live_config: LiveConfig,
     pub(crate) completion: Option<CompletionFn>,
     pub(crate) logging: bool,
     pub(crate) cache: CacheHints,
@@ -94,12 +95,15 @@ pub struct Server {
 impl Server {
     /// A server with this name and version and nothing registered yet.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        let live = Arc::new(Live::default());
+        let mut app = AppState::default();
+        // Handlers reach the handle like any state: `ctx.server_handle()` or `State<ServerHandle>`.
+        app.insert(ServerHandle { live: live.clone() });
         Self {
             info: Implementation::new(name, version),
             instructions: None,
-            tools: Vec::new(),
-            prompts: Vec::new(),
-            resources: Vec::new(),
+            live,
+            live_config: LiveConfig::default(),
             completion: None,
             logging: false,
             cache: CacheHints::default(),
@@ -107,7 +111,7 @@ impl Server {
             principal: None,
             state_guard: Some(Arc::new(MemoryGuard::new())),
             bridge_answer_timeout: crate::legacy::ANSWER_TIMEOUT,
-            app: AppState::default(),
+            app,
         }
     }
 
@@ -119,15 +123,16 @@ impl Server {
 
     /// Registers a tool. Tools are listed in registration order.
     ///
+    /// A server and its clones share one catalog, which
+    /// [`server_handle`](Self::server_handle) changes at run time.
+    ///
     /// # Panics
     ///
     /// If the name is not 1–64 characters of `[A-Za-z0-9_./-]`, or is taken.
-    pub fn tool(mut self, tool: impl Into<ToolRoute>) -> Self {
-        let route = tool.into();
-        let name = &route.tool.name;
-        assert!(valid_tool_name(name), "tool name {name:?} must be 1-64 characters of [A-Za-z0-9_./-]");
-        assert!(self.find_tool(name).is_none(), "a tool named {name:?} is already registered");
-        self.tools.push(route);
+    pub fn tool(self, tool: impl Into<ToolRoute>) -> Self {
+        if let Err(problem) = self.server_handle().add_tool(tool) {
+            panic!("{problem}");
+        }
         self
     }
 
@@ -153,11 +158,10 @@ impl Server {
     /// # Panics
     ///
     /// If a prompt with the same name is registered already.
-    pub fn prompt(mut self, prompt: impl Into<PromptRoute>) -> Self {
-        let route = prompt.into();
-        let name = &route.prompt.name;
-        assert!(self.find_prompt(name).is_none(), "a prompt named {name:?} is already registered");
-        self.prompts.push(route);
+    pub fn prompt(self, prompt: impl Into<PromptRoute>) -> Self {
+        if let Err(problem) = self.server_handle().add_prompt(prompt) {
+            panic!("{problem}");
+        }
         self
     }
 
@@ -177,11 +181,59 @@ impl Server {
     ///
     /// If a resource with the same URI, or a template with the same URI template, is
     /// registered already.
-    pub fn resource(mut self, resource: impl Into<ResourceRoute>) -> Self {
-        let route = resource.into();
-        let key = route.kind.key();
-        assert!(self.resources.iter().all(|r| r.kind.key() != key), "a resource for {key:?} is already registered");
-        self.resources.push(route);
+    pub fn resource(self, resource: impl Into<ResourceRoute>) -> Self {
+        if let Err(problem) = self.server_handle().add_resource(resource) {
+            panic!("{problem}");
+        }
+        self
+    }
+
+    /// A handle that changes this server's tools, prompts and resources while it runs
+    /// and announces resource updates (see [`ServerHandle`]). Handlers get the same
+    /// handle from [`Ctx::server_handle`].
+    pub fn server_handle(&self) -> ServerHandle {
+        ServerHandle { live: self.live.clone() }
+    }
+
+    /// Serves `subscriptions/listen`, so clients hear of list changes and resource
+    /// updates, and advertises `listChanged` (and `resources.subscribe`) accordingly.
+    pub fn listen(mut self, listen: Listen) -> Self {
+        self.live.set_fanout(listen.fanout.clone());
+        self.live_config.listen = Some(listen);
+        self
+    }
+
+    /// Decides, per request, which tools, prompts and resources it sees: `tools/list`
+    /// and the other lists leave out the rest, and calling, getting or reading one of
+    /// them fails as for an unknown name. The view gives the caller, the client's
+    /// capabilities and the request's extensions. Lists that vary by caller are never
+    /// shared: their `cacheScope` is `private` whatever the [`CacheHints`] say.
+    ///
+    /// ```
+    /// use mcp_mrtr::{Item, Server};
+    ///
+    /// // Tools named `admin/…` only for callers with the `admin` scope.
+    /// let server = Server::new("s", "1").visible(|view, item| match item {
+    ///     Item::Tool(tool) if tool.name.starts_with("admin/") => {
+    ///         view.caller().is_some_and(|caller| caller.has_scope("admin"))
+    ///     }
+    ///     _ => true,
+    /// });
+    /// # let _ = server;
+    /// ```
+    pub fn visible<F>(mut self, filter: F) -> Self
+    where
+        F: Fn(&RequestView<'_>, Item<'_>) -> bool + Send + Sync + 'static,
+    {
+        self.live_config.visible = Some(Arc::new(filter));
+        self
+    }
+
+    /// How many entries one page of `tools/list`, `prompts/list`, `resources/list` or
+    /// `resources/templates/list` holds (default 100); clients follow `nextCursor` for
+    /// the rest. `usize::MAX` sends every list whole.
+    pub fn page_size(mut self, entries: usize) -> Self {
+        self.live_config.page_size = entries.max(1);
         self
     }
 
@@ -312,9 +364,12 @@ impl Server {
     /// Refuses to serve when a handler takes `State<T>` and the server was given no `T`:
     /// found when serving starts, never on a client's call.
     pub(crate) fn check_state(&self) -> Result<(), String> {
-        let routes = self.tools.iter().map(|t| ("tool", t.tool.name.as_str(), &t.needs));
-        let routes = routes.chain(self.prompts.iter().map(|p| ("prompt", p.prompt.name.as_str(), &p.needs)));
-        let mut routes = routes.chain(self.resources.iter().map(|r| ("resource", r.kind.key(), &r.needs)));
+        let catalog = self.catalog();
+        let routes = catalog.tools.iter().map(|t| ("tool", t.route.tool.name.as_str(), &t.route.needs));
+        let routes =
+            routes.chain(catalog.prompts.iter().map(|p| ("prompt", p.route.prompt.name.as_str(), &p.route.needs)));
+        let mut routes =
+            routes.chain(catalog.resources.iter().map(|r| ("resource", r.route.kind.key(), &r.route.needs)));
         routes
             .find_map(|(kind, name, needs)| {
                 needs.iter().find(|need| !self.app.has(need)).map(|need| {
@@ -331,22 +386,44 @@ impl Server {
     /// that they always match the methods the server answers.
     pub fn capabilities(&self) -> ServerCapabilities {
         let present = |yes: bool| yes.then(JsonObject::new);
+        let catalog = self.catalog();
+        let live = self.live_config.listen.is_some().then_some(true);
         ServerCapabilities {
-            tools: (!self.tools.is_empty()).then(ToolsCapability::default),
-            prompts: (!self.prompts.is_empty()).then(PromptsCapability::default),
-            resources: (!self.resources.is_empty()).then(ResourcesCapability::default),
+            tools: catalog.has::<ToolRoute>().then_some(ToolsCapability { list_changed: live }),
+            prompts: catalog.has::<PromptRoute>().then_some(PromptsCapability { list_changed: live }),
+            resources: catalog
+                .has::<ResourceRoute>()
+                .then_some(ResourcesCapability { subscribe: live, list_changed: live }),
             completions: present(self.completion.is_some()),
             logging: present(self.logging),
             ..ServerCapabilities::default()
         }
     }
 
-    pub(crate) fn find_tool(&self, name: &str) -> Option<&ToolRoute> {
-        self.tools.iter().find(|t| t.tool.name == name)
+    /// The capabilities a 2025-11-25 session gets: that era hears of changes on a
+    /// standalone GET stream, which this server does not offer, so it promises none.
+    pub(crate) fn legacy_capabilities(&self) -> ServerCapabilities {
+        let mut capabilities = self.capabilities();
+        if let Some(tools) = &mut capabilities.tools {
+            tools.list_changed = None;
+        }
+        if let Some(prompts) = &mut capabilities.prompts {
+            prompts.list_changed = None;
+        }
+        if let Some(resources) = &mut capabilities.resources {
+            *resources = ResourcesCapability::default();
+        }
+        capabilities
     }
 
-    pub(crate) fn find_prompt(&self, name: &str) -> Option<&PromptRoute> {
-        self.prompts.iter().find(|p| p.prompt.name == name)
+    /// The enabled tool named `name`, as the catalog stands now.
+    pub(crate) fn find_tool(&self, name: &str) -> Option<Arc<ToolRoute>> {
+        self.catalog().find(name)
+    }
+
+    /// The enabled prompt named `name`, as the catalog stands now.
+    pub(crate) fn find_prompt(&self, name: &str) -> Option<Arc<PromptRoute>> {
+        self.catalog().find(name)
     }
 }
 
@@ -360,18 +437,19 @@ impl ResourceKind {
     }
 }
 
-fn valid_tool_name(name: &str) -> bool {
+pub(crate) fn valid_tool_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '/' | '-'))
 }
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let catalog = self.catalog();
         f.debug_struct("Server")
             .field("info", &self.info)
-            .field("tools", &self.tools.iter().map(|t| &t.tool.name).collect::<Vec<_>>())
-            .field("prompts", &self.prompts.iter().map(|p| &p.prompt.name).collect::<Vec<_>>())
-            .field("resources", &self.resources.iter().map(|r| r.kind.key()).collect::<Vec<_>>())
+            .field("tools", &catalog.tools.iter().map(|t| &t.route.tool.name).collect::<Vec<_>>())
+            .field("prompts", &catalog.prompts.iter().map(|p| &p.route.prompt.name).collect::<Vec<_>>())
+            .field("resources", &catalog.resources.iter().map(|r| r.route.kind.key()).collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }

@@ -3,13 +3,14 @@
 //! scenario describes.
 
 pub mod bridge;
+pub mod live;
 pub mod mrtr;
 
 use std::time::Duration;
 
 use mcp_mrtr::protocol::CompletionReference;
 use mcp_mrtr::{
-    CallToolResult, CompleteParams, Completion, ContentBlock, Ctx, LoggingLevel, Prompt, PromptArgument,
+    CallToolResult, CompleteParams, Completion, ContentBlock, Ctx, Listen, LoggingLevel, Prompt, PromptArgument,
     PromptArguments, PromptMessage, Resource, ResourceContents, ResourceTemplate, Server, Tool, ToolError,
 };
 use serde::Deserialize;
@@ -28,12 +29,14 @@ pub fn server() -> Server {
     let server = Server::new("mcp-mrtr-everything", env!("CARGO_PKG_VERSION"))
         .instructions("Conformance fixture for mcp-mrtr: every tool, prompt and resource the MCP suite calls.")
         .logging(true)
+        .listen(Listen::default())
         .completion(complete);
     let server = content_tools(server);
     let server = behaviour_tools(server);
     let server = prompts(server);
     let server = mrtr::register(server);
     let server = bridge::register(server);
+    let server = live::register(server);
     resources(server)
 }
 

@@ -50,7 +50,7 @@ pub(crate) fn initialize(
     let session = sessions.open(version.to_owned(), capabilities.unwrap_or_default(), client_info, owner)?;
     let mut result = json!({
         "protocolVersion": version,
-        "capabilities": server.capabilities(),
+        "capabilities": server.legacy_capabilities(),
         "serverInfo": server.info,
     });
     if let Some(instructions) = &server.instructions {

@@ -45,6 +45,7 @@ impl Server {
             in_flight: InFlight::default(),
             sessions: Sessions::default(),
             legacy: None,
+            listens: Vec::new(),
         };
         let mut reader = BufReader::new(reader);
         while let Some(line) = read_line(&mut reader).await? {
@@ -66,6 +67,9 @@ struct StdioSession {
     /// The legacy (2025-11-25) session, once the client sent `initialize`.
     sessions: Sessions,
     legacy: Option<Arc<Session>>,
+    /// Open `subscriptions/listen` requests: they run until cancelled, so they are ended
+    /// when stdin closes instead of being waited for.
+    listens: Vec<RequestId>,
 }
 
 enum Line {
@@ -110,6 +114,10 @@ impl StdioSession {
         let transport = Transport { notifier: Some(note_tx), headers: None, extensions: Arc::default(), bridge };
         // Reap finished requests, so a long connection does not collect them.
         while self.tasks.try_join_next().is_some() {}
+        self.listens.retain(|id| self.in_flight.is_running(id));
+        if request.method == "subscriptions/listen" {
+            self.listens.push(id.clone());
+        }
         let reply = self.in_flight.track(id, async move { server.handle(request, *meta, transport).await });
         self.tasks.spawn(async move {
             tokio::pin!(reply);
@@ -170,6 +178,9 @@ impl StdioSession {
     }
 
     async fn finish(mut self) {
+        for id in &self.listens {
+            self.in_flight.cancel(id);
+        }
         while self.tasks.join_next().await.is_some() {}
     }
 }

@@ -234,10 +234,11 @@ async fn serve_request(
     let transport =
         Transport { notifier, headers: Some(head.headers.clone()), extensions: head.extensions.clone(), bridge };
     let id = request.id.clone();
+    let keep_alive = server.keep_alive();
     let reply = async move { server.handle(request, meta, transport).await };
     match session {
-        None => respond(Era::Modern, Box::pin(reply.map(Some)), rx).await,
-        Some(session) => respond(Era::Legacy, Box::pin(session.in_flight.track(id, reply)), rx).await,
+        None => respond(Era::Modern, Box::pin(reply.map(Some)), rx, keep_alive).await,
+        Some(session) => respond(Era::Legacy, Box::pin(session.in_flight.track(id, reply)), rx, keep_alive).await,
     }
 }
 

@@ -3,11 +3,14 @@
 //! followed by the reply.
 //!
 //! The stream owns the handler's future, so a client that closes the stream drops the
-//! handler: closing the stream is how HTTP clients cancel.
+//! handler: closing the stream is how HTTP clients cancel. An idle stream gets an SSE
+//! comment line now and then, so proxies keep it open and a client that went away is
+//! noticed when the write fails (a `subscriptions/listen` stream is idle most of its life).
 
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -15,6 +18,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::future::BoxFuture;
 use futures_util::Stream;
 use tokio::sync::mpsc;
+use tokio::time::{Interval, MissedTickBehavior};
 
 use super::status;
 use crate::dispatch::Reply;
@@ -31,23 +35,31 @@ pub(super) async fn respond(
     era: Era,
     mut reply: BoxFuture<'static, Option<Reply>>,
     mut notes: mpsc::Receiver<Outgoing>,
+    keep_alive: Duration,
 ) -> Response {
+    let stream =
+        |notes, reply, last, early, ended| SseReply { notes, reply, last, early, ended, idle: idle_timer(keep_alive) };
     tokio::select! {
         biased;
         reply = &mut reply => match reply {
-            None => sse(SseReply { notes, reply: None, last: None, early: Vec::new(), ended: true }),
+            None => sse(stream(notes, None, None, Vec::new(), true)),
             Some(reply) => {
                 let early: Vec<_> = std::iter::from_fn(|| notes.try_recv().ok()).collect();
                 if early.is_empty() {
                     return json_reply(era, &reply);
                 }
-                sse(SseReply { notes, reply: None, last: Some(reply), early, ended: false })
+                sse(stream(notes, None, Some(reply), early, false))
             }
         },
-        Some(first) = notes.recv() => {
-            sse(SseReply { notes, reply: Some(reply), last: None, early: vec![first], ended: false })
-        }
+        Some(first) = notes.recv() => sse(stream(notes, Some(reply), None, vec![first], false)),
     }
+}
+
+fn idle_timer(every: Duration) -> Interval {
+    let every = every.max(Duration::from_millis(10));
+    let mut timer = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    timer.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    timer
 }
 
 pub(super) fn json_reply(era: Era, reply: &Reply) -> Response {
@@ -83,6 +95,8 @@ struct SseReply {
     early: Vec<Outgoing>,
     /// The reply went out, or the request was cancelled: nothing follows.
     ended: bool,
+    /// Ticks while the stream waits, for keep-alive comments.
+    idle: Interval,
 }
 
 impl Stream for SseReply {
@@ -112,6 +126,9 @@ impl Stream for SseReply {
             return Poll::Ready(Some(Ok(event(&note))));
         }
         if this.reply.is_some() {
+            if this.idle.poll_tick(cx).is_ready() {
+                return Poll::Ready(Some(Ok(Bytes::from_static(b": keep-alive\n\n"))));
+            }
             return Poll::Pending;
         }
         // Nothing may follow the reply: it goes once every notification sent before it has.

@@ -1,0 +1,149 @@
+//! [`ServerHandle`]: changes a running server's tools, prompts and resources, and tells
+//! its listeners.
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::{Change, Live};
+use crate::handler::{PromptRoute, ResourceRoute, ToolRoute};
+
+/// A handle to a server's catalog: adds, removes, enables and disables tools, prompts
+/// and resources while the server runs, and announces resource updates.
+///
+/// Cheap to clone and usable from any task. Get one from the server before serving
+/// ([`Server::server_handle`](crate::Server::server_handle)) or from a handler
+/// ([`Ctx::server_handle`](crate::Ctx::server_handle)). Every change is seen whole by
+/// the next request (requests already running keep the catalog they started with), and
+/// open `subscriptions/listen` streams that asked for that kind of change hear of it
+/// (`notifications/tools/list_changed` and so on) when the server serves
+/// [`Listen`](crate::Listen).
+///
+/// ```
+/// use mcp_mrtr::{Listen, Server, Tool, ToolError};
+///
+/// let server = Server::new("live", "1.0.0").listen(Listen::default());
+/// let handle = server.server_handle();
+/// handle
+///     .add_tool(Tool::new("late").description("Registered at run time").handler(
+///         |_ctx, _args: serde_json::Map<String, serde_json::Value>| async { Ok::<_, ToolError>("here") },
+///     ))
+///     .unwrap();
+/// assert!(handle.disable_tool("late"));
+/// # let _ = server;
+/// ```
+#[derive(Clone)]
+pub struct ServerHandle {
+    pub(crate) live: Arc<Live>,
+}
+
+impl ServerHandle {
+    /// Registers a tool at the end of the list.
+    pub fn add_tool(&self, tool: impl Into<ToolRoute>) -> Result<(), CatalogError> {
+        let route = tool.into();
+        if !crate::server::valid_tool_name(&route.tool.name) {
+            return Err(CatalogError::InvalidName(route.tool.name));
+        }
+        self.live.add(route)
+    }
+
+    /// Unregisters a tool; `false` if none has that name.
+    pub fn remove_tool(&self, name: &str) -> bool {
+        self.live.remove::<ToolRoute>(name)
+    }
+
+    /// Lists and serves a disabled tool again, in its old place; `false` if none has that name.
+    pub fn enable_tool(&self, name: &str) -> bool {
+        self.live.set_enabled::<ToolRoute>(name, true)
+    }
+
+    /// Stops listing and serving a tool (calls to it fail as for an unknown tool) while
+    /// keeping it registered; `false` if none has that name.
+    pub fn disable_tool(&self, name: &str) -> bool {
+        self.live.set_enabled::<ToolRoute>(name, false)
+    }
+
+    /// Registers a prompt at the end of the list.
+    pub fn add_prompt(&self, prompt: impl Into<PromptRoute>) -> Result<(), CatalogError> {
+        self.live.add(prompt.into())
+    }
+
+    /// Unregisters a prompt; `false` if none has that name.
+    pub fn remove_prompt(&self, name: &str) -> bool {
+        self.live.remove::<PromptRoute>(name)
+    }
+
+    /// Lists and serves a disabled prompt again; `false` if none has that name.
+    pub fn enable_prompt(&self, name: &str) -> bool {
+        self.live.set_enabled::<PromptRoute>(name, true)
+    }
+
+    /// Stops listing and serving a prompt; `false` if none has that name.
+    pub fn disable_prompt(&self, name: &str) -> bool {
+        self.live.set_enabled::<PromptRoute>(name, false)
+    }
+
+    /// Registers a resource or a resource template at the end of its list.
+    pub fn add_resource(&self, resource: impl Into<ResourceRoute>) -> Result<(), CatalogError> {
+        self.live.add(resource.into())
+    }
+
+    /// Unregisters the resource with this URI (or the template with this URI template);
+    /// `false` if there is none.
+    pub fn remove_resource(&self, uri: &str) -> bool {
+        self.live.remove::<ResourceRoute>(uri)
+    }
+
+    /// Lists and serves a disabled resource again; `false` if there is none.
+    pub fn enable_resource(&self, uri: &str) -> bool {
+        self.live.set_enabled::<ResourceRoute>(uri, true)
+    }
+
+    /// Stops listing and serving a resource (reads fail as not found); `false` if there
+    /// is none.
+    pub fn disable_resource(&self, uri: &str) -> bool {
+        self.live.set_enabled::<ResourceRoute>(uri, false)
+    }
+
+    /// Tells the listeners subscribed to `uri` that its content changed
+    /// (`notifications/resources/updated`); they read it again if they care.
+    pub fn resource_updated(&self, uri: impl Into<String>) {
+        self.live.publish(Change::ResourceUpdated(uri.into()));
+    }
+
+    /// How many `subscriptions/listen` streams are open on this instance.
+    pub fn listeners(&self) -> usize {
+        self.live.listeners()
+    }
+}
+
+impl fmt::Debug for ServerHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerHandle").field("listeners", &self.listeners()).finish_non_exhaustive()
+    }
+}
+
+/// Why a route could not be added at run time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CatalogError {
+    /// Something of this kind is registered under the key already: remove it first.
+    Taken {
+        /// `"tool"`, `"prompt"` or `"resource"`.
+        kind: &'static str,
+        /// The name, URI or URI template.
+        key: String,
+    },
+    /// A tool name must be 1–64 characters of `[A-Za-z0-9_./-]`.
+    InvalidName(String),
+}
+
+impl fmt::Display for CatalogError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Taken { kind, key } => write!(f, "a {kind} for {key:?} is already registered"),
+            Self::InvalidName(name) => write!(f, "tool name {name:?} must be 1-64 characters of [A-Za-z0-9_./-]"),
+        }
+    }
+}
+
+impl std::error::Error for CatalogError {}
