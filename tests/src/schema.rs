@@ -152,6 +152,7 @@ pub fn assert_valid_message(method: &str, message: &Value) {
         "resources/templates/list" => "ListResourceTemplatesResultResponse",
         "resources/read" => "ReadResourceResultResponse",
         "completion/complete" => "CompleteResultResponse",
+        "subscriptions/listen" => "SubscriptionsListenResultResponse",
         other => panic!("no result definition known for {other}"),
     };
     assert_valid(def, message);

@@ -108,7 +108,6 @@ async fn unknown_and_removed_methods_are_404() {
         "logging/setLevel",
         "resources/subscribe",
         "resources/unsubscribe",
-        "subscriptions/listen",
         "tasks/result",
     ] {
         let reply = expect_error(&server, &Rpc::new(method).id(json!(method)), 404, -32601).await;
@@ -122,7 +121,7 @@ async fn methods_of_unadvertised_capabilities_are_404() {
     let server = TestServer::start(bare).await;
     let discover = server.call(&Rpc::new("server/discover")).await;
     assert_eq!(discover["result"]["capabilities"], json!({}));
-    for method in ["tools/list", "prompts/list", "resources/list", "completion/complete"] {
+    for method in ["tools/list", "prompts/list", "resources/list", "completion/complete", "subscriptions/listen"] {
         expect_error(&server, &Rpc::new(method), 404, -32601).await;
     }
 }
