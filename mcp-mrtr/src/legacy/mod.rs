@@ -72,7 +72,9 @@ pub(crate) fn utility(session: &Session, request: &Request) -> Option<Result<Val
                 json!({})
             })
             .ok_or_else(|| Error::invalid_params("logging/setLevel needs a valid level")),
-        // Resources here never change, so a subscription has nothing to report; accept it.
+        // This server sends a session nothing outside its requests (no GET stream), so a
+        // subscription has nothing to deliver; it is accepted, and `resources.subscribe`
+        // is not advertised to this era.
         "resources/subscribe" | "resources/unsubscribe" => params
             .and_then(|p| p.get("uri"))
             .filter(|uri| uri.is_string())

@@ -38,6 +38,9 @@ pub struct ServerHandle {
 
 impl ServerHandle {
     /// Registers a tool at the end of the list.
+    ///
+    /// Unlike the builder, this cannot check that the server was given the `State<T>`
+    /// the handler takes: such a handler fails its calls with `-32603` instead.
     pub fn add_tool(&self, tool: impl Into<ToolRoute>) -> Result<(), CatalogError> {
         let route = tool.into();
         if !crate::server::valid_tool_name(&route.tool.name) {

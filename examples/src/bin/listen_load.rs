@@ -1,0 +1,157 @@
+//! Load client for `subscriptions/listen`: opens many listen streams to a running
+//! `everything` server on 127.0.0.1, reports the server's memory per open stream, then
+//! changes the tool list a number of times and reports how many notifications per second
+//! reach the listeners.
+//!
+//! ```text
+//! everything --port 3000 &
+//! listen_load --port 3000 --pid $! --listeners 1000 --changes 200
+//! ```
+//!
+//! Bounded: every wait has a deadline, and the program ends when each listener has seen
+//! every change (or a deadline passes).
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+use tokio::task::JoinSet;
+
+const USAGE: &str = "usage: listen_load --port N --pid SERVER_PID [--listeners 1000] [--changes 200]";
+const DEADLINE: Duration = Duration::from_mins(2);
+const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+
+struct Options {
+    port: u16,
+    pid: u32,
+    listeners: usize,
+    changes: usize,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let options = parse_args()?;
+    let before = rss_kib(options.pid)?;
+    let opened = Instant::now();
+    let mut listeners = JoinSet::new();
+    let (acked_tx, mut acked_rx) = tokio::sync::mpsc::channel(options.listeners);
+    for id in 0..options.listeners {
+        let (port, changes, acked) = (options.port, options.changes, acked_tx.clone());
+        listeners.spawn(async move { listen(port, id, changes, acked).await });
+    }
+    for _ in 0..options.listeners {
+        tokio::time::timeout(DEADLINE, acked_rx.recv()).await.context("listeners not acknowledged in time")?;
+    }
+    let open = rss_kib(options.pid)?;
+    println!(
+        "{} listen streams open in {:.2?}; server RSS {before} KiB -> {open} KiB: {:.1} KiB per stream",
+        options.listeners,
+        opened.elapsed(),
+        (open.saturating_sub(before)) as f64 / options.listeners as f64
+    );
+
+    let started = Instant::now();
+    for _ in 0..options.changes {
+        trigger(options.port).await?;
+    }
+    let triggered = started.elapsed();
+    let (mut delivered, mut ended_early) = (0, 0);
+    while let Some(done) = tokio::time::timeout(DEADLINE, listeners.join_next()).await.context("listeners too slow")? {
+        let seen = done??;
+        delivered += seen;
+        ended_early += usize::from(seen < options.changes);
+    }
+    let elapsed = started.elapsed();
+    println!(
+        "{} changes ({:.2?} to make) -> {delivered} notifications delivered in {:.2?}: {:.0} notifications/s; \
+         {ended_early} streams ended early as too slow; server RSS now {} KiB",
+        options.changes,
+        triggered,
+        elapsed,
+        delivered as f64 / elapsed.as_secs_f64(),
+        rss_kib(options.pid)?
+    );
+    Ok(())
+}
+
+/// One listen stream: says when it is acknowledged, then counts tool-list changes until
+/// it has seen `changes` of them.
+async fn listen(port: u16, id: usize, changes: usize, acked: tokio::sync::mpsc::Sender<()>) -> anyhow::Result<usize> {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"subscriptions/listen","params":{{{META},"notifications":{{"toolsListChanged":true}}}}}}"#
+    );
+    let stream = post(port, "subscriptions/listen", None, &body).await?;
+    let mut lines = BufReader::new(stream).lines();
+    let mut seen = 0;
+    let mut acknowledged = false;
+    while seen < changes {
+        let line = tokio::time::timeout(DEADLINE, lines.next_line()).await.context("stream idle too long")??;
+        // The server ended the stream (a listener too slow to keep up is ended).
+        let Some(line) = line else { break };
+        if line.contains("notifications/subscriptions/acknowledged") && !acknowledged {
+            acknowledged = true;
+            acked.send(()).await?;
+        } else if line.contains("notifications/tools/list_changed") {
+            seen += 1;
+        }
+    }
+    Ok(seen)
+}
+
+/// Calls the fixture's `test_trigger_tool_change`: one change of the tool list.
+async fn trigger(port: u16) -> anyhow::Result<()> {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"test_trigger_tool_change","arguments":{{}},{META}}}}}"#
+    );
+    let mut stream = post(port, "tools/call", Some("test_trigger_tool_change"), &body).await?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await?;
+    if !String::from_utf8_lossy(&answer).contains("\"resultType\":\"complete\"") {
+        bail!("the trigger failed: {}", String::from_utf8_lossy(&answer));
+    }
+    Ok(())
+}
+
+async fn post(port: u16, method: &str, name: Option<&str>, body: &str) -> anyhow::Result<TcpStream> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await?;
+    let name = name.map(|n| format!("Mcp-Name: {n}\r\n")).unwrap_or_default();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost:{port}\r\nConnection: close\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\n\
+         {name}Content-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body.as_bytes()).await?;
+    Ok(stream)
+}
+
+/// The resident memory of process `pid`, from /proc (Linux).
+fn rss_kib(pid: u32) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).context("read /proc/PID/status")?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .context("no VmRSS line")
+}
+
+fn parse_args() -> anyhow::Result<Options> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut options = Options { port: 0, pid: 0, listeners: 1000, changes: 200 };
+    for pair in args.chunks(2) {
+        let [flag, value] = pair else { bail!("{USAGE}") };
+        match flag.as_str() {
+            "--port" => options.port = value.parse()?,
+            "--pid" => options.pid = value.parse()?,
+            "--listeners" => options.listeners = value.parse()?,
+            "--changes" => options.changes = value.parse()?,
+            _ => bail!("{USAGE}"),
+        }
+    }
+    if options.port == 0 || options.pid == 0 {
+        bail!("{USAGE}");
+    }
+    Ok(options)
+}
