@@ -85,6 +85,20 @@ impl Listener {
         .expect("a message in time")
     }
 
+    /// Reads until `text` has arrived (a keep-alive comment, say).
+    async fn read_until(&mut self, text: &str) {
+        tokio::time::timeout(TIMEOUT, async {
+            while !self.buffer.contains(text) {
+                let mut chunk = [0u8; 4096];
+                let n = self.stream.read(&mut chunk).await.expect("read the stream");
+                assert!(n > 0, "the stream ended; so far: {}", self.buffer);
+                self.buffer.push_str(&String::from_utf8_lossy(&chunk[..n]));
+            }
+        })
+        .await
+        .expect("the text in time");
+    }
+
     /// A `data:` line already received, if a whole one is there.
     fn take_message(&mut self) -> Option<Value> {
         let start = self.buffer.find("data: ")?;
@@ -138,6 +152,16 @@ async fn the_subscription_id_keeps_the_json_type_of_the_listen_request_id() {
     let changed = listener.next().await;
     assert_eq!(changed["method"], "notifications/prompts/list_changed");
     assert_eq!(tag(&changed), &json!(7), "a number stays a number");
+}
+
+#[tokio::test]
+async fn an_idle_stream_gets_keep_alive_comments() {
+    let server =
+        Server::new("idle", "0").listen(Listen::default().keep_alive(Duration::from_millis(20))).tool(noop_tool("a"));
+    let server = TestServer::start(server).await;
+    let mut listener = Listener::open(server.addr, json!(1), json!({"toolsListChanged": true})).await;
+    listener.next().await;
+    listener.read_until("\n: keep-alive\n\n").await;
 }
 
 #[tokio::test]
