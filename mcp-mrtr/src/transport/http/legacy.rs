@@ -41,7 +41,7 @@ pub(super) async fn serve(endpoint: &Endpoint, head: &Head, request: Request) ->
         };
     }
     let meta = legacy::meta(&session, &request);
-    serve_request(endpoint.server.clone(), head, request, meta, Some(session)).await
+    serve_request(endpoint, head, request, meta, Some(session)).await
 }
 
 /// A notification on a session: `notifications/cancelled` stops the request it names
