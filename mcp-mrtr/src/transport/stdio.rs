@@ -158,7 +158,7 @@ impl StdioSession {
         }
         if request.method == "initialize" {
             let (id, result) = legacy::initialize(&self.server, &self.sessions, request, None)?;
-            self.legacy = self.sessions.get(&id);
+            self.legacy = self.sessions.find(&id);
             return Ok(Opened::Answered(result));
         }
         let session = self.legacy.clone().ok_or_else(|| Error::invalid_request("send initialize first"))?;

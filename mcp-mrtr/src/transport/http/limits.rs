@@ -6,6 +6,8 @@
 
 use std::time::Duration;
 
+use crate::legacy::SessionLimits;
+
 /// The bounds that keep one client, or many, from holding a server's memory, sockets
 /// or handlers indefinitely. Set them with [`HttpConfig::limits`](crate::HttpConfig::limits).
 ///
@@ -19,6 +21,17 @@ use std::time::Duration;
 /// | [`body_timeout`](Self::body_timeout) | 30 s | reading one request body |
 /// | [`handler_timeout`](Self::handler_timeout) | 60 s | one run of a handler; per tool with [`ToolRoute::timeout`](crate::ToolRoute::timeout) |
 /// | [`max_handlers`](Self::max_handlers) | 256 | requests being handled at once; more get a busy answer |
+/// | [`max_sessions`](Self::max_sessions) | 4,096 | open 2025-11-25 sessions; a full table makes room (below) |
+/// | [`fresh_session_timeout`](Self::fresh_session_timeout) | 60 s | a session that sent no request after `initialize` |
+/// | [`idle_session_timeout`](Self::idle_session_timeout) | 1 h | a used session with no request |
+/// | [`max_calls_per_session`](Self::max_calls_per_session) | 16 | requests running at once on one session |
+///
+/// A full session table never turns a new client away because of sessions that are
+/// merely open: the oldest session that sent nothing after `initialize` makes room, else
+/// the least recently used idle one; a session with a request in flight never does. A
+/// flood of `initialize` therefore displaces only its own sessions (and at most one
+/// session a client had used). The bridge's wait for answers is
+/// [`Server::bridge_answer_timeout`](crate::Server::bridge_answer_timeout).
 ///
 /// The first three belong to the listener: [`Server::serve_http`](crate::Server::serve_http)
 /// applies them, and an app that mounts [`Server::into_router_with`](crate::Server::into_router_with)
@@ -32,6 +45,7 @@ pub struct Limits {
     pub(crate) body_timeout: Duration,
     pub(crate) handler_timeout: Option<Duration>,
     pub(crate) max_handlers: usize,
+    pub(crate) sessions: SessionLimits,
 }
 
 impl Default for Limits {
@@ -43,6 +57,7 @@ impl Default for Limits {
             body_timeout: Duration::from_secs(30),
             handler_timeout: Some(Duration::from_secs(60)),
             max_handlers: 256,
+            sessions: SessionLimits::default(),
         }
     }
 }
@@ -92,6 +107,34 @@ impl Limits {
     /// sessions. Default 256.
     pub fn max_handlers(mut self, max: usize) -> Self {
         self.max_handlers = max;
+        self
+    }
+
+    /// The most 2025-11-25 sessions open at once (default 4,096). Each holds about 1 kB
+    /// plus what its client declared in `initialize` (at most 8 KiB).
+    pub fn max_sessions(mut self, max: usize) -> Self {
+        self.sessions.max_sessions = max;
+        self
+    }
+
+    /// How long a session lives that sent no request after `initialize` (default 60 s),
+    /// so a flood of `initialize` clears itself.
+    pub fn fresh_session_timeout(mut self, timeout: Duration) -> Self {
+        self.sessions.fresh_timeout = timeout;
+        self
+    }
+
+    /// How long a used session lives without a request (default 1 h); its client then
+    /// gets 404 and initializes again.
+    pub fn idle_session_timeout(mut self, timeout: Duration) -> Self {
+        self.sessions.idle_timeout = timeout;
+        self
+    }
+
+    /// The most requests running at once on one session (default 16); past it a request
+    /// gets a `-32603` error on HTTP 200, so one session cannot take every handler slot.
+    pub fn max_calls_per_session(mut self, max: usize) -> Self {
+        self.sessions.max_calls = max;
         self
     }
 }

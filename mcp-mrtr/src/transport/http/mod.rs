@@ -150,7 +150,7 @@ impl Server {
         self.check_ready()?;
         let path = config.path.clone();
         let handlers = Arc::new(Semaphore::new(config.limits.max_handlers));
-        let sessions = crate::legacy::Sessions::default();
+        let sessions = crate::legacy::Sessions::new(config.limits.sessions);
         let endpoint = Arc::new(Endpoint { server: Arc::new(self), config, sessions, handlers });
         Ok(Router::new().route(&path, axum::routing::any(endpoint_handler)).with_state(endpoint))
     }
@@ -254,6 +254,10 @@ async fn serve_request(
     meta: RequestMeta,
     session: Option<Arc<crate::legacy::Session>>,
 ) -> Response {
+    if session.as_ref().is_some_and(|session| session.in_flight.len() >= endpoint.sessions.limits().max_calls) {
+        let error = Error::internal("too many requests running on this session; wait for one to finish");
+        return error_response(Era::Legacy, Some(request.id), &error);
+    }
     // A `subscriptions/listen` stream idles for hours: it holds a connection (bounded by
     // `max_connections`), not one of the handler slots meant for work.
     let slot = if request.method == "subscriptions/listen" {
