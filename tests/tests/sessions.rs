@@ -74,7 +74,8 @@ async fn a_flood_of_initialize_locks_out_no_one_and_displaces_no_used_session() 
 
 #[tokio::test]
 async fn a_session_that_sends_no_request_expires_and_a_used_one_does_not() {
-    let limits = Limits::default().fresh_session_timeout(Duration::from_millis(200));
+    // Long enough that a loaded machine still pings `used` before it could expire.
+    let limits = Limits::default().fresh_session_timeout(Duration::from_secs(1));
     let (server, _) = start(limits).await;
     let (used, _) = Legacy::connect(server.addr, json!({})).await;
     assert_eq!(ping(&used).await, 200);
@@ -82,7 +83,7 @@ async fn a_session_that_sends_no_request_expires_and_a_used_one_does_not() {
     // A notification does not count as use.
     let initialized = fresh.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
     assert_eq!(initialized.status, 202, "{}", initialized.body);
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(ping(&fresh).await, 404, "a session unused since initialize outlived its time");
     assert_eq!(ping(&used).await, 200);
 }
