@@ -104,8 +104,8 @@ impl Limits {
 
     /// The most requests handled at once. Past it a request is answered "busy": HTTP 503
     /// with `Retry-After` for 2026-07-28, a `-32603` error on HTTP 200 for legacy
-    /// sessions. A legacy call waiting for its client's answers holds its slot.
-    /// Default 256.
+    /// sessions. A legacy call waiting for its client's answers holds its slot; a
+    /// `subscriptions/listen` stream does not (it holds a connection). Default 256.
     pub fn max_handlers(mut self, max: usize) -> Self {
         self.max_handlers = max;
         self
