@@ -33,6 +33,9 @@ pub(crate) struct Transport {
     /// The legacy (2025-11-25) side of the request: its session and the bridge's
     /// bookkeeping; `None` for modern requests.
     pub(crate) bridge: Option<Arc<Bridge>>,
+    /// How long one run of a handler may take unless its route says otherwise
+    /// ([`Limits::handler_timeout`](crate::Limits::handler_timeout) on HTTP).
+    pub(crate) handler_timeout: Option<std::time::Duration>,
 }
 
 impl Transport {

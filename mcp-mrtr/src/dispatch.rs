@@ -6,7 +6,7 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use futures_util::FutureExt as _;
 
@@ -26,7 +26,7 @@ use crate::protocol::{
 use crate::replay::{self, Carried, Outcome, Replay};
 use crate::server::{CacheHints, CacheScope};
 use crate::state::{Binding, Presented};
-use crate::{Ctx, Error, Server};
+use crate::{deadline, Ctx, Error, Server};
 
 /// The answer to one request, before framing.
 #[derive(Debug)]
@@ -154,9 +154,10 @@ impl Server {
             Method::ResourcesRead => self.read_resource(self.call(id, &params, meta, transport)?).await?,
             Method::Complete => {
                 let replay = Arc::new(Replay::disabled());
+                let limit = transport.handler_timeout;
                 let ctx = Ctx::new(id, meta.clone(), transport, self.logging, replay.clone(), self.app.clone());
                 let run = self.complete(ctx, parse_params(params)?);
-                match replay::drive(&replay, &meta.client_capabilities, run).await? {
+                match deadline::within(limit, replay::drive(&replay, &meta.client_capabilities, run)).await? {
                     Outcome::Complete(completion) => {
                         Body::Complete(to_body(&CompleteResult { completion: completion? }))
                     }
@@ -170,13 +171,14 @@ impl Server {
         Ok(if legacy { Value::Object(body.into_inner()) } else { self.stamp(body, hints) })
     }
 
-    async fn call_tool(&self, call: Call<CallToolParams>) -> Result<Body, Error> {
+    async fn call_tool(&self, mut call: Call<CallToolParams>) -> Result<Body, Error> {
         let name = &call.params.name;
         tracing::Span::current().record("target", name.as_str());
         let route = self
             .find_tool(name)
             .filter(|route| self.sees(&call.view(), Item::Tool(&route.tool)))
             .ok_or_else(|| Error::invalid_params(format!("Unknown tool: {name}")))?;
+        call.limit = route.timeout.or(call.limit);
         let arguments = call.params.arguments.clone().unwrap_or_default();
         let target = Target { method: "tools/call", name, arguments: Value::Object(arguments.clone()) };
         self.rounds(&target, &call, |replay| {
@@ -246,7 +248,8 @@ impl Server {
         transport: Transport,
     ) -> Result<Call<P>, Error> {
         let principal = self.principal_of(&transport);
-        Ok(Call { id, params: parse_params(raw.clone())?, raw: raw.clone(), meta, transport, principal })
+        let limit = transport.handler_timeout;
+        Ok(Call { id, params: parse_params(raw.clone())?, raw: raw.clone(), meta, transport, principal, limit })
     }
 
     fn ctx<P>(&self, call: &Call<P>, replay: &Arc<Replay>) -> Ctx {
@@ -344,7 +347,7 @@ impl Server {
         let caps = &call.meta.client_capabilities;
         let mut replay = Arc::new(Replay::new(None, JsonObject::new()));
         loop {
-            match replay::drive(&replay, caps, round(&replay)).await? {
+            match deadline::within(call.limit, replay::drive(&replay, caps, round(&replay))).await? {
                 Outcome::Complete(result) => return Ok(Body::Complete(to_body(&result?))),
                 Outcome::InputRequired(questions, carried) => {
                     // Without a stream there is no way to ask; an input_required result
@@ -370,7 +373,7 @@ impl Server {
         call: &Call<P>,
         handler: impl Future<Output = Result<T, Error>>,
     ) -> Result<Body, Error> {
-        match replay::drive(replay, &call.meta.client_capabilities, handler).await? {
+        match deadline::within(call.limit, replay::drive(replay, &call.meta.client_capabilities, handler)).await? {
             Outcome::Complete(result) => Ok(Body::Complete(to_body(&result?))),
             Outcome::InputRequired(requests, carried) => {
                 let payload = serde_json::to_vec(&carried).map_err(|e| Error::internal(e.to_string()))?;
@@ -410,6 +413,8 @@ struct Call<P> {
     meta: RequestMeta,
     transport: Transport,
     principal: Option<String>,
+    /// How long one run of the handler may take.
+    limit: Option<Duration>,
 }
 
 impl<P> Call<P> {

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use serde::de::DeserializeOwned;
@@ -28,6 +29,19 @@ pub struct ToolRoute {
     pub(crate) tool: Tool,
     pub(crate) call: HandlerFn<JsonObject, CallToolResult>,
     pub(crate) needs: Vec<StateNeed>,
+    /// Overrides the server's handler time limit for this tool.
+    pub(crate) timeout: Option<Duration>,
+}
+
+impl ToolRoute {
+    /// How long one run of this tool may take, instead of the server's
+    /// [`Limits::handler_timeout`](crate::Limits::handler_timeout): longer for a tool
+    /// known to be slow, shorter for one that must be quick. Past it the call fails with
+    /// `-32603` "timed out after …". Applies on every transport, stdio included.
+    pub fn timeout(mut self, limit: Duration) -> Self {
+        self.timeout = Some(limit);
+        self
+    }
 }
 
 /// A prompt and the function that renders it. Register it with
@@ -125,7 +139,7 @@ impl Tool {
             let fut = parsed.map(|args| f(ctx, args));
             Box::pin(async move { Ok(fut?.await?.into_tool_result()) })
         });
-        ToolRoute { tool: self, call, needs: Vec::new() }
+        ToolRoute { tool: self, call, needs: Vec::new(), timeout: None }
     }
 }
 

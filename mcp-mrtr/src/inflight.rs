@@ -65,6 +65,15 @@ impl InFlight {
         self.running().contains_key(id)
     }
 
+    /// How many requests are running.
+    pub(crate) fn len(&self) -> usize {
+        self.running().len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Cancels every running request (the session they belong to ended).
     pub(crate) fn cancel_all(&self) {
         for (_, (_, handle)) in self.running().drain() {

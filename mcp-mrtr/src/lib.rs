@@ -55,6 +55,7 @@ pub mod ask;
 mod caller;
 mod capability;
 mod context;
+mod deadline;
 mod dispatch;
 mod envelope;
 mod error;
@@ -92,7 +93,7 @@ pub use protocol::{
 };
 pub use server::{CacheHints, CacheScope, Server};
 pub use state::{Consumed, KeyError, KeyRing, MemoryGuard, StateConfig, StateGuard, StateKey};
-pub use transport::http::HttpConfig;
+pub use transport::http::{serve_router, HttpConfig, Limits};
 
 /// Turns an `async fn` into a tool: `server.tool(my_fn)`.
 ///

@@ -88,6 +88,17 @@ pub async fn open(addr: SocketAddr, headers: &[(&str, &str)], body: &[u8]) -> Tc
     stream
 }
 
+/// Like [`open`], from a socket with a receive buffer of a few kB: for a client that
+/// stops reading, whose server's writes then block soon.
+pub async fn open_small_window(addr: SocketAddr, headers: &[(&str, &str)], body: &[u8]) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket.set_recv_buffer_size(4096).expect("receive buffer size");
+    let mut stream = socket.connect(addr).await.expect("connect");
+    stream.write_all(&request_head(addr, "POST", "/mcp", headers, body.len())).await.expect("write head");
+    stream.write_all(body).await.expect("write body");
+    stream
+}
+
 fn request_head(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], len: usize) -> Vec<u8> {
     let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {len}\r\n");
     if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {

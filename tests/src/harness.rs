@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use mcp_mrtr::Server;
+use mcp_mrtr::{HttpConfig, Server};
 use serde_json::{json, Map, Value};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -42,6 +42,16 @@ impl TestServer {
         let addr = listener.local_addr().expect("local addr");
         let task = tokio::spawn(async move {
             server.serve_http_listener(listener).await.expect("serve");
+        });
+        Self { addr, task }
+    }
+
+    /// Serves `server` on 127.0.0.1 as `config` says (small limits, say).
+    pub async fn start_with(server: Server, config: HttpConfig) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1");
+        let addr = listener.local_addr().expect("local addr");
+        let task = tokio::spawn(async move {
+            server.serve_http_with(listener, config).await.expect("serve");
         });
         Self { addr, task }
     }

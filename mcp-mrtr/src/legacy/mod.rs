@@ -9,6 +9,7 @@
 //! elicitations.
 
 mod session;
+mod table;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -16,7 +17,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-pub(crate) use self::session::{Session, Sessions};
+pub(crate) use self::session::Session;
+pub(crate) use self::table::{SessionLimits, Sessions};
 use crate::envelope::Request;
 use crate::protocol::{meta_keys, InputRequest, JsonObject, LoggingLevel, Notification, Notifier, Outgoing, RequestId};
 use crate::{Error, RequestMeta, Server};
@@ -45,6 +47,7 @@ pub(crate) fn initialize(
         .and_then(Value::as_str)
         .ok_or_else(|| Error::invalid_params("initialize needs a protocolVersion"))?;
     let version = if crate::envelope::LEGACY_VERSIONS.contains(&requested) { requested } else { LATEST };
+    check_declared_size(&params)?;
     let capabilities = params.get("capabilities").cloned().map(serde_json::from_value).transpose().unwrap_or_default();
     let client_info = params.get("clientInfo").cloned().and_then(|info| serde_json::from_value(info).ok());
     let session = sessions.open(version.to_owned(), capabilities.unwrap_or_default(), client_info, owner)?;
@@ -57,6 +60,21 @@ pub(crate) fn initialize(
         result["instructions"] = json!(instructions);
     }
     Ok((session.id.clone(), result))
+}
+
+/// What a session keeps of `initialize` (`capabilities` and `clientInfo`) is refused past
+/// this many bytes of JSON, so that no client can make one session large.
+const MAX_DECLARED_BYTES: usize = 8 * 1024;
+
+fn check_declared_size(params: &Value) -> Result<(), Error> {
+    let size = |key| params.get(key).map_or(0, |value: &Value| value.to_string().len());
+    let declared = size("capabilities") + size("clientInfo");
+    if declared > MAX_DECLARED_BYTES {
+        return Err(Error::invalid_params(format!(
+            "initialize: capabilities and clientInfo take {declared} bytes; a session keeps at most {MAX_DECLARED_BYTES}"
+        )));
+    }
+    Ok(())
 }
 
 /// Answers the methods only legacy sessions have; `None` for everything else.

@@ -1,23 +1,18 @@
-//! Legacy sessions: what `initialize` negotiated, and the bridge's requests waiting for
-//! the client's answers.
+//! One legacy session: what `initialize` negotiated, the bridge's requests waiting for
+//! the client's answers, the client's requests in flight, and how recently it was used.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
 
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use super::table::SessionLimits;
 use crate::inflight::InFlight;
 use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel, RequestId};
 use crate::Error;
-
-/// Open sessions beyond which `initialize` is refused: each holds a little memory until
-/// its client deletes it or it idles out.
-const MAX_SESSIONS: usize = 4096;
-/// A session unused for this long is forgotten (its client must initialize again).
-const IDLE_TIMEOUT: Duration = Duration::from_secs(3600);
 
 type Answer = Result<Value, Value>;
 
@@ -35,10 +30,71 @@ pub(crate) struct Session {
     /// The client's requests still running, for `notifications/cancelled`.
     pub(crate) in_flight: InFlight,
     next_id: AtomicU64,
+    opened: Instant,
+    /// Whether the client sent a request after `initialize` (a fresh session has not).
+    used: AtomicBool,
     last_used: Mutex<Instant>,
 }
 
 impl Session {
+    pub(crate) fn new(
+        version: String,
+        capabilities: ClientCapabilities,
+        client_info: Option<Implementation>,
+        owner: Option<String>,
+        now: Instant,
+    ) -> Result<Self, Error> {
+        Ok(Self {
+            id: random_id()?,
+            version,
+            capabilities,
+            client_info,
+            owner,
+            log_level: Mutex::new(None),
+            waiting: Mutex::new(HashMap::new()),
+            in_flight: InFlight::default(),
+            next_id: AtomicU64::new(1),
+            opened: now,
+            used: AtomicBool::new(false),
+            last_used: Mutex::new(now),
+        })
+    }
+
+    /// Records a request (or an answer to the bridge) on the session: it is no longer
+    /// fresh, and not idle since now.
+    pub(crate) fn mark_used(&self) {
+        self.touch(Instant::now());
+    }
+
+    pub(super) fn touch(&self, now: Instant) {
+        self.used.store(true, Ordering::Relaxed);
+        *lock(&self.last_used) = now;
+    }
+
+    /// No request since `initialize`.
+    pub(super) fn is_fresh(&self) -> bool {
+        !self.used.load(Ordering::Relaxed)
+    }
+
+    /// Used, and no request of it running now.
+    pub(super) fn is_idle(&self) -> bool {
+        !self.is_fresh() && self.in_flight.is_empty()
+    }
+
+    pub(super) fn last_used(&self) -> Instant {
+        *lock(&self.last_used)
+    }
+
+    /// A fresh session past `fresh_timeout`, or an idle one past `idle_timeout`; a
+    /// session with a request in flight never expires.
+    pub(super) fn expired(&self, limits: &SessionLimits, now: Instant) -> bool {
+        if self.is_fresh() {
+            now.saturating_duration_since(self.opened) >= limits.fresh_timeout
+        } else {
+            self.is_idle() && now.saturating_duration_since(self.last_used()) >= limits.idle_timeout
+        }
+    }
+
     /// The level `logging/setLevel` chose; `None` until then.
     pub(crate) fn log_level(&self) -> Option<LoggingLevel> {
         *lock(&self.log_level)
@@ -67,56 +123,6 @@ impl Session {
     /// Stops waiting for `id` (its request was abandoned); `false` if nobody waited.
     pub(crate) fn forget(&self, id: &RequestId) -> bool {
         lock(&self.waiting).remove(id).is_some()
-    }
-}
-
-/// The open sessions of one endpoint.
-#[derive(Debug, Default)]
-pub(crate) struct Sessions {
-    open: Mutex<HashMap<String, Arc<Session>>>,
-}
-
-impl Sessions {
-    pub(crate) fn open(
-        &self,
-        version: String,
-        capabilities: ClientCapabilities,
-        client_info: Option<Implementation>,
-        owner: Option<String>,
-    ) -> Result<Arc<Session>, Error> {
-        let mut open = lock(&self.open);
-        open.retain(|_, session| lock(&session.last_used).elapsed() < IDLE_TIMEOUT);
-        if open.len() >= MAX_SESSIONS {
-            return Err(Error::internal("too many open sessions; close one with DELETE and retry"));
-        }
-        let session = Arc::new(Session {
-            id: random_id()?,
-            version,
-            capabilities,
-            client_info,
-            owner,
-            log_level: Mutex::new(None),
-            waiting: Mutex::new(HashMap::new()),
-            in_flight: InFlight::default(),
-            next_id: AtomicU64::new(1),
-            last_used: Mutex::new(Instant::now()),
-        });
-        open.insert(session.id.clone(), session.clone());
-        Ok(session)
-    }
-
-    pub(crate) fn get(&self, id: &str) -> Option<Arc<Session>> {
-        let session = lock(&self.open).get(id).cloned()?;
-        *lock(&session.last_used) = Instant::now();
-        Some(session)
-    }
-
-    /// Ends a session; its requests still running are cancelled, as if the client had
-    /// cancelled each.
-    pub(crate) fn close(&self, id: &str) -> bool {
-        let Some(session) = lock(&self.open).remove(id) else { return false };
-        session.in_flight.cancel_all();
-        true
     }
 }
 

@@ -111,7 +111,14 @@ impl StdioSession {
         let (server, out, id) = (self.server.clone(), self.out.clone(), request.id.clone());
         let bridge = session.map(|session| Arc::new(Bridge::new(session)));
         let (note_tx, mut note_rx) = mpsc::channel(16);
-        let transport = Transport { notifier: Some(note_tx), headers: None, extensions: Arc::default(), bridge };
+        // Only per-tool time limits apply: the one client is a local process that can cancel.
+        let transport = Transport {
+            notifier: Some(note_tx),
+            headers: None,
+            extensions: Arc::default(),
+            bridge,
+            handler_timeout: None,
+        };
         // Reap finished requests, so a long connection does not collect them.
         while self.tasks.try_join_next().is_some() {}
         self.listens.retain(|id| self.in_flight.is_running(id));
@@ -151,7 +158,7 @@ impl StdioSession {
         }
         if request.method == "initialize" {
             let (id, result) = legacy::initialize(&self.server, &self.sessions, request, None)?;
-            self.legacy = self.sessions.get(&id);
+            self.legacy = self.sessions.find(&id);
             return Ok(Opened::Answered(result));
         }
         let session = self.legacy.clone().ok_or_else(|| Error::invalid_request("send initialize first"))?;

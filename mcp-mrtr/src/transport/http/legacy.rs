@@ -34,6 +34,7 @@ pub(super) async fn serve(endpoint: &Endpoint, head: &Head, request: Request) ->
         Ok(session) => session,
         Err((status, error)) => return json_response(status, &error_message(Some(request.id), &error)),
     };
+    session.mark_used();
     if let Some(outcome) = legacy::utility(&session, &request) {
         return match outcome {
             Ok(result) => json_response(200, &Outgoing::Result { id: request.id, result }),
@@ -41,13 +42,15 @@ pub(super) async fn serve(endpoint: &Endpoint, head: &Head, request: Request) ->
         };
     }
     let meta = legacy::meta(&session, &request);
-    serve_request(endpoint.server.clone(), head, request, meta, Some(session)).await
+    serve_request(endpoint, head, request, meta, Some(session)).await
 }
 
 /// A notification on a session: `notifications/cancelled` stops the request it names
 /// (which then sends nothing more); a cancellation of an unknown or finished request, and
 /// every other notification (`initialized`, `roots/list_changed`), is accepted and ignored.
 pub(super) fn notification(endpoint: &Endpoint, head: &Head, method: &str, params: Option<&Value>) -> Response {
+    // A notification does not count as using the session: a client that sends only
+    // `notifications/initialized` is as fresh as one that sent nothing.
     let session = match session_of(endpoint, head) {
         Ok(session) => session,
         Err((status, error)) => return json_response(status, &error_message(None, &error)),
@@ -70,6 +73,7 @@ pub(super) fn deliver(endpoint: &Endpoint, head: &Head, id: &RequestId, outcome:
     }
     match session_of(endpoint, head) {
         Ok(session) => {
+            session.mark_used();
             if !session.deliver(id, outcome) {
                 tracing::debug!(%id, "a response nobody waits for (answered late, or never asked)");
             }
@@ -83,7 +87,7 @@ pub(super) fn deliver(endpoint: &Endpoint, head: &Head, id: &RequestId, outcome:
 /// the session; with an unknown one, 404 so the client starts over; else 405.
 pub(super) fn session_method(endpoint: &Endpoint, method: &Method, headers: &HeaderMap) -> Response {
     let Some(id) = headers::header(headers, headers::SESSION_ID) else { return method_not_allowed() };
-    if endpoint.sessions.get(id).is_none() {
+    if endpoint.sessions.find(id).is_none() {
         return json_response(404, &error_message(None, &session_not_found()));
     }
     if method == Method::DELETE {
@@ -93,13 +97,14 @@ pub(super) fn session_method(endpoint: &Endpoint, method: &Method, headers: &Hea
     method_not_allowed()
 }
 
-/// The session a request names, if it exists and belongs to the request's caller: a
+/// The session a message names, if it exists and belongs to the request's caller: a
 /// session opened by one caller is unknown to every other (404, as if it did not exist).
+/// Requests, and answers to the bridge, then mark it used; notifications do not.
 fn session_of(endpoint: &Endpoint, head: &Head) -> Result<Arc<Session>, (u16, Error)> {
     let id = headers::header(&head.headers, headers::SESSION_ID).ok_or_else(|| {
         (400, Error::invalid_request("missing Mcp-Session-Id header: send initialize first (or use 2026-07-28)"))
     })?;
-    let session = endpoint.sessions.get(id).ok_or_else(|| (404, session_not_found()))?;
+    let session = endpoint.sessions.find(id).ok_or_else(|| (404, session_not_found()))?;
     if session.owner != head.principal(&endpoint.server) {
         tracing::debug!("a session named by a caller other than the one who opened it");
         return Err((404, session_not_found()));

@@ -7,12 +7,15 @@
 mod guard;
 mod headers;
 mod legacy;
+mod limits;
+mod serve;
 mod sse;
 mod status;
 
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Request as HttpRequest, State};
@@ -21,9 +24,11 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use futures_util::FutureExt;
 use tokio::net::{TcpListener, ToSocketAddrs};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use self::guard::{Guard, HostPolicy};
+pub use self::limits::Limits;
+pub use self::serve::serve_router;
 use self::sse::{error_response, json_response, respond};
 use super::{error_message, read_message};
 use crate::context::Transport;
@@ -37,13 +42,14 @@ pub struct HttpConfig {
     path: String,
     max_body_bytes: usize,
     guard: Guard,
+    limits: Limits,
 }
 
 impl Default for HttpConfig {
-    /// `/mcp`, 1 MiB bodies, only `localhost`, `127.0.0.1` and `[::1]` as hosts, and
-    /// browser requests only from pages on those hosts.
+    /// `/mcp`, 1 MiB bodies, only `localhost`, `127.0.0.1` and `[::1]` as hosts,
+    /// browser requests only from pages on those hosts, and the default [`Limits`].
     fn default() -> Self {
-        Self { path: "/mcp".into(), max_body_bytes: 1024 * 1024, guard: Guard::default() }
+        Self { path: "/mcp".into(), max_body_bytes: 1024 * 1024, guard: Guard::default(), limits: Limits::default() }
     }
 }
 
@@ -76,6 +82,12 @@ impl HttpConfig {
         self
     }
 
+    /// The bounds on connections, bodies and handlers (see [`Limits`] for the defaults).
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
     /// Also answers browser requests from pages of these origins, written as the browser
     /// sends them: `https://app.example.com`, or with a port, `http://intranet:8080`.
     /// Any other `Origin` gets 403, whatever the `Host` settings. Default: none beyond
@@ -103,6 +115,8 @@ struct Endpoint {
     config: HttpConfig,
     /// Sessions of legacy (2025-11-25) clients; modern traffic has none.
     sessions: crate::legacy::Sessions,
+    /// One permit per running handler, [`Limits::max_handlers`] in all.
+    handlers: Arc<Semaphore>,
 }
 
 impl Server {
@@ -135,8 +149,9 @@ impl Server {
     pub fn try_into_router_with(self, config: HttpConfig) -> io::Result<Router> {
         self.check_ready()?;
         let path = config.path.clone();
-        let endpoint =
-            Arc::new(Endpoint { server: Arc::new(self), config, sessions: crate::legacy::Sessions::default() });
+        let handlers = Arc::new(Semaphore::new(config.limits.max_handlers));
+        let sessions = crate::legacy::Sessions::new(config.limits.sessions);
+        let endpoint = Arc::new(Endpoint { server: Arc::new(self), config, sessions, handlers });
         Ok(Router::new().route(&path, axum::routing::any(endpoint_handler)).with_state(endpoint))
     }
 
@@ -155,13 +170,20 @@ impl Server {
     pub async fn serve_http_listener(self, listener: TcpListener) -> io::Result<()> {
         let local: SocketAddr = listener.local_addr()?;
         let config = HttpConfig::for_address(local);
-        if local.ip().is_loopback() {
-            tracing::info!(%local, path = %config.path, "serving MCP over HTTP");
-        } else {
+        if !local.ip().is_loopback() {
             tracing::warn!(%local, path = %config.path, "serving MCP over HTTP on a non-loopback address: any Host is answered (Origin is still checked)");
         }
+        self.serve_http_with(listener, config).await
+    }
+
+    /// Serves Streamable HTTP on a bound listener as `config` says, its [`Limits`]
+    /// included. A misconfigured server is an error before anything is served.
+    pub async fn serve_http_with(self, listener: TcpListener, config: HttpConfig) -> io::Result<()> {
+        let local: SocketAddr = listener.local_addr()?;
+        tracing::info!(%local, path = %config.path, "serving MCP over HTTP");
+        let limits = config.limits;
         let router = self.try_into_router_with(config)?;
-        axum::serve(listener, router).await
+        serve_router(listener, router, limits).await
     }
 }
 
@@ -183,9 +205,14 @@ async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response {
         return json_response(415, &error_message(None, &error));
     }
     let (parts, body) = request.into_parts();
-    let bytes = match read_body(body, endpoint.config.max_body_bytes).await {
+    let bytes = match read_body(body, endpoint.config.max_body_bytes, endpoint.config.limits.body_timeout).await {
         Ok(bytes) => bytes,
-        Err((status, error)) => return json_response(status, &error_message(None, &error)),
+        Err((status, error)) => {
+            let mut response = json_response(status, &error_message(None, &error));
+            // The rest of the body is still on its way: this connection cannot carry another request.
+            response.headers_mut().insert(header::CONNECTION, axum::http::HeaderValue::from_static("close"));
+            return response;
+        }
     };
     let head = Head { headers: Arc::new(parts.headers), extensions: Arc::new(parts.extensions) };
     let headers = &*head.headers;
@@ -205,7 +232,7 @@ async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response {
             match classify(&request, header_version, headers.contains_key(headers::SESSION_ID)) {
                 Era::Modern => match open_envelope(headers, &request) {
                     Err(error) => error_response(Era::Modern, Some(request.id), &error),
-                    Ok(meta) => serve_request(endpoint.server.clone(), &head, request, meta, None).await,
+                    Ok(meta) => serve_request(endpoint, &head, request, meta, None).await,
                 },
                 Era::Legacy => legacy::serve(endpoint, &head, request).await,
                 Era::Unknown => {
@@ -217,25 +244,46 @@ async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response {
     }
 }
 
-/// Runs a request through dispatch and answers it: a modern one as it stands, a legacy
-/// one (with its session) as a request of that session that `notifications/cancelled`
-/// can stop.
+/// Runs a request through dispatch and answers it, if one of the
+/// [`Limits::max_handlers`] slots is free: a modern one as it stands, a legacy one (with
+/// its session) as a request of that session that `notifications/cancelled` can stop.
 async fn serve_request(
-    server: Arc<Server>,
+    endpoint: &Endpoint,
     head: &Head,
     request: Request,
     meta: RequestMeta,
     session: Option<Arc<crate::legacy::Session>>,
 ) -> Response {
+    if session.as_ref().is_some_and(|session| session.in_flight.len() >= endpoint.sessions.limits().max_calls) {
+        let error = Error::internal("too many requests running on this session; wait for one to finish");
+        return error_response(Era::Legacy, Some(request.id), &error);
+    }
+    // A `subscriptions/listen` stream idles for hours: it holds a connection (bounded by
+    // `max_connections`), not one of the handler slots meant for work.
+    let slot = if request.method == "subscriptions/listen" {
+        None
+    } else {
+        match endpoint.handlers.clone().try_acquire_owned() {
+            Ok(slot) => Some(slot),
+            Err(_) => return busy(request.id, session.is_some()),
+        }
+    };
     let (tx, rx) = mpsc::channel(32);
     // A client that cannot read SSE gets JSON, and so no notifications.
     let notifier = accepts_event_stream(&head.headers).then_some(tx);
     let bridge = session.as_ref().map(|session| Arc::new(Bridge::new(session.clone())));
-    let transport =
-        Transport { notifier, headers: Some(head.headers.clone()), extensions: head.extensions.clone(), bridge };
+    let handler_timeout = endpoint.config.limits.handler_timeout;
+    let transport = Transport {
+        notifier,
+        headers: Some(head.headers.clone()),
+        extensions: head.extensions.clone(),
+        bridge,
+        handler_timeout,
+    };
     let id = request.id.clone();
+    let server = endpoint.server.clone();
     let keep_alive = server.keep_alive();
-    let reply = async move { server.handle(request, meta, transport).await };
+    let reply = async move { run_holding(slot, server.handle(request, meta, transport)).await };
     match session {
         None => respond(Era::Modern, Box::pin(reply.map(Some)), rx, keep_alive).await,
         Some(session) => respond(Era::Legacy, Box::pin(session.in_flight.track(id, reply)), rx, keep_alive).await,
@@ -256,6 +304,23 @@ impl Head {
     }
 }
 
+/// Runs `handler` holding its slot: the slot frees when the handler ends or is dropped.
+async fn run_holding<T>(_slot: Option<OwnedSemaphorePermit>, handler: impl std::future::Future<Output = T>) -> T {
+    handler.await
+}
+
+/// Every handler slot is taken. Modern clients get HTTP 503 with `Retry-After`; legacy
+/// sessions, where request errors travel on HTTP 200, a JSON-RPC error.
+fn busy(id: crate::protocol::RequestId, legacy: bool) -> Response {
+    let error = Error::internal("server busy: too many requests running; retry shortly");
+    let status = if legacy { 200 } else { 503 };
+    let mut response = json_response(status, &error_message(Some(id), &error));
+    if !legacy {
+        response.headers_mut().insert(header::RETRY_AFTER, axum::http::HeaderValue::from_static("1"));
+    }
+    response
+}
+
 /// Validates a modern request's envelope and MCP headers.
 fn open_envelope(headers: &HeaderMap, request: &Request) -> Result<RequestMeta, Error> {
     let meta = RequestMeta::parse(request.params.as_ref())?;
@@ -267,8 +332,19 @@ fn method_not_allowed() -> Response {
     (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response()
 }
 
-async fn read_body(body: Body, limit: usize) -> Result<axum::body::Bytes, (u16, Error)> {
-    axum::body::to_bytes(body, limit).await.map_err(|e| {
+/// Reads the whole body, refusing one over `limit` bytes (413) or still arriving after
+/// `deadline` (408: a slow sender would otherwise hold its connection and buffer).
+async fn read_body(body: Body, limit: usize, deadline: Duration) -> Result<axum::body::Bytes, (u16, Error)> {
+    let read = tokio::time::timeout(deadline, axum::body::to_bytes(body, limit)).await.map_err(|_| {
+        (
+            408,
+            Error::invalid_request(format!(
+                "the request body did not arrive within {}",
+                crate::deadline::describe(deadline)
+            )),
+        )
+    })?;
+    read.map_err(|e| {
         let too_large =
             std::error::Error::source(&e).is_some_and(<dyn std::error::Error>::is::<http_body_util::LengthLimitError>);
         if too_large {
