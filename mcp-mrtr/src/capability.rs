@@ -22,6 +22,8 @@ pub enum Capability {
     SamplingTools,
     /// Listing roots: `roots`.
     Roots,
+    /// The tasks extension: `extensions["io.modelcontextprotocol/tasks"]`.
+    Tasks,
 }
 
 impl Capability {
@@ -35,6 +37,7 @@ impl Capability {
             Self::Sampling => caps.sampling.is_some(),
             Self::SamplingTools => caps.sampling.as_ref().is_some_and(|s| s.tools.is_some()),
             Self::Roots => caps.roots.is_some(),
+            Self::Tasks => caps.extensions.as_ref().is_some_and(|e| e.contains_key(crate::tasks::EXTENSION)),
         }
     }
 
@@ -46,6 +49,7 @@ impl Capability {
             Self::Sampling => json!({ "sampling": {} }),
             Self::SamplingTools => json!({ "sampling": { "tools": {} } }),
             Self::Roots => json!({ "roots": {} }),
+            Self::Tasks => json!({ "extensions": { crate::tasks::EXTENSION: {} } }),
         }
     }
 }

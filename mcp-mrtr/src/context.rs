@@ -157,6 +157,21 @@ impl Ctx {
         RetryLater { replay: self.inner.replay.clone(), output: PhantomData }
     }
 
+    /// Continues this call as a task, from here on, when the tool supports tasks and the
+    /// client declared them on this request: the client gets a task id at once, and
+    /// whatever the handler asks after this point is asked through the task.
+    ///
+    /// Asks before it are ordinary rounds, so a handler can gather what it needs in
+    /// rounds and then go on as a task; their answers and `once!` results carry into the
+    /// task. Anywhere else (a task already, a tool without task support, a client
+    /// without the extension) it returns at once and the call goes on as it was.
+    ///
+    /// A task tool also becomes a task, without this, when its handler first waits on
+    /// its own work (a timer, I/O).
+    pub fn continue_as_task(&self) -> ContinueAsTask {
+        ContinueAsTask { replay: self.inner.replay.clone() }
+    }
+
     /// The JSON-RPC id of the request (a retry of a multi-round call has a new one).
     pub fn request_id(&self) -> &RequestId {
         &self.inner.id
@@ -215,7 +230,19 @@ impl Ctx {
     ///
     /// Progress must increase: a value not above the last one sent is dropped, as are
     /// all values when the request carried no token or the client went away.
+    ///
+    /// In a task, progress is not sent (the extension has no progress notifications):
+    /// it becomes the task's `statusMessage` on `tasks/get` instead, the message if
+    /// there is one, else `progress/total`.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        if let Some(status) = self.inner.replay.status_sink() {
+            let text = match (message, total) {
+                (Some(message), _) => message.to_owned(),
+                (None, Some(total)) => format!("{progress}/{total}"),
+                (None, None) => progress.to_string(),
+            };
+            return status(text).await;
+        }
         let Some(token) = &self.inner.meta.progress_token else { return };
         {
             let mut last = self.inner.last_progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -311,6 +338,22 @@ impl<T> Future for Halted<T> {
 
     fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<T> {
         Poll::Pending
+    }
+}
+
+/// The future of [`Ctx::continue_as_task`].
+#[must_use = "continue_as_task does nothing unless awaited"]
+pub struct ContinueAsTask {
+    replay: Arc<Replay>,
+}
+
+impl Future for ContinueAsTask {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        // No waker, like an ask: the driver sees the request and ends the round; the
+        // task polls the handler again right away.
+        self.replay.continue_as_task()
     }
 }
 

@@ -20,12 +20,13 @@ use crate::envelope::{Request, RequestMeta, SUPPORTED_VERSIONS};
 use crate::handler::{PromptRoute, ResourceKind, ResourceRoute, ToolRoute};
 use crate::live::{serve_listen, Item, RequestView};
 use crate::protocol::{
-    meta_keys, CallToolParams, CallToolResult, CompleteParams, CompleteResult, Completion, CompletionReference,
+    meta_keys, CallToolParams, CompleteParams, CompleteResult, Completion, CompletionReference,
     DiscoverResult, GetPromptParams, JsonObject, ReadResourceParams, RequestId,
 };
 use crate::replay::{self, Carried, Outcome, Replay};
 use crate::server::{CacheHints, CacheScope};
 use crate::state::{Binding, Presented};
+use crate::tasks::{self, TaskCall, TaskMethod};
 use crate::{deadline, Ctx, Error, Server};
 
 /// The answer to one request, before framing.
@@ -48,6 +49,7 @@ enum Method {
     ResourcesRead,
     Complete,
     Listen,
+    Task(TaskMethod),
 }
 
 impl Method {
@@ -63,13 +65,13 @@ impl Method {
             "resources/read" => Self::ResourcesRead,
             "completion/complete" => Self::Complete,
             "subscriptions/listen" => Self::Listen,
-            _ => return None,
+            other => Self::Task(TaskMethod::parse(other)?),
         })
     }
 
     /// Results of these methods carry caching hints when complete.
     fn is_cacheable(self) -> bool {
-        !matches!(self, Self::ToolsCall | Self::PromptsGet | Self::Complete | Self::Listen)
+        !matches!(self, Self::ToolsCall | Self::PromptsGet | Self::Complete | Self::Listen | Self::Task(_))
     }
 }
 
@@ -77,13 +79,15 @@ impl Method {
 enum Body {
     Complete(JsonObject),
     InputRequired(JsonObject),
+    /// A `CreateTaskResult`.
+    Task(JsonObject),
 }
 
 impl Body {
     /// The body as legacy clients get it: no stamping at all.
     fn into_inner(self) -> JsonObject {
         match self {
-            Self::Complete(body) | Self::InputRequired(body) => body,
+            Self::Complete(body) | Self::InputRequired(body) | Self::Task(body) => body,
         }
     }
 }
@@ -152,6 +156,9 @@ impl Server {
             Method::ToolsCall => self.call_tool(self.call(id, &params, meta, transport)?).await?,
             Method::PromptsGet => self.get_prompt(self.call(id, &params, meta, transport)?).await?,
             Method::ResourcesRead => self.read_resource(self.call(id, &params, meta, transport)?).await?,
+            // The extension does not exist in 2025-11-25.
+            Method::Task(_) if legacy => return Err(Error::method_not_found(&request.method)),
+            Method::Task(method) => Body::Complete(tasks::serve(self, method, params, &meta, &transport).await?),
             Method::Complete => {
                 let replay = Arc::new(Replay::disabled());
                 let limit = transport.handler_timeout;
@@ -181,16 +188,26 @@ impl Server {
         call.limit = route.timeout.or(call.limit);
         let arguments = call.params.arguments.clone().unwrap_or_default();
         let target = Target { method: "tools/call", name, arguments: Value::Object(arguments.clone()) };
-        self.rounds(&target, &call, |replay| {
-            let run = (route.call)(self.ctx(&call, replay), arguments.clone());
-            async move {
-                match run.await {
-                    Ok(result) => Ok(result),
-                    Err(error) => error.into_parts().map(CallToolResult::error),
-                }
-            }
-        })
-        .await
+        let legacy = call.transport.bridge.is_some();
+        if !tasks::may_become_task(route.task, &call.meta.client_capabilities, legacy)? {
+            return self.rounds(&target, &call, |replay| route.run(self.ctx(&call, replay), arguments.clone())).await;
+        }
+        let replay = self.open_replay(&target, &call)?;
+        let handler = route.run(self.ctx(&call, &replay), arguments.clone());
+        let task_call = TaskCall {
+            tool: name.clone(),
+            arguments,
+            protocol_version: call.meta.protocol_version.clone(),
+            client_capabilities: call.meta.client_capabilities.clone(),
+            client_info: call.meta.client_info.clone(),
+        };
+        let owner = tasks::caller(self, &call.transport);
+        // The time limit covers the call up to the task's creation; the task then runs on
+        // its own, as long-running work is what tasks are for (cancel it to stop it).
+        match deadline::within(call.limit, tasks::call(self, task_call, owner, replay.clone(), handler)).await? {
+            tasks::Called::Round(outcome) => self.seal(&target, &call, &replay, outcome),
+            tasks::Called::Task(created) => Ok(Body::Task(created)),
+        }
     }
 
     async fn get_prompt(&self, call: Call<GetPromptParams>) -> Result<Body, Error> {
@@ -273,6 +290,7 @@ impl Server {
             }
             Method::Complete => self.completion.is_some(),
             Method::Listen => self.live_config.listen.is_some(),
+            Method::Task(_) => self.serves_tasks(),
         }
     }
 
@@ -296,6 +314,7 @@ impl Server {
         let (mut body, result_type, hints) = match body {
             Body::Complete(body) => (body, "complete", hints),
             Body::InputRequired(body) => (body, "input_required", None),
+            Body::Task(body) => (body, "task", None),
         };
         body.insert("resultType".into(), json!(result_type));
         if let Some(hints) = hints {
@@ -373,7 +392,20 @@ impl Server {
         call: &Call<P>,
         handler: impl Future<Output = Result<T, Error>>,
     ) -> Result<Body, Error> {
-        match deadline::within(call.limit, replay::drive(replay, &call.meta.client_capabilities, handler)).await? {
+        let outcome = deadline::within(call.limit, replay::drive(replay, &call.meta.client_capabilities, handler)).await?;
+        self.seal(target, call, replay, outcome)
+    }
+
+    /// The body of a round: the complete result, or the questions with the round's
+    /// sealed state.
+    fn seal<T: Serialize, P>(
+        &self,
+        target: &Target<'_>,
+        call: &Call<P>,
+        replay: &Replay,
+        outcome: Outcome<Result<T, Error>>,
+    ) -> Result<Body, Error> {
+        match outcome {
             Outcome::Complete(result) => Ok(Body::Complete(to_body(&result?))),
             Outcome::InputRequired(requests, carried) => {
                 let payload = serde_json::to_vec(&carried).map_err(|e| Error::internal(e.to_string()))?;

@@ -19,7 +19,7 @@ use crate::protocol::{
     CallToolResult, ContentBlock, GetPromptResult, JsonObject, Prompt, PromptMessage, ReadResourceResult, Resource,
     ResourceContents, ResourceTemplate, Tool,
 };
-use crate::{Ctx, Error, ToolError};
+use crate::{Ctx, Error, TaskSupport, ToolError};
 
 type HandlerFn<I, O> = Arc<dyn Fn(Ctx, I) -> BoxFuture<'static, Result<O, ToolError>> + Send + Sync>;
 
@@ -31,6 +31,7 @@ pub struct ToolRoute {
     pub(crate) needs: Vec<StateNeed>,
     /// Overrides the server's handler time limit for this tool.
     pub(crate) timeout: Option<Duration>,
+    pub(crate) task: TaskSupport,
 }
 
 impl ToolRoute {
@@ -41,6 +42,28 @@ impl ToolRoute {
     pub fn timeout(mut self, limit: Duration) -> Self {
         self.timeout = Some(limit);
         self
+    }
+
+    /// Lets the tool run as a task (the tasks extension) for clients that declare it.
+    ///
+    /// Such a call runs as usual until the handler waits on its own work (a timer, I/O)
+    /// or calls [`Ctx::continue_as_task`]: from there on it is a task, answered with a
+    /// task id at once. Asks before that point are ordinary rounds; asks after it are
+    /// the task's `inputRequests`.
+    pub fn task(mut self, support: TaskSupport) -> Self {
+        self.task = support;
+        self
+    }
+
+    /// The handler's future, with execution errors as `isError` results.
+    pub(crate) fn run(&self, ctx: Ctx, args: JsonObject) -> BoxFuture<'static, Result<CallToolResult, Error>> {
+        let run = (self.call)(ctx, args);
+        Box::pin(async move {
+            match run.await {
+                Ok(result) => Ok(result),
+                Err(error) => error.into_parts().map(CallToolResult::error),
+            }
+        })
     }
 }
 
@@ -139,7 +162,7 @@ impl Tool {
             let fut = parsed.map(|args| f(ctx, args));
             Box::pin(async move { Ok(fut?.await?.into_tool_result()) })
         });
-        ToolRoute { tool: self, call, needs: Vec::new(), timeout: None }
+        ToolRoute { tool: self, call, needs: Vec::new(), timeout: None, task: TaskSupport::Forbidden }
     }
 }
 

@@ -70,6 +70,7 @@ pub mod protocol;
 mod replay;
 mod server;
 mod state;
+mod tasks;
 pub mod testing;
 mod transport;
 mod uri_template;
@@ -77,7 +78,7 @@ mod uri_template;
 pub use ask::{Declined, ElicitForm};
 pub use caller::Caller;
 pub use capability::Capability;
-pub use context::{Ask, Ctx, Halted, RetryLater};
+pub use context::{Ask, ContinueAsTask, Ctx, Halted, RetryLater};
 pub use envelope::{RequestMeta, PROTOCOL_VERSION};
 pub use error::{Error, ErrorCode, ToolError};
 pub use extract::{Extension, State};
@@ -93,6 +94,7 @@ pub use protocol::{
 };
 pub use server::{CacheHints, CacheScope, Server};
 pub use state::{Consumed, KeyError, KeyRing, MemoryGuard, StateConfig, StateGuard, StateKey};
+pub use tasks::{MemoryTaskStore, StoreError, TaskRecord, TaskStatus, TaskStore, TaskSupport};
 pub use transport::http::{serve_router, HttpConfig, Limits};
 
 /// Turns an `async fn` into a tool: `server.tool(my_fn)`.

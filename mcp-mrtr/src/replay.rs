@@ -19,10 +19,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
-use std::pin::pin;
+use std::pin::{pin, Pin};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Poll;
 
+use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -83,6 +84,35 @@ struct Round {
     retry_later: bool,
     /// The `once` steps that ran in this round (rather than being read from the state).
     ran_once: BTreeSet<String>,
+    escalation: Escalation,
+    /// Where a task's status messages go (tasks only).
+    status: Option<Sink>,
+}
+
+#[derive(Clone)]
+struct Sink(StatusSink);
+
+impl std::fmt::Debug for Sink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StatusSink")
+    }
+}
+
+/// Records a task's status message (its `statusMessage` on `tasks/get`).
+pub(crate) type StatusSink = Arc<dyn Fn(String) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// Whether, and how far, a call may turn into a task (DESIGN §11).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Escalation {
+    /// The call runs to its end in rounds: `continue_as_task` is a no-op.
+    Never,
+    /// A tool that supports tasks, called by a client that declared them: the call
+    /// becomes a task when the handler asks for it or waits on work.
+    Allowed,
+    /// The handler asked to continue as a task.
+    Requested,
+    /// The call runs as a task.
+    InTask,
 }
 
 impl Replay {
@@ -99,6 +129,8 @@ impl Replay {
             failure: None,
             retry_later: false,
             ran_once: BTreeSet::new(),
+            escalation: Escalation::Never,
+            status: None,
         };
         Self { round: Mutex::new(round) }
     }
@@ -108,6 +140,41 @@ impl Replay {
         let replay = Self::new(None, JsonObject::new());
         replay.lock().enabled = false;
         replay
+    }
+
+    /// Lets this call turn into a task (a task tool and a client that declared tasks).
+    pub(crate) fn allow_task(&self) {
+        self.lock().escalation = Escalation::Allowed;
+    }
+
+    /// Marks this call as running as a task: asks suspend the task, not a round.
+    pub(crate) fn enter_task(&self, status: StatusSink) {
+        let mut round = self.lock();
+        round.escalation = Escalation::InTask;
+        round.status = Some(Sink(status));
+    }
+
+    /// Where the task this call runs as takes its status messages; `None` outside tasks.
+    pub(crate) fn status_sink(&self) -> Option<StatusSink> {
+        self.lock().status.as_ref().map(|sink| sink.0.clone())
+    }
+
+    /// `Ready` when the handler may go on where it stands; `Pending` (recorded) when the
+    /// round must end so the rest runs as a task.
+    pub(crate) fn continue_as_task(&self) -> Poll<()> {
+        let mut round = self.lock();
+        match round.escalation {
+            Escalation::Never | Escalation::InTask => Poll::Ready(()),
+            Escalation::Allowed | Escalation::Requested => {
+                round.escalation = Escalation::Requested;
+                Poll::Pending
+            }
+        }
+    }
+
+    /// The answers and `once` results gathered so far, for a task's journal.
+    pub(crate) fn carried(&self) -> Carried {
+        self.lock().carried.clone()
     }
 
     fn lock(&self) -> MutexGuard<'_, Round> {
@@ -177,7 +244,11 @@ impl Replay {
     /// Ends this round with state only: the client retries later.
     pub(crate) fn retry_later(&self) {
         if let Some(mut round) = self.ready() {
-            round.retry_later = true;
+            if round.escalation == Escalation::InTask {
+                round.fail(Error::internal("retry_later ends an MRTR round; a task awaits its work instead"));
+            } else {
+                round.retry_later = true;
+            }
         }
     }
 
@@ -187,7 +258,15 @@ impl Replay {
 
     fn is_suspended(&self) -> bool {
         let round = self.lock();
-        round.failure.is_some() || round.retry_later || !round.pending.is_empty()
+        round.failure.is_some()
+            || round.retry_later
+            || !round.pending.is_empty()
+            || round.escalation == Escalation::Requested
+    }
+
+    /// The handler is pending on its own work while it may still become a task.
+    fn may_escalate(&self) -> bool {
+        self.lock().escalation == Escalation::Allowed
     }
 }
 
@@ -240,6 +319,15 @@ pub(crate) enum Outcome<T> {
     InputRequired(BTreeMap<String, InputRequest>, Carried),
 }
 
+/// How a round of a call that may become a task ended.
+pub(crate) enum Step<T> {
+    /// Finished, or suspended on questions.
+    Round(Outcome<T>),
+    /// The rest runs as a task: the handler asked for it or waits on its own work. The
+    /// handler future is still live and may be moved into the task.
+    ContinueAsTask,
+}
+
 /// Runs `handler` until it finishes or suspends on its questions, then gates the
 /// questions on the client's capabilities.
 pub(crate) async fn drive<T>(
@@ -247,7 +335,20 @@ pub(crate) async fn drive<T>(
     caps: &ClientCapabilities,
     handler: impl Future<Output = T>,
 ) -> Result<Outcome<T>, Error> {
-    let mut handler = pin!(handler);
+    match step(replay, caps, pin!(handler)).await? {
+        Step::Round(outcome) => Ok(outcome),
+        // Only a replay with `allow_task` escalates, and those go through `step`.
+        Step::ContinueAsTask => Err(Error::internal("this call cannot continue as a task")),
+    }
+}
+
+/// [`drive`] for a handler that may turn into a task: it also stops when the handler
+/// asks to continue as a task, or (while it still may) when it waits on its own work.
+pub(crate) async fn step<F: Future + ?Sized>(
+    replay: &Arc<Replay>,
+    caps: &ClientCapabilities,
+    mut handler: Pin<&mut F>,
+) -> Result<Step<F::Output>, Error> {
     // One span per round, inside the request's: the handler's own events nest under it.
     let span = tracing::info_span!("round", n = replay.lock().carried.round + 1, outcome = tracing::field::Empty);
     let finished = std::future::poll_fn(|cx| {
@@ -257,7 +358,8 @@ pub(crate) async fn drive<T>(
         match polled {
             Ok(Poll::Ready(output)) => Poll::Ready(Ok(Some(output))),
             // Pending with a question recorded: the handler is waiting for the client.
-            Ok(Poll::Pending) if replay.is_suspended() => Poll::Ready(Ok(None)),
+            // Pending on its own work while it may become a task: it becomes one.
+            Ok(Poll::Pending) if replay.is_suspended() || replay.may_escalate() => Poll::Ready(Ok(None)),
             // Pending on real work (I/O, timers): keep waiting.
             Ok(Poll::Pending) => Poll::Pending,
             Err(_) => Poll::Ready(Err(Error::internal("the handler panicked"))),
@@ -275,7 +377,11 @@ pub(crate) async fn drive<T>(
     }
     if let Some(output) = finished {
         span.record("outcome", "complete");
-        return Ok(Outcome::Complete(output));
+        return Ok(Step::Round(Outcome::Complete(output)));
+    }
+    if round.pending.is_empty() && !round.retry_later {
+        span.record("outcome", "continue_as_task");
+        return Ok(Step::ContinueAsTask);
     }
     span.record("outcome", "input_required");
     if round.carried.round + 1 >= MAX_ROUNDS {
@@ -292,7 +398,7 @@ pub(crate) async fn drive<T>(
     next.round += 1;
     next.asked = pending.iter().map(|(key, (digest, _))| (key.clone(), digest.clone())).collect();
     let requests = pending.into_iter().map(|(key, (_, request))| (key, request)).collect();
-    Ok(Outcome::InputRequired(requests, next))
+    Ok(Step::Round(Outcome::InputRequired(requests, next)))
 }
 
 /// The wire body of an `input_required` result.

@@ -16,7 +16,7 @@ use crate::protocol::{
     ToolsCapability,
 };
 use crate::state::KeyError;
-use crate::{Caller, Ctx, Error, MemoryGuard, StateConfig, StateGuard, ToolError};
+use crate::{Caller, Ctx, Error, MemoryGuard, StateConfig, StateGuard, TaskStore, TaskSupport, ToolError};
 
 pub(crate) type PrincipalFn = Arc<dyn Fn(&HeaderMap) -> Option<String> + Send + Sync>;
 
@@ -90,6 +90,7 @@ pub struct Server {
     pub(crate) state_guard: Option<Arc<dyn StateGuard>>,
     pub(crate) bridge_answer_timeout: Duration,
     pub(crate) app: AppState,
+    pub(crate) tasks: crate::tasks::Tasks,
 }
 
 impl Server {
@@ -112,6 +113,7 @@ impl Server {
             state_guard: Some(Arc::new(MemoryGuard::new())),
             bridge_answer_timeout: crate::legacy::ANSWER_TIMEOUT,
             app,
+            tasks: crate::tasks::Tasks::default(),
         }
     }
 
@@ -310,6 +312,21 @@ impl Server {
         self
     }
 
+    /// Where task records live (default: a [`MemoryTaskStore`](crate::MemoryTaskStore), for one instance).
+    /// Several instances serving the same tasks need a store they share.
+    pub fn task_store(mut self, store: impl TaskStore) -> Self {
+        self.tasks.store = Arc::new(store);
+        self
+    }
+
+    /// How long a task's record is kept after the task is created (default one hour);
+    /// `None` keeps it as long as the store does. After that, `tasks/get` no longer
+    /// knows the task.
+    pub fn task_ttl(mut self, ttl: Option<Duration>) -> Self {
+        self.tasks.ttl = ttl;
+        self
+    }
+
     /// Lets a request state open as often as it is presented within its lifetime. A
     /// client retrying a round after a network failure then continues instead of starting
     /// over, but a client replaying an older state also runs that round again, `once!`
@@ -396,6 +413,11 @@ impl Server {
                 .then_some(ResourcesCapability { subscribe: live, list_changed: live }),
             completions: present(self.completion.is_some()),
             logging: present(self.logging),
+            extensions: self.serves_tasks().then(|| {
+                let mut extensions = JsonObject::new();
+                extensions.insert(crate::tasks::EXTENSION.into(), serde_json::json!({}));
+                extensions
+            }),
             ..ServerCapabilities::default()
         }
     }
@@ -414,6 +436,11 @@ impl Server {
             *resources = ResourcesCapability::default();
         }
         capabilities
+    }
+
+    /// Whether any tool may run as a task: only then is the extension advertised.
+    pub(crate) fn serves_tasks(&self) -> bool {
+        self.catalog().tools.iter().any(|t| t.route.task != TaskSupport::Forbidden)
     }
 
     /// The enabled tool named `name`, as the catalog stands now.

@@ -1,0 +1,140 @@
+//! `tasks/get`, `tasks/update` and `tasks/cancel`.
+//!
+//! Checks, in order: the client declared the extension on this request (`-32021`, even
+//! for an id that does not exist), the params are well-formed, and the task exists and
+//! belongs to the caller (`-32602` for both, so another caller's ids do not leak).
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::driver::{self, transition};
+use super::store::{TaskRecord, TaskStatus};
+use super::{caller, store_error, wire};
+use crate::context::Transport;
+use crate::envelope::RequestMeta;
+use crate::protocol::JsonObject;
+use crate::{Capability, Error, Server};
+
+/// The task methods this revision has. `tasks/result` and `tasks/list` were removed and
+/// are unknown methods (`-32601`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TaskMethod {
+    Get,
+    Update,
+    Cancel,
+}
+
+impl TaskMethod {
+    pub(crate) fn parse(method: &str) -> Option<Self> {
+        Some(match method {
+            "tasks/get" => Self::Get,
+            "tasks/update" => Self::Update,
+            "tasks/cancel" => Self::Cancel,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TaskParams {
+    task_id: String,
+    #[serde(default)]
+    input_responses: Option<Value>,
+}
+
+/// Answers one `tasks/*` request; the body is stamped by dispatch.
+pub(crate) async fn serve(
+    server: &Server,
+    method: TaskMethod,
+    params: Value,
+    meta: &RequestMeta,
+    transport: &Transport,
+) -> Result<JsonObject, Error> {
+    crate::capability::missing(&meta.client_capabilities, [Capability::Tasks])?;
+    let params: TaskParams =
+        serde_json::from_value(params).map_err(|e| Error::invalid_params(format!("Invalid params: {e}")))?;
+    let caller = caller(server, transport);
+    let record = find(server, &params.task_id, caller.as_deref()).await?;
+    match method {
+        TaskMethod::Get => Ok(wire::detailed(&record)),
+        TaskMethod::Update => update(server, &record, params.input_responses).await,
+        TaskMethod::Cancel => cancel(server, &record).await,
+    }
+}
+
+/// The caller's task: unknown, expired and someone else's read the same.
+async fn find(server: &Server, id: &str, caller: Option<&str>) -> Result<TaskRecord, Error> {
+    let record = server.tasks.store.get(id).await.map_err(store_error)?;
+    record
+        .filter(|record| record.owner.is_none() || record.owner.as_deref() == caller)
+        .ok_or_else(|| Error::invalid_params(format!("Unknown task: {id}")))
+}
+
+/// Journals the answers to open questions; unknown, answered or late keys are ignored.
+/// When the last open question is answered, the handler is replayed.
+async fn update(server: &Server, record: &TaskRecord, responses: Option<Value>) -> Result<JsonObject, Error> {
+    let responses = match responses {
+        None => JsonObject::new(),
+        Some(Value::Object(responses)) => responses,
+        Some(_) => return Err(Error::invalid_params("inputResponses must be an object keyed like inputRequests")),
+    };
+    let changed = transition(&*server.tasks.store, record.id(), |record| {
+        if record.status != TaskStatus::InputRequired {
+            return false;
+        }
+        let mut took = false;
+        for (key, answer) in &responses {
+            if record.input_requests.remove(key).is_some() {
+                record.input_responses.insert(key.clone(), answer.clone());
+                took = true;
+            }
+        }
+        if took && record.input_requests.is_empty() {
+            record.status = TaskStatus::Working;
+        }
+        took
+    })
+    .await?;
+    if let Some((record, true)) = changed {
+        if record.status == TaskStatus::Working {
+            match server.find_tool(&record.call.tool) {
+                Some(route) => driver::resume(server, &route, &record),
+                None => fail_unknown_tool(server, &record).await?,
+            }
+        }
+    }
+    Ok(JsonObject::new())
+}
+
+/// A task whose tool is no longer registered cannot go on.
+async fn fail_unknown_tool(server: &Server, record: &TaskRecord) -> Result<(), Error> {
+    let error = Error::internal(format!("the tool {:?} of this task is no longer served", record.call.tool));
+    transition(&*server.tasks.store, record.id(), |record| {
+        let live = !record.status.is_terminal();
+        if live {
+            record.status = TaskStatus::Failed;
+            record.error = Some(error.to_object());
+        }
+        live
+    })
+    .await?;
+    Ok(())
+}
+
+/// Cancels the task and drops its handler where it stands; a task that already ended
+/// keeps its status and the request is acknowledged all the same.
+async fn cancel(server: &Server, record: &TaskRecord) -> Result<JsonObject, Error> {
+    transition(&*server.tasks.store, record.id(), |record| {
+        let live = !record.status.is_terminal();
+        if live {
+            record.status = TaskStatus::Cancelled;
+            record.input_requests.clear();
+            record.input_responses.clear();
+        }
+        live
+    })
+    .await?;
+    server.tasks.running.abort(record.id());
+    Ok(JsonObject::new())
+}

@@ -1,0 +1,134 @@
+//! Tasks (the `io.modelcontextprotocol/tasks` extension, SEP-2663): a `tools/call` that
+//! answers at once with a task id, which the client polls with `tasks/get`, answers with
+//! `tasks/update` and stops with `tasks/cancel`.
+//!
+//! A task runs the same handler as a multi-round call, through the same replay driver
+//! (DESIGN §11). Only the journal moves: answers and `once!` results live in the task's
+//! [`TaskRecord`] in a [`TaskStore`] instead of a sealed `requestState`. A task waiting
+//! for a person holds no future: `tasks/update` journals the answers and replays the
+//! handler from the top.
+//!
+//! Doors in from dispatch: [`call`] for a `tools/call` of a tool that supports tasks,
+//! and [`serve`] for `tasks/*`.
+
+mod driver;
+mod methods;
+mod store;
+mod wire;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub(crate) use driver::{call, Called, Running};
+pub(crate) use methods::{serve, TaskMethod};
+pub(crate) use store::TaskCall;
+pub use store::{MemoryTaskStore, StoreError, TaskRecord, TaskStatus, TaskStore};
+
+use crate::context::Transport;
+use crate::protocol::ClientCapabilities;
+use crate::{Capability, Error, Server};
+
+/// The extension's id, in `capabilities.extensions` of both sides.
+pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// How long a task's record is kept after it is created, unless the server says otherwise.
+const DEFAULT_TTL: Duration = Duration::from_secs(60 * 60);
+
+/// How often clients are told to poll `tasks/get`.
+const POLL_INTERVAL_MS: u64 = 500;
+
+/// Whether a tool may run as a task (`#[tool(task = "…")]`, [`ToolRoute::task`](crate::ToolRoute::task)).
+///
+/// A task is only ever created for a client that declared the tasks extension on the
+/// `tools/call` itself; others get the result in rounds (or `-32021` for a required one).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// Never a task: the call runs in rounds.
+    #[default]
+    Forbidden,
+    /// A task when the client declared tasks; rounds otherwise.
+    Optional,
+    /// Only as a task: a client that did not declare tasks gets `-32021`.
+    Required,
+}
+
+/// The server's task machinery: where records live, how long, and which tasks run here.
+#[derive(Clone)]
+pub(crate) struct Tasks {
+    pub(crate) store: Arc<dyn TaskStore>,
+    pub(crate) ttl: Option<Duration>,
+    pub(crate) running: Arc<Running>,
+}
+
+impl Default for Tasks {
+    fn default() -> Self {
+        Self { store: Arc::new(MemoryTaskStore::new()), ttl: Some(DEFAULT_TTL), running: Arc::default() }
+    }
+}
+
+/// Whether this `tools/call` may become a task: `Err(-32021)` when the tool needs one and
+/// the client did not declare tasks on this request. Legacy (2025-11-25) calls never
+/// become tasks: the extension does not exist in that revision.
+pub(crate) fn may_become_task(support: TaskSupport, caps: &ClientCapabilities, legacy: bool) -> Result<bool, Error> {
+    let declared = !legacy && Capability::Tasks.is_declared_in(caps);
+    match support {
+        TaskSupport::Forbidden => Ok(false),
+        TaskSupport::Optional => Ok(declared),
+        TaskSupport::Required if declared => Ok(true),
+        TaskSupport::Required => Err(crate::capability::missing(caps, [Capability::Tasks])
+            .err()
+            .unwrap_or_else(|| Error::internal("this tool runs only as a task"))),
+    }
+}
+
+/// Who is asking: tasks are visible only to the caller that created them. The one place
+/// tasks learn the caller, so a richer notion of it changes only this function.
+pub(crate) fn caller(server: &Server, transport: &Transport) -> Option<String> {
+    server.principal_of(transport)
+}
+
+/// 128 random bits as hex: task ids must not be guessable.
+fn new_task_id() -> Result<String, Error> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| Error::internal(format!("no randomness for a task id: {e}")))?;
+    Ok(format!("{:032x}", u128::from_be_bytes(bytes)))
+}
+
+#[allow(clippy::needless_pass_by_value, reason = "called as map_err(store_error)")]
+fn store_error(error: StoreError) -> Error {
+    tracing::warn!(%error, "task store failed");
+    Error::internal(error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn caps(value: serde_json::Value) -> ClientCapabilities {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn tasks_only_for_clients_that_declare_them_on_a_modern_request() {
+        let declared = caps(json!({ "extensions": { EXTENSION: {} } }));
+        let silent = caps(json!({}));
+        assert!(may_become_task(TaskSupport::Optional, &declared, false).unwrap());
+        assert!(!may_become_task(TaskSupport::Optional, &declared, true).unwrap());
+        assert!(!may_become_task(TaskSupport::Optional, &silent, false).unwrap());
+        assert!(!may_become_task(TaskSupport::Forbidden, &declared, false).unwrap());
+        assert!(may_become_task(TaskSupport::Required, &declared, false).unwrap());
+        let refused = may_become_task(TaskSupport::Required, &silent, false).unwrap_err();
+        assert_eq!(refused.code(), crate::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
+        assert_eq!(refused.data().unwrap()["requiredCapabilities"], json!({ "extensions": { EXTENSION: {} } }));
+    }
+
+    #[test]
+    fn task_ids_are_distinct_128_bit_hex() {
+        let (a, b) = (new_task_id().unwrap(), new_task_id().unwrap());
+        assert_eq!(a.len(), 32);
+        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
+}

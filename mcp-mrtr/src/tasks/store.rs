@@ -1,0 +1,292 @@
+//! Where tasks live: [`TaskRecord`] (a task's status, outcome and journal, as plain
+//! serializable data) and the [`TaskStore`] trait, with [`MemoryTaskStore`] as the
+//! single-instance default.
+//!
+//! A store offers three operations: create, get, and a compare-and-set replace keyed by
+//! the record's version. Every change the runtime makes is a read, a change to the copy,
+//! and a replace that only lands if nobody wrote in between; a lost race is retried from
+//! a fresh read. That is all a shared store (Redis, SQL) needs to provide to let several
+//! instances serve the same tasks.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures_util::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::protocol::{ClientCapabilities, ErrorObject, Implementation, InputRequest, JsonObject};
+use crate::replay::Carried;
+
+/// Where a task stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    /// The handler is running.
+    Working,
+    /// The handler waits for answers (`inputRequests`, answered with `tasks/update`).
+    InputRequired,
+    /// The tool returned a result (an `isError` result too).
+    Completed,
+    /// The call failed with a JSON-RPC error.
+    Failed,
+    /// The client cancelled it.
+    Cancelled,
+}
+
+impl TaskStatus {
+    /// `completed`, `failed` and `cancelled` are final.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
+    }
+}
+
+/// The durable record of one task: what was called, where it stands, its outcome, and
+/// the journal (answers and `once!` results) its handler is replayed from.
+///
+/// Opaque to stores: serialize it whole (it is plain data) and key it by [`id`](Self::id).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskRecord {
+    id: String,
+    version: u64,
+    pub(crate) owner: Option<String>,
+    pub(crate) status: TaskStatus,
+    pub(crate) status_message: Option<String>,
+    pub(crate) created_at_ms: u64,
+    pub(crate) updated_at_ms: u64,
+    pub(crate) ttl_ms: Option<u64>,
+    pub(crate) call: TaskCall,
+    pub(crate) journal: Carried,
+    /// The questions still open, by their key.
+    pub(crate) input_requests: BTreeMap<String, InputRequest>,
+    /// Answers received and not yet replayed.
+    pub(crate) input_responses: JsonObject,
+    pub(crate) result: Option<Value>,
+    pub(crate) error: Option<ErrorObject>,
+}
+
+/// What a task runs: the tool call as the client made it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct TaskCall {
+    pub(crate) tool: String,
+    pub(crate) arguments: JsonObject,
+    pub(crate) protocol_version: String,
+    pub(crate) client_capabilities: ClientCapabilities,
+    pub(crate) client_info: Option<Implementation>,
+}
+
+impl TaskRecord {
+    pub(crate) fn new(
+        id: String,
+        owner: Option<String>,
+        call: TaskCall,
+        journal: Carried,
+        ttl: Option<Duration>,
+    ) -> Self {
+        let now = now_ms();
+        Self {
+            id,
+            version: 0,
+            owner,
+            status: TaskStatus::Working,
+            status_message: None,
+            created_at_ms: now,
+            updated_at_ms: now,
+            ttl_ms: ttl.map(|ttl| u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)),
+            call,
+            journal,
+            input_requests: BTreeMap::new(),
+            input_responses: JsonObject::new(),
+            result: None,
+            error: None,
+        }
+    }
+
+    /// The task's id (128 random bits, hex).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Bumped by every write: [`TaskStore::replace`] compares it.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Where the task stands.
+    pub fn status(&self) -> TaskStatus {
+        self.status
+    }
+
+    /// When the record may be forgotten; `None` keeps it until the store is dropped.
+    pub fn expires_at(&self) -> Option<SystemTime> {
+        let ttl = self.ttl_ms?;
+        Some(UNIX_EPOCH + Duration::from_millis(self.created_at_ms.saturating_add(ttl)))
+    }
+
+    /// The record as the next write stores it: one version up, stamped now.
+    pub(crate) fn next(&self) -> Self {
+        let mut next = self.clone();
+        next.version += 1;
+        next.updated_at_ms = now_ms().max(self.updated_at_ms);
+        next
+    }
+
+    fn is_expired(&self, now: SystemTime) -> bool {
+        self.expires_at().is_some_and(|at| at <= now)
+    }
+}
+
+pub(crate) fn now_ms() -> u64 {
+    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A store failed (a network error, say). The request it served fails with `-32603`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreError(String);
+
+impl StoreError {
+    /// An error with this description, for server logs.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self(message.into())
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "task store: {}", self.0)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// Durable storage of task records, shared by every instance that serves the tasks.
+///
+/// Implementations must be strongly consistent per key: once [`create`](Self::create)
+/// or a successful [`replace`](Self::replace) resolves, every [`get`](Self::get) sees it.
+/// Records past [`TaskRecord::expires_at`] must read as absent.
+pub trait TaskStore: Send + Sync + 'static {
+    /// Stores a new record.
+    fn create(&self, record: TaskRecord) -> BoxFuture<'_, Result<(), StoreError>>;
+
+    /// The record with this id, unless it is unknown or expired.
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>>;
+
+    /// Replaces the stored record with `record` if the stored one is still at version
+    /// `expected` (the runtime then gives `record` version `expected + 1`); `Ok(false)`
+    /// when it moved on or is gone.
+    fn replace(&self, expected: u64, record: TaskRecord) -> BoxFuture<'_, Result<bool, StoreError>>;
+}
+
+/// Task records in this process's memory: for one instance. Expired records are
+/// dropped when read and swept when new ones are created.
+#[derive(Debug, Default)]
+pub struct MemoryTaskStore {
+    records: Mutex<HashMap<String, TaskRecord>>,
+}
+
+impl MemoryTaskStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn records(&self) -> std::sync::MutexGuard<'_, HashMap<String, TaskRecord>> {
+        self.records.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl TaskStore for MemoryTaskStore {
+    fn create(&self, record: TaskRecord) -> BoxFuture<'_, Result<(), StoreError>> {
+        let mut records = self.records();
+        let now = SystemTime::now();
+        records.retain(|_, r| !r.is_expired(now));
+        let stored = match records.entry(record.id.clone()) {
+            std::collections::hash_map::Entry::Occupied(_) => Err(StoreError::new("a task with this id exists")),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(record);
+                Ok(())
+            }
+        };
+        Box::pin(std::future::ready(stored))
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>> {
+        let mut records = self.records();
+        let found = match records.get(id) {
+            Some(record) if record.is_expired(SystemTime::now()) => {
+                records.remove(id);
+                None
+            }
+            other => other.cloned(),
+        };
+        Box::pin(std::future::ready(Ok(found)))
+    }
+
+    fn replace(&self, expected: u64, mut record: TaskRecord) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let mut records = self.records();
+        let replaced = match records.get_mut(&record.id) {
+            Some(current) if current.version == expected && !current.is_expired(SystemTime::now()) => {
+                record.version = expected + 1;
+                *current = record;
+                true
+            }
+            _ => false,
+        };
+        Box::pin(std::future::ready(Ok(replaced)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(id: &str, ttl: Option<Duration>) -> TaskRecord {
+        let call = TaskCall {
+            tool: "t".into(),
+            arguments: JsonObject::new(),
+            protocol_version: "2026-07-28".into(),
+            client_capabilities: ClientCapabilities::default(),
+            client_info: None,
+        };
+        TaskRecord::new(id.into(), None, call, Carried::default(), ttl)
+    }
+
+    #[tokio::test]
+    async fn replace_is_compare_and_set() {
+        let store = MemoryTaskStore::new();
+        store.create(record("a", None)).await.unwrap();
+        assert!(store.create(record("a", None)).await.is_err(), "ids are unique");
+        let read = store.get("a").await.unwrap().unwrap();
+        let mut changed = read.next();
+        changed.status = TaskStatus::Completed;
+        assert!(store.replace(read.version(), changed.clone()).await.unwrap());
+        // A writer that read before the first write loses.
+        assert!(!store.replace(read.version(), changed).await.unwrap());
+        let now = store.get("a").await.unwrap().unwrap();
+        assert_eq!((now.version(), now.status()), (1, TaskStatus::Completed));
+        assert!(!store.replace(0, record("missing", None)).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn expired_records_read_as_absent() {
+        let store = MemoryTaskStore::new();
+        store.create(record("gone", Some(Duration::ZERO))).await.unwrap();
+        store.create(record("kept", Some(Duration::from_secs(3600)))).await.unwrap();
+        assert!(store.get("gone").await.unwrap().is_none());
+        assert!(store.get("kept").await.unwrap().is_some());
+    }
+
+    #[test]
+    fn records_round_trip_as_json() {
+        let original = record("j", Some(Duration::from_millis(1500)));
+        let json = serde_json::to_value(&original).unwrap();
+        assert_eq!(json["status"], "working");
+        assert_eq!(json["ttlMs"], 1500);
+        assert_eq!(serde_json::from_value::<TaskRecord>(json).unwrap(), original);
+    }
+}
