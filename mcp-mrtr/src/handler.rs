@@ -32,6 +32,8 @@ pub struct ToolRoute {
     /// Overrides the server's handler time limit for this tool.
     pub(crate) timeout: Option<Duration>,
     pub(crate) task: TaskSupport,
+    /// Parameters mirrored into `Mcp-Param-*` headers, read from the schema at registration.
+    pub(crate) headers: Vec<crate::param_headers::ParamHeader>,
 }
 
 impl ToolRoute {
@@ -162,7 +164,7 @@ impl Tool {
             let fut = parsed.map(|args| f(ctx, args));
             Box::pin(async move { Ok(fut?.await?.into_tool_result()) })
         });
-        ToolRoute { tool: self, call, needs: Vec::new(), timeout: None, task: TaskSupport::Forbidden }
+        ToolRoute { tool: self, call, needs: Vec::new(), timeout: None, task: TaskSupport::Forbidden, headers: Vec::new() }
     }
 }
 

@@ -65,6 +65,7 @@ mod handler;
 mod inflight;
 mod legacy;
 mod live;
+mod param_headers;
 mod private;
 pub mod protocol;
 mod replay;

@@ -130,7 +130,9 @@ impl Server {
     ///
     /// # Panics
     ///
-    /// If the name is not 1–64 characters of `[A-Za-z0-9_./-]`, or is taken.
+    /// If the name is not 1–64 characters of `[A-Za-z0-9_./-]`, or is taken, or the input
+    /// schema's `x-mcp-header` annotations break the rules of SEP-2243 (a header name
+    /// token, unique ignoring case, on string, integer or boolean parameters only).
     pub fn tool(self, tool: impl Into<ToolRoute>) -> Self {
         if let Err(problem) = self.server_handle().add_tool(tool) {
             panic!("{problem}");

@@ -42,9 +42,13 @@ impl ServerHandle {
     /// Unlike the builder, this cannot check that the server was given the `State<T>`
     /// the handler takes: such a handler fails its calls with `-32603` instead.
     pub fn add_tool(&self, tool: impl Into<ToolRoute>) -> Result<(), CatalogError> {
-        let route = tool.into();
+        let mut route = tool.into();
         if !crate::server::valid_tool_name(&route.tool.name) {
             return Err(CatalogError::InvalidName(route.tool.name));
+        }
+        match crate::param_headers::declared(&route.tool.input_schema) {
+            Ok(headers) => route.headers = headers,
+            Err(problem) => return Err(CatalogError::InvalidHeader { tool: route.tool.name, problem }),
         }
         self.live.add(route)
     }
@@ -138,6 +142,14 @@ pub enum CatalogError {
     },
     /// A tool name must be 1–64 characters of `[A-Za-z0-9_./-]`.
     InvalidName(String),
+    /// The tool's `x-mcp-header` annotations break SEP-2243's rules (a header name
+    /// token, unique ignoring case, on string, integer or boolean parameters only).
+    InvalidHeader {
+        /// The tool's name.
+        tool: String,
+        /// What is wrong.
+        problem: String,
+    },
 }
 
 impl fmt::Display for CatalogError {
@@ -145,6 +157,7 @@ impl fmt::Display for CatalogError {
         match self {
             Self::Taken { kind, key } => write!(f, "a {kind} for {key:?} is already registered"),
             Self::InvalidName(name) => write!(f, "tool name {name:?} must be 1-64 characters of [A-Za-z0-9_./-]"),
+            Self::InvalidHeader { tool, problem } => write!(f, "tool {tool:?}: {problem}"),
         }
     }
 }

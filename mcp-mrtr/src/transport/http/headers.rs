@@ -1,5 +1,6 @@
 //! The MCP request headers of Streamable HTTP (SEP-2243): `MCP-Protocol-Version`,
-//! `Mcp-Method` and `Mcp-Name` must be present and agree with the body.
+//! `Mcp-Method` and `Mcp-Name` must be present and agree with the body, and so must the
+//! `Mcp-Param-*` headers of a tool's mirrored parameters (see `param_headers`).
 //!
 //! Order of checks, chosen so each error names the first real problem (spec digest
 //! §1.3): presence, then support of the header's version, then equality with the body.
@@ -9,7 +10,7 @@ use base64::Engine as _;
 use serde_json::Value;
 
 use crate::envelope::{check_version, Request, RequestMeta};
-use crate::Error;
+use crate::{Error, Server};
 
 pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 pub(crate) const SESSION_ID: &str = "mcp-session-id";
@@ -55,18 +56,31 @@ pub(crate) fn check(headers: &HeaderMap, request: &Request, meta: &RequestMeta) 
     Ok(())
 }
 
+/// Checks the `Mcp-Param-*` headers of a `tools/call` against the called tool's mirrored
+/// parameters. An unknown tool has none: dispatch reports it.
+pub(crate) fn check_params(server: &Server, headers: &HeaderMap, request: &Request) -> Result<(), Error> {
+    if request.method != "tools/call" {
+        return Ok(());
+    }
+    let params = request.params.as_ref();
+    let name = params.and_then(|p| p.get("name")).and_then(Value::as_str);
+    let Some(route) = name.and_then(|name| server.find_tool(name)) else { return Ok(()) };
+    crate::param_headers::check(&route.headers, headers, params.and_then(|p| p.get("arguments")))
+}
+
 /// The params field that `Mcp-Name` mirrors, for the methods that require it.
 fn name_source(method: &str) -> Option<&'static str> {
     match method {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" => Some("uri"),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
         _ => None,
     }
 }
 
 /// Decodes the `=?base64?…?=` sentinel clients use for values that are not safe header
 /// text; anything else is the literal value.
-fn decode_value(value: &str) -> Result<String, Error> {
+pub(crate) fn decode_value(value: &str) -> Result<String, Error> {
     let Some(encoded) = value.strip_prefix("=?base64?").and_then(|v| v.strip_suffix("?=")) else {
         return Ok(value.to_owned());
     };

@@ -26,6 +26,7 @@ use futures_util::FutureExt;
 use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
+pub(crate) use self::headers::decode_value;
 use self::guard::{Guard, HostPolicy};
 pub use self::limits::Limits;
 pub use self::serve::serve_router;
@@ -230,7 +231,7 @@ async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response {
         Ok(Incoming::Request(request)) => {
             let header_version = headers::header(headers, headers::PROTOCOL_VERSION);
             match classify(&request, header_version, headers.contains_key(headers::SESSION_ID)) {
-                Era::Modern => match open_envelope(headers, &request) {
+                Era::Modern => match open_envelope(&endpoint.server, headers, &request) {
                     Err(error) => error_response(Era::Modern, Some(request.id), &error),
                     Ok(meta) => serve_request(endpoint, &head, request, meta, None).await,
                 },
@@ -322,9 +323,10 @@ fn busy(id: crate::protocol::RequestId, legacy: bool) -> Response {
 }
 
 /// Validates a modern request's envelope and MCP headers.
-fn open_envelope(headers: &HeaderMap, request: &Request) -> Result<RequestMeta, Error> {
+fn open_envelope(server: &Server, headers: &HeaderMap, request: &Request) -> Result<RequestMeta, Error> {
     let meta = RequestMeta::parse(request.params.as_ref())?;
     headers::check(headers, request, &meta)?;
+    headers::check_params(server, headers, request)?;
     Ok(meta)
 }
 

@@ -1,0 +1,197 @@
+//! Tool parameters mirrored into HTTP headers (SEP-2243): a property of a tool's input
+//! schema annotated `"x-mcp-header": "Region"` travels in the body *and* as the header
+//! `Mcp-Param-Region`, so proxies can route on it without reading the body.
+//!
+//! [`declared`] reads the annotations once, when a tool is registered, and rejects the
+//! ones the spec forbids; [`check`] compares each declared header of a `tools/call` with
+//! its argument.
+
+use axum::http::HeaderMap;
+use serde_json::Value;
+
+use crate::protocol::JsonObject;
+use crate::Error;
+
+/// The schema keyword that names a parameter's header.
+const KEYWORD: &str = "x-mcp-header";
+
+/// One parameter mirrored into a header.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ParamHeader {
+    /// Property names from the arguments object down to the parameter.
+    path: Vec<String>,
+    /// `Mcp-Param-{name}`, as declared.
+    header: String,
+}
+
+/// The mirrored parameters of an input schema, or why the annotations are invalid: a
+/// name that is empty or not an RFC 9110 token, a name used twice (ignoring case), or an
+/// annotation on a property that is not a string, integer or boolean.
+pub(crate) fn declared(schema: &JsonObject) -> Result<Vec<ParamHeader>, String> {
+    let mut found = Vec::new();
+    walk(schema, &mut Vec::new(), &mut found)?;
+    for (i, a) in found.iter().enumerate() {
+        if found[..i].iter().any(|b: &ParamHeader| b.header.eq_ignore_ascii_case(&a.header)) {
+            return Err(format!("two parameters are mirrored into the header {}", a.header));
+        }
+    }
+    Ok(found)
+}
+
+fn walk(schema: &JsonObject, path: &mut Vec<String>, found: &mut Vec<ParamHeader>) -> Result<(), String> {
+    let Some(Value::Object(properties)) = schema.get("properties") else { return Ok(()) };
+    for (name, property) in properties {
+        let Value::Object(property) = property else { continue };
+        path.push(name.clone());
+        if let Some(header) = property.get(KEYWORD) {
+            let at = path.join(".");
+            let header = header.as_str().filter(|h| is_token(h)).ok_or_else(|| {
+                format!("{KEYWORD} of {at} must be a non-empty header name token (letters, digits, !#$%&'*+-.^_`|~)")
+            })?;
+            if !is_primitive(property) {
+                return Err(format!("{KEYWORD} of {at} is only allowed on string, integer and boolean parameters"));
+            }
+            found.push(ParamHeader { path: path.clone(), header: format!("Mcp-Param-{header}") });
+        }
+        walk(property, path, found)?;
+        path.pop();
+    }
+    Ok(())
+}
+
+/// An RFC 9110 `token`.
+fn is_token(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// `type` is string, integer or boolean (alone, or with `null` for optional ones).
+fn is_primitive(property: &JsonObject) -> bool {
+    let primitive = |t: &Value| matches!(t.as_str(), Some("string" | "integer" | "boolean"));
+    match property.get("type") {
+        Some(Value::Array(types)) => {
+            let mut non_null = types.iter().filter(|t| t.as_str() != Some("null"));
+            non_null.next().is_some_and(primitive) && non_null.next().is_none()
+        }
+        Some(single) => primitive(single),
+        None => false,
+    }
+}
+
+/// Checks every mirrored parameter of a call: a value in the body needs its header, a
+/// header needs its value, and the two must agree (integers numerically). Any problem is
+/// `-32020` with HTTP 400.
+pub(crate) fn check(declared: &[ParamHeader], headers: &HeaderMap, arguments: Option<&Value>) -> Result<(), Error> {
+    for param in declared {
+        let body = arguments.and_then(|args| param.path.iter().try_fold(args, |v, key| v.get(key)));
+        let body = body.filter(|v| !v.is_null());
+        let header = headers.get(param.header.as_str());
+        let name = &param.header;
+        let at = param.path.join(".");
+        match (body, header) {
+            (None, None) => {}
+            (Some(_), None) => return Err(Error::header_mismatch(format!("missing {name} header for arguments.{at}"))),
+            (None, Some(_)) => return Err(Error::header_mismatch(format!("{name} header without arguments.{at}"))),
+            (Some(body), Some(header)) => {
+                let text = header.to_str().map_err(|_| {
+                    Error::header_mismatch(format!("{name} header has characters headers cannot carry"))
+                })?;
+                let decoded = crate::transport::http::decode_value(text)?;
+                if !agrees(body, &decoded) {
+                    return Err(Error::header_mismatch(format!("{name} header does not match arguments.{at}")));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether a decoded header value states the body's value.
+fn agrees(body: &Value, header: &str) -> bool {
+    match body {
+        Value::String(text) => text == header,
+        Value::Bool(flag) => header == if *flag { "true" } else { "false" },
+        Value::Number(number) => match (number.as_i64(), number.as_u64()) {
+            (Some(n), _) => header.parse::<i64>() == Ok(n),
+            (None, Some(n)) => header.parse::<u64>() == Ok(n),
+            (None, None) => false,
+        },
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::HeaderValue;
+    use serde_json::json;
+
+    use super::*;
+
+    fn schema(value: Value) -> JsonObject {
+        match value {
+            Value::Object(object) => object,
+            other => panic!("not a schema object: {other}"),
+        }
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(*name, HeaderValue::from_str(value).unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn reads_annotations_through_nested_properties() {
+        let found = declared(&schema(json!({ "type": "object", "properties": {
+            "region": { "type": "string", "x-mcp-header": "Region" },
+            "limit": { "type": ["integer", "null"], "x-mcp-header": "Limit" },
+            "opts": { "type": "object", "properties": { "dry": { "type": "boolean", "x-mcp-header": "Dry" } } },
+            "plain": { "type": "string" },
+        }})))
+        .unwrap();
+        let names: Vec<&str> = found.iter().map(|p| p.header.as_str()).collect();
+        assert_eq!(names, ["Mcp-Param-Limit", "Mcp-Param-Dry", "Mcp-Param-Region"]);
+        assert_eq!(found[1].path, ["opts", "dry"]);
+    }
+
+    #[test]
+    fn rejects_what_the_spec_forbids() {
+        for bad in [
+            json!({ "properties": { "a": { "type": "number", "x-mcp-header": "A" } } }),
+            json!({ "properties": { "a": { "type": "object", "x-mcp-header": "A" } } }),
+            json!({ "properties": { "a": { "type": "string", "x-mcp-header": "" } } }),
+            json!({ "properties": { "a": { "type": "string", "x-mcp-header": "Has Space" } } }),
+            json!({ "properties": { "a": { "type": "string", "x-mcp-header": 7 } } }),
+            json!({ "properties": {
+                "a": { "type": "string", "x-mcp-header": "Same" },
+                "b": { "type": "string", "x-mcp-header": "same" },
+            } }),
+        ] {
+            assert!(declared(&schema(bad.clone())).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn header_and_body_must_agree() {
+        let found = declared(&schema(json!({ "properties": {
+            "region": { "type": "string", "x-mcp-header": "Region" },
+            "count": { "type": "integer", "x-mcp-header": "Count" },
+        }})))
+        .unwrap();
+        let args = json!({ "region": "Hello", "count": 42 });
+        let ok = |pairs: &[(&'static str, &str)]| check(&found, &headers(pairs), Some(&args)).is_ok();
+        assert!(ok(&[("mcp-param-region", "Hello"), ("mcp-param-count", "42")]));
+        assert!(ok(&[("mcp-param-region", "=?base64?SGVsbG8=?="), ("mcp-param-count", "042")]));
+        assert!(!ok(&[("mcp-param-region", "=?base64?SGVsbG8?="), ("mcp-param-count", "42")]));
+        assert!(!ok(&[("mcp-param-region", "hello"), ("mcp-param-count", "42")]));
+        assert!(!ok(&[("mcp-param-count", "42")]));
+        assert!(!ok(&[("mcp-param-region", "Hello"), ("mcp-param-count", "41")]));
+        // No value in the body, no header expected; a header without a value is refused.
+        let empty = json!({});
+        assert!(check(&found, &headers(&[]), Some(&empty)).is_ok());
+        assert!(check(&found, &headers(&[("mcp-param-count", "1")]), Some(&empty)).is_err());
+        let error = check(&found, &headers(&[]), Some(&args)).unwrap_err();
+        assert_eq!((error.code(), error.http_status()), (crate::ErrorCode::HEADER_MISMATCH, 400));
+    }
+}
