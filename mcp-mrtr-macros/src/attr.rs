@@ -18,9 +18,11 @@ pub(crate) struct Args {
     pub(crate) hints: Vec<Ident>,
     pub(crate) uri: Option<LitStr>,
     pub(crate) mime_type: Option<LitStr>,
+    /// `task = "optional"` or `"required"`: validated into a [`crate::model::TaskMode`].
+    pub(crate) task: Option<LitStr>,
 }
 
-const TOOL_KEYS: &str = "name, title, description, read_only, destructive, idempotent, open_world, crate";
+const TOOL_KEYS: &str = "name, title, description, read_only, destructive, idempotent, open_world, task, crate";
 const PROMPT_KEYS: &str = "name, title, description, crate";
 const RESOURCE_KEYS: &str = "uri, name, title, description, mime_type, crate";
 pub(crate) const HINTS: &[&str] = &["read_only", "destructive", "idempotent", "open_world"];
@@ -50,6 +52,7 @@ impl Args {
                 self.hints.push(meta.path.get_ident().cloned().expect("a hint is an identifier"));
                 Ok(())
             }
+            (Kind::Tool, "task") => set(&mut self.task, meta),
             (Kind::Resource, "uri") => set(&mut self.uri, meta),
             (Kind::Resource, "mime_type") => set(&mut self.mime_type, meta),
             _ => {
@@ -89,8 +92,10 @@ mod tests {
 
     #[test]
     fn reads_keys_and_flags() {
-        let args = Args::parse(Kind::Tool, quote!(name = "x", read_only, crate = "my::mcp")).unwrap();
+        let args =
+            Args::parse(Kind::Tool, quote!(name = "x", read_only, task = "optional", crate = "my::mcp")).unwrap();
         assert_eq!(args.name.unwrap().value(), "x");
+        assert_eq!(args.task.unwrap().value(), "optional");
         assert_eq!(args.hints.len(), 1);
         assert!(args.krate.is_some());
     }
@@ -101,5 +106,6 @@ mod tests {
         assert!(unknown.to_string().contains("expected one of name, title"));
         assert!(Args::parse(Kind::Tool, quote!(name = "a", name = "b")).is_err());
         assert!(Args::parse(Kind::Tool, quote!(name = 5)).is_err());
+        assert!(Args::parse(Kind::Prompt, quote!(task = "optional")).is_err());
     }
 }

@@ -273,7 +273,18 @@ pub(crate) fn route(handler: &Handler, runtime: &Path, args: &Ident, call: &Toke
                 || quote!(::core::option::Option::None),
                 |ty| quote_spanned!(syn::spanned::Spanned::span(ty)=> ::core::option::Option::Some(#private::output_schema::<#ty>())),
             );
-            quote!(#private::tool::<#args>(#name, #description, #title, &[#(#hints),*], #output)#attach)
+            let headers = handler.params.iter().filter_map(|p| {
+                let header = p.header.as_ref()?;
+                let (param, ty) = (p.ident.to_string(), &p.ty);
+                // Spanned on the type, so a type that cannot be a header is reported there.
+                let check = quote_spanned!(syn::spanned::Spanned::span(ty)=> #private::header_param::<#ty>);
+                Some(quote!((#param, #header, #check)))
+            });
+            let task = handler.task.map(|mode| {
+                let variant = Ident::new(mode.variant(), Span::call_site());
+                quote!(.task(#runtime::TaskSupport::#variant))
+            });
+            quote!(#private::tool::<#args>(#name, #description, #title, &[#(#hints),*], &[#(#headers),*], #output)#attach #task)
         }
         Kind::Prompt => {
             let arguments = handler.params.iter().map(|p| {

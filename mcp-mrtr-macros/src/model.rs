@@ -2,7 +2,7 @@
 //! parameter if it declares one.
 
 use quote::ToTokens;
-use syn::{Attribute, Block, FnArg, Ident, ItemFn, Pat, ReturnType, Token, Type, Visibility};
+use syn::{Attribute, Block, FnArg, Ident, ItemFn, LitStr, Pat, ReturnType, Token, Type, Visibility};
 
 use crate::attr::Args;
 
@@ -26,10 +26,41 @@ impl Kind {
 
 /// A handler parameter that is an argument of the call.
 pub(crate) struct Param {
+    /// Its attributes, without our `#[mcp(...)]`.
     pub(crate) attrs: Vec<Attribute>,
     pub(crate) mutability: Option<Token![mut]>,
     pub(crate) ident: Ident,
     pub(crate) ty: Type,
+    /// `#[mcp(header = "Region")]`: mirrored into the `Mcp-Param-Region` header.
+    pub(crate) header: Option<LitStr>,
+}
+
+/// How a tool may run as a task: `#[tool(task = "optional" | "required")]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TaskMode {
+    Optional,
+    Required,
+}
+
+impl TaskMode {
+    fn parse(value: &LitStr) -> syn::Result<Self> {
+        match value.value().as_str() {
+            "optional" => Ok(Self::Optional),
+            "required" => Ok(Self::Required),
+            other => Err(syn::Error::new(
+                value.span(),
+                format!("unknown task mode {other:?}: #[tool(task = \"optional\")] or #[tool(task = \"required\")]"),
+            )),
+        }
+    }
+
+    /// The `TaskSupport` variant this mode names.
+    pub(crate) fn variant(self) -> &'static str {
+        match self {
+            Self::Optional => "Optional",
+            Self::Required => "Required",
+        }
+    }
 }
 
 /// A parameter the runtime resolves from the server and the request (`State<T>`,
@@ -60,6 +91,7 @@ pub(crate) struct Handler {
     pub(crate) ctx: Option<CtxParam>,
     pub(crate) resolved: Vec<ResolvedParam>,
     pub(crate) params: Vec<Param>,
+    pub(crate) task: Option<TaskMode>,
     pub(crate) output: ReturnType,
     pub(crate) body: Block,
 }
@@ -107,12 +139,16 @@ impl Handler {
                         Err(error) => errors.push(error),
                     },
                     (None, _) => match &*typed.pat {
-                        Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => params.push(Param {
-                            attrs: typed.attrs.clone(),
-                            mutability: pat.mutability,
-                            ident: pat.ident.clone(),
-                            ty: (*typed.ty).clone(),
-                        }),
+                        Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => {
+                            let (attrs, header) = param_attrs(kind, &typed.attrs, errors);
+                            params.push(Param {
+                                attrs,
+                                mutability: pat.mutability,
+                                ident: pat.ident.clone(),
+                                ty: (*typed.ty).clone(),
+                                header,
+                            });
+                        }
                         other => errors.push(syn::Error::new_spanned(
                             other,
                             "parameters must be plain names: each becomes an argument of that name",
@@ -121,8 +157,11 @@ impl Handler {
                 },
             }
         }
+        check_headers(&params, errors);
+        let task = args.task.as_ref().and_then(|value| TaskMode::parse(value).map_err(|e| errors.push(e)).ok());
         Self {
             kind,
+            task,
             args,
             vis: item.vis,
             ident: item.sig.ident.clone(),
@@ -171,6 +210,54 @@ fn resolved_param(typed: &syn::PatType) -> syn::Result<ResolvedParam> {
         }
     };
     Ok(ResolvedParam { pat: (*typed.pat).clone(), ty, state })
+}
+
+/// Splits our `#[mcp(header = "…")]` off a parameter's attributes; the rest (docs,
+/// serde attributes) stay on the generated argument field.
+fn param_attrs(kind: Kind, attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> (Vec<Attribute>, Option<LitStr>) {
+    let mut header = None;
+    let mut rest = Vec::new();
+    for attr in attrs {
+        if !attr.path().is_ident("mcp") {
+            rest.push(attr.clone());
+            continue;
+        }
+        let parsed = attr.parse_nested_meta(|meta| {
+            if !meta.path.is_ident("header") {
+                return Err(meta.error("unknown key in #[mcp(...)] on a parameter: expected header = \"Name\""));
+            }
+            let value: LitStr = meta.value()?.parse()?;
+            if kind != Kind::Tool {
+                return Err(syn::Error::new(value.span(), "only tool parameters can be mirrored into a header"));
+            }
+            if !is_header_token(&value.value()) {
+                return Err(syn::Error::new(
+                    value.span(),
+                    "a header name is a non-empty token: letters, digits and !#$%&'*+-.^_`|~, no spaces",
+                ));
+            }
+            header = Some(value);
+            Ok(())
+        });
+        if let Err(error) = parsed {
+            errors.push(error);
+        }
+    }
+    (rest, header)
+}
+
+fn is_header_token(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// Two parameters cannot share a header (names compare ignoring case).
+fn check_headers(params: &[Param], errors: &mut Vec<syn::Error>) {
+    let headers: Vec<&LitStr> = params.iter().filter_map(|p| p.header.as_ref()).collect();
+    for (i, header) in headers.iter().enumerate() {
+        if headers[..i].iter().any(|earlier| earlier.value().eq_ignore_ascii_case(&header.value())) {
+            errors.push(syn::Error::new(header.span(), "another parameter is already mirrored into this header"));
+        }
+    }
 }
 
 /// `Some(by_ref)` when `ty` is `Ctx` or `&Ctx` (any path ending in `Ctx`).
@@ -259,6 +346,34 @@ mod tests {
         let (h, errors) = handler(parse_quote! { fn f<T>(&self, (a, b): (u8, u8), c: &Ctx, d: Ctx) {} });
         // `&self` is kept for #[toolbox] to judge; the expansion of a lone #[tool] refuses it.
         assert!(h.receiver.is_some());
+        assert_eq!(errors.len(), 4, "{:?}", errors.iter().map(ToString::to_string).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn reads_header_params_and_task_modes() {
+        let mut errors = Vec::new();
+        let args = Args { task: Some(parse_quote!("required")), ..Args::default() };
+        let item: ItemFn = parse_quote! {
+            async fn f(#[mcp(header = "Region")] /// Where.
+            region: String, other: u8) -> Result<String, ToolError> { todo!() }
+        };
+        let h = Handler::from_syn(Kind::Tool, args, item, &mut errors);
+        assert!(errors.is_empty());
+        assert_eq!(h.task, Some(TaskMode::Required));
+        assert_eq!(h.params[0].header.as_ref().map(LitStr::value).as_deref(), Some("Region"));
+        assert_eq!(h.params[0].attrs.len(), 1, "the doc stays, #[mcp] goes");
+        assert!(h.params[1].header.is_none());
+    }
+
+    #[test]
+    fn rejects_bad_header_params_and_task_modes() {
+        let mut errors = Vec::new();
+        let args = Args { task: Some(parse_quote!("sometimes")), ..Args::default() };
+        let item: ItemFn = parse_quote! {
+            async fn f(#[mcp(header = "A")] a: String, #[mcp(header = "a")] b: String,
+                #[mcp(header = "has space")] c: String, #[mcp(route = "x")] d: String) {}
+        };
+        Handler::from_syn(Kind::Tool, args, item, &mut errors);
         assert_eq!(errors.len(), 4, "{:?}", errors.iter().map(ToString::to_string).collect::<Vec<_>>());
     }
 

@@ -44,6 +44,9 @@
 //! - **Both eras.** 2025-11-25 clients get the same handlers through a bridge: after
 //!   `initialize`, each round's questions go to the client as real requests on the
 //!   request's stream, and the handler is replayed with the answers.
+//! - **Tasks.** `#[tool(task = "optional")]` lets a client that declares the tasks
+//!   extension get a task id at once and poll it; the handler, its asks and its `once!`
+//!   steps are the same, journaled in a [`TaskStore`] instead of the request state.
 //! - **Testing.** [`testing::TestClient`] drives a handler through its rounds in-process.
 //!
 //! The [`guide`] explains [how a handler runs across rounds](guide::replay), [the request
@@ -114,7 +117,13 @@ pub use transport::http::{serve_router, HttpConfig, Limits};
 /// | `title = "…"` | display title |
 /// | `description = "…"` | description (default: the doc comment; one is required) |
 /// | `read_only`, `destructive`, `idempotent`, `open_world` | behaviour hints |
+/// | `task = "optional"` / `"required"` | may run as a task ([`TaskSupport`], [`Ctx::continue_as_task`]) |
 /// | `crate = "path"` | where `mcp_mrtr` is, when re-exported under another name |
+///
+/// A parameter marked `#[mcp(header = "Region")]` is mirrored into the HTTP header
+/// `Mcp-Param-Region` (SEP-2243: `x-mcp-header` in the input schema), which the server
+/// checks against the argument. Only `String`, integer and `bool` parameters (or an
+/// `Option` of one) can be mirrored.
 ///
 /// The function becomes a unit struct of the same name that converts into a
 /// [`ToolRoute`]; register several with `server.tools(tools![a, b])`.

@@ -15,14 +15,22 @@ use crate::protocol::{JsonObject, ToolAnnotations};
 use crate::{Ctx, Error, Prompt, PromptArgument, Resource, ResourceRoute, ResourceTemplate, Tool, ToolError};
 
 /// A tool's metadata, with the input schema of its generated argument struct.
+/// `headers` are the parameters mirrored into headers: (parameter, header name, type check).
 pub fn tool<A: schemars::JsonSchema>(
     name: &str,
     description: &str,
     title: Option<&str>,
     hints: &[&str],
+    headers: &[(&str, &str, HeaderCheck)],
     output_schema: Option<Value>,
 ) -> Tool {
-    let mut tool = Tool::new(name).description(description).input_schema(input_schema::<A>());
+    let mut schema = input_schema::<A>();
+    for (param, header, _) in headers {
+        if let Some(Value::Object(property)) = schema.pointer_mut(&format!("/properties/{param}")) {
+            property.insert("x-mcp-header".into(), Value::from(*header));
+        }
+    }
+    let mut tool = Tool::new(name).description(description).input_schema(schema);
     if let Some(title) = title {
         tool = tool.title(title);
     }
@@ -41,6 +49,28 @@ pub fn tool<A: schemars::JsonSchema>(
     }
     tool
 }
+
+/// Proof, checked at compile time, that a parameter's type can be mirrored into a header.
+pub type HeaderCheck = fn() -> ();
+
+/// The type check of `#[mcp(header = "…")]`: only strings, integers and booleans (or an
+/// `Option` of one) can travel in a header.
+pub fn header_param<T: HeaderParam>() {}
+
+/// Types a `#[mcp(header = "…")]` parameter may have.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be mirrored into a header",
+    note = "#[mcp(header = \"…\")] goes on a String, integer or bool parameter, or an Option of one"
+)]
+pub trait HeaderParam {}
+
+impl HeaderParam for String {}
+impl HeaderParam for bool {}
+impl<T: HeaderParam> HeaderParam for Option<T> {}
+macro_rules! header_integers {
+    ($($ty:ty),*) => { $(impl HeaderParam for $ty {})* };
+}
+header_integers!(i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
 
 /// The input schema of a generated argument struct: an object schema without the
 /// struct's internal name.

@@ -171,6 +171,7 @@ impl Rpc {
         let name = match self.method.as_str() {
             "tools/call" | "prompts/get" => self.params.get("name"),
             "resources/read" => self.params.get("uri"),
+            "tasks/get" | "tasks/update" | "tasks/cancel" => self.params.get("taskId"),
             _ => None,
         };
         if let Some(Value::String(name)) = name {

@@ -5,6 +5,7 @@
 pub mod bridge;
 pub mod live;
 pub mod mrtr;
+pub mod tasks;
 
 use std::time::Duration;
 
@@ -37,6 +38,7 @@ pub fn server() -> Server {
     let server = mrtr::register(server);
     let server = bridge::register(server);
     let server = live::register(server);
+    let server = tasks::register(server);
     resources(server)
 }
 

@@ -1,0 +1,126 @@
+//! The tasks fixture (SEP-2663) and the custom-header tool (SEP-2243): the tools the
+//! `tasks-*` and `http-custom-header-server-validation` scenarios call, written with the
+//! same macros and `ask!`s as the multi-round ones. Whether a call runs in rounds or as
+//! a task is the client's declaration and the tool's `task = …`, not the body's.
+
+use std::time::Duration;
+
+use mcp_mrtr::prelude::*;
+use mcp_mrtr::Error;
+
+/// A person's name.
+#[derive(Deserialize, JsonSchema)]
+pub struct Name {
+    name: String,
+}
+
+/// A yes/no confirmation.
+#[derive(Deserialize, JsonSchema)]
+pub struct ConfirmDelete {
+    confirm: bool,
+}
+
+/// Greets someone by name. Never a task.
+#[tool]
+pub async fn greet(
+    /// Who to greet.
+    name: String,
+) -> Result<String, ToolError> {
+    Ok(format!("Hello, {name}!"))
+}
+
+/// Works for `seconds`, reporting progress each second, then says it is done. With a
+/// client that declares tasks it becomes a task as soon as it starts waiting.
+#[tool(task = "optional")]
+pub async fn slow_compute(
+    ctx: &Ctx,
+    /// How long to work, in seconds (at most an hour).
+    seconds: f64,
+    /// A name for the job.
+    label: Option<String>,
+) -> Result<String, ToolError> {
+    let label = label.unwrap_or_else(|| "slow_compute".into());
+    let total = Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|d| d.as_secs() <= 3600)
+        .ok_or_else(|| ToolError::invalid_params("seconds must be between 0 and 3600"))?;
+    let mut done = Duration::ZERO;
+    while done < total {
+        let step = total.saturating_sub(done).min(Duration::from_secs(1));
+        tokio::time::sleep(step).await;
+        done += step;
+        let message = format!("{label}: {:.1}s of {:.1}s", done.as_secs_f64(), total.as_secs_f64());
+        ctx.progress(done.as_secs_f64(), Some(total.as_secs_f64()), Some(&message)).await;
+    }
+    Ok(format!("{label} finished after {seconds}s"))
+}
+
+/// Runs for about a second and fails as a tool error (`isError`): only as a task.
+#[tool(task = "required")]
+pub async fn failing_job() -> Result<String, ToolError> {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    Err(ToolError::new("the job failed after one second, as it always does"))
+}
+
+/// Runs briefly and fails with a JSON-RPC error: the task ends `failed`.
+#[tool(task = "optional")]
+pub async fn protocol_error_job() -> Result<String, ToolError> {
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    Err(ToolError::protocol(Error::internal("the job hit an internal error")))
+}
+
+/// Asks, inside a task, whether to delete `filename` (key `confirm`).
+#[tool(task = "required", destructive)]
+pub async fn confirm_delete(
+    ctx: &Ctx,
+    /// The file to delete.
+    filename: String,
+) -> Result<String, ToolError> {
+    ctx.continue_as_task().await;
+    let confirm: ConfirmDelete = ask!(elicit format!("Delete {filename}?"))?;
+    Ok(if confirm.confirm { format!("Deleted {filename}") } else { format!("Kept {filename}") })
+}
+
+/// Asks two questions at once inside a task (keys `input-a` and `input-b`).
+#[tool(task = "required")]
+pub async fn multi_input(ctx: &Ctx) -> Result<String, ToolError> {
+    ctx.continue_as_task().await;
+    let (first, second) =
+        join!(ask!(key = "input-a", elicit "Who reviews first?"), ask!(key = "input-b", elicit "Who reviews second?"),);
+    let (first, second): (Name, Name) = (first?, second?);
+    Ok(format!("Reviewers: {} then {}", first.name, second.name))
+}
+
+/// Asks the user's name in an ordinary round (key `user_name`), then continues as a
+/// task that greets them.
+#[tool(task = "required")]
+pub async fn test_tool_with_task(ctx: &Ctx) -> Result<String, ToolError> {
+    let user_name: Name = ask!(elicit "What is your name?")?;
+    ctx.continue_as_task().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    Ok(format!("Hello, {}! (async)", user_name.name))
+}
+
+/// Echoes `value`, which is mirrored into the `Mcp-Param-Value` header.
+#[tool(read_only)]
+pub async fn test_custom_header(
+    /// Any text; clients send it as the `Mcp-Param-Value` header too.
+    #[mcp(header = "Value")]
+    value: String,
+) -> Result<String, ToolError> {
+    Ok(format!("Received {value}"))
+}
+
+/// Registers the fixture.
+pub fn register(server: Server) -> Server {
+    server.tools(tools![
+        greet,
+        slow_compute,
+        failing_job,
+        protocol_error_job,
+        confirm_delete,
+        multi_input,
+        test_tool_with_task,
+        test_custom_header,
+    ])
+}
