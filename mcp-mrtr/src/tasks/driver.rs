@@ -140,7 +140,7 @@ fn settle(record: &mut TaskRecord, settled: &Settled) -> bool {
         }
         Settled::Waiting(questions, journal) => {
             record.status = TaskStatus::InputRequired;
-            record.input_requests.clone_from(questions);
+            record.ask(questions);
             record.journal = journal.clone();
         }
     }

@@ -85,10 +85,7 @@ async fn update(server: &Server, record: &TaskRecord, responses: Option<Value>) 
         }
         let mut took = false;
         for (key, answer) in &responses {
-            if record.input_requests.remove(key).is_some() {
-                record.input_responses.insert(key.clone(), answer.clone());
-                took = true;
-            }
+            took |= record.answer(key, answer);
         }
         if took && record.input_requests.is_empty() {
             record.status = TaskStatus::Working;
@@ -130,6 +127,7 @@ async fn cancel(server: &Server, record: &TaskRecord) -> Result<JsonObject, Erro
         if live {
             record.status = TaskStatus::Cancelled;
             record.input_requests.clear();
+            record.handler_keys.clear();
             record.input_responses.clear();
         }
         live

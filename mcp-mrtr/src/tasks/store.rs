@@ -60,8 +60,12 @@ pub struct TaskRecord {
     pub(crate) ttl_ms: Option<u64>,
     pub(crate) call: TaskCall,
     pub(crate) journal: Carried,
-    /// The questions still open, by their key.
+    /// The questions still open, by the key the client sees (see [`TaskRecord::ask`]).
     pub(crate) input_requests: BTreeMap<String, InputRequest>,
+    /// For each open question, the handler's key behind the client's key.
+    pub(crate) handler_keys: BTreeMap<String, String>,
+    /// How often the handler asked under each key in this task.
+    pub(crate) times_asked: BTreeMap<String, u32>,
     /// Answers received and not yet replayed.
     pub(crate) input_responses: JsonObject,
     pub(crate) result: Option<Value>,
@@ -100,6 +104,8 @@ impl TaskRecord {
             call,
             journal,
             input_requests: BTreeMap::new(),
+            handler_keys: BTreeMap::new(),
+            times_asked: BTreeMap::new(),
             input_responses: JsonObject::new(),
             result: None,
             error: None,
@@ -133,6 +139,30 @@ impl TaskRecord {
         next.version += 1;
         next.updated_at_ms = now_ms().max(self.updated_at_ms);
         next
+    }
+
+    /// Opens the handler's questions. Keys must be unique over a task's lifetime, so a
+    /// key asked again (its answer did not decode, or its question changed) goes out
+    /// under a fresh key, `key#2`, `key#3`…, mapped back when it is answered.
+    pub(crate) fn ask(&mut self, questions: &BTreeMap<String, InputRequest>) {
+        self.input_requests.clear();
+        self.handler_keys.clear();
+        for (key, request) in questions {
+            let times = self.times_asked.entry(key.clone()).or_default();
+            *times += 1;
+            let client_key = if *times == 1 { key.clone() } else { format!("{key}#{times}") };
+            self.input_requests.insert(client_key.clone(), request.clone());
+            self.handler_keys.insert(client_key, key.clone());
+        }
+    }
+
+    /// Journals the answer to the open question `client_key`; `false` when no such
+    /// question is open (unknown, answered already, or superseded).
+    pub(crate) fn answer(&mut self, client_key: &str, answer: &Value) -> bool {
+        let Some(key) = self.handler_keys.remove(client_key) else { return false };
+        self.input_requests.remove(client_key);
+        self.input_responses.insert(key, answer.clone());
+        true
     }
 
     fn is_expired(&self, now: SystemTime) -> bool {
@@ -279,6 +309,20 @@ mod tests {
         store.create(record("kept", Some(Duration::from_secs(3600)))).await.unwrap();
         assert!(store.get("gone").await.unwrap().is_none());
         assert!(store.get("kept").await.unwrap().is_some());
+    }
+
+    #[test]
+    fn a_key_asked_again_goes_out_under_a_fresh_key() {
+        let question = InputRequest::ListRoots(JsonObject::new());
+        let mut record = record("k", None);
+        record.ask(&BTreeMap::from([("roots".to_owned(), question.clone())]));
+        assert!(!record.answer("unknown", &Value::Null));
+        assert!(record.answer("roots", &serde_json::json!({ "bad": true })));
+        assert!(!record.answer("roots", &Value::Null), "answered already");
+        record.ask(&BTreeMap::from([("roots".to_owned(), question)]));
+        assert_eq!(record.input_requests.keys().collect::<Vec<_>>(), ["roots#2"]);
+        assert!(record.answer("roots#2", &serde_json::json!({ "roots": [] })));
+        assert_eq!(record.input_responses["roots"], serde_json::json!({ "roots": [] }));
     }
 
     #[test]
