@@ -95,7 +95,7 @@ pub struct TestClient {
 
 impl TestClient {
     /// A client declaring every capability (form and url elicitation, sampling with
-    /// tools, roots).
+    /// tools, roots, and the tasks extension).
     ///
     /// # Panics
     ///
@@ -105,8 +105,12 @@ impl TestClient {
             panic!("{problem}");
         }
         let server = with_own_keys(server);
-        let capabilities =
-            json!({ "elicitation": { "form": {}, "url": {} }, "sampling": { "tools": {} }, "roots": {} });
+        let capabilities = json!({
+            "elicitation": { "form": {}, "url": {} },
+            "sampling": { "tools": {} },
+            "roots": {},
+            "extensions": { crate::tasks::EXTENSION: {} },
+        });
         Self { server, capabilities, extensions: Arc::default() }
     }
 
@@ -141,6 +145,28 @@ impl TestClient {
     /// A `resources/read` exchange.
     pub fn read_resource(&self, uri: &str) -> Exchange<'_> {
         self.exchange("resources/read", [("uri", Value::from(uri))])
+    }
+
+    /// The task `id` this client created: poll, answer and cancel it.
+    pub fn task(&self, id: &str) -> TaskHandle<'_> {
+        TaskHandle { client: self, id: id.to_owned() }
+    }
+
+    async fn request(
+        &self,
+        id: i64,
+        method: &str,
+        params: JsonObject,
+        extensions: &Arc<Extensions>,
+    ) -> Result<Value, Error> {
+        let meta = RequestMeta {
+            protocol_version: PROTOCOL_VERSION.into(),
+            client_capabilities: serde_json::from_value(self.capabilities.clone()).unwrap_or_default(),
+            ..RequestMeta::default()
+        };
+        let request = Request { id: RequestId::from(id), method: method.into(), params: Some(Value::Object(params)) };
+        let transport = Transport { extensions: extensions.clone(), ..Transport::default() };
+        self.server.handle(request, meta, transport).await.outcome
     }
 
     fn exchange<const N: usize>(&self, method: &'static str, params: [(&str, Value); N]) -> Exchange<'_> {
@@ -211,20 +237,9 @@ impl Exchange<'_> {
         if let Some(state) = &self.state {
             params.insert("requestState".into(), Value::String(state.clone()));
         }
-        let meta = RequestMeta {
-            protocol_version: PROTOCOL_VERSION.into(),
-            client_capabilities: serde_json::from_value(self.client.capabilities.clone()).unwrap_or_default(),
-            ..RequestMeta::default()
-        };
-        let request = Request {
-            id: RequestId::from(self.next_id),
-            method: self.method.into(),
-            params: Some(Value::Object(params)),
-        };
+        let outcome = self.client.request(self.next_id, self.method, params, &self.extensions).await;
         self.next_id += 1;
-        let transport = Transport { extensions: self.extensions.clone(), ..Transport::default() };
-        let reply = self.client.server.handle(request, meta, transport).await;
-        let round = Round::new(reply.outcome);
+        let round = Round::new(outcome);
         self.state = round.input_required().and_then(|r| r.request_state.clone());
         round
     }
@@ -282,6 +297,12 @@ impl Round {
         self.outcome.as_ref().ok().filter(|r| r["resultType"] == "complete")
     }
 
+    /// The id of the task the call became (`resultType: "task"`), if it did.
+    pub fn task_id(&self) -> Option<&str> {
+        let result = self.outcome.as_ref().ok().filter(|r| r["resultType"] == "task")?;
+        result["taskId"].as_str()
+    }
+
     /// The first text block of a complete result.
     pub fn text(&self) -> Option<String> {
         let result = self.complete()?;
@@ -299,5 +320,87 @@ impl Round {
     fn requests(&self) -> &BTreeMap<String, InputRequest> {
         static NONE: BTreeMap<String, InputRequest> = BTreeMap::new();
         self.input_required.as_ref().and_then(|r| r.input_requests.as_ref()).unwrap_or(&NONE)
+    }
+}
+
+/// A task created through a [`TestClient`]: `tasks/get`, `tasks/update`, `tasks/cancel`.
+///
+/// ```
+/// use mcp_mrtr::prelude::*;
+/// use mcp_mrtr::testing::{answer, TestClient};
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct Confirm { yes: bool }
+///
+/// /// Deletes everything, once confirmed, as a task.
+/// #[tool(task = "required")]
+/// async fn wipe(ctx: &Ctx) -> Result<String, ToolError> {
+///     ctx.continue_as_task().await;
+///     let confirm: Confirm = ask!(elicit "Really?")?;
+///     Ok(if confirm.yes { "wiped" } else { "kept" }.into())
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let client = TestClient::new(Server::new("t", "0").tool(wipe));
+/// let created = client.call_tool("wipe", serde_json::json!({})).start().await;
+/// let task = client.task(created.task_id().unwrap());
+/// let waiting = task.wait_for("input_required", 100).await;
+/// assert!(waiting["inputRequests"]["confirm"].is_object());
+/// task.update([("confirm", answer::accept(serde_json::json!({ "yes": true })))]).await.unwrap();
+/// let done = task.wait_for("completed", 100).await;
+/// assert_eq!(done["result"]["content"][0]["text"], "wiped");
+/// # }
+/// ```
+pub struct TaskHandle<'c> {
+    client: &'c TestClient,
+    id: String,
+}
+
+impl TaskHandle<'_> {
+    /// `tasks/get`: the detailed task.
+    pub async fn get(&self) -> Result<Value, Error> {
+        self.send("tasks/get", None).await
+    }
+
+    /// `tasks/update` with these answers, by the keys of `inputRequests`.
+    pub async fn update<K: Into<String>>(&self, answers: impl IntoIterator<Item = (K, Value)>) -> Result<Value, Error> {
+        let answers: JsonObject = answers.into_iter().map(|(k, v)| (k.into(), v)).collect();
+        self.send("tasks/update", Some(Value::Object(answers))).await
+    }
+
+    /// `tasks/cancel`.
+    pub async fn cancel(&self) -> Result<Value, Error> {
+        self.send("tasks/cancel", None).await
+    }
+
+    /// Polls `tasks/get` (every 10 ms, at most `max_polls` times) until the task has
+    /// `status`, and returns it.
+    ///
+    /// # Panics
+    ///
+    /// If `tasks/get` fails, the task ends in another final status, or it does not
+    /// reach `status` in time.
+    pub async fn wait_for(&self, status: &str, max_polls: usize) -> Value {
+        let mut last = Value::Null;
+        for _ in 0..max_polls {
+            last = self.get().await.unwrap_or_else(|e| panic!("tasks/get failed: {e}"));
+            let now = last["status"].as_str().unwrap_or_default();
+            if now == status {
+                return last;
+            }
+            assert!(!matches!(now, "completed" | "failed" | "cancelled"), "the task ended {now}, not {status}: {last}");
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("the task did not reach {status} in {max_polls} polls: {last}");
+    }
+
+    async fn send(&self, method: &str, responses: Option<Value>) -> Result<Value, Error> {
+        let mut params = JsonObject::new();
+        params.insert("taskId".into(), Value::String(self.id.clone()));
+        if let Some(responses) = responses {
+            params.insert("inputResponses".into(), responses);
+        }
+        self.client.request(1, method, params, &self.client.extensions).await
     }
 }
