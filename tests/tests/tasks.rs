@@ -1,0 +1,346 @@
+//! Tasks (SEP-2663) end to end over HTTP on 127.0.0.1, every message checked against the
+//! schema: asks answered one key at a time, cancellation while waiting for a person and
+//! while computing, failures, expiry, another caller's ids, and a call that gathers
+//! answers in rounds before it continues as a task. Waits are bounded polls.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use mcp_mrtr::prelude::*;
+use mcp_mrtr::testing::answer;
+use mcp_mrtr::Error;
+use mcp_mrtr_tests::harness::{default_caps, Rpc, TestServer};
+use serde_json::{json, Value};
+
+#[derive(Deserialize, JsonSchema)]
+struct Name {
+    name: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Color {
+    color: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Confirm {
+    yes: bool,
+}
+
+static DRAFTS: AtomicUsize = AtomicUsize::new(0);
+
+/// Two questions at once, then a third that names the first; a draft made once.
+#[tool(task = "required")]
+async fn interview(ctx: &Ctx) -> Result<String, ToolError> {
+    let draft = once!(DRAFTS.fetch_add(1, Ordering::SeqCst));
+    ctx.continue_as_task().await;
+    let (name, color) = join!(ask!(key = "name", elicit "Name?"), ask!(key = "color", elicit "Colour?"));
+    let (name, color): (Name, Color) = (name?, color?);
+    let ok: Confirm = ask!(elicit format!("Save {}'s answer?", name.name))?;
+    Ok(format!("draft {draft}: {} likes {} (saved: {})", name.name, color.color, ok.yes))
+}
+
+/// Waits for a confirmation inside the task.
+#[tool(task = "required")]
+async fn confirm_only(ctx: &Ctx) -> Result<String, ToolError> {
+    ctx.continue_as_task().await;
+    let ok: Confirm = ask!(elicit "Proceed?")?;
+    Ok(format!("proceed: {}", ok.yes))
+}
+
+static DROPPED: AtomicBool = AtomicBool::new(false);
+
+/// Sets `DROPPED` when the handler's future is dropped.
+struct DropFlag;
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        DROPPED.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Computes for ten minutes, unless it is dropped first.
+#[tool(task = "optional")]
+async fn long_compute() -> Result<String, ToolError> {
+    let _flag = DropFlag;
+    tokio::time::sleep(Duration::from_mins(10)).await;
+    Ok("done".into())
+}
+
+/// Fails in the way `how` names, after a short wait.
+#[tool(task = "optional")]
+async fn fails(how: String) -> Result<String, ToolError> {
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    match how.as_str() {
+        "tool" => Err(ToolError::new("the tool gave up")),
+        "protocol" => Err(ToolError::protocol(Error::invalid_params("bad input for the job"))),
+        _ => std::panic::panic_any("the handler panicked on purpose"),
+    }
+}
+
+/// Reports progress while it works.
+#[tool(task = "optional")]
+async fn with_status(ctx: &Ctx) -> Result<String, ToolError> {
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    ctx.progress(1.0, Some(2.0), Some("halfway")).await;
+    ctx.continue_as_task().await;
+    let _: Confirm = ask!(elicit "Finish?")?;
+    Ok("finished".into())
+}
+
+static SIDE_EFFECTS: AtomicUsize = AtomicUsize::new(0);
+
+/// Asks the name in rounds, then continues as a task that asks again.
+#[tool(task = "required")]
+async fn escalates(ctx: &Ctx) -> Result<String, ToolError> {
+    let order = once!(SIDE_EFFECTS.fetch_add(1, Ordering::SeqCst));
+    let name: Name = ask!(elicit "Name?")?;
+    ctx.continue_as_task().await;
+    let ok: Confirm = ask!(elicit format!("Place order {order} for {}?", name.name))?;
+    Ok(format!("order for {}: {}", name.name, ok.yes))
+}
+
+fn server() -> Server {
+    Server::new("tasks", "0")
+        .tools(tools![interview, confirm_only, long_compute, fails, with_status, escalates])
+        .principal(|headers| headers.get("x-user").and_then(|v| v.to_str().ok()).map(str::to_owned))
+}
+
+fn task_caps() -> Value {
+    let mut caps = default_caps();
+    caps["extensions"] = json!({ "io.modelcontextprotocol/tasks": {} });
+    caps
+}
+
+fn call(name: &str, arguments: Value) -> Rpc {
+    Rpc::call_tool(name, arguments).caps(task_caps())
+}
+
+fn task_rpc(method: &str, id: &str) -> Rpc {
+    Rpc::new(method).param("taskId", json!(id)).caps(task_caps())
+}
+
+/// Creates a task and returns its id.
+async fn create(server: &TestServer, rpc: &Rpc) -> String {
+    let created = server.call(rpc).await;
+    let result = &created["result"];
+    assert_eq!(result["resultType"], "task", "{created}");
+    assert!(result.get("requestState").is_none() && result.get("inputRequests").is_none(), "{created}");
+    result["taskId"].as_str().expect("a taskId").to_owned()
+}
+
+async fn get(server: &TestServer, id: &str) -> Value {
+    server.call(&task_rpc("tasks/get", id)).await
+}
+
+/// Polls `tasks/get` every 20 ms, at most 250 times, until the task has `status`.
+async fn wait_for(server: &TestServer, id: &str, status: &str) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..250 {
+        last = get(server, id).await["result"].clone();
+        if last["status"] == status {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("task {id} did not become {status}: {last}");
+}
+
+async fn update(server: &TestServer, id: &str, answers: Value) -> Value {
+    let ack = server.call(&task_rpc("tasks/update", id).param("inputResponses", answers)).await;
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    ack
+}
+
+#[tokio::test]
+async fn asks_are_answered_one_key_at_a_time_and_once_steps_run_once() {
+    let server = TestServer::start(server()).await;
+    let id = create(&server, &call("interview", json!({}))).await;
+    let waiting = wait_for(&server, &id, "input_required").await;
+    assert_eq!(waiting["inputRequests"].as_object().unwrap().keys().collect::<Vec<_>>(), ["color", "name"]);
+    assert!(waiting.get("requestState").is_none());
+
+    update(&server, &id, json!({ "name": answer::accept(json!({ "name": "Ada" })), "nobody-asked": {} })).await;
+    let partial = get(&server, &id).await["result"].clone();
+    assert_eq!(partial["status"], "input_required");
+    assert_eq!(partial["inputRequests"].as_object().unwrap().keys().collect::<Vec<_>>(), ["color"]);
+
+    update(&server, &id, json!({ "color": answer::accept(json!({ "color": "teal" })) })).await;
+    let third = wait_for(&server, &id, "input_required").await;
+    let keys: Vec<&String> = third["inputRequests"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["ok"]);
+    assert_eq!(third["inputRequests"]["ok"]["params"]["message"], "Save Ada's answer?");
+
+    update(&server, &id, json!({ "ok": answer::accept(json!({ "yes": true })) })).await;
+    let done = wait_for(&server, &id, "completed").await;
+    let text = done["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.ends_with("Ada likes teal (saved: true)"), "{text}");
+    // Three runs of the handler (start and two replays), one draft: the replays read
+    // the first run's result from the journal. (Only this test calls `interview`.)
+    assert!(text.starts_with("draft 0:"), "{text}");
+    assert_eq!(DRAFTS.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_malformed_answer_is_asked_again_under_a_fresh_key() {
+    let server = TestServer::start(server()).await;
+    let id = create(&server, &call("confirm_only", json!({}))).await;
+    wait_for(&server, &id, "input_required").await;
+    update(&server, &id, json!({ "ok": answer::accept(json!({ "yes": "not a bool" })) })).await;
+    let again = wait_for(&server, &id, "input_required").await;
+    assert_eq!(again["inputRequests"].as_object().unwrap().keys().collect::<Vec<_>>(), ["ok#2"]);
+    // The spent key is not accepted any more.
+    update(&server, &id, json!({ "ok": answer::accept(json!({ "yes": true })) })).await;
+    assert_eq!(get(&server, &id).await["result"]["status"], "input_required");
+    update(&server, &id, json!({ "ok#2": answer::accept(json!({ "yes": true })) })).await;
+    assert_eq!(wait_for(&server, &id, "completed").await["result"]["content"][0]["text"], "proceed: true");
+}
+
+#[tokio::test]
+async fn a_task_waiting_for_a_person_is_cancelled_for_good() {
+    let server = TestServer::start(server()).await;
+    let id = create(&server, &call("confirm_only", json!({}))).await;
+    wait_for(&server, &id, "input_required").await;
+    let ack = server.call(&task_rpc("tasks/cancel", &id)).await;
+    assert_eq!(ack["result"]["resultType"], "complete");
+    assert!(ack["result"].get("status").is_none() && ack["result"].get("taskId").is_none(), "{ack}");
+    let cancelled = get(&server, &id).await["result"].clone();
+    assert_eq!(cancelled["status"], "cancelled");
+    assert!(cancelled.get("inputRequests").is_none());
+    // Late answers and a second cancel are acknowledged and change nothing.
+    update(&server, &id, json!({ "ok": answer::accept(json!({ "yes": true })) })).await;
+    assert_eq!(server.call(&task_rpc("tasks/cancel", &id)).await["result"]["resultType"], "complete");
+    assert_eq!(get(&server, &id).await["result"]["status"], "cancelled");
+}
+
+#[tokio::test]
+async fn cancelling_a_computing_task_drops_its_handler() {
+    let server = TestServer::start(server()).await;
+    let id = create(&server, &call("long_compute", json!({}))).await;
+    assert_eq!(get(&server, &id).await["result"]["status"], "working");
+    server.call(&task_rpc("tasks/cancel", &id)).await;
+    for _ in 0..250 {
+        if DROPPED.load(Ordering::SeqCst) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(DROPPED.load(Ordering::SeqCst), "the handler still runs after tasks/cancel");
+    assert_eq!(get(&server, &id).await["result"]["status"], "cancelled");
+}
+
+#[tokio::test]
+async fn tool_errors_complete_and_protocol_errors_and_panics_fail() {
+    let server = TestServer::start(server()).await;
+    let tool = create(&server, &call("fails", json!({ "how": "tool" }))).await;
+    let done = wait_for(&server, &tool, "completed").await;
+    assert_eq!(done["result"]["isError"], true);
+    assert_eq!(done["result"]["content"][0]["text"], "the tool gave up");
+    assert!(done.get("error").is_none());
+
+    for (how, code) in [("protocol", -32602), ("panic", -32603)] {
+        let id = create(&server, &call("fails", json!({ "how": how }))).await;
+        let failed = wait_for(&server, &id, "failed").await;
+        assert_eq!(failed["error"]["code"], code, "{failed}");
+        assert!(failed.get("result").is_none());
+    }
+}
+
+#[tokio::test]
+async fn progress_shows_as_the_status_message() {
+    let server = TestServer::start(server()).await;
+    let id = create(&server, &call("with_status", json!({}))).await;
+    let waiting = wait_for(&server, &id, "input_required").await;
+    assert_eq!(waiting["statusMessage"], "halfway");
+}
+
+#[tokio::test]
+async fn records_expire_after_their_ttl() {
+    let server = TestServer::start(server().task_ttl(Some(Duration::from_millis(300)))).await;
+    let created = server.call(&call("confirm_only", json!({}))).await;
+    assert_eq!(created["result"]["ttlMs"], 300);
+    let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    assert_eq!(get(&server, &id).await["result"]["taskId"], id.as_str());
+    for _ in 0..250 {
+        let reply = get(&server, &id).await;
+        if reply["error"]["code"] == -32602 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("task {id} outlived its ttl");
+}
+
+#[tokio::test]
+async fn a_task_is_visible_only_to_its_caller() {
+    let server = TestServer::start(server()).await;
+    let id = create(&server, &call("confirm_only", json!({})).header("x-user", Some("alice"))).await;
+    for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+        for who in [Some("bob"), None] {
+            let reply = server.call(&task_rpc(method, &id).header("x-user", who)).await;
+            assert_eq!(reply["error"]["code"], -32602, "{method} as {who:?}: {reply}");
+        }
+    }
+    let own = server.call(&task_rpc("tasks/get", &id).header("x-user", Some("alice"))).await;
+    assert_eq!(own["result"]["taskId"], id.as_str());
+}
+
+#[tokio::test]
+async fn answers_gathered_in_rounds_carry_into_the_task() {
+    let server = TestServer::start(server()).await;
+    let first = server.call(&call("escalates", json!({}))).await["result"].clone();
+    assert_eq!(first["resultType"], "input_required");
+    assert!(first.get("taskId").is_none());
+    let state = first["requestState"].clone();
+    let retry = call("escalates", json!({}))
+        .param("inputResponses", json!({ "name": answer::accept(json!({ "name": "Grace" })) }))
+        .param("requestState", state);
+    let id = create(&server, &retry).await;
+    let waiting = wait_for(&server, &id, "input_required").await;
+    let message = waiting["inputRequests"]["ok"]["params"]["message"].as_str().unwrap().to_owned();
+    assert!(message.ends_with("for Grace?"), "{message}");
+    update(&server, &id, json!({ "ok": answer::accept(json!({ "yes": true })) })).await;
+    let done = wait_for(&server, &id, "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "order for Grace: true");
+    // The once! step ran in round 1 only: round 2 and the task's replays read its result
+    // from the sealed state, then from the journal. (Only this test calls `escalates`.)
+    assert!(message.starts_with("Place order 0 "), "{message}");
+    assert_eq!(SIDE_EFFECTS.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn gating_and_removed_methods() {
+    let server = TestServer::start(server()).await;
+    let discover = server.call(&Rpc::new("server/discover")).await;
+    assert_eq!(discover["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"], json!({}));
+    // Without the extension: a required tool is refused, an optional one runs in rounds.
+    let refused = server.send(&Rpc::call_tool("confirm_only", json!({}))).await;
+    assert_eq!(refused.status, 400);
+    let refused = refused.reply();
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    let needed = &refused["error"]["data"]["requiredCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"];
+    assert_eq!(*needed, json!({}));
+    let sync = server.call(&Rpc::call_tool("fails", json!({ "how": "tool" }))).await;
+    assert_eq!(
+        (sync["result"]["resultType"].clone(), sync["result"]["isError"].clone()),
+        (json!("complete"), json!(true))
+    );
+    let undeclared = server.send(&Rpc::new("tasks/get").param("taskId", json!("nope"))).await;
+    assert_eq!((undeclared.status, undeclared.reply()["error"]["code"].clone()), (400, json!(-32021)));
+    // With it: unknown ids, removed methods, a wrong Mcp-Name.
+    assert_eq!(get(&server, "0123456789abcdef0123456789abcdef").await["error"]["code"], -32602);
+    for removed in ["tasks/result", "tasks/list"] {
+        let reply = server.send(&task_rpc(removed, "x")).await;
+        assert_eq!(reply.reply()["error"]["code"], -32601, "{removed}");
+    }
+    let id = create(&server, &call("confirm_only", json!({}))).await;
+    let mismatch = server.send(&task_rpc("tasks/get", &id).header("mcp-name", Some("another"))).await;
+    assert_eq!((mismatch.status, mismatch.reply()["error"]["code"].clone()), (400, json!(-32020)));
+    // A server without task tools does not advertise the extension.
+    let plain = TestServer::everything().await;
+    let discovered = plain.call(&Rpc::new("server/discover")).await;
+    assert!(discovered["result"]["capabilities"]["extensions"].is_object(), "the fixture has task tools");
+    let bare = TestServer::start(Server::new("bare", "0").tool(mcp_mrtr_examples::everything::tasks::greet)).await;
+    let bare_caps = bare.call(&Rpc::new("server/discover")).await;
+    assert!(bare_caps["result"]["capabilities"].get("extensions").is_none(), "{bare_caps}");
+}
