@@ -213,10 +213,11 @@ pub trait TaskStore: Send + Sync + 'static {
 }
 
 /// Task records in this process's memory: for one instance. Expired records are
-/// dropped when read and swept when new ones are created.
+/// dropped when read, and swept (at most once a second) when new ones are created.
 #[derive(Debug, Default)]
 pub struct MemoryTaskStore {
     records: Mutex<HashMap<String, TaskRecord>>,
+    last_sweep: Mutex<Option<SystemTime>>,
 }
 
 impl MemoryTaskStore {
@@ -234,7 +235,12 @@ impl TaskStore for MemoryTaskStore {
     fn create(&self, record: TaskRecord) -> BoxFuture<'_, Result<(), StoreError>> {
         let mut records = self.records();
         let now = SystemTime::now();
-        records.retain(|_, r| !r.is_expired(now));
+        // A sweep walks every record: once a second keeps creation O(1) amortized.
+        let mut last_sweep = self.last_sweep.lock().unwrap_or_else(PoisonError::into_inner);
+        if last_sweep.is_none_or(|at| now.duration_since(at).unwrap_or_default() >= Duration::from_secs(1)) {
+            records.retain(|_, r| !r.is_expired(now));
+            *last_sweep = Some(now);
+        }
         let stored = match records.entry(record.id.clone()) {
             std::collections::hash_map::Entry::Occupied(_) => Err(StoreError::new("a task with this id exists")),
             std::collections::hash_map::Entry::Vacant(slot) => {
