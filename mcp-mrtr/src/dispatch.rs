@@ -200,6 +200,7 @@ impl Server {
             protocol_version: call.meta.protocol_version.clone(),
             client_capabilities: call.meta.client_capabilities.clone(),
             client_info: call.meta.client_info.clone(),
+            caller: tasks::caller_record(&call.transport),
         };
         let owner = tasks::caller(self, &call.transport);
         // The time limit covers the call up to the task's creation; the task then runs on

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use mcp_mrtr::prelude::*;
-use mcp_mrtr::testing::answer;
+use mcp_mrtr::testing::{answer, TestClient};
 use mcp_mrtr::Error;
 use mcp_mrtr_tests::harness::{default_caps, Rpc, TestServer};
 use serde_json::{json, Value};
@@ -343,4 +343,26 @@ async fn gating_and_removed_methods() {
     let bare = TestServer::start(Server::new("bare", "0").tool(mcp_mrtr_examples::everything::tasks::greet)).await;
     let bare_caps = bare.call(&Rpc::new("server/discover")).await;
     assert!(bare_caps["result"]["capabilities"].get("extensions").is_none(), "{bare_caps}");
+}
+
+/// Greets the caller once they confirm, inside a task.
+#[tool(task = "required")]
+async fn caller_greeting(ctx: &Ctx, caller: Caller) -> Result<String, ToolError> {
+    ctx.continue_as_task().await;
+    let ok: Confirm = ask!(elicit "Greet?")?;
+    Ok(format!("{} greets {} ({})", if ok.yes { "yes" } else { "no" }, caller.id(), caller.has_scope("greet")))
+}
+
+#[tokio::test]
+async fn testing_drives_a_task_in_process_and_replays_keep_the_caller() {
+    let server = Server::new("t", "0").tool(caller_greeting);
+    let alice = TestClient::new(server).as_caller(Caller::new("alice").with_scopes(["greet"]));
+    let created = alice.call_tool("caller_greeting", json!({})).start().await;
+    let task = alice.task(created.task_id().expect("a task"));
+    let waiting = task.wait_for("input_required", 200).await;
+    assert!(waiting["inputRequests"]["ok"].is_object(), "{waiting}");
+    task.update([("ok", answer::accept(json!({ "yes": true })))]).await.expect("an ack");
+    // The replay after the answer runs with the caller that created the task.
+    let done = task.wait_for("completed", 200).await;
+    assert_eq!(done["result"]["content"][0]["text"], "yes greets alice (true)");
 }

@@ -18,7 +18,6 @@ use tokio::task::AbortHandle;
 
 use super::store::{TaskCall, TaskRecord, TaskStatus, TaskStore};
 use super::{new_task_id, store_error, wire, Tasks};
-use crate::context::Transport;
 use crate::envelope::RequestMeta;
 use crate::handler::ToolRoute;
 use crate::protocol::{CallToolResult, InputRequest, JsonObject, RequestId};
@@ -74,7 +73,8 @@ pub(crate) fn resume(server: &Server, route: &ToolRoute, record: &TaskRecord) {
         ..RequestMeta::default()
     };
     let id = RequestId::from(record.id());
-    let ctx = Ctx::new(id, meta, Transport::default(), server.logging, replay.clone(), server.app.clone());
+    let transport = super::transport_for(record.call.caller.as_ref());
+    let ctx = Ctx::new(id, meta, transport, server.logging, replay.clone(), server.app.clone());
     let handler = route.run(ctx, record.call.arguments.clone());
     launch(&server.tasks, record.id(), record.call.client_capabilities.clone(), replay, handler);
 }

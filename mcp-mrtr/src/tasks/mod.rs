@@ -21,7 +21,7 @@ use std::time::Duration;
 
 pub(crate) use driver::{call, Called, Running};
 pub(crate) use methods::{serve, TaskMethod};
-pub(crate) use store::TaskCall;
+pub(crate) use store::{CallerRecord, TaskCall};
 pub use store::{MemoryTaskStore, StoreError, TaskRecord, TaskStatus, TaskStore};
 
 use crate::context::Transport;
@@ -81,10 +81,26 @@ pub(crate) fn may_become_task(support: TaskSupport, caps: &ClientCapabilities, l
     }
 }
 
-/// Who is asking: tasks are visible only to the caller that created them. The one place
-/// tasks learn the caller, so a richer notion of it changes only this function.
+/// Who is asking: tasks are visible only to the caller that created them. With
+/// [`caller_record`] and [`transport_for`], the one place tasks learn the caller.
 pub(crate) fn caller(server: &Server, transport: &Transport) -> Option<String> {
     server.principal_of(transport)
+}
+
+/// The authenticated caller of a request, as a task's record keeps it.
+pub(crate) fn caller_record(transport: &Transport) -> Option<CallerRecord> {
+    let caller = transport.caller()?;
+    Some(CallerRecord { id: caller.id().to_owned(), scopes: caller.scopes().map(str::to_owned).collect() })
+}
+
+/// What a replay of a task knows of its request: no stream, no headers, and the caller
+/// that created the task (other request extensions are not kept).
+pub(crate) fn transport_for(caller: Option<&CallerRecord>) -> Transport {
+    let mut extensions = axum::http::Extensions::new();
+    if let Some(caller) = caller {
+        extensions.insert(crate::Caller::new(caller.id.clone()).with_scopes(caller.scopes.iter().cloned()));
+    }
+    Transport { extensions: Arc::new(extensions), ..Transport::default() }
 }
 
 /// 128 random bits as hex: task ids must not be guessable.

@@ -81,6 +81,16 @@ pub(crate) struct TaskCall {
     pub(crate) protocol_version: String,
     pub(crate) client_capabilities: ClientCapabilities,
     pub(crate) client_info: Option<Implementation>,
+    /// The authenticated caller of the `tools/call`, handed to the handler's replays.
+    #[serde(default)]
+    pub(crate) caller: Option<CallerRecord>,
+}
+
+/// A [`Caller`](crate::Caller) as a record keeps it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct CallerRecord {
+    pub(crate) id: String,
+    pub(crate) scopes: Vec<String>,
 }
 
 impl TaskRecord {
@@ -288,6 +298,7 @@ mod tests {
             protocol_version: "2026-07-28".into(),
             client_capabilities: ClientCapabilities::default(),
             client_info: None,
+            caller: Some(CallerRecord { id: "alice".into(), scopes: vec!["read".into()] }),
         };
         TaskRecord::new(id.into(), None, call, Carried::default(), ttl)
     }
