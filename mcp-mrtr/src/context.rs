@@ -263,9 +263,11 @@ impl Ctx {
     }
 
     /// Sends a log message, if the server enabled logging and the request opted in at
-    /// this level or below (`_meta["io.modelcontextprotocol/logLevel"]`).
+    /// this level or below (`_meta["io.modelcontextprotocol/logLevel"]`). Nothing is sent
+    /// from a task: the extension has no log notifications.
     pub async fn log(&self, level: LoggingLevel, logger: Option<&str>, data: impl Serialize) {
-        if !self.inner.logging || self.inner.meta.log_level.is_none_or(|min| level < min) {
+        let in_task = self.inner.replay.status_sink().is_some();
+        if in_task || !self.inner.logging || self.inner.meta.log_level.is_none_or(|min| level < min) {
             return;
         }
         let data =

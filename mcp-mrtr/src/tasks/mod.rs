@@ -112,8 +112,9 @@ fn new_task_id() -> Result<String, Error> {
 
 #[allow(clippy::needless_pass_by_value, reason = "called as map_err(store_error)")]
 fn store_error(error: StoreError) -> Error {
+    // The details stay in the server's log: they may describe its infrastructure.
     tracing::warn!(%error, "task store failed");
-    Error::internal(error.to_string())
+    Error::internal("the task store is unavailable")
 }
 
 #[cfg(test)]
