@@ -140,3 +140,18 @@ async fn a_modern_request_with_a_session_header_is_modern() {
     let modern = Rpc::new("tools/list").header("mcp-session-id", Some(&legacy.session));
     assert_eq!(server.call(&modern).await["result"]["resultType"], "complete");
 }
+
+#[tokio::test]
+async fn tasks_do_not_exist_in_2025_11_25() {
+    let server = TestServer::everything().await;
+    let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let (legacy, _) = Legacy::connect(server.addr, tasks).await;
+    let get = legacy.call(1, "tasks/get", json!({"taskId": "0123456789abcdef0123456789abcdef"})).await;
+    assert_eq!(get["error"]["code"], -32601, "{get}");
+    // A tool that may run as a task runs to its end on a session, with no task id.
+    let optional = legacy.call(2, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 0}})).await;
+    assert!(optional["result"]["content"].is_array() && optional["result"].get("taskId").is_none(), "{optional}");
+    // One that needs a task cannot be served there, whatever the session declared.
+    let required = legacy.call(3, "tools/call", json!({"name": "failing_job", "arguments": {}})).await;
+    assert_eq!(required["error"]["code"], -32603, "{required}");
+}

@@ -68,16 +68,18 @@ impl Default for Tasks {
 
 /// Whether this `tools/call` may become a task: `Err(-32021)` when the tool needs one and
 /// the client did not declare tasks on this request. Legacy (2025-11-25) calls never
-/// become tasks: the extension does not exist in that revision.
+/// become tasks: the extension does not exist in that revision, so a tool that needs one
+/// cannot be served there (`-32603`, as declaring anything would not help).
 pub(crate) fn may_become_task(support: TaskSupport, caps: &ClientCapabilities, legacy: bool) -> Result<bool, Error> {
     let declared = !legacy && Capability::Tasks.is_declared_in(caps);
     match support {
         TaskSupport::Forbidden => Ok(false),
         TaskSupport::Optional => Ok(declared),
         TaskSupport::Required if declared => Ok(true),
-        TaskSupport::Required => Err(crate::capability::missing(caps, [Capability::Tasks])
-            .err()
-            .unwrap_or_else(|| Error::internal("this tool runs only as a task"))),
+        TaskSupport::Required if legacy => {
+            Err(Error::internal("this tool runs only as a task, and tasks need protocol version 2026-07-28"))
+        }
+        TaskSupport::Required => Err(Error::missing_client_capability(Capability::Tasks.as_object())),
     }
 }
 
@@ -139,6 +141,8 @@ mod tests {
         let refused = may_become_task(TaskSupport::Required, &silent, false).unwrap_err();
         assert_eq!(refused.code(), crate::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
         assert_eq!(refused.data().unwrap()["requiredCapabilities"], json!({ "extensions": { EXTENSION: {} } }));
+        let legacy = may_become_task(TaskSupport::Required, &declared, true).unwrap_err();
+        assert_eq!(legacy.code(), crate::ErrorCode::INTERNAL_ERROR);
     }
 
     #[test]
