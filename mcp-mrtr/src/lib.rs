@@ -50,7 +50,8 @@
 //! - **Testing.** [`testing::TestClient`] drives a handler through its rounds in-process.
 //!
 //! The [`guide`] explains [how a handler runs across rounds](guide::replay), [the request
-//! state](guide::request_state) and [capabilities](guide::capabilities).
+//! state](guide::request_state), [capabilities](guide::capabilities) and
+//! [tasks](guide::tasks).
 
 #![warn(missing_docs)]
 
@@ -313,6 +314,8 @@ pub mod guide {
     pub mod request_state {}
     #[doc = include_str!("../docs/capabilities.md")]
     pub mod capabilities {}
+    #[doc = include_str!("../docs/tasks.md")]
+    pub mod tasks {}
 }
 
 // The README's examples compile as doctests.
