@@ -20,8 +20,8 @@ use crate::envelope::{Request, RequestMeta, SUPPORTED_VERSIONS};
 use crate::handler::{PromptRoute, ResourceKind, ResourceRoute, ToolRoute};
 use crate::live::{serve_listen, Item, RequestView};
 use crate::protocol::{
-    meta_keys, CallToolParams, CompleteParams, CompleteResult, Completion, CompletionReference,
-    DiscoverResult, GetPromptParams, JsonObject, ReadResourceParams, RequestId,
+    meta_keys, CallToolParams, CompleteParams, CompleteResult, Completion, CompletionReference, DiscoverResult,
+    GetPromptParams, JsonObject, ReadResourceParams, RequestId,
 };
 use crate::replay::{self, Carried, Outcome, Replay};
 use crate::server::{CacheHints, CacheScope};
@@ -393,7 +393,8 @@ impl Server {
         call: &Call<P>,
         handler: impl Future<Output = Result<T, Error>>,
     ) -> Result<Body, Error> {
-        let outcome = deadline::within(call.limit, replay::drive(replay, &call.meta.client_capabilities, handler)).await?;
+        let outcome =
+            deadline::within(call.limit, replay::drive(replay, &call.meta.client_capabilities, handler)).await?;
         self.seal(target, call, replay, outcome)
     }
 

@@ -164,7 +164,14 @@ impl Tool {
             let fut = parsed.map(|args| f(ctx, args));
             Box::pin(async move { Ok(fut?.await?.into_tool_result()) })
         });
-        ToolRoute { tool: self, call, needs: Vec::new(), timeout: None, task: TaskSupport::Forbidden, headers: Vec::new() }
+        ToolRoute {
+            tool: self,
+            call,
+            needs: Vec::new(),
+            timeout: None,
+            task: TaskSupport::Forbidden,
+            headers: Vec::new(),
+        }
     }
 }
 

@@ -26,8 +26,8 @@ use futures_util::FutureExt;
 use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
-pub(crate) use self::headers::decode_value;
 use self::guard::{Guard, HostPolicy};
+pub(crate) use self::headers::decode_value;
 pub use self::limits::Limits;
 pub use self::serve::serve_router;
 use self::sse::{error_response, json_response, respond};
