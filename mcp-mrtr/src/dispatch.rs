@@ -158,7 +158,9 @@ impl Server {
             Method::ResourcesRead => self.read_resource(self.call(id, &params, meta, transport)?).await?,
             // The extension does not exist in 2025-11-25.
             Method::Task(_) if legacy => return Err(Error::method_not_found(&request.method)),
-            Method::Task(method) => Body::Complete(tasks::serve(self, method, params, &meta, &transport).await?),
+            Method::Task(method) => {
+                Body::Complete(Box::pin(tasks::serve(self, method, params, &meta, &transport)).await?)
+            }
             Method::Complete => {
                 let replay = Arc::new(Replay::disabled());
                 let limit = transport.handler_timeout;
@@ -205,7 +207,9 @@ impl Server {
         let owner = tasks::caller(self, &call.transport);
         // The time limit covers the call up to the task's creation; the task then runs on
         // its own, as long-running work is what tasks are for (cancel it to stop it).
-        match deadline::within(call.limit, tasks::call(self, task_call, owner, replay.clone(), handler)).await? {
+        match deadline::within(call.limit, Box::pin(tasks::call(self, task_call, owner, replay.clone(), handler)))
+            .await?
+        {
             tasks::Called::Round(outcome) => self.seal(&target, &call, &replay, outcome),
             tasks::Called::Task(created) => Ok(Body::Task(created)),
         }
