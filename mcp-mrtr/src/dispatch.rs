@@ -188,6 +188,7 @@ impl Server {
             .filter(|route| self.sees(&call.view(), Item::Tool(&route.tool)))
             .ok_or_else(|| Error::invalid_params(format!("Unknown tool: {name}")))?;
         call.limit = route.timeout.or(call.limit);
+        crate::auth::authorize(&route.scopes, call.transport.caller())?;
         let arguments = call.params.arguments.clone().unwrap_or_default();
         let target = Target { method: "tools/call", name, arguments: Value::Object(arguments.clone()) };
         let legacy = call.transport.bridge.is_some();
@@ -222,6 +223,7 @@ impl Server {
             .find_prompt(name)
             .filter(|route| self.sees(&call.view(), Item::Prompt(&route.prompt)))
             .ok_or_else(|| Error::invalid_params(format!("Unknown prompt: {name}")))?;
+        crate::auth::authorize(&route.scopes, call.transport.caller())?;
         let args = call.params.arguments.clone().unwrap_or_default();
         let required = route.prompt.arguments.iter().filter(|a| a.required == Some(true));
         if let Some(missing) = required.into_iter().find(|a| !args.contains_key(&a.name)) {
@@ -246,6 +248,7 @@ impl Server {
             .filter(|r| self.sees(&call.view(), r.kind.item()))
             .find_map(|r| r.kind.matches(uri).map(|vars| (r, vars)))
             .ok_or_else(|| resource_not_found(uri, legacy))?;
+        crate::auth::authorize(&route.scopes, call.transport.caller())?;
         let target = Target { method: "resources/read", name: uri, arguments: Value::Null };
         self.rounds(&target, &call, |replay| {
             let run = (route.read)(self.ctx(&call, replay), vars.clone());

@@ -34,6 +34,8 @@ pub struct ToolRoute {
     pub(crate) task: TaskSupport,
     /// Parameters mirrored into `Mcp-Param-*` headers, read from the schema at registration.
     pub(crate) headers: Vec<crate::param_headers::ParamHeader>,
+    /// Scopes a caller needs to reach the handler (see [`crate::auth`]).
+    pub(crate) scopes: Vec<String>,
 }
 
 impl ToolRoute {
@@ -76,6 +78,8 @@ pub struct PromptRoute {
     pub(crate) prompt: Prompt,
     pub(crate) get: HandlerFn<JsonObject, GetPromptResult>,
     pub(crate) needs: Vec<StateNeed>,
+    /// Scopes a caller needs to reach the handler (see [`crate::auth`]).
+    pub(crate) scopes: Vec<String>,
 }
 
 /// A resource, or a resource template, and the function that reads it. Register it with
@@ -85,9 +89,11 @@ pub struct ResourceRoute {
     pub(crate) kind: ResourceKind,
     pub(crate) read: HandlerFn<JsonObject, ReadResourceResult>,
     pub(crate) needs: Vec<StateNeed>,
+    /// Scopes a caller needs to reach the handler (see [`crate::auth`]).
+    pub(crate) scopes: Vec<String>,
 }
 
-macro_rules! requires_state {
+macro_rules! requirements {
     ($($route:ty),*) => {$(
         impl $route {
             /// Declares that the handler reads `State<T>`, so a server never given a `T`
@@ -97,11 +103,25 @@ macro_rules! requires_state {
                 self.needs.push(StateNeed::of::<T>());
                 self
             }
+
+            /// Declares the OAuth scopes a caller needs: a caller without every one of
+            /// them (or a request with no caller) is refused before the handler runs,
+            /// with HTTP 403 and an `insufficient_scope` challenge naming them. The
+            /// scopes are listed in the protected resource metadata (see [`crate::auth`]).
+            /// `#[tool(scopes = [...])]` declares them for macro handlers.
+            pub fn requires_scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+                for scope in scopes.into_iter().map(Into::into) {
+                    if !self.scopes.contains(&scope) {
+                        self.scopes.push(scope);
+                    }
+                }
+                self
+            }
         }
     )*};
 }
 
-requires_state!(ToolRoute, PromptRoute, ResourceRoute);
+requirements!(ToolRoute, PromptRoute, ResourceRoute);
 
 #[derive(Clone)]
 pub(crate) enum ResourceKind {
@@ -171,6 +191,7 @@ impl Tool {
             timeout: None,
             task: TaskSupport::Forbidden,
             headers: Vec::new(),
+            scopes: Vec::new(),
         }
     }
 }
@@ -192,7 +213,7 @@ impl Prompt {
             let fut = decode_args::<A>(args, "prompt", &name).map(|args| f(ctx, args));
             Box::pin(async move { Ok(fut?.await?.into_prompt_result()) })
         });
-        PromptRoute { prompt: self, get, needs: Vec::new() }
+        PromptRoute { prompt: self, get, needs: Vec::new(), scopes: Vec::new() }
     }
 }
 
@@ -208,7 +229,7 @@ impl Resource {
             let fut = f(ctx);
             Box::pin(async move { Ok(fut.await?.into_resource_result()) })
         });
-        ResourceRoute { kind: ResourceKind::Static(self), read, needs: Vec::new() }
+        ResourceRoute { kind: ResourceKind::Static(self), read, needs: Vec::new(), scopes: Vec::new() }
     }
 }
 
@@ -235,7 +256,7 @@ impl ResourceTemplate {
             let fut = decode_args::<A>(vars, "resource template", &name).map(|vars| f(ctx, vars));
             Box::pin(async move { Ok(fut?.await?.into_resource_result()) })
         });
-        ResourceRoute { kind: ResourceKind::Template(self, template), read, needs: Vec::new() }
+        ResourceRoute { kind: ResourceKind::Template(self, template), read, needs: Vec::new(), scopes: Vec::new() }
     }
 }
 

@@ -47,6 +47,9 @@
 //! - **Tasks.** `#[tool(task = "optional")]` lets a client that declares the tasks
 //!   extension get a task id at once and poll it; the handler, its asks and its `once!`
 //!   steps are the same, journaled in a [`TaskStore`] instead of the request state.
+//! - **Authorization.** [`HttpConfig::auth`] makes the HTTP endpoint an OAuth 2.1
+//!   resource server ([`auth`]): bearer tokens checked before the MCP pipeline, the
+//!   protected resource metadata, and per-handler scopes (`#[tool(scopes = [...])]`).
 //! - **Testing.** [`testing::TestClient`] drives a handler through its rounds in-process.
 //!
 //! The [`guide`] explains [how a handler runs across rounds](guide::replay), [the request
@@ -56,6 +59,7 @@
 #![warn(missing_docs)]
 
 pub mod ask;
+pub mod auth;
 mod caller;
 mod capability;
 mod context;
@@ -119,6 +123,7 @@ pub use transport::http::{serve_router, HttpConfig, Limits};
 /// | `description = "…"` | description (default: the doc comment; one is required) |
 /// | `read_only`, `destructive`, `idempotent`, `open_world` | behaviour hints |
 /// | `task = "optional"` / `"required"` | may run as a task ([`TaskSupport`], [`Ctx::continue_as_task`]) |
+/// | `scopes = ["…", …]` | OAuth scopes a caller needs; others get 403 before the handler runs ([`auth`]) |
 /// | `crate = "path"` | where `mcp_mrtr` is, when re-exported under another name |
 ///
 /// A parameter marked `#[mcp(header = "Region")]` is mirrored into the HTTP header
@@ -133,8 +138,8 @@ pub use mcp_mrtr_macros::tool;
 /// Turns an `async fn` into a prompt: `server.prompt(my_fn)`.
 ///
 /// Parameters are the prompt's (string) arguments: `String` ones are required,
-/// `Option<String>` ones optional. Keys: `name`, `title`, `description`, `crate`, as
-/// for [`tool`]. The function returns `Result<Vec<PromptMessage>, ToolError>` (or a
+/// `Option<String>` ones optional. Keys: `name`, `title`, `description`, `scopes`,
+/// `crate`, as for [`tool`]. The function returns `Result<Vec<PromptMessage>, ToolError>` (or a
 /// [`GetPromptResult`]) and may [`ask!`].
 pub use mcp_mrtr_macros::prompt;
 
@@ -142,7 +147,7 @@ pub use mcp_mrtr_macros::prompt;
 ///
 /// `uri = "…"` is required. With `{variables}` in it, the resource is a template and
 /// each parameter is one variable; without, the function takes no parameters. Other
-/// keys: `name`, `title`, `description`, `mime_type`, `crate`. Returns
+/// keys: `name`, `title`, `description`, `mime_type`, `scopes`, `crate` (as for [`tool`]). Returns
 /// [`ResourceContents`] (or a `Vec` of them, or a [`ReadResourceResult`]) and may [`ask!`].
 pub use mcp_mrtr_macros::resource;
 /// Makes the `#[tool]`, `#[prompt]` and `#[resource]` methods of an `impl` block, taking

@@ -44,13 +44,20 @@ pub struct HttpConfig {
     max_body_bytes: usize,
     guard: Guard,
     limits: Limits,
+    auth: Option<crate::auth::ResourceServer>,
 }
 
 impl Default for HttpConfig {
     /// `/mcp`, 1 MiB bodies, only `localhost`, `127.0.0.1` and `[::1]` as hosts,
     /// browser requests only from pages on those hosts, and the default [`Limits`].
     fn default() -> Self {
-        Self { path: "/mcp".into(), max_body_bytes: 1024 * 1024, guard: Guard::default(), limits: Limits::default() }
+        Self {
+            path: "/mcp".into(),
+            max_body_bytes: 1024 * 1024,
+            guard: Guard::default(),
+            limits: Limits::default(),
+            auth: None,
+        }
     }
 }
 
@@ -109,6 +116,14 @@ impl HttpConfig {
             Self::default().allow_any_host()
         }
     }
+
+    /// Protects the endpoint as an OAuth 2.1 resource server: every request needs a
+    /// bearer token the server's verifier accepts, and the protected resource metadata
+    /// is served at its well-known URI. See [`crate::auth`].
+    pub fn auth(mut self, resource_server: crate::auth::ResourceServer) -> Self {
+        self.auth = Some(resource_server);
+        self
+    }
 }
 
 struct Endpoint {
@@ -118,6 +133,8 @@ struct Endpoint {
     sessions: crate::legacy::Sessions,
     /// One permit per running handler, [`Limits::max_handlers`] in all.
     handlers: Arc<Semaphore>,
+    /// The resource server checking bearer tokens, when [`HttpConfig::auth`] set one.
+    gate: Option<Arc<crate::auth::Gate>>,
 }
 
 impl Server {
@@ -138,9 +155,10 @@ impl Server {
     /// # Panics
     ///
     /// If the server is misconfigured: a handler takes `State<T>` and the server was given
-    /// no `T` (see [`Server::with_state`]), or `MCP_MRTR_STATE_KEYS` is malformed (and no
-    /// [`StateConfig`](crate::StateConfig) was given). Found before the first request,
-    /// never on a client's call; [`Server::try_into_router_with`] returns it instead.
+    /// no `T` (see [`Server::with_state`]), `MCP_MRTR_STATE_KEYS` is malformed (and no
+    /// [`StateConfig`](crate::StateConfig) was given), or the [`HttpConfig::auth`] resource
+    /// server has no verifier. Found before the first request, never on a client's call;
+    /// [`Server::try_into_router_with`] returns it instead.
     pub fn into_router_with(self, config: HttpConfig) -> Router {
         self.try_into_router_with(config).unwrap_or_else(|error| panic!("cannot serve MCP over HTTP: {error}"))
     }
@@ -152,8 +170,22 @@ impl Server {
         let path = config.path.clone();
         let handlers = Arc::new(Semaphore::new(config.limits.max_handlers));
         let sessions = crate::legacy::Sessions::new(config.limits.sessions);
-        let endpoint = Arc::new(Endpoint { server: Arc::new(self), config, sessions, handlers });
-        Ok(Router::new().route(&path, axum::routing::any(endpoint_handler)).with_state(endpoint))
+        let gate =
+            config.auth.as_ref().map(crate::auth::Gate::new).transpose().map_err(io::Error::other)?.map(Arc::new);
+        let endpoint = Arc::new(Endpoint { server: Arc::new(self), config, sessions, handlers, gate });
+        let router = Router::new().route(&path, axum::routing::any(endpoint_handler));
+        let router = match &endpoint.gate {
+            // The metadata is public: it is how a client without a token learns where to get one.
+            Some(gate) => router.route(
+                gate.metadata_path(),
+                axum::routing::any(|State(endpoint): State<Arc<Endpoint>>, method: Method| async move {
+                    let declared = crate::auth::declared_scopes(&endpoint.server);
+                    endpoint.gate.as_ref().map_or_else(method_not_allowed, |gate| gate.metadata(&method, &declared))
+                }),
+            ),
+            None => router,
+        };
+        Ok(router.with_state(endpoint))
     }
 
     /// Serves Streamable HTTP on `addr` until the process ends.
@@ -188,16 +220,23 @@ impl Server {
     }
 }
 
-async fn endpoint_handler(State(endpoint): State<Arc<Endpoint>>, request: HttpRequest) -> Response {
+async fn endpoint_handler(State(endpoint): State<Arc<Endpoint>>, mut request: HttpRequest) -> Response {
     if let Err(reason) = endpoint.config.guard.check(request.headers()) {
         return json_response(403, &error_message(None, &Error::invalid_request(format!("Forbidden: {reason}"))));
     }
-    match *request.method() {
+    let gate = endpoint.gate.as_deref();
+    if let Some(gate) = gate {
+        if let Err(refusal) = gate.admit(&mut request).await {
+            return refusal;
+        }
+    }
+    let response = match *request.method() {
         Method::POST => post(&endpoint, request).await,
         // Only legacy sessions have anything to GET or DELETE.
         Method::GET | Method::DELETE => legacy::session_method(&endpoint, request.method(), request.headers()),
         _ => method_not_allowed(),
-    }
+    };
+    crate::auth::finish(gate, response)
 }
 
 async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response {

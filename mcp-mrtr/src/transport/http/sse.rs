@@ -64,7 +64,11 @@ fn idle_timer(every: Duration) -> Interval {
 
 pub(super) fn json_reply(era: Era, reply: &Reply) -> Response {
     let status = reply.outcome.as_ref().err().map_or(200, |error| status::of_error(era, error));
-    json_response(status, &reply.to_outgoing())
+    let mut response = json_response(status, &reply.to_outgoing());
+    if let Err(error) = &reply.outcome {
+        crate::auth::mark(&mut response, error);
+    }
+    response
 }
 
 /// A JSON-RPC error as the whole body, on the status its era gives it.

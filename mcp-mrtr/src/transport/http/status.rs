@@ -7,6 +7,7 @@
 //! |---|---|---|
 //! | unknown method (`-32601`) | 404 | 200: a 404 would tell the client its session is gone |
 //! | header, capability, version errors | 400 | 200: a 4xx body is not read as a JSON-RPC response |
+//! | insufficient scope (see [`crate::auth`]) | 403 + challenge | 403 + challenge |
 //! | other errors to a request | 200 | 200 |
 //! | once a request's SSE stream is open | in the stream (200) | in the stream (200) |
 //!
@@ -24,6 +25,10 @@ pub(super) fn of_error(era: Era, error: &Error) -> u16 {
         Era::Modern | Era::Unknown => error.http_status(),
         // 2025-11-25 answers a request with a JSON-RPC response, error or not; the HTTP
         // status says only whether the transport (and the session) worked.
+        // Except a refusal for insufficient scope: both revisions' authorization specs
+        // answer it with 403 and a challenge, which a client follows to get a token with
+        // more scopes; the session stays open.
+        Era::Legacy if error.http_status() == 403 => 403,
         Era::Legacy => 200,
     }
 }

@@ -1,0 +1,342 @@
+//! [`JwtVerifier`]: checks JWT access tokens (RFC 9068) locally, with keys from
+//! configuration: signature, issuer, audience (this resource, RFC 8707), expiry.
+
+use std::fmt;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey, Validation};
+use serde_json::Value;
+
+use super::{Claims, TokenError, TokenVerifier, VerifiedToken};
+use crate::protocol::JsonObject;
+use crate::Caller;
+
+/// Clock skew tolerated on `exp` and `nbf`.
+const DEFAULT_LEEWAY: Duration = Duration::from_secs(30);
+
+/// Shorter HS256 secrets are brute-forceable (RFC 7518 §3.2 wants at least the hash size).
+const MIN_SECRET_BYTES: usize = 32;
+
+/// The keys a [`JwtVerifier`] trusts.
+#[derive(Clone)]
+pub struct JwtKeys {
+    keys: Vec<TrustedKey>,
+}
+
+#[derive(Clone)]
+struct TrustedKey {
+    /// The JWKS `kid`; a token naming another id is not checked against this key.
+    kid: Option<String>,
+    key: DecodingKey,
+    /// The algorithms this key may verify: a token may not pick another (no `none`,
+    /// no HMAC with a public key).
+    algorithms: Vec<Algorithm>,
+}
+
+impl JwtKeys {
+    /// A shared HS256 secret of at least 32 bytes.
+    pub fn hs256(secret: impl AsRef<[u8]>) -> Result<Self, JwtError> {
+        let secret = secret.as_ref();
+        if secret.len() < MIN_SECRET_BYTES {
+            return Err(JwtError(format!("an HS256 secret needs at least {MIN_SECRET_BYTES} bytes")));
+        }
+        let key = DecodingKey::from_secret(secret).map_err(JwtError::from)?;
+        Ok(Self::one(key, vec![Algorithm::HS256]))
+    }
+
+    /// An RSA public key in PEM (`RS256`/`384`/`512`, `PS256`/`384`/`512`).
+    pub fn rsa_pem(pem: impl AsRef<[u8]>) -> Result<Self, JwtError> {
+        let key = DecodingKey::from_rsa_pem(pem.as_ref()).map_err(JwtError::from)?;
+        Ok(Self::one(key, AlgorithmFamily::Rsa.algorithms().to_vec()))
+    }
+
+    /// An EC public key (P-256 or P-384) in PEM (`ES256`, `ES384`).
+    pub fn ec_pem(pem: impl AsRef<[u8]>) -> Result<Self, JwtError> {
+        let key = DecodingKey::from_ec_pem(pem.as_ref()).map_err(JwtError::from)?;
+        Ok(Self::one(key, AlgorithmFamily::Ec.algorithms().to_vec()))
+    }
+
+    /// The keys of a JWKS document (`{"keys": [...]}`), as an authorization server
+    /// publishes at its `jwks_uri`; a token's `kid` picks the key. Fetching and
+    /// refreshing the document is left to the application.
+    pub fn jwks(json: &str) -> Result<Self, JwtError> {
+        let set: JwkSet = serde_json::from_str(json).map_err(|e| JwtError(format!("not a JWKS document: {e}")))?;
+        let keys = set
+            .keys
+            .iter()
+            .map(|jwk| {
+                let key = DecodingKey::from_jwk(jwk).map_err(JwtError::from)?;
+                let algorithms = match jwk.common.key_algorithm {
+                    Some(alg) => vec![Algorithm::try_from(alg).map_err(JwtError::from)?],
+                    None => key.family().algorithms().to_vec(),
+                };
+                Ok(TrustedKey { kid: jwk.common.key_id.clone(), key, algorithms })
+            })
+            .collect::<Result<Vec<_>, JwtError>>()?;
+        if keys.is_empty() {
+            return Err(JwtError("the JWKS document holds no keys".into()));
+        }
+        Ok(Self { keys })
+    }
+
+    fn one(key: DecodingKey, algorithms: Vec<Algorithm>) -> Self {
+        Self { keys: vec![TrustedKey { kid: None, key, algorithms }] }
+    }
+
+    /// The key for a token's `kid`: the one with that id, or the only key there is.
+    fn pick(&self, kid: Option<&str>) -> Option<&TrustedKey> {
+        match (kid, self.keys.as_slice()) {
+            (Some(kid), keys) if keys.iter().any(|k| k.kid.is_some()) => {
+                keys.iter().find(|k| k.kid.as_deref() == Some(kid))
+            }
+            (_, [only]) => Some(only),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Debug for JwtKeys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ids: Vec<_> = self.keys.iter().map(|k| k.kid.as_deref().unwrap_or("-")).collect();
+        f.debug_struct("JwtKeys").field("kids", &ids).finish_non_exhaustive()
+    }
+}
+
+/// A key or JWKS document that could not be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JwtError(String);
+
+impl From<jsonwebtoken::errors::Error> for JwtError {
+    fn from(error: jsonwebtoken::errors::Error) -> Self {
+        Self(format!("unusable key: {error}"))
+    }
+}
+
+impl fmt::Display for JwtError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for JwtError {}
+
+/// Verifies JWT access tokens with configured keys.
+///
+/// A token is accepted when its signature checks with a trusted key, `iss` is the
+/// issuer, `aud` names this resource, `exp` has not passed (30 s of leeway by default)
+/// and `nbf`, if present, has; `sub` becomes the [`Caller`]'s id and `scope`
+/// (space-separated) or `scp` (an array) its scopes.
+///
+/// ```
+/// use mcp_mrtr::auth::{JwtKeys, JwtVerifier, ResourceServer};
+///
+/// let resource = "https://notes.example.com/mcp";
+/// let keys = JwtKeys::hs256("a development secret of 32+ bytes!").unwrap();
+/// let server = ResourceServer::new(resource, ["https://auth.example.com"])
+///     .verifier(JwtVerifier::new(keys, "https://auth.example.com", resource));
+/// # let _ = server;
+/// ```
+#[derive(Clone, Debug)]
+pub struct JwtVerifier {
+    keys: JwtKeys,
+    issuer: String,
+    audience: String,
+    leeway: Duration,
+}
+
+impl JwtVerifier {
+    /// Accepts tokens signed with `keys`, issued by `issuer` for `audience` (the
+    /// resource's canonical URI).
+    pub fn new(keys: JwtKeys, issuer: impl Into<String>, audience: impl Into<String>) -> Self {
+        Self { keys, issuer: issuer.into(), audience: audience.into(), leeway: DEFAULT_LEEWAY }
+    }
+
+    /// Clock skew tolerated on `exp` and `nbf` (default 30 s).
+    pub fn leeway(mut self, leeway: Duration) -> Self {
+        self.leeway = leeway;
+        self
+    }
+
+    fn check(&self, token: &str) -> Result<VerifiedToken, TokenError> {
+        let header = jsonwebtoken::decode_header(token).map_err(|_| TokenError::invalid("malformed token"))?;
+        let trusted = self
+            .keys
+            .pick(header.kid.as_deref())
+            .ok_or_else(|| TokenError::invalid("the token is signed with an unknown key"))?;
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.algorithms.clone_from(&trusted.algorithms);
+        validation.set_issuer(&[&self.issuer]);
+        validation.set_audience(&[&self.audience]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        validation.validate_nbf = true;
+        validation.leeway = self.leeway.as_secs();
+        let data = jsonwebtoken::decode::<JsonObject>(token, &trusted.key, &validation).map_err(|e| refusal(&e))?;
+        let claims = data.claims;
+        let subject = claims.get("sub").and_then(Value::as_str).filter(|s| !s.is_empty());
+        let subject = subject.ok_or_else(|| TokenError::invalid("the token names no subject"))?;
+        let caller = Caller::new(subject).with_scopes(scopes(&claims));
+        Ok(VerifiedToken { caller, claims: Claims::new(claims) })
+    }
+}
+
+impl TokenVerifier for JwtVerifier {
+    fn verify<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<VerifiedToken, TokenError>> {
+        Box::pin(std::future::ready(self.check(token)))
+    }
+}
+
+/// The scopes a token grants: `scope` (RFC 9068, space-separated) or `scp` (an array,
+/// as some identity providers send).
+fn scopes(claims: &JsonObject) -> Vec<String> {
+    match (claims.get("scope"), claims.get("scp")) {
+        (Some(Value::String(scope)), _) => scope.split_whitespace().map(str::to_owned).collect(),
+        (_, Some(Value::Array(scp))) => scp.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+        (_, Some(Value::String(scp))) => scp.split_whitespace().map(str::to_owned).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// What the client is told about a refused token: enough to act on, nothing secret.
+fn refusal(error: &jsonwebtoken::errors::Error) -> TokenError {
+    TokenError::invalid(match error.kind() {
+        ErrorKind::ExpiredSignature => "the token has expired".to_owned(),
+        ErrorKind::ImmatureSignature => "the token is not valid yet".to_owned(),
+        ErrorKind::InvalidAudience => "the token was not issued for this resource".to_owned(),
+        ErrorKind::InvalidIssuer => "the token's issuer is not trusted here".to_owned(),
+        ErrorKind::InvalidSignature => "the token's signature does not verify".to_owned(),
+        ErrorKind::InvalidAlgorithm => "the token's algorithm is not accepted for its key".to_owned(),
+        ErrorKind::MissingRequiredClaim(claim) => format!("the token has no `{claim}` claim"),
+        _ => "malformed token".to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use jsonwebtoken::{encode, EncodingKey, Header};
+    use serde_json::json;
+
+    use super::*;
+
+    const SECRET: &str = "0123456789abcdef0123456789abcdef";
+    const RESOURCE: &str = "https://notes.example.com/mcp";
+    const ISSUER: &str = "https://auth.example.com";
+
+    fn verifier() -> JwtVerifier {
+        JwtVerifier::new(JwtKeys::hs256(SECRET).unwrap(), ISSUER, RESOURCE)
+    }
+
+    fn now() -> i64 {
+        i64::try_from(jsonwebtoken::get_current_timestamp()).unwrap()
+    }
+
+    fn token(claims: &Value) -> String {
+        encode(&Header::default(), claims, &EncodingKey::from_secret(SECRET.as_bytes()).unwrap()).unwrap()
+    }
+
+    fn refused(claims: &Value) -> String {
+        match verifier().check(&token(claims)) {
+            Err(TokenError::Invalid(why)) => why,
+            other => panic!("accepted: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_good_token_names_the_caller_and_scopes() {
+        let claims = json!({"sub": "alice", "iss": ISSUER, "aud": RESOURCE, "exp": now() + 60, "scope": "a b"});
+        let verified = verifier().check(&token(&claims)).unwrap();
+        assert_eq!(verified.caller, Caller::new("alice").with_scopes(["a", "b"]));
+        assert_eq!(verified.claims.get("sub"), Some(&json!("alice")));
+        // An audience list naming this resource among others is fine (RFC 7519 §4.1.3).
+        let listed = json!({"sub": "a", "iss": ISSUER, "aud": ["other", RESOURCE], "exp": now() + 60, "scp": ["x"]});
+        assert!(verifier().check(&token(&listed)).unwrap().caller.has_scope("x"));
+    }
+
+    #[test]
+    fn wrong_issuer_audience_expiry_or_subject_are_refused() {
+        let base = json!({"sub": "alice", "iss": ISSUER, "aud": RESOURCE, "exp": now() + 60});
+        let with = |key: &str, value: Value| {
+            let mut claims = base.clone();
+            claims[key] = value;
+            claims
+        };
+        assert!(refused(&with("aud", json!("https://other.example.com/mcp"))).contains("not issued for this"));
+        assert!(refused(&with("iss", json!("https://evil.example.com"))).contains("issuer"));
+        assert!(refused(&with("exp", json!(now() - 3600))).contains("expired"));
+        assert!(refused(&with("sub", json!(""))).contains("subject"));
+        let mut no_audience = base.clone();
+        no_audience.as_object_mut().unwrap().remove("aud");
+        assert!(refused(&no_audience).contains("`aud`"));
+        // Within the leeway, a just-expired token still passes.
+        assert!(verifier().check(&token(&with("exp", json!(now() - 5)))).is_ok());
+    }
+
+    #[test]
+    fn forged_or_garbled_tokens_are_refused() {
+        let claims = json!({"sub": "alice", "iss": ISSUER, "aud": RESOURCE, "exp": now() + 60});
+        let forged = encode(&Header::default(), &claims, &EncodingKey::from_secret(&[7; 32]).unwrap()).unwrap();
+        assert!(matches!(verifier().check(&forged), Err(TokenError::Invalid(_))));
+        for garbage in ["", "abc", "a.b.c", "eyJhbGciOiJub25lIn0.e30."] {
+            assert!(matches!(verifier().check(garbage), Err(TokenError::Invalid(_))), "{garbage}");
+        }
+        assert!(JwtKeys::hs256("short").is_err());
+        assert!(JwtKeys::jwks("{\"keys\": []}").is_err());
+        assert!(JwtKeys::rsa_pem("not a pem").is_err());
+    }
+
+    // Key pairs generated for these tests only (openssl), never used anywhere else.
+    const EC_PRIVATE: &str = include_str!("testdata/ec-private.pem");
+    const EC_PUBLIC: &str = include_str!("testdata/ec-public.pem");
+    const RSA_PRIVATE: &str = include_str!("testdata/rsa-private.pem");
+    const RSA_PUBLIC: &str = include_str!("testdata/rsa-public.pem");
+
+    fn signed(alg: Algorithm, kid: Option<&str>, key: &EncodingKey) -> String {
+        let claims = json!({"sub": "alice", "iss": ISSUER, "aud": RESOURCE, "exp": now() + 60});
+        let header = Header { kid: kid.map(str::to_owned), ..Header::new(alg) };
+        encode(&header, &claims, key).unwrap()
+    }
+
+    #[test]
+    fn public_keys_in_pem_verify_their_signatures_only() {
+        let rsa = EncodingKey::from_rsa_pem(RSA_PRIVATE.as_bytes()).unwrap();
+        let ec = EncodingKey::from_ec_pem(EC_PRIVATE.as_bytes()).unwrap();
+        let rsa_verifier = JwtVerifier::new(JwtKeys::rsa_pem(RSA_PUBLIC).unwrap(), ISSUER, RESOURCE);
+        let ec_verifier = JwtVerifier::new(JwtKeys::ec_pem(EC_PUBLIC).unwrap(), ISSUER, RESOURCE);
+        assert!(rsa_verifier.check(&signed(Algorithm::RS256, None, &rsa)).is_ok());
+        assert!(rsa_verifier.check(&signed(Algorithm::PS384, None, &rsa)).is_ok());
+        assert!(ec_verifier.check(&signed(Algorithm::ES256, None, &ec)).is_ok());
+        assert!(ec_verifier.check(&signed(Algorithm::RS256, None, &rsa)).is_err());
+        // Algorithm confusion: an HMAC token keyed with the public key's text is refused.
+        let confused = EncodingKey::from_secret(RSA_PUBLIC.as_bytes()).unwrap();
+        assert!(rsa_verifier.check(&signed(Algorithm::HS256, None, &confused)).is_err());
+    }
+
+    #[test]
+    fn a_jwks_document_picks_the_key_by_kid() {
+        let rsa = EncodingKey::from_rsa_pem(RSA_PRIVATE.as_bytes()).unwrap();
+        let ec = EncodingKey::from_ec_pem(EC_PRIVATE.as_bytes()).unwrap();
+        let jwk = |key: &EncodingKey, alg, kid: &str| {
+            let mut jwk = jsonwebtoken::jwk::Jwk::from_encoding_key(key, alg).unwrap();
+            jwk.common.key_id = Some(kid.to_owned());
+            jwk
+        };
+        let set = json!({"keys": [jwk(&rsa, Algorithm::RS256, "r1"), jwk(&ec, Algorithm::ES256, "e1")]});
+        let verifier = JwtVerifier::new(JwtKeys::jwks(&set.to_string()).unwrap(), ISSUER, RESOURCE);
+        assert!(verifier.check(&signed(Algorithm::RS256, Some("r1"), &rsa)).is_ok());
+        assert!(verifier.check(&signed(Algorithm::ES256, Some("e1"), &ec)).is_ok());
+        for (alg, kid, key) in [
+            (Algorithm::ES256, Some("r1"), &ec),
+            (Algorithm::RS256, Some("nope"), &rsa),
+            (Algorithm::RS256, None, &rsa),
+            // The JWK says RS256: another algorithm of the family is refused.
+            (Algorithm::RS512, Some("r1"), &rsa),
+        ] {
+            assert!(verifier.check(&signed(alg, kid, key)).is_err(), "{alg:?} {kid:?}");
+        }
+        let single = json!({"keys": [jwk(&ec, Algorithm::ES256, "only")]});
+        let single = JwtVerifier::new(JwtKeys::jwks(&single.to_string()).unwrap(), ISSUER, RESOURCE);
+        assert!(single.check(&signed(Algorithm::ES256, None, &ec)).is_ok());
+    }
+}
