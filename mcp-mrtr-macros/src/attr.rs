@@ -3,7 +3,8 @@
 
 use proc_macro2::TokenStream;
 use syn::meta::ParseNestedMeta;
-use syn::{Ident, LitStr, Path};
+use syn::punctuated::Punctuated;
+use syn::{Expr, ExprLit, Ident, Lit, LitStr, Path, Token};
 
 use crate::model::Kind;
 
@@ -20,11 +21,13 @@ pub(crate) struct Args {
     pub(crate) mime_type: Option<LitStr>,
     /// `task = "optional"` or `"required"`: validated into a [`crate::model::TaskMode`].
     pub(crate) task: Option<LitStr>,
+    /// OAuth scopes a caller needs, `scopes = ["notes:write"]`.
+    pub(crate) scopes: Option<Vec<LitStr>>,
 }
 
-const TOOL_KEYS: &str = "name, title, description, read_only, destructive, idempotent, open_world, task, crate";
-const PROMPT_KEYS: &str = "name, title, description, crate";
-const RESOURCE_KEYS: &str = "uri, name, title, description, mime_type, crate";
+const TOOL_KEYS: &str = "name, title, description, read_only, destructive, idempotent, open_world, task, scopes, crate";
+const PROMPT_KEYS: &str = "name, title, description, scopes, crate";
+const RESOURCE_KEYS: &str = "uri, name, title, description, mime_type, scopes, crate";
 pub(crate) const HINTS: &[&str] = &["read_only", "destructive", "idempotent", "open_world"];
 
 impl Args {
@@ -41,6 +44,13 @@ impl Args {
             (_, "name") => set(&mut self.name, meta),
             (_, "title") => set(&mut self.title, meta),
             (_, "description") => set(&mut self.description, meta),
+            (_, "scopes") => {
+                if self.scopes.is_some() {
+                    return Err(meta.error("`scopes` is given twice: keep one"));
+                }
+                self.scopes = Some(scopes_value(meta)?);
+                Ok(())
+            }
             (_, "crate") => {
                 let path = string_value(meta)?;
                 self.krate = Some(path.parse().map_err(|_| {
@@ -76,6 +86,44 @@ fn set(slot: &mut Option<LitStr>, meta: &ParseNestedMeta<'_>) -> syn::Result<()>
     Ok(())
 }
 
+/// `= ["a", "b"]`: a non-empty array of scope tokens (RFC 6749 §3.3: no spaces, quotes
+/// or backslashes), each error on the element that is wrong.
+fn scopes_value(meta: &ParseNestedMeta<'_>) -> syn::Result<Vec<LitStr>> {
+    const FORM: &str = "`scopes` takes an array of string literals: scopes = [\"notes:write\"]";
+    let value = meta.value()?;
+    if !value.peek(syn::token::Bracket) {
+        return Err(syn::Error::new(value.span(), FORM));
+    }
+    let content;
+    let brackets = syn::bracketed!(content in value);
+    let elements = Punctuated::<Expr, Token![,]>::parse_terminated(&content)?;
+    if elements.is_empty() {
+        return Err(syn::Error::new(
+            brackets.span.join(),
+            "`scopes` is empty: name at least one scope, or drop the key",
+        ));
+    }
+    elements
+        .into_iter()
+        .map(|element| match element {
+            Expr::Lit(ExprLit { lit: Lit::Str(scope), .. }) => {
+                let text = scope.value();
+                let valid =
+                    !text.is_empty() && text.chars().all(|c| matches!(c, '!'..='~') && !matches!(c, '"' | '\\'));
+                if valid {
+                    Ok(scope)
+                } else {
+                    Err(syn::Error::new(
+                        scope.span(),
+                        "a scope is a non-empty token without spaces, quotes or backslashes",
+                    ))
+                }
+            }
+            other => Err(syn::Error::new_spanned(other, FORM)),
+        })
+        .collect()
+}
+
 /// The `= "…"` of a key, with an error that shows the expected form.
 fn string_value(meta: &ParseNestedMeta<'_>) -> syn::Result<LitStr> {
     let key = meta.path.get_ident().map(ToString::to_string).unwrap_or_default();
@@ -107,5 +155,16 @@ mod tests {
         assert!(Args::parse(Kind::Tool, quote!(name = "a", name = "b")).is_err());
         assert!(Args::parse(Kind::Tool, quote!(name = 5)).is_err());
         assert!(Args::parse(Kind::Prompt, quote!(task = "optional")).is_err());
+    }
+
+    #[test]
+    fn scopes_are_an_array_of_scope_tokens() {
+        let args = Args::parse(Kind::Resource, quote!(uri = "x://y", scopes = ["a:read", "a:write"])).unwrap();
+        let scopes: Vec<String> = args.scopes.unwrap().iter().map(LitStr::value).collect();
+        assert_eq!(scopes, ["a:read", "a:write"]);
+        for bad in [quote!(scopes = "a"), quote!(scopes = []), quote!(scopes = [a]), quote!(scopes = ["a b"])] {
+            assert!(Args::parse(Kind::Tool, bad).is_err());
+        }
+        assert!(Args::parse(Kind::Prompt, quote!(scopes = ["a"], scopes = ["b"])).is_err());
     }
 }

@@ -265,7 +265,8 @@ pub(crate) fn route(handler: &Handler, runtime: &Path, args: &Ident, call: &Toke
         .filter_map(|p| p.state.as_ref())
         .map(|ty| quote_spanned!(syn::spanned::Spanned::span(ty)=> .requires_state::<#ty>()))
         .collect();
-    let attach = quote_spanned!(result=> .handler(#call) #(#needs)*);
+    let scopes = args_attr.scopes.as_ref().map(|scopes| quote!(.requires_scopes([#(#scopes),*])));
+    let attach = quote_spanned!(result=> .handler(#call) #(#needs)* #scopes);
     match handler.kind {
         Kind::Tool => {
             let hints = args_attr.hints.iter().map(ToString::to_string);
@@ -298,7 +299,7 @@ pub(crate) fn route(handler: &Handler, runtime: &Path, args: &Ident, call: &Toke
         Kind::Resource => {
             let uri = args_attr.uri.clone().unwrap_or_else(|| LitStr::new("", Span::call_site()));
             let mime = option(args_attr.mime_type.as_ref());
-            quote_spanned!(result=> #private::resource::<#args, _, _, _>(#uri, #name, #description, #title, #mime, #call) #(#needs)*)
+            quote_spanned!(result=> #private::resource::<#args, _, _, _>(#uri, #name, #description, #title, #mime, #call) #(#needs)* #scopes)
         }
     }
 }
