@@ -2,3 +2,4 @@
 //! server built here, so the integration tests can drive the very same servers.
 
 pub mod everything;
+pub mod notes;

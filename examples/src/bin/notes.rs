@@ -1,0 +1,51 @@
+//! The team-notes example: Streamable HTTP on 127.0.0.1 behind bearer auth.
+//!
+//! ```text
+//! notes --port 3000                      # serve http://127.0.0.1:3000/mcp (and /health)
+//! notes --port 3000 --mint-token alice   # print a development token for alice
+//! ```
+
+use anyhow::{bail, Context as _};
+use mcp_mrtr_examples::notes::auth::{AuthConfig, DEV_SCOPES};
+
+const USAGE: &str = "usage: notes --port N [--mint-token USER]
+
+Serves team notes on http://127.0.0.1:N/mcp; every request needs a bearer token.
+  --port N            the port (the token audience is http://127.0.0.1:N/mcp)
+  --mint-token USER   print a development token for USER (scopes: notes:read notes:write) and exit
+Environment: NOTES_ISSUER, NOTES_JWT_SECRET (HS256, 32+ bytes), NOTES_RESOURCE.";
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (port, mint_for) = match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        ["--help" | "-h"] => {
+            println!("{USAGE}");
+            return Ok(());
+        }
+        ["--port", port] => (port.to_string(), None),
+        ["--port", port, "--mint-token", user] | ["--mint-token", user, "--port", port] => {
+            (port.to_string(), Some(user.to_string()))
+        }
+        _ => bail!("{USAGE}"),
+    };
+    let port: u16 = port.parse().with_context(|| format!("--port takes a number, got {port:?}"))?;
+    let config = AuthConfig::from_env(port);
+    if let Some(user) = mint_for {
+        println!("{}", config.mint(&user, DEV_SCOPES)?);
+        return Ok(());
+    }
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .init();
+    let app = mcp_mrtr_examples::notes::auth::app(&config)?;
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    eprintln!("notes: serving {} (bearer token required; /health is public)", config.resource);
+    eprintln!("  get a token:  cargo run -p mcp-mrtr-examples --bin notes -- --port {port} --mint-token alice");
+    if config.is_dev_secret() {
+        eprintln!("  warning: signing with the public development secret; set NOTES_JWT_SECRET for anything shared");
+    }
+    axum::serve(listener, app).await?;
+    Ok(())
+}

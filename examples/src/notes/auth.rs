@@ -1,0 +1,86 @@
+//! How `notes` checks tokens: HS256 JWTs from a development issuer, configured by
+//! environment variables, and the axum app that serves `/mcp` behind them beside
+//! `/health`.
+//!
+//! | variable | default |
+//! |---|---|
+//! | `NOTES_ISSUER` | `https://issuer.notes.invalid` (no real authorization server: mint tokens with `--mint-token`) |
+//! | `NOTES_JWT_SECRET` | `notes-development-secret-change-me!`: public, so set your own (32+ bytes) for anything shared |
+//! | `NOTES_RESOURCE` | `http://127.0.0.1:PORT/mcp` |
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+use mcp_mrtr::auth::{JwtKeys, JwtVerifier, ResourceServer};
+use mcp_mrtr::HttpConfig;
+use serde_json::json;
+
+/// The development issuer's default name.
+pub const DEV_ISSUER: &str = "https://issuer.notes.invalid";
+/// The development signing secret's default: fine on a laptop, never anywhere shared.
+pub const DEV_SECRET: &str = "notes-development-secret-change-me!";
+/// Scopes a development token gets.
+pub const DEV_SCOPES: &str = "notes:read notes:write";
+/// How long a minted token lasts: an hour.
+const TOKEN_LIFETIME_SECS: u64 = 3600;
+
+/// Who issues tokens, the key they are signed with and the resource they are for.
+#[derive(Clone, Debug)]
+pub struct AuthConfig {
+    /// The issuer (`iss`), also the metadata's authorization server.
+    pub issuer: String,
+    /// The HS256 secret.
+    pub secret: String,
+    /// The canonical resource URI: tokens' audience.
+    pub resource: String,
+}
+
+impl AuthConfig {
+    /// The development defaults for a server on 127.0.0.1:`port`.
+    pub fn dev(port: u16) -> Self {
+        Self { issuer: DEV_ISSUER.into(), secret: DEV_SECRET.into(), resource: format!("http://127.0.0.1:{port}/mcp") }
+    }
+
+    /// The defaults, overridden by `NOTES_ISSUER`, `NOTES_JWT_SECRET` and `NOTES_RESOURCE`.
+    pub fn from_env(port: u16) -> Self {
+        let dev = Self::dev(port);
+        let var = |name: &str, default: String| std::env::var(name).unwrap_or(default);
+        Self {
+            issuer: var("NOTES_ISSUER", dev.issuer),
+            secret: var("NOTES_JWT_SECRET", dev.secret),
+            resource: var("NOTES_RESOURCE", dev.resource),
+        }
+    }
+
+    /// Whether the signing secret is the public development one.
+    pub fn is_dev_secret(&self) -> bool {
+        self.secret == DEV_SECRET
+    }
+
+    /// The resource server: tokens of this issuer for this resource, with `notes:read`.
+    pub fn resource_server(&self) -> anyhow::Result<ResourceServer> {
+        let keys = JwtKeys::hs256(&self.secret).context("NOTES_JWT_SECRET")?;
+        Ok(ResourceServer::new(&self.resource, [&self.issuer])
+            .resource_name("Team notes")
+            .scopes(["notes:read"])
+            .verifier(JwtVerifier::new(keys, &self.issuer, &self.resource)))
+    }
+
+    /// A token for `user` with `scopes` (space-separated), valid for an hour.
+    pub fn mint(&self, user: &str, scopes: &str) -> anyhow::Result<String> {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
+        let claims = json!({
+            "iss": self.issuer, "aud": self.resource, "sub": user, "scope": scopes,
+            "iat": now, "exp": now + TOKEN_LIFETIME_SECS,
+        });
+        let key = jsonwebtoken::EncodingKey::from_secret(self.secret.as_bytes())?;
+        Ok(jsonwebtoken::encode(&jsonwebtoken::Header::default(), &claims, &key)?)
+    }
+}
+
+/// The app: the notes server at `/mcp` behind bearer auth (its metadata at the
+/// well-known URI), and a public `/health`.
+pub fn app(config: &AuthConfig) -> anyhow::Result<axum::Router> {
+    let mcp = super::server().into_router_with(HttpConfig::default().auth(config.resource_server()?));
+    Ok(axum::Router::new().route("/health", axum::routing::get(|| async { "ok" })).merge(mcp))
+}
