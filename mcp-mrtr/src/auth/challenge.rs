@@ -202,6 +202,44 @@ mod tests {
         assert_eq!(bearer(&auth("Bearer a b")), Err(()));
     }
 
+    /// Refuses `down`, accepts anything else as `alice`.
+    struct Flaky;
+
+    impl TokenVerifier for Flaky {
+        fn verify<'a>(
+            &'a self,
+            token: &'a str,
+        ) -> super::super::BoxFuture<'a, Result<super::super::VerifiedToken, TokenError>> {
+            let outcome = match token {
+                "down" => Err(TokenError::Unavailable("introspection endpoint unreachable".into())),
+                _ => Ok(super::super::VerifiedToken::new(crate::Caller::new("alice"))),
+            };
+            Box::pin(std::future::ready(outcome))
+        }
+    }
+
+    fn request(token: &str) -> Request {
+        let mut request = Request::new(axum::body::Body::empty());
+        request.headers_mut().insert(header::AUTHORIZATION, HeaderValue::from_str(&format!("Bearer {token}")).unwrap());
+        request
+    }
+
+    #[tokio::test]
+    async fn an_unavailable_verifier_is_503_and_the_token_reaches_handlers_only_on_request() {
+        let config = ResourceServer::new("https://h/mcp", ["https://as"]).verifier(Flaky);
+        let refused = Gate::new(&config).unwrap().admit(&mut request("down")).await.expect_err("refused");
+        assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert!(refused.headers().get(header::WWW_AUTHENTICATE).is_none(), "not the client's token's fault");
+
+        let mut admitted = request("t0k3n");
+        Gate::new(&config).unwrap().admit(&mut admitted).await.unwrap();
+        assert_eq!(admitted.extensions().get::<crate::Caller>().map(crate::Caller::id), Some("alice"));
+        assert!(admitted.extensions().get::<AccessToken>().is_none());
+        let mut passed = request("t0k3n");
+        Gate::new(&config.pass_token_to_handlers()).unwrap().admit(&mut passed).await.unwrap();
+        assert_eq!(passed.extensions().get::<AccessToken>().map(AccessToken::secret), Some("t0k3n"));
+    }
+
     #[test]
     fn challenges_quote_values_and_drop_what_would_break_them() {
         let value = challenge(&[("error", "invalid_token".into()), ("error_description", "bad \"sig\"\\\n".into())]);

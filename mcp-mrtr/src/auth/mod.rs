@@ -47,6 +47,9 @@
 //! (HS256 secret, RSA/EC public key, or a JWKS document), issuer, audience (this
 //! resource, RFC 8707) and expiry.
 //!
+//! Scopes are checked against the request's caller, so over stdio (no caller) a route
+//! that declares scopes is refused: it is never open to anonymous callers.
+//!
 //! The raw token is never stored: handlers do not see it unless
 //! [`ResourceServer::pass_token_to_handlers`] asks for it, and even then its `Debug` is
 //! redacted. Scope hierarchies (a scope that implies others) are the verifier's business:

@@ -170,6 +170,12 @@ impl Server {
         let path = config.path.clone();
         let handlers = Arc::new(Semaphore::new(config.limits.max_handlers));
         let sessions = crate::legacy::Sessions::new(config.limits.sessions);
+        if let Some(auth) = config.auth.as_ref().filter(|auth| !auth.resource().trim_end_matches('/').ends_with(&path))
+        {
+            // Clients derive the metadata's URI from the resource; a mismatch usually
+            // means a proxy rewrites paths, or a typo that breaks discovery.
+            tracing::warn!(resource = auth.resource(), %path, "the resource URI does not end with the MCP path");
+        }
         let gate =
             config.auth.as_ref().map(crate::auth::Gate::new).transpose().map_err(io::Error::other)?.map(Arc::new);
         let endpoint = Arc::new(Endpoint { server: Arc::new(self), config, sessions, handlers, gate });
