@@ -74,12 +74,16 @@ struct TitleVar {
 
 /// A real server on 127.0.0.1 protected by an HS256 JWT verifier, at `path`.
 async fn serve(path: &str) -> (SocketAddr, String) {
+    serve_server(server(), path).await
+}
+
+async fn serve_server(server: Server, path: &str) -> (SocketAddr, String) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let resource = format!("http://127.0.0.1:{}{path}", addr.port());
     let verifier = JwtVerifier::new(JwtKeys::hs256(SECRET).unwrap(), ISSUER, &resource);
     let auth = ResourceServer::new(&resource, [ISSUER]).scopes(["notes:read"]).verifier(verifier);
-    let app = server().into_router_with(HttpConfig::default().path(path).auth(auth));
+    let app = server.into_router_with(HttpConfig::default().path(path).auth(auth));
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (addr, resource)
 }
@@ -267,6 +271,20 @@ async fn a_custom_path_gets_its_own_well_known_uri() {
     // The metadata is read-only.
     let posted = client::send_to(addr, "POST", "/.well-known/oauth-protected-resource/v1/mcp", &[], b"").await;
     assert_eq!(posted.status, 405);
+}
+
+#[tokio::test]
+async fn the_metadata_lists_the_scopes_of_tools_added_while_serving() {
+    let server = Server::new("live", "1").tool(whoami);
+    let handle = server.server_handle();
+    let (addr, _) = serve_server(server, "/mcp").await;
+    let metadata = || async {
+        let response = client::send_to(addr, "GET", "/.well-known/oauth-protected-resource/mcp", &[], b"").await;
+        serde_json::from_str::<Value>(&response.body).unwrap()["scopes_supported"].clone()
+    };
+    assert_eq!(metadata().await, json!(["notes:read"]));
+    handle.add_tool(purge).unwrap();
+    assert_eq!(metadata().await, json!(["notes:read", "notes:write", "notes:admin"]));
 }
 
 #[tokio::test]
