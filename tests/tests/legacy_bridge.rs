@@ -207,3 +207,29 @@ async fn an_unbounded_answer_timeout_still_serves_the_bridge() {
     let done = stream.next().await.expect("the result");
     assert_eq!(done["result"]["content"][0]["text"], "true false", "{done}");
 }
+
+#[tokio::test]
+async fn an_answer_reaches_only_the_session_that_was_asked() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let server = TestServer::start(Server::new("bridge", "1").tool(two_questions(runs))).await;
+    let (alice, _) = Legacy::connect(server.addr, elicitation()).await;
+    let (mallory, _) = Legacy::connect(server.addr, elicitation()).await;
+    let (mut stream, first) = ask_first(&alice, 5, "two_questions").await;
+
+    // The same request id, POSTed on another session: accepted there, and it reaches nothing.
+    mallory.answer(&first, json!({"action": "accept", "content": {"ok": false}})).await;
+    // A response outside any session is refused; one to an id nobody asked is ignored.
+    let stray = json!({"jsonrpc": "2.0", "id": first["id"], "result": {"action": "decline"}}).to_string();
+    let headers = [("content-type", "application/json"), ("mcp-protocol-version", "2025-11-25")];
+    let no_session = client::send(server.addr, "POST", &headers, stray.as_bytes()).await;
+    assert_eq!(no_session.status, 400);
+    alice.answer(&json!({"id": 987_654}), json!({"action": "decline"})).await;
+
+    // Alice's question is still open: her own answer moves the call on.
+    alice.answer(&first, json!({"action": "accept", "content": {"ok": true}})).await;
+    let second = stream.next().await.expect("the second question");
+    assert_eq!(second["params"]["message"], "Second?", "{second}");
+    alice.answer(&second, json!({"action": "accept", "content": {"ok": true}})).await;
+    let done = stream.next().await.expect("the result");
+    assert_eq!(done["result"]["content"][0]["text"], "true true", "{done}");
+}
