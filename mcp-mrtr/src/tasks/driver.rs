@@ -224,6 +224,13 @@ impl Running {
         }
     }
 
+    /// Drops every task handler running here.
+    pub(super) fn abort_all(&self) {
+        for (_, (_, handle)) in self.lock().drain() {
+            handle.abort();
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u64, AbortHandle)>> {
         self.handles.lock().unwrap_or_else(PoisonError::into_inner)
     }
