@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use mcp_mrtr::{Consumed, MemoryGuard, StateGuard};
+use mcp_mrtr::{Consumed, MemoryGuard};
 
 fn consume(c: &mut Criterion) {
     let mut group = c.benchmark_group("memory_guard_consume");
@@ -15,7 +15,7 @@ fn consume(c: &mut Criterion) {
     for live in [1_000, 10_000, 100_000] {
         let guard = MemoryGuard::with_capacity(usize::MAX);
         for i in 0..live {
-            guard.consume(&format!("live-{i}"), Duration::from_secs(600));
+            guard.consume_now(&format!("live-{i}"), Duration::from_secs(600));
         }
         let mut next = 0u64;
         group.bench_with_input(BenchmarkId::from_parameter(live), &guard, |b, guard| {
@@ -23,7 +23,7 @@ fn consume(c: &mut Criterion) {
                 next += 1;
                 // A 64-hex-digit id, like the digests dispatch passes.
                 let id = format!("{next:064x}");
-                assert_eq!(guard.consume(&id, Duration::ZERO), Consumed::First);
+                assert_eq!(guard.consume_now(&id, Duration::ZERO), Consumed::First);
             });
         });
     }

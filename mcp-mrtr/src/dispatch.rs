@@ -195,7 +195,7 @@ impl Server {
         if !tasks::may_become_task(route.task, &call.meta.client_capabilities, legacy)? {
             return self.rounds(&target, &call, |replay| route.run(self.ctx(&call, replay), arguments.clone())).await;
         }
-        let replay = self.open_replay(&target, &call)?;
+        let replay = self.open_replay(&target, &call).await?;
         let handler = route.run(self.ctx(&call, &replay), arguments.clone());
         let task_call = TaskCall {
             tool: name.clone(),
@@ -338,7 +338,7 @@ impl Server {
 
     /// Reads this round's `inputResponses` and opens its `requestState`, before the handler
     /// runs: a state that does not open fails the request, whatever the handler would do.
-    fn open_replay<P>(&self, target: &Target<'_>, call: &Call<P>) -> Result<Arc<Replay>, Error> {
+    async fn open_replay<P>(&self, target: &Target<'_>, call: &Call<P>) -> Result<Arc<Replay>, Error> {
         let responses = input_responses(&call.raw)?;
         let Some(token) = call.raw.get("requestState") else {
             return Ok(Arc::new(Replay::new(None, responses)));
@@ -353,7 +353,7 @@ impl Server {
             arguments: target.arguments.clone(),
             principal: call.principal.clone(),
         };
-        let carried = presented.open(|payload| serde_json::from_slice::<Carried>(payload).ok())?;
+        let carried = presented.open(|payload| serde_json::from_slice::<Carried>(payload).ok()).await?;
         Ok(Arc::new(Replay::new(Some(carried), responses)))
     }
 
@@ -368,7 +368,7 @@ impl Server {
         Fut: Future<Output = Result<T, Error>>,
     {
         let Some(bridge) = &call.transport.bridge else {
-            let replay = self.open_replay(target, call)?;
+            let replay = self.open_replay(target, call).await?;
             return self.run_round(target, &replay, call, round(&replay)).await;
         };
         let caps = &call.meta.client_capabilities;

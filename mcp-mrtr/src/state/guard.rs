@@ -11,6 +11,7 @@ use std::collections::{BinaryHeap, HashSet};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use futures_util::future::BoxFuture;
 use sha2::{Digest, Sha256};
 
 /// What a [`StateGuard`] says about a state presented to it.
@@ -33,12 +34,13 @@ pub enum Consumed {
 /// through. With Redis, one `SET id 1 NX PX <keep_for in ms>` does it.
 ///
 /// The in-memory [`MemoryGuard`] serves one instance. Several instances behind a load
-/// balancer need an implementation backed by a store they share; this crate ships none
-/// yet.
+/// balancer need one backed by a store they share: `RedisGuard` (the `redis` feature).
+/// A store that cannot be reached answers [`Consumed::Unavailable`]: the state is refused,
+/// never let through unrecorded.
 pub trait StateGuard: Send + Sync + 'static {
     /// Records the state `id` as used, for at least `keep_for` (how long the state stays
     /// valid), unless it is recorded already.
-    fn consume(&self, id: &str, keep_for: Duration) -> Consumed;
+    fn consume<'a>(&'a self, id: &'a str, keep_for: Duration) -> BoxFuture<'a, Consumed>;
 }
 
 /// A [`StateGuard`] in this process's memory, for a single instance.
@@ -107,7 +109,14 @@ impl Default for MemoryGuard {
 }
 
 impl StateGuard for MemoryGuard {
-    fn consume(&self, id: &str, keep_for: Duration) -> Consumed {
+    fn consume<'a>(&'a self, id: &'a str, keep_for: Duration) -> BoxFuture<'a, Consumed> {
+        Box::pin(std::future::ready(self.consume_now(id, keep_for)))
+    }
+}
+
+impl MemoryGuard {
+    /// [`StateGuard::consume`], which never waits here.
+    pub fn consume_now(&self, id: &str, keep_for: Duration) -> Consumed {
         let now = Instant::now();
         let key = short_digest(id);
         let mut used = self.lock();
@@ -155,35 +164,35 @@ mod tests {
     #[test]
     fn a_state_is_consumed_once_and_forgotten_after_it_expires() {
         let guard = MemoryGuard::new();
-        assert_eq!(guard.consume("a", MINUTE), Consumed::First);
-        assert_eq!(guard.consume("a", MINUTE), Consumed::Again);
-        assert_eq!(guard.consume("b", MINUTE), Consumed::First);
-        assert_eq!(guard.consume("gone", Duration::ZERO), Consumed::First);
-        assert_eq!(guard.consume("c", MINUTE), Consumed::First, "pruning expired entries keeps the live ones");
+        assert_eq!(guard.consume_now("a", MINUTE), Consumed::First);
+        assert_eq!(guard.consume_now("a", MINUTE), Consumed::Again);
+        assert_eq!(guard.consume_now("b", MINUTE), Consumed::First);
+        assert_eq!(guard.consume_now("gone", Duration::ZERO), Consumed::First);
+        assert_eq!(guard.consume_now("c", MINUTE), Consumed::First, "pruning expired entries keeps the live ones");
         assert_eq!(guard.len(), 3, "the expired entry was pruned");
-        assert_eq!(guard.consume("gone", MINUTE), Consumed::First, "an expired entry is forgotten");
-        assert_eq!(guard.consume("b", MINUTE), Consumed::Again);
+        assert_eq!(guard.consume_now("gone", MINUTE), Consumed::First, "an expired entry is forgotten");
+        assert_eq!(guard.consume_now("b", MINUTE), Consumed::Again);
     }
 
     #[test]
     fn a_full_guard_refuses_new_states_and_never_forgets_live_ones() {
         let guard = MemoryGuard::with_capacity(2);
-        assert_eq!(guard.consume("a", MINUTE), Consumed::First);
-        assert_eq!(guard.consume("b", MINUTE), Consumed::First);
-        assert_eq!(guard.consume("c", MINUTE), Consumed::Unavailable);
-        assert_eq!(guard.consume("a", MINUTE), Consumed::Again, "a used state stays used at the bound");
+        assert_eq!(guard.consume_now("a", MINUTE), Consumed::First);
+        assert_eq!(guard.consume_now("b", MINUTE), Consumed::First);
+        assert_eq!(guard.consume_now("c", MINUTE), Consumed::Unavailable);
+        assert_eq!(guard.consume_now("a", MINUTE), Consumed::Again, "a used state stays used at the bound");
         let expiring = MemoryGuard::with_capacity(1);
-        assert_eq!(expiring.consume("old", Duration::ZERO), Consumed::First);
-        assert_eq!(expiring.consume("new", MINUTE), Consumed::First, "room comes back as entries expire");
+        assert_eq!(expiring.consume_now("old", Duration::ZERO), Consumed::First);
+        assert_eq!(expiring.consume_now("new", MINUTE), Consumed::First, "room comes back as entries expire");
     }
 
     #[test]
     fn a_lifetime_past_what_the_clock_holds_is_kept_not_a_panic() {
         let guard = MemoryGuard::new();
-        assert_eq!(guard.consume("forever", Duration::MAX), Consumed::First);
-        assert_eq!(guard.consume("soon", Duration::ZERO), Consumed::First);
-        assert_eq!(guard.consume("next", MINUTE), Consumed::First);
-        assert_eq!(guard.consume("forever", Duration::MAX), Consumed::Again);
+        assert_eq!(guard.consume_now("forever", Duration::MAX), Consumed::First);
+        assert_eq!(guard.consume_now("soon", Duration::ZERO), Consumed::First);
+        assert_eq!(guard.consume_now("next", MINUTE), Consumed::First);
+        assert_eq!(guard.consume_now("forever", Duration::MAX), Consumed::Again);
     }
 
     #[test]
@@ -191,13 +200,13 @@ mod tests {
         let guard = MemoryGuard::with_capacity(10_000);
         for i in 0..5_000 {
             let keep = if i % 2 == 0 { Duration::ZERO } else { MINUTE };
-            assert_eq!(guard.consume(&format!("id-{i}"), keep), Consumed::First);
+            assert_eq!(guard.consume_now(&format!("id-{i}"), keep), Consumed::First);
         }
         // The next call drops every expired (even) entry; the odd ones stay used.
-        assert_eq!(guard.consume("one-more", MINUTE), Consumed::First);
+        assert_eq!(guard.consume_now("one-more", MINUTE), Consumed::First);
         assert_eq!(guard.len(), 2_501);
-        assert_eq!(guard.consume("id-1", MINUTE), Consumed::Again);
-        assert_eq!(guard.consume("id-0", MINUTE), Consumed::First);
+        assert_eq!(guard.consume_now("id-1", MINUTE), Consumed::Again);
+        assert_eq!(guard.consume_now("id-0", MINUTE), Consumed::First);
     }
 
     #[test]
@@ -205,7 +214,7 @@ mod tests {
         let guard = std::sync::Arc::new(MemoryGuard::new());
         let firsts: usize = std::thread::scope(|scope| {
             let handles: Vec<_> =
-                (0..16).map(|_| scope.spawn(|| guard.consume("same", MINUTE) == Consumed::First)).collect();
+                (0..16).map(|_| scope.spawn(|| guard.consume_now("same", MINUTE) == Consumed::First)).collect();
             handles.into_iter().map(|h| usize::from(h.join().unwrap())).sum()
         });
         assert_eq!(firsts, 1);

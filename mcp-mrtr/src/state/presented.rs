@@ -32,9 +32,9 @@ pub(crate) struct Presented {
 impl Presented {
     /// The state's payload, decoded by `decode` (`None` when it does not decode), or the
     /// error for the client.
-    pub(crate) fn open<T>(self, decode: impl FnOnce(&[u8]) -> Option<T>) -> Result<T, Error> {
+    pub(crate) async fn open<T>(self, decode: impl FnOnce(&[u8]) -> Option<T>) -> Result<T, Error> {
         let opened =
-            self.verify().and_then(|payload| decode(&payload).ok_or(OpenError::from(Reason::Malformed).into()));
+            self.verify().await.and_then(|payload| decode(&payload).ok_or(OpenError::from(Reason::Malformed).into()));
         opened.map_err(|rejected| {
             tracing::debug!(target = %self.target, %rejected, "rejected a requestState");
             rejected.to_error()
@@ -42,7 +42,7 @@ impl Presented {
     }
 
     /// Checks the seal, the binding and the expiry, then marks the state used.
-    fn verify(&self) -> Result<Vec<u8>, Rejected> {
+    async fn verify(&self) -> Result<Vec<u8>, Rejected> {
         let token = self.token.as_str().ok_or(OpenError::from(Reason::Malformed))?;
         let binding = Binding {
             server: &self.server,
@@ -57,7 +57,7 @@ impl Presented {
             // Keyed by a digest, so the guard never holds the sealed answers themselves;
             // kept as long as the state could still open.
             let id = format!("{:x}", Sha256::digest(token.as_bytes()));
-            match guard.consume(&id, expires.duration_since(now).unwrap_or(Duration::ZERO)) {
+            match guard.consume(&id, expires.duration_since(now).unwrap_or(Duration::ZERO)).await {
                 Consumed::First => {}
                 Consumed::Again => return Err(OpenError::from(Reason::Replayed).into()),
                 Consumed::Unavailable => return Err(Rejected::GuardUnavailable),
