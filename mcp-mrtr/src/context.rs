@@ -117,7 +117,7 @@ impl Ctx {
             Ok(Some(done)) => done,
             Ok(None) => {
                 let value = step.await;
-                self.record_once(key, &value);
+                self.record_once(key, &value).await;
                 value
             }
             Err(halted) => halted.await,
@@ -143,11 +143,21 @@ impl Ctx {
         })
     }
 
+    /// Records a `once` step's result. In a task, the journal is stored before the
+    /// handler goes on; if it cannot be, the run stops here (this future never
+    /// resolves) rather than go on with a step that a takeover would take again.
     #[doc(hidden)]
-    pub fn record_once<T: Serialize>(&self, key: &str, value: &T) {
+    pub async fn record_once<T: Serialize>(&self, key: &str, value: &T) {
+        let replay = &self.inner.replay;
         match serde_json::to_value(value) {
-            Ok(value) => self.inner.replay.record_once(key, value),
-            Err(e) => self.inner.replay.fail(Error::internal(format!("once step {key:?} is not serializable: {e}"))),
+            Ok(value) => replay.record_once(key, value),
+            Err(e) => return replay.fail(Error::internal(format!("once step {key:?} is not serializable: {e}"))),
+        }
+        if let Some(log) = replay.task_log() {
+            if !log.journal(replay.carried()).await {
+                replay.fail(Error::internal(format!("the result of once step {key:?} could not be stored")));
+                std::future::pending::<()>().await;
+            }
         }
     }
 
@@ -235,13 +245,13 @@ impl Ctx {
     /// it becomes the task's `statusMessage` on `tasks/get` instead, the message if
     /// there is one, else `progress/total`.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        if let Some(status) = self.inner.replay.status_sink() {
+        if let Some(log) = self.inner.replay.task_log() {
             let text = match (message, total) {
                 (Some(message), _) => message.to_owned(),
                 (None, Some(total)) => format!("{progress}/{total}"),
                 (None, None) => progress.to_string(),
             };
-            return status(text).await;
+            return log.status(text).await;
         }
         let Some(token) = &self.inner.meta.progress_token else { return };
         {
@@ -266,7 +276,7 @@ impl Ctx {
     /// this level or below (`_meta["io.modelcontextprotocol/logLevel"]`). Nothing is sent
     /// from a task: the extension has no log notifications.
     pub async fn log(&self, level: LoggingLevel, logger: Option<&str>, data: impl Serialize) {
-        let in_task = self.inner.replay.status_sink().is_some();
+        let in_task = self.inner.replay.task_log().is_some();
         if in_task || !self.inner.logging || self.inner.meta.log_level.is_none_or(|min| level < min) {
             return;
         }

@@ -95,6 +95,8 @@ impl Body {
 impl Server {
     /// Answers one modern request whose envelope has been validated.
     pub(crate) async fn handle(&self, request: Request, meta: RequestMeta, transport: Transport) -> Reply {
+        // A serving instance takes over the tasks of instances that died.
+        tasks::watch(self);
         let id = request.id.clone();
         // One span per request: what it is, never what it carries (no arguments, answers
         // or tokens). Handlers' events and each round's span nest under it.

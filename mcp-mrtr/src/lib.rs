@@ -271,7 +271,7 @@ macro_rules! once {
             ::core::result::Result::Ok(::core::option::Option::Some(done)) => done,
             ::core::result::Result::Ok(::core::option::Option::None) => {
                 let done = $step;
-                $ctx.record_once($key, &done);
+                $ctx.record_once($key, &done).await;
                 done
             }
             ::core::result::Result::Err(halted) => halted.await,

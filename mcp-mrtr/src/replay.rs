@@ -85,21 +85,29 @@ struct Round {
     /// The `once` steps that ran in this round (rather than being read from the state).
     ran_once: BTreeSet<String>,
     escalation: Escalation,
-    /// Where a task's status messages go (tasks only).
-    status: Option<Sink>,
+    /// Where a task's status messages and journal go (tasks only).
+    task_log: Option<Log>,
 }
 
 #[derive(Clone)]
-struct Sink(StatusSink);
+struct Log(Arc<dyn TaskLog>);
 
-impl std::fmt::Debug for Sink {
+impl std::fmt::Debug for Log {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("StatusSink")
+        f.write_str("TaskLog")
     }
 }
 
-/// Records a task's status message (its `statusMessage` on `tasks/get`).
-pub(crate) type StatusSink = Arc<dyn Fn(String) -> BoxFuture<'static, ()> + Send + Sync>;
+/// Where a task's running handler writes what must outlive this run (tasks only).
+pub(crate) trait TaskLog: Send + Sync {
+    /// Records a status message (`statusMessage` on `tasks/get`).
+    fn status(&self, message: String) -> BoxFuture<'static, ()>;
+
+    /// Stores the journal after a `once` step, before the handler goes on, so a run
+    /// that takes the task over does not take the step again. `false` when it could not
+    /// be stored (the store is down, or this run lost the task): the run must stop.
+    fn journal(&self, journal: Carried) -> BoxFuture<'static, bool>;
+}
 
 /// Whether, and how far, a call may turn into a task (DESIGN §11).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,7 +138,7 @@ impl Replay {
             retry_later: false,
             ran_once: BTreeSet::new(),
             escalation: Escalation::Never,
-            status: None,
+            task_log: None,
         };
         Self { round: Mutex::new(round) }
     }
@@ -148,15 +156,15 @@ impl Replay {
     }
 
     /// Marks this call as running as a task: asks suspend the task, not a round.
-    pub(crate) fn enter_task(&self, status: StatusSink) {
+    pub(crate) fn enter_task(&self, log: Arc<dyn TaskLog>) {
         let mut round = self.lock();
         round.escalation = Escalation::InTask;
-        round.status = Some(Sink(status));
+        round.task_log = Some(Log(log));
     }
 
-    /// Where the task this call runs as takes its status messages; `None` outside tasks.
-    pub(crate) fn status_sink(&self) -> Option<StatusSink> {
-        self.lock().status.as_ref().map(|sink| sink.0.clone())
+    /// Where the task this call runs as keeps its status and journal; `None` outside tasks.
+    pub(crate) fn task_log(&self) -> Option<Arc<dyn TaskLog>> {
+        self.lock().task_log.as_ref().map(|log| log.0.clone())
     }
 
     /// `Ready` when the handler may go on where it stands; `Pending` (recorded) when the

@@ -329,6 +329,18 @@ impl Server {
         self
     }
 
+    /// How long a running task's lease lasts unless renewed (default 10 s, at least
+    /// 300 ms). The instance running a task renews it every third of this; every
+    /// instance looks for lapsed leases every half of it and takes those tasks over,
+    /// replaying the handler from the task's journal. So a task whose instance died
+    /// resumes within about 1.5× this, and a `tasks/cancel` received by another instance
+    /// stops the handler within a third of it. Shorter means faster takeover and more
+    /// store writes (one per running task per renewal).
+    pub fn task_lease(mut self, lease: Duration) -> Self {
+        self.tasks.lease = lease.max(crate::tasks::MIN_LEASE);
+        self
+    }
+
     /// Lets a request state open as often as it is presented within its lifetime. A
     /// client retrying a round after a network failure then continues instead of starting
     /// over, but a client replaying an older state also runs that round again, `once!`

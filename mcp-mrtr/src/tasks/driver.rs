@@ -3,9 +3,10 @@
 //!
 //! A task's handler runs in a spawned tokio task registered in [`Running`], so
 //! `tasks/cancel` can drop it wherever it stands. When it suspends on questions its
-//! future is dropped and only the record remains; [`resume`] starts it again from the
-//! journal. Every write is a compare-and-set [`transition`] that never leaves a final
-//! status, so a handler finishing after a cancel changes nothing.
+//! future is dropped and only the record remains; [`start`] runs it again from the
+//! journal, on whichever instance. Every write is a compare-and-set [`transition`], and
+//! every write of a run is fenced by its lease (see `lease`): a handler finishing after
+//! a cancel, or after another instance took its task over, changes nothing.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -17,11 +18,10 @@ use serde_json::{json, Value};
 use tokio::task::AbortHandle;
 
 use super::store::{TaskCall, TaskRecord, TaskStatus, TaskStore};
-use super::{new_task_id, store_error, wire, Tasks};
+use super::{lease, new_task_id, store_error, wire, Tasks};
 use crate::envelope::RequestMeta;
-use crate::handler::ToolRoute;
-use crate::protocol::{CallToolResult, InputRequest, JsonObject, RequestId};
-use crate::replay::{self, Carried, Outcome, Replay, StatusSink, Step};
+use crate::protocol::{CallToolResult, ClientCapabilities, InputRequest, JsonObject, RequestId};
+use crate::replay::{self, Carried, Outcome, Replay, Step, TaskLog};
 use crate::{Ctx, Error, Server};
 
 /// A tool handler's future, as tasks hold it.
@@ -41,7 +41,7 @@ pub(crate) enum Called {
 /// Runs one round of a call that may become a task. When the handler asks to continue
 /// as a task, or waits on its own work, the task is created (durably, before anything
 /// is answered) with the answers and `once!` results gathered so far, and the live
-/// handler moves into it.
+/// handler moves into it, holding the task's lease.
 pub(crate) async fn call(
     server: &Server,
     call: TaskCall,
@@ -55,16 +55,33 @@ pub(crate) async fn call(
         Step::Round(outcome) => Ok(Called::Round(outcome)),
         Step::ContinueAsTask => {
             let tasks = &server.tasks;
-            let record = TaskRecord::new(new_task_id()?, owner, call, replay.carried(), tasks.ttl);
+            let run = lease::new_run()?;
+            let mut record = TaskRecord::new(new_task_id()?, owner, call, replay.carried(), tasks.ttl);
+            record.lease = Some(tasks.lease_for(&run));
             tasks.store.create(record.clone()).await.map_err(store_error)?;
-            launch(tasks, record.id(), caps, replay, handler);
+            launch(tasks, record.id(), run, caps, replay, handler);
             Ok(Called::Task(wire::task(&record)))
         }
     }
 }
 
-/// Replays a task's handler from the top with its journal and the answers received.
-pub(crate) fn resume(server: &Server, route: &ToolRoute, record: &TaskRecord) {
+/// Runs a `working` task whose lease the run `run` holds: replays its handler from the
+/// top with its journal and the answers received, or fails the task if its tool is gone.
+pub(crate) async fn start(server: &Server, record: &TaskRecord, run: String) -> Result<(), Error> {
+    let Some(route) = server.find_tool(&record.call.tool) else {
+        let error = Error::internal(format!("the tool {:?} of this task is no longer served", record.call.tool));
+        transition(&*server.tasks.store, record.id(), |record| {
+            let held = record.is_held_by(&run);
+            if held {
+                record.status = TaskStatus::Failed;
+                record.error = Some(error.to_object());
+                record.lease = None;
+            }
+            held
+        })
+        .await?;
+        return Ok(());
+    };
     let replay = Arc::new(Replay::new(Some(record.journal.clone()), record.input_responses.clone()));
     let meta = RequestMeta {
         protocol_version: record.call.protocol_version.clone(),
@@ -76,22 +93,23 @@ pub(crate) fn resume(server: &Server, route: &ToolRoute, record: &TaskRecord) {
     let transport = super::transport_for(record.call.caller.as_ref());
     let ctx = Ctx::new(id, meta, transport, server.logging, replay.clone(), server.app.clone());
     let handler = route.run(ctx, record.call.arguments.clone());
-    launch(&server.tasks, record.id(), record.call.client_capabilities.clone(), replay, handler);
+    launch(&server.tasks, record.id(), run, record.call.client_capabilities.clone(), replay, handler);
+    Ok(())
 }
 
-/// Spawns the handler as the task `id`.
-fn launch(
-    tasks: &Tasks,
-    id: &str,
-    caps: crate::protocol::ClientCapabilities,
-    replay: Arc<Replay>,
-    handler: ToolFuture,
-) {
-    replay.enter_task(status_sink(tasks.store.clone(), id.to_owned()));
-    let (store, task_id) = (tasks.store.clone(), id.to_owned());
-    tasks.running.spawn(id, async move {
-        let settled = run(&replay, &caps, handler).await;
-        let written = transition(&*store, &task_id, |record| settle(record, &settled)).await;
+/// Spawns the handler as the run `run` of the task `id`, keeping its lease while it
+/// runs. The handler is dropped when the lease is lost (the task was cancelled, or
+/// another instance took it over after this one stalled).
+fn launch(tasks: &Tasks, id: &str, run: String, caps: ClientCapabilities, replay: Arc<Replay>, handler: ToolFuture) {
+    let log = StoreLog { store: tasks.store.clone(), id: id.to_owned(), run: run.clone() };
+    replay.enter_task(Arc::new(log));
+    let (tasks_here, task_id, holder) = (tasks.clone(), id.to_owned(), run.clone());
+    tasks.running.spawn(id, run, async move {
+        let settled = tokio::select! {
+            settled = self::run(&replay, &caps, handler) => settled,
+            () = lease::keep(&tasks_here, &task_id, &holder) => return,
+        };
+        let written = transition(&*tasks_here.store, &task_id, |record| settle(record, &settled, &holder)).await;
         if let Err(error) = written {
             tracing::warn!(task = %task_id, %error, "could not record how a task ended");
         }
@@ -105,7 +123,7 @@ enum Settled {
     Waiting(std::collections::BTreeMap<String, InputRequest>, Carried),
 }
 
-async fn run(replay: &Arc<Replay>, caps: &crate::protocol::ClientCapabilities, mut handler: ToolFuture) -> Settled {
+async fn run(replay: &Arc<Replay>, caps: &ClientCapabilities, mut handler: ToolFuture) -> Settled {
     let step = replay::step(replay, caps, handler.as_mut()).await;
     // A task waiting for a person holds no future (DESIGN §11).
     drop(handler);
@@ -123,12 +141,14 @@ async fn run(replay: &Arc<Replay>, caps: &crate::protocol::ClientCapabilities, m
     }
 }
 
-/// The record after a run; a final status (a cancel that came first) is never left.
-fn settle(record: &mut TaskRecord, settled: &Settled) -> bool {
-    if record.status.is_terminal() {
+/// The record after a run, written only while the run holds the lease: a final status
+/// (a cancel that came first) is never left, and a run that lost the task changes nothing.
+fn settle(record: &mut TaskRecord, settled: &Settled, run: &str) -> bool {
+    if !record.is_held_by(run) {
         return false;
     }
     record.input_responses.clear();
+    record.lease = None;
     match settled {
         Settled::Completed(result) => {
             record.status = TaskStatus::Completed;
@@ -147,24 +167,50 @@ fn settle(record: &mut TaskRecord, settled: &Settled) -> bool {
     true
 }
 
-/// Progress messages of a running task become its `statusMessage`.
-fn status_sink(store: Arc<dyn TaskStore>, id: String) -> StatusSink {
-    Arc::new(move |message: String| {
-        let (store, id) = (store.clone(), id.clone());
+/// A run's status messages and journal, written to the task's record while the run
+/// holds the lease.
+struct StoreLog {
+    store: Arc<dyn TaskStore>,
+    id: String,
+    run: String,
+}
+
+impl StoreLog {
+    fn write(&self, change: impl FnMut(&mut TaskRecord) + Send + 'static) -> BoxFuture<'static, bool> {
+        let (store, id, run) = (self.store.clone(), self.id.clone(), self.run.clone());
+        let mut change = change;
         Box::pin(async move {
             let written = transition(&*store, &id, |record| {
-                let live = !record.status.is_terminal();
-                if live {
-                    record.status_message = Some(message.clone());
+                let held = record.is_held_by(&run);
+                if held {
+                    change(record);
                 }
-                live
+                held
             })
             .await;
-            if let Err(error) = written {
-                tracing::debug!(task = %id, %error, "could not record a status message");
+            match written {
+                Ok(Some((_, wrote))) => wrote,
+                Ok(None) => false,
+                Err(error) => {
+                    tracing::warn!(task = %id, %error, "could not write to a task's record");
+                    false
+                }
             }
         })
-    })
+    }
+}
+
+impl TaskLog for StoreLog {
+    fn status(&self, message: String) -> BoxFuture<'static, ()> {
+        let written = self.write(move |record| record.status_message = Some(message.clone()));
+        Box::pin(async move {
+            written.await;
+        })
+    }
+
+    fn journal(&self, journal: Carried) -> BoxFuture<'static, bool> {
+        self.write(move |record| record.journal = journal.clone())
+    }
 }
 
 /// Applies `change` to the record `id` by compare-and-set, retrying lost races from a
@@ -192,46 +238,58 @@ pub(super) async fn transition(
 /// The tasks whose handlers run in this process, so `tasks/cancel` can stop them.
 #[derive(Debug, Default)]
 pub(crate) struct Running {
-    handles: Mutex<HashMap<String, (u64, AbortHandle)>>,
+    handles: Mutex<HashMap<String, Handle>>,
     generation: AtomicU64,
 }
 
+#[derive(Debug)]
+struct Handle {
+    generation: u64,
+    run: String,
+    abort: AbortHandle,
+}
+
 impl Running {
-    fn spawn(self: &Arc<Self>, id: &str, run: impl Future<Output = ()> + Send + 'static) {
+    fn spawn(self: &Arc<Self>, id: &str, run: String, task: impl Future<Output = ()> + Send + 'static) {
         let generation = self.generation.fetch_add(1, Ordering::Relaxed);
         let (running, key) = (self.clone(), id.to_owned());
         // Held across the spawn, so the handle is registered before the run can end
         // and unregister itself.
         let mut handles = self.lock();
-        let task = tokio::spawn(async move {
-            run.await;
+        let spawned = tokio::spawn(async move {
+            task.await;
             running.finished(&key, generation);
         });
-        handles.insert(id.to_owned(), (generation, task.abort_handle()));
+        handles.insert(id.to_owned(), Handle { generation, run, abort: spawned.abort_handle() });
     }
 
     fn finished(&self, id: &str, generation: u64) {
         let mut handles = self.lock();
-        if handles.get(id).is_some_and(|(g, _)| *g == generation) {
+        if handles.get(id).is_some_and(|handle| handle.generation == generation) {
             handles.remove(id);
         }
     }
 
     /// Drops the task's handler where it stands, if it runs here.
     pub(super) fn abort(&self, id: &str) {
-        if let Some((_, handle)) = self.lock().remove(id) {
-            handle.abort();
+        if let Some(handle) = self.lock().remove(id) {
+            handle.abort.abort();
         }
     }
 
-    /// Drops every task handler running here.
-    pub(super) fn abort_all(&self) {
-        for (_, (_, handle)) in self.lock().drain() {
-            handle.abort();
-        }
+    /// Drops every task handler running here; the tasks and the runs that held them.
+    pub(super) fn abort_all(&self) -> Vec<(String, String)> {
+        let stopped: Vec<_> = self.lock().drain().collect();
+        stopped
+            .into_iter()
+            .map(|(id, handle)| {
+                handle.abort.abort();
+                (id, handle.run)
+            })
+            .collect()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u64, AbortHandle)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Handle>> {
         self.handles.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

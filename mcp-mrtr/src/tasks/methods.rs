@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::driver::{self, transition};
+use super::lease;
 use super::store::{TaskRecord, TaskStatus};
 use super::{caller, store_error, wire};
 use crate::context::Transport;
@@ -56,6 +57,10 @@ pub(crate) async fn serve(
         serde_json::from_value(params).map_err(|e| Error::invalid_params(format!("Invalid params: {e}")))?;
     let caller = caller(server, transport);
     let record = find(server, &params.task_id, caller.as_deref()).await?;
+    // A client polling a task whose runner died need not wait for the next look.
+    if record.lease_expires_at().is_some_and(|at| at < std::time::SystemTime::now()) {
+        lease::take_over(server, record.id()).await?;
+    }
     match method {
         TaskMethod::Get => Ok(wire::detailed(&record)),
         TaskMethod::Update => update(server, &record, params.input_responses).await,
@@ -79,6 +84,9 @@ async fn update(server: &Server, record: &TaskRecord, responses: Option<Value>) 
         Some(Value::Object(responses)) => responses,
         Some(_) => return Err(Error::invalid_params("inputResponses must be an object keyed like inputRequests")),
     };
+    // The run that replays the handler once the last question is answered: it takes the
+    // lease in the same write, so exactly one instance runs it.
+    let run = lease::new_run()?;
     let changed = transition(&*server.tasks.store, record.id(), |record| {
         if record.status != TaskStatus::InputRequired {
             return false;
@@ -89,43 +97,28 @@ async fn update(server: &Server, record: &TaskRecord, responses: Option<Value>) 
         }
         if took && record.input_requests.is_empty() {
             record.status = TaskStatus::Working;
+            record.lease = Some(server.tasks.lease_for(&run));
         }
         took
     })
     .await?;
     if let Some((record, true)) = changed {
         if record.status == TaskStatus::Working {
-            match server.find_tool(&record.call.tool) {
-                Some(route) => driver::resume(server, &route, &record),
-                None => fail_unknown_tool(server, &record).await?,
-            }
+            driver::start(server, &record, run).await?;
         }
     }
     Ok(JsonObject::new())
 }
 
-/// A task whose tool is no longer registered cannot go on.
-async fn fail_unknown_tool(server: &Server, record: &TaskRecord) -> Result<(), Error> {
-    let error = Error::internal(format!("the tool {:?} of this task is no longer served", record.call.tool));
-    transition(&*server.tasks.store, record.id(), |record| {
-        let live = !record.status.is_terminal();
-        if live {
-            record.status = TaskStatus::Failed;
-            record.error = Some(error.to_object());
-        }
-        live
-    })
-    .await?;
-    Ok(())
-}
-
-/// Cancels the task and drops its handler where it stands; a task that already ended
-/// keeps its status and the request is acknowledged all the same.
+/// Cancels the task and drops its handler where it stands (at once here; on another
+/// instance at its next lease renewal); a task that already ended keeps its status and
+/// the request is acknowledged all the same.
 async fn cancel(server: &Server, record: &TaskRecord) -> Result<JsonObject, Error> {
     transition(&*server.tasks.store, record.id(), |record| {
         let live = !record.status.is_terminal();
         if live {
             record.status = TaskStatus::Cancelled;
+            record.lease = None;
             record.input_requests.clear();
             record.handler_keys.clear();
             record.input_responses.clear();

@@ -12,14 +12,18 @@
 //! and [`serve`] for `tasks/*`.
 
 mod driver;
+mod lease;
 mod methods;
 mod store;
 mod wire;
 
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
 pub(crate) use driver::{call, Called, Running};
+pub(crate) use lease::{watch, MIN_LEASE};
+use lease::DEFAULT_LEASE;
 pub(crate) use methods::{serve, TaskMethod};
 pub(crate) use store::{CallerRecord, TaskCall};
 pub use store::{MemoryTaskStore, StoreError, TaskRecord, TaskStatus, TaskStore};
@@ -52,27 +56,27 @@ pub enum TaskSupport {
     Required,
 }
 
-/// The server's task machinery: where records live, how long, and which tasks run here.
+/// The server's task machinery: where records live, how long, which tasks run here,
+/// and how long a run's lease on its task lasts.
 #[derive(Clone)]
 pub(crate) struct Tasks {
     pub(crate) store: Arc<dyn TaskStore>,
     pub(crate) ttl: Option<Duration>,
     pub(crate) running: Arc<Running>,
+    pub(crate) lease: Duration,
+    /// Whether this server already looks for tasks to take over (see `lease::watch`).
+    pub(crate) watching: Arc<AtomicBool>,
 }
 
 impl Default for Tasks {
     fn default() -> Self {
-        Self { store: Arc::new(MemoryTaskStore::new()), ttl: Some(DEFAULT_TTL), running: Arc::default() }
-    }
-}
-
-impl Tasks {
-    /// Gives back the tasks running in this process, for a graceful shutdown: their
-    /// handlers are dropped where they stand, and (with a shared store) their leases are
-    /// released so another instance takes them over at once.
-    #[allow(dead_code, reason = "wired into the graceful shutdown next")]
-    pub(crate) async fn hand_back(&self) {
-        self.running.abort_all();
+        Self {
+            store: Arc::new(MemoryTaskStore::new()),
+            ttl: Some(DEFAULT_TTL),
+            running: Arc::default(),
+            lease: DEFAULT_LEASE,
+            watching: Arc::default(),
+        }
     }
 }
 

@@ -2,11 +2,12 @@
 //! serializable data) and the [`TaskStore`] trait, with [`MemoryTaskStore`] as the
 //! single-instance default.
 //!
-//! A store offers three operations: create, get, and a compare-and-set replace keyed by
-//! the record's version. Every change the runtime makes is a read, a change to the copy,
-//! and a replace that only lands if nobody wrote in between; a lost race is retried from
-//! a fresh read. That is all a shared store (Redis, SQL) needs to provide to let several
-//! instances serve the same tasks.
+//! A store offers four operations: create, get, a compare-and-set replace keyed by the
+//! record's version, and a list of the tasks whose runner's lease lapsed. Every change
+//! the runtime makes is a read, a change to the copy, and a replace that only lands if
+//! nobody wrote in between; a lost race is retried from a fresh read. That is all a
+//! shared store (Redis, SQL) needs to provide to let several instances serve the same
+//! tasks, and take over those of an instance that died.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -70,6 +71,20 @@ pub struct TaskRecord {
     pub(crate) input_responses: JsonObject,
     pub(crate) result: Option<Value>,
     pub(crate) error: Option<ErrorObject>,
+    /// Which run of the handler holds the task, while it is `working`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) lease: Option<Lease>,
+}
+
+/// A run's hold on a `working` task: renewed while the handler runs; once it lapses
+/// (the instance died, or hung), any instance may take the task over.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Lease {
+    /// The run holding it: random per run, so a run that lost its lease (and has not
+    /// noticed yet) can never write again, even on the instance that took it back.
+    pub(crate) holder: String,
+    pub(crate) until_ms: u64,
 }
 
 /// What a task runs: the tool call as the client made it.
@@ -119,6 +134,7 @@ impl TaskRecord {
             input_responses: JsonObject::new(),
             result: None,
             error: None,
+            lease: None,
         }
     }
 
@@ -141,6 +157,22 @@ impl TaskRecord {
     pub fn expires_at(&self) -> Option<SystemTime> {
         let ttl = self.ttl_ms?;
         Some(UNIX_EPOCH + Duration::from_millis(self.created_at_ms.saturating_add(ttl)))
+    }
+
+    /// While the task is `working`: when the lease of the run executing it lapses
+    /// ([`UNIX_EPOCH`] when no run holds it, as after a graceful hand-back). `None` in
+    /// every other status. A shared store indexes it to answer [`TaskStore::lapsed`].
+    pub fn lease_expires_at(&self) -> Option<SystemTime> {
+        if self.status != TaskStatus::Working {
+            return None;
+        }
+        let until = self.lease.as_ref().map_or(0, |lease| lease.until_ms);
+        Some(UNIX_EPOCH + Duration::from_millis(until))
+    }
+
+    /// Whether `holder` holds this task's lease: the fence on every write of a run.
+    pub(crate) fn is_held_by(&self, holder: &str) -> bool {
+        !self.status.is_terminal() && self.lease.as_ref().is_some_and(|lease| lease.holder == holder)
     }
 
     /// The record as the next write stores it: one version up, stamped now.
@@ -220,6 +252,12 @@ pub trait TaskStore: Send + Sync + 'static {
     /// `expected` (the runtime then gives `record` version `expected + 1`); `Ok(false)`
     /// when it moved on or is gone.
     fn replace(&self, expected: u64, record: TaskRecord) -> BoxFuture<'_, Result<bool, StoreError>>;
+
+    /// Ids of at most `limit` records whose [`TaskRecord::lease_expires_at`] is before
+    /// `now`: tasks whose runner died. Every instance asks this now and then and takes
+    /// the tasks over; a record listed here may be taken already (the runtime's
+    /// compare-and-set decides), so the answer need not be exact, only complete in time.
+    fn lapsed(&self, now: SystemTime, limit: usize) -> BoxFuture<'_, Result<Vec<String>, StoreError>>;
 }
 
 /// Task records in this process's memory: for one instance. Expired records are
@@ -285,6 +323,17 @@ impl TaskStore for MemoryTaskStore {
         };
         Box::pin(std::future::ready(Ok(replaced)))
     }
+
+    fn lapsed(&self, now: SystemTime, limit: usize) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        let ids = self
+            .records()
+            .values()
+            .filter(|record| !record.is_expired(now) && record.lease_expires_at().is_some_and(|at| at < now))
+            .take(limit)
+            .map(|record| record.id.clone())
+            .collect();
+        Box::pin(std::future::ready(Ok(ids)))
+    }
 }
 
 #[cfg(test)]
@@ -326,6 +375,28 @@ mod tests {
         store.create(record("kept", Some(Duration::from_secs(3600)))).await.unwrap();
         assert!(store.get("gone").await.unwrap().is_none());
         assert!(store.get("kept").await.unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn working_tasks_whose_lease_lapsed_are_listed() {
+        let store = MemoryTaskStore::new();
+        let now = SystemTime::now();
+        let now_ms = u64::try_from(now.duration_since(UNIX_EPOCH).unwrap().as_millis()).unwrap();
+        let leased = |id: &str, until_ms: u64| {
+            let mut r = record(id, None);
+            r.lease = Some(Lease { holder: format!("run-{id}"), until_ms });
+            r
+        };
+        store.create(leased("alive", now_ms + 60_000)).await.unwrap();
+        store.create(leased("dead", now_ms - 1)).await.unwrap();
+        store.create(record("handed-back", None)).await.unwrap();
+        let mut waiting = leased("waiting", now_ms - 1);
+        waiting.status = TaskStatus::InputRequired;
+        store.create(waiting).await.unwrap();
+        let mut lapsed = store.lapsed(now, 10).await.unwrap();
+        lapsed.sort();
+        assert_eq!(lapsed, ["dead", "handed-back"]);
+        assert_eq!(store.lapsed(now, 1).await.unwrap().len(), 1, "the limit holds");
     }
 
     #[test]

@@ -1,0 +1,144 @@
+//! Leases: which run of a handler holds a `working` task, and how another instance
+//! takes the task over when that run's instance dies (DESIGN §11, §12).
+//!
+//! A run renews its lease every third of [`Tasks::lease`]; every instance that serves
+//! requests looks for lapsed leases every half of it ([`watch`]) and takes those tasks
+//! over: it claims the lease by compare-and-set and replays the handler from the
+//! journal. So a task whose instance died resumes within about one and a half leases.
+//! A run that finds its lease gone (the task was cancelled, or taken over while this
+//! instance stalled) drops its handler.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use super::driver::{self, transition};
+use super::store::{now_ms, Lease};
+use super::{new_task_id, Tasks};
+use crate::{Error, Server};
+
+/// How long a run's hold on a task lasts unless renewed, by default: short, so a dead
+/// instance's tasks resume within seconds; long enough that a busy instance renews in time.
+pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(10);
+
+/// The shortest lease a server accepts: shorter ones would renew faster than a store
+/// round trip under load.
+pub(crate) const MIN_LEASE: Duration = Duration::from_millis(300);
+
+/// Lapsed tasks taken over per look, per instance: the others wait for the next look
+/// (or another instance), so one instance does not take on a dead one's whole load at once.
+const TAKE_PER_LOOK: usize = 32;
+
+/// A fresh run id: random, so every run's writes are fenced from every other's.
+pub(crate) fn new_run() -> Result<String, Error> {
+    new_task_id()
+}
+
+impl Tasks {
+    /// A lease for `run`, from now.
+    pub(crate) fn lease_for(&self, run: &str) -> Lease {
+        let length = u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX);
+        Lease { holder: run.to_owned(), until_ms: now_ms().saturating_add(length) }
+    }
+
+    /// Gives back the tasks running in this process, for a graceful shutdown: their
+    /// handlers are dropped where they stand and their leases released, so another
+    /// instance takes them over at its next look instead of waiting for them to lapse.
+    #[allow(dead_code, reason = "wired into the graceful shutdown next")]
+    pub(crate) async fn hand_back(&self) {
+        for (id, run) in self.running.abort_all() {
+            let released = transition(&*self.store, &id, |record| {
+                let held = record.is_held_by(&run);
+                if held {
+                    record.lease = None;
+                }
+                held
+            })
+            .await;
+            match released {
+                Ok(_) => tracing::info!(task = %id, "handed a running task back to the store"),
+                Err(error) => tracing::warn!(task = %id, %error, "could not release a task's lease"),
+            }
+        }
+    }
+}
+
+/// Renews the lease of `run` on the task `id` while the handler runs; returns when the
+/// lease is lost. A store that cannot be reached is tried again at the next renewal: if
+/// it stays away past the lease, another instance may take the task over, and the next
+/// renewal that reaches the store finds the lease gone.
+pub(crate) async fn keep(tasks: &Tasks, id: &str, run: &str) {
+    let every = tasks.lease / 3;
+    loop {
+        tokio::time::sleep(every).await;
+        let renewed = transition(&*tasks.store, id, |record| {
+            let held = record.is_held_by(run);
+            if held {
+                record.lease = Some(tasks.lease_for(run));
+            }
+            held
+        })
+        .await;
+        match renewed {
+            Ok(Some((_, true))) => {}
+            Ok(_) => {
+                tracing::info!(task = %id, "a task's run lost its lease (cancelled, or taken over); stopping it");
+                return;
+            }
+            Err(error) => tracing::warn!(task = %id, %error, "could not renew a task's lease"),
+        }
+    }
+}
+
+/// Starts, once per server, the look for tasks whose runner died. It ends when the
+/// server (every clone of it) is gone.
+pub(crate) fn watch(server: &Server) {
+    // A load first: after the first request this is a read of a shared cache line.
+    let watching = &server.tasks.watching;
+    if watching.load(Ordering::Relaxed) || watching.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let server = server.clone();
+    tokio::spawn(async move {
+        let mut looks = tokio::time::interval(server.tasks.lease / 2);
+        looks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            looks.tick().await;
+            // `running` is shared by every clone of the server: when only this loop's
+            // clone holds it, the server was dropped.
+            if Arc::strong_count(&server.tasks.running) == 1 {
+                return;
+            }
+            match server.tasks.store.lapsed(SystemTime::now(), TAKE_PER_LOOK).await {
+                Ok(ids) => {
+                    for id in ids {
+                        if let Err(error) = take_over(&server, &id).await {
+                            tracing::warn!(task = %id, %error, "could not take over a task");
+                        }
+                    }
+                }
+                Err(error) => tracing::warn!(%error, "could not look for tasks to take over"),
+            }
+        }
+    });
+}
+
+/// Takes the task `id` over if its lease has lapsed: claims the lease (only one instance
+/// can, by compare-and-set) and replays the handler from the journal.
+pub(crate) async fn take_over(server: &Server, id: &str) -> Result<(), Error> {
+    let run = new_run()?;
+    let now = SystemTime::now();
+    let claimed = transition(&*server.tasks.store, id, |record| {
+        let lapsed = record.lease_expires_at().is_some_and(|at| at < now);
+        if lapsed {
+            record.lease = Some(server.tasks.lease_for(&run));
+        }
+        lapsed
+    })
+    .await?;
+    if let Some((record, true)) = claimed {
+        tracing::info!(task = %id, "taking over a task whose runner stopped");
+        driver::start(server, &record, run).await?;
+    }
+    Ok(())
+}
