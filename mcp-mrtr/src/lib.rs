@@ -76,6 +76,8 @@ mod live;
 mod param_headers;
 mod private;
 pub mod protocol;
+#[cfg(feature = "redis")]
+pub mod redis;
 mod replay;
 mod server;
 mod state;

@@ -11,7 +11,13 @@ const USAGE: &str = "usage: everything --port N | everything --stdio
 
   --port N   serve Streamable HTTP on http://127.0.0.1:N/mcp
   --stdio    serve newline-delimited JSON-RPC on stdin/stdout
-  --help     print this and exit";
+  --help     print this and exit
+
+environment:
+  MCP_MRTR_STATE_KEYS     the key ring sealing request states (instances share it)
+  MCP_MRTR_REDIS_URL      redis://host:port/: single-use states, tasks and list
+                          changes in Redis, shared by every instance using it
+  MCP_MRTR_TASK_LEASE_MS  how long a running task's lease lasts (default 10000)";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -19,7 +25,7 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .init();
-    let server = mcp_mrtr_examples::everything::server();
+    let server = mcp_mrtr_examples::everything::from_env(mcp_mrtr_examples::everything::server()).await?;
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
         ["--stdio"] => server.serve_stdio().await?,

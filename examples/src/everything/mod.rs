@@ -42,6 +42,27 @@ pub fn server() -> Server {
     resources(server)
 }
 
+/// The settings a deployment gives the fixture through its environment: Redis for the
+/// stores that several instances share (`MCP_MRTR_REDIS_URL`), and the task lease
+/// (`MCP_MRTR_TASK_LEASE_MS`). The key ring (`MCP_MRTR_STATE_KEYS`) is read by the
+/// runtime itself when serving starts.
+pub async fn from_env(mut server: Server) -> anyhow::Result<Server> {
+    use anyhow::Context as _;
+    if let Ok(lease) = std::env::var("MCP_MRTR_TASK_LEASE_MS") {
+        let millis: u64 = lease.parse().with_context(|| format!("MCP_MRTR_TASK_LEASE_MS: not a number: {lease:?}"))?;
+        server = server.task_lease(Duration::from_millis(millis));
+    }
+    if let Ok(url) = std::env::var("MCP_MRTR_REDIS_URL") {
+        let redis = mcp_mrtr::redis::Redis::connect(&url).await.context("MCP_MRTR_REDIS_URL")?;
+        server = server
+            .single_use_states(redis.state_guard())
+            .task_store(redis.task_store())
+            .listen(Listen::default().fanout(redis.change_fanout()));
+        tracing::info!("single-use states, tasks and list changes are in Redis");
+    }
+    Ok(server)
+}
+
 fn content_tools(server: Server) -> Server {
     server
         .tool(

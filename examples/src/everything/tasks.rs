@@ -101,6 +101,53 @@ pub async fn test_tool_with_task(ctx: &Ctx) -> Result<String, ToolError> {
     Ok(format!("Hello, {}! (async)", user_name.name))
 }
 
+/// Whether the person approves (the `approve` question of `test_durable_task`).
+#[derive(Deserialize, JsonSchema)]
+pub struct Approval {
+    approve: bool,
+}
+
+/// A side effect's receipt: which process took the step, and a number no other step shares.
+fn receipt(step: &str) -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+    format!("{step}@pid{}#{nanos}", std::process::id())
+}
+
+/// A task that survives its instance: opens a ticket (a `once!` step), asks for
+/// approval, starts work (a `once!` step), works for `seconds`, ships (a last `once!`
+/// step), and reports the receipts of the three steps. Its status message shows each receipt as it is taken, so a client can
+/// check that an instance taking the task over replayed the steps instead of taking them
+/// again (their receipts name the process that took them).
+#[tool(task = "required")]
+pub async fn test_durable_task(
+    ctx: &Ctx,
+    /// How long to work after the approval, in seconds (at most 600).
+    seconds: f64,
+) -> Result<String, ToolError> {
+    let total = Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|d| d.as_secs() <= 600)
+        .ok_or_else(|| ToolError::invalid_params("seconds must be between 0 and 600"))?;
+    ctx.continue_as_task().await;
+    let ticket = once!(receipt("ticket"));
+    ctx.progress(1.0, None, Some(&format!("opened {ticket}; waiting for approval"))).await;
+    let approval: Approval = ask!(elicit format!("Approve {ticket}?"))?;
+    if !approval.approve {
+        return Ok(format!("{ticket} rejected"));
+    }
+    let work = once!(receipt("work"));
+    let mut done = Duration::ZERO;
+    while done < total {
+        let step = total.saturating_sub(done).min(Duration::from_millis(250));
+        tokio::time::sleep(step).await;
+        done += step;
+        let message = format!("{ticket} {work} working, {:.2}s of {:.2}s", done.as_secs_f64(), total.as_secs_f64());
+        ctx.progress(2.0, None, Some(&message)).await;
+    }
+    let shipped = once!(receipt("shipped"));
+    Ok(format!("{ticket} {work} {shipped}"))
+}
+
 /// Echoes `value`, which is mirrored into the `Mcp-Param-Value` header.
 #[tool(read_only)]
 pub async fn test_custom_header(
@@ -121,6 +168,7 @@ pub fn register(server: Server) -> Server {
         confirm_delete,
         multi_input,
         test_tool_with_task,
+        test_durable_task,
         test_custom_header,
     ])
 }

@@ -22,8 +22,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub(crate) use driver::{call, Called, Running};
-pub(crate) use lease::{watch, MIN_LEASE};
 use lease::DEFAULT_LEASE;
+pub(crate) use lease::{watch, MIN_LEASE};
 pub(crate) use methods::{serve, TaskMethod};
 pub(crate) use store::{CallerRecord, TaskCall};
 pub use store::{MemoryTaskStore, StoreError, TaskRecord, TaskStatus, TaskStore};

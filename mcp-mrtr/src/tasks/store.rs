@@ -148,6 +148,11 @@ impl TaskRecord {
         self.version
     }
 
+    /// Sets the version a replace stores (see [`TaskStore::replace`]).
+    pub(crate) fn set_version(&mut self, version: u64) {
+        self.version = version;
+    }
+
     /// Where the task stands.
     pub fn status(&self) -> TaskStatus {
         self.status
@@ -315,7 +320,7 @@ impl TaskStore for MemoryTaskStore {
         let mut records = self.records();
         let replaced = match records.get_mut(&record.id) {
             Some(current) if current.version == expected && !current.is_expired(SystemTime::now()) => {
-                record.version = expected + 1;
+                record.set_version(expected + 1);
                 *current = record;
                 true
             }

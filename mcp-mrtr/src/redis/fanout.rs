@@ -1,0 +1,140 @@
+//! [`RedisFanout`]: list and resource changes carried between instances by Redis
+//! pub/sub.
+//!
+//! Each instance publishes its changes on one channel and relays what the channel
+//! carries (its own changes included) into a local broadcast channel, which its listen
+//! streams subscribe to. Pub/sub delivers to whoever is connected: while an instance is
+//! cut off from Redis it misses changes, so when it reconnects it tells its listeners
+//! that every list may have changed (a `resources/updated` it missed is lost).
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use redis::aio::ConnectionManager;
+use tokio::sync::{broadcast, mpsc};
+
+use crate::live::{Change, ChangeFanout};
+
+/// Changes an instance holds for its listeners, and changes waiting to be published.
+const CAPACITY: usize = 1024;
+
+/// How long a relay waits before connecting again after losing Redis.
+const RECONNECT_AFTER: Duration = Duration::from_secs(1);
+
+/// A [`ChangeFanout`] over Redis pub/sub. Made by
+/// [`Redis::change_fanout`](super::Redis::change_fanout), which starts its two tasks
+/// (one publishes in order, one relays); they end when the fanout is dropped.
+#[derive(Debug)]
+pub struct RedisFanout {
+    outgoing: mpsc::Sender<Change>,
+    local: broadcast::Sender<Change>,
+}
+
+impl RedisFanout {
+    pub(super) fn start(client: redis::Client, connection: ConnectionManager, channel: String) -> Self {
+        let (outgoing, queued) = mpsc::channel(CAPACITY);
+        let local = broadcast::channel(CAPACITY).0;
+        tokio::spawn(publish(connection, channel.clone(), queued));
+        tokio::spawn(relay(client, channel, local.downgrade()));
+        Self { outgoing, local }
+    }
+}
+
+impl ChangeFanout for RedisFanout {
+    fn publish(&self, change: Change) {
+        if self.outgoing.try_send(change).is_err() {
+            tracing::warn!("the Redis change fanout is backed up; a change was dropped");
+        }
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<Change> {
+        self.local.subscribe()
+    }
+}
+
+/// Publishes queued changes one at a time, so they arrive in the order they were made.
+async fn publish(mut connection: ConnectionManager, channel: String, mut queued: mpsc::Receiver<Change>) {
+    while let Some(change) = queued.recv().await {
+        let sent: redis::RedisResult<i64> =
+            redis::cmd("PUBLISH").arg(&channel).arg(encode(&change)).query_async(&mut connection).await;
+        if let Err(error) = sent {
+            tracing::warn!(%error, "could not publish a change to Redis");
+        }
+    }
+}
+
+/// Relays the channel into the local broadcast while the fanout lives, reconnecting
+/// after a lost connection.
+async fn relay(client: redis::Client, channel: String, local: broadcast::WeakSender<Change>) {
+    let mut reconnected = false;
+    loop {
+        match client.get_async_pubsub().await {
+            Ok(mut pubsub) => match pubsub.subscribe(&channel).await {
+                Ok(()) => {
+                    if reconnected {
+                        // Changes made while we were away are lost: say every list may differ.
+                        for change in
+                            [Change::ToolsListChanged, Change::PromptsListChanged, Change::ResourcesListChanged]
+                        {
+                            let Some(local) = local.upgrade() else { return };
+                            let _ = local.send(change);
+                        }
+                    }
+                    let mut messages = pubsub.on_message();
+                    while let Some(message) = messages.next().await {
+                        let Some(local) = local.upgrade() else { return };
+                        match message.get_payload::<String>().ok().as_deref().and_then(decode) {
+                            // An error only means no listener is open right now.
+                            Some(change) => drop(local.send(change)),
+                            None => tracing::debug!("ignored a message on the change channel that is not a change"),
+                        }
+                    }
+                    tracing::warn!("lost the Redis change channel; reconnecting");
+                }
+                Err(error) => tracing::warn!(%error, "could not subscribe to the Redis change channel"),
+            },
+            Err(error) => tracing::warn!(%error, "could not connect to Redis for changes"),
+        }
+        if local.upgrade().is_none() {
+            return;
+        }
+        reconnected = true;
+        tokio::time::sleep(RECONNECT_AFTER).await;
+    }
+}
+
+fn encode(change: &Change) -> String {
+    match change {
+        Change::ToolsListChanged => "tools".to_owned(),
+        Change::PromptsListChanged => "prompts".to_owned(),
+        Change::ResourcesListChanged => "resources".to_owned(),
+        Change::ResourceUpdated(uri) => format!("updated {uri}"),
+    }
+}
+
+fn decode(message: &str) -> Option<Change> {
+    Some(match message {
+        "tools" => Change::ToolsListChanged,
+        "prompts" => Change::PromptsListChanged,
+        "resources" => Change::ResourcesListChanged,
+        other => Change::ResourceUpdated(other.strip_prefix("updated ")?.to_owned()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_survive_the_channel() {
+        for change in [
+            Change::ToolsListChanged,
+            Change::PromptsListChanged,
+            Change::ResourcesListChanged,
+            Change::ResourceUpdated("file:///a b?c=d".into()),
+        ] {
+            assert_eq!(decode(&encode(&change)), Some(change));
+        }
+        assert_eq!(decode("nonsense"), None);
+    }
+}

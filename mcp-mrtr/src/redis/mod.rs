@@ -1,0 +1,105 @@
+//! Redis-backed stores for running one server on several instances (the `redis`
+//! feature; DESIGN §12): a single-use guard for request states, a task store with
+//! leases, and a change fan-out for `subscriptions/listen`.
+//!
+//! One door in: [`Redis::connect`], then hand its stores to the server.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use mcp_mrtr::{redis::Redis, Listen, Server};
+//!
+//! let redis = Redis::connect("redis://127.0.0.1:6379/").await?;
+//! let server = Server::new("app", "1.0.0")
+//!     .single_use_states(redis.state_guard())
+//!     .task_store(redis.task_store())
+//!     .listen(Listen::default().fanout(redis.change_fanout()));
+//! # let _ = server;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Atomicity comes from Redis, never from a lock in one process: a state is recorded
+//! with one `SET NX PX`, a task is written by a script that compares its version. The
+//! scripts touch several keys of one server, so they need a single Redis (standalone,
+//! or the primary that Sentinel names), not Redis Cluster.
+
+mod fanout;
+mod guard;
+mod tasks;
+
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+
+pub use self::fanout::RedisFanout;
+pub use self::guard::RedisGuard;
+pub use self::tasks::RedisTaskStore;
+use crate::tasks::StoreError;
+
+/// How long one Redis command may take before it counts as a failure: the request it
+/// serves then fails cleanly instead of hanging.
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A connection to Redis, shared by the stores made from it (commands are pipelined on
+/// one multiplexed connection that reconnects by itself).
+#[derive(Clone)]
+pub struct Redis {
+    client: redis::Client,
+    connection: ConnectionManager,
+    prefix: String,
+}
+
+impl std::fmt::Debug for Redis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The URL may hold a password: it is never printed.
+        f.debug_struct("Redis").field("prefix", &self.prefix).finish_non_exhaustive()
+    }
+}
+
+impl Redis {
+    /// Connects to the Redis at `url` (`redis://[user:password@]host:port/db`, or
+    /// `rediss://` with TLS if the `redis` crate was built with it). Fails at once when
+    /// Redis cannot be reached, so a misconfigured instance does not start.
+    ///
+    /// Keys start with `mcp-mrtr:`; see [`prefix`](Self::prefix) to share one Redis
+    /// between several servers.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        let client = redis::Client::open(url).map_err(|e| StoreError::new(format!("bad Redis URL: {e}")))?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(RESPONSE_TIMEOUT))
+            .set_response_timeout(Some(RESPONSE_TIMEOUT));
+        let connection = ConnectionManager::new_with_config(client.clone(), config).await.map_err(unreachable)?;
+        Ok(Self { client, connection, prefix: "mcp-mrtr:".to_owned() })
+    }
+
+    /// Starts every key with `prefix` instead of `mcp-mrtr:`. Instances of one server
+    /// must use the same prefix; different servers on one Redis, different ones.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// A [`StateGuard`](crate::StateGuard) shared by every instance: a request state
+    /// opens once across all of them.
+    pub fn state_guard(&self) -> RedisGuard {
+        RedisGuard::new(self.connection.clone(), format!("{}state:", self.prefix))
+    }
+
+    /// A [`TaskStore`](crate::TaskStore) shared by every instance, with leases: a task
+    /// whose instance died is taken over by another.
+    pub fn task_store(&self) -> RedisTaskStore {
+        RedisTaskStore::new(self.connection.clone(), &self.prefix)
+    }
+
+    /// A [`ChangeFanout`](crate::ChangeFanout) over Redis pub/sub: a change made
+    /// through any instance's [`ServerHandle`](crate::ServerHandle) reaches the
+    /// listeners of every instance.
+    pub fn change_fanout(&self) -> RedisFanout {
+        RedisFanout::start(self.client.clone(), self.connection.clone(), format!("{}changes", self.prefix))
+    }
+}
+
+/// A Redis error as the stores report it (details for the server's log only).
+fn unreachable(error: redis::RedisError) -> StoreError {
+    StoreError::new(format!("redis: {error}"))
+}
