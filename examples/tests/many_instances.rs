@@ -26,7 +26,7 @@ fn instances(redis: Option<&Redis>, keys: &str, count: usize) -> Vec<Instance> {
     (0..count).map(|_| Instance::start(&env)).collect()
 }
 
-fn accept(content: Value) -> Value {
+fn accept(content: &Value) -> Value {
     json!({ "action": "accept", "content": content })
 }
 
@@ -59,16 +59,16 @@ async fn rounds_alternate_instances_and_a_used_state_is_refused_by_every_instanc
     let first = call(a, tool, json!({})).await["result"].clone();
     assert_eq!(first["resultType"], "input_required", "{first}");
     let name_key = only_key(&first);
-    let second = round(b, tool, &first["requestState"], &name_key, accept(json!({ "name": "Ada" }))).await;
+    let second = round(b, tool, &first["requestState"], &name_key, accept(&json!({ "name": "Ada" }))).await;
     let second = second["result"].clone();
     assert_eq!(second["resultType"], "input_required", "{second}");
     let color_key = only_key(&second);
-    let done = round(a, tool, &second["requestState"], &color_key, accept(json!({ "color": "teal" }))).await;
+    let done = round(a, tool, &second["requestState"], &color_key, accept(&json!({ "color": "teal" }))).await;
     assert_eq!(done["result"]["content"][0]["text"], "Ada likes teal", "{done}");
 
     // The first state was spent on B: A refuses it too, and so does B.
     for node in [a, b] {
-        let again = round(node, tool, &first["requestState"], &name_key, accept(json!({ "name": "Eve" }))).await;
+        let again = round(node, tool, &first["requestState"], &name_key, accept(&json!({ "name": "Eve" }))).await;
         assert_eq!(again["error"]["code"], -32602, "a spent state opened on {node}: {again}");
     }
 }
@@ -83,9 +83,9 @@ async fn without_a_shared_guard_each_instance_would_open_a_spent_state_once_more
     let tool = "test_input_required_result_multi_round";
     let first = call(a, tool, json!({})).await["result"].clone();
     let key = only_key(&first);
-    let on_b = round(b, tool, &first["requestState"], &key, accept(json!({ "name": "Ada" }))).await;
+    let on_b = round(b, tool, &first["requestState"], &key, accept(&json!({ "name": "Ada" }))).await;
     assert_eq!(on_b["result"]["resultType"], "input_required", "{on_b}");
-    let on_a = round(a, tool, &first["requestState"], &key, accept(json!({ "name": "Eve" }))).await;
+    let on_a = round(a, tool, &first["requestState"], &key, accept(&json!({ "name": "Eve" }))).await;
     assert_eq!(on_a["result"]["resultType"], "input_required", "{on_a}");
 }
 
@@ -110,7 +110,7 @@ async fn a_task_created_on_one_instance_is_polled_answered_and_cancelled_through
     let id = create_task(a, "confirm_delete", json!({ "filename": "report.txt" })).await;
     let waiting = poll_until(b, &id, Duration::from_secs(10), |t| t["status"] == "input_required").await;
     let key = only_key(&waiting);
-    let ack = update(b, &id, json!({ key: accept(json!({ "confirm": true })) })).await;
+    let ack = update(b, &id, json!({ key: accept(&json!({ "confirm": true })) })).await;
     assert!(ack["result"].is_object(), "{ack}");
     let done = poll_until(a, &id, Duration::from_secs(10), |t| t["status"] == "completed").await;
     assert_eq!(done["result"]["content"][0]["text"], "Deleted report.txt", "{done}");
@@ -168,7 +168,7 @@ async fn a_task_waiting_for_a_person_outlives_its_instance() {
     let key = only_key(&waiting);
 
     nodes[0].kill();
-    let ack = update(b, &id, json!({ key: accept(json!({ "approve": true })) })).await;
+    let ack = update(b, &id, json!({ key: accept(&json!({ "approve": true })) })).await;
     assert!(ack["result"].is_object(), "{ack}");
     let (done, statuses) = finish(b, &id).await;
     assert_eq!(done["status"], "completed", "{done}");
@@ -190,7 +190,7 @@ async fn a_task_computing_on_an_instance_that_dies_is_finished_by_another() {
     let ticket = receipt(waiting["statusMessage"].as_str().unwrap_or_default(), "ticket");
     let key = only_key(&waiting);
     // Answered on A, so A runs the rest; it dies while working.
-    update(a, &id, json!({ key: accept(json!({ "approve": true })) })).await;
+    update(a, &id, json!({ key: accept(&json!({ "approve": true })) })).await;
     let working = poll_until(b, &id, Duration::from_secs(10), |t| {
         t["statusMessage"].as_str().unwrap_or_default().contains("working")
     })

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use base64::Engine as _;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -19,7 +20,6 @@ const START_WITHIN: Duration = Duration::from_secs(20);
 pub(crate) fn key_ring() -> String {
     let mut key = [0u8; 32];
     std::fs::File::open("/dev/urandom").and_then(|mut f| std::io::Read::read_exact(&mut f, &mut key)).expect("urandom");
-    use base64::Engine as _;
     format!("k1:{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(key))
 }
 
@@ -140,16 +140,13 @@ pub(crate) async fn rpc(addr: SocketAddr, method: &str, mut params: Value) -> Va
     });
     let name = params.get("name").or_else(|| params.get("taskId")).and_then(Value::as_str).map(str::to_owned);
     let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params }).to_string();
-    let mut head = format!(
+    let name_header = name.map(|name| format!("Mcp-Name: {name}\r\n")).unwrap_or_default();
+    let head = format!(
         "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
-         Mcp-Method: {method}\r\nContent-Length: {}\r\nConnection: close\r\n",
+         Mcp-Method: {method}\r\n{name_header}Content-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
-    if let Some(name) = name {
-        head.push_str(&format!("Mcp-Name: {name}\r\n"));
-    }
-    head.push_str("\r\n");
     let raw = tokio::time::timeout(Duration::from_secs(30), async {
         let mut stream = tokio::net::TcpStream::connect(addr).await?;
         stream.write_all(head.as_bytes()).await?;
@@ -164,7 +161,12 @@ pub(crate) async fn rpc(addr: SocketAddr, method: &str, mut params: Value) -> Va
     let text = String::from_utf8_lossy(&raw);
     let (_, body) = text.split_once("\r\n\r\n").unwrap_or_else(|| panic!("not HTTP: {text}"));
     let message = if text.to_ascii_lowercase().contains("content-type: text/event-stream") {
-        body.lines().filter_map(|line| line.strip_prefix("data:")).map(str::trim).last().unwrap_or("null").to_owned()
+        body.lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .map(str::trim)
+            .next_back()
+            .unwrap_or("null")
+            .to_owned()
     } else {
         body.to_owned()
     };

@@ -83,10 +83,12 @@ async fn relay(client: redis::Client, channel: String, local: broadcast::WeakSen
                     let mut messages = pubsub.on_message();
                     while let Some(message) = messages.next().await {
                         let Some(local) = local.upgrade() else { return };
-                        match message.get_payload::<String>().ok().as_deref().and_then(decode) {
+                        let payload = message.get_payload::<String>().ok();
+                        if let Some(change) = payload.as_deref().and_then(decode) {
                             // An error only means no listener is open right now.
-                            Some(change) => drop(local.send(change)),
-                            None => tracing::debug!("ignored a message on the change channel that is not a change"),
+                            let _ = local.send(change);
+                        } else {
+                            tracing::debug!("ignored a message on the change channel that is not a change");
                         }
                     }
                     tracing::warn!("lost the Redis change channel; reconnecting");

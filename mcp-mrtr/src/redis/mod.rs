@@ -100,6 +100,7 @@ impl Redis {
 }
 
 /// A Redis error as the stores report it (details for the server's log only).
+#[allow(clippy::needless_pass_by_value, reason = "called as map_err(unreachable)")]
 fn unreachable(error: redis::RedisError) -> StoreError {
     StoreError::new(format!("redis: {error}"))
 }
