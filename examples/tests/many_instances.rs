@@ -8,7 +8,7 @@ mod cluster;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use cluster::{call, poll_until, rpc, task, Instance, Redis};
+use cluster::{call, poll_until, rpc, task, Instance, Listener, Redis};
 use serde_json::{json, Value};
 
 /// The lease the instances run tasks with: short, so a takeover comes quickly.
@@ -206,4 +206,62 @@ async fn a_task_computing_on_an_instance_that_dies_is_finished_by_another() {
     assert!(work.contains(&format!("pid{pid_a}#")), "{work}");
     assert!(receipt(text, "shipped").starts_with(&format!("shipped@pid{}#", nodes[1].pid())), "{text}");
     assert_eq!(statuses, ["working", "completed"], "asked again, or ended otherwise");
+}
+
+#[tokio::test]
+async fn a_change_made_on_one_instance_reaches_listeners_on_every_instance() {
+    let Some(redis) = Redis::start() else { return };
+    let nodes = instances(Some(&redis), &cluster::key_ring(), 2);
+    let (a, b) = (nodes[0].addr, nodes[1].addr);
+    let mut on_a = Listener::open(a, json!({ "toolsListChanged": true })).await;
+    let mut on_b = Listener::open(b, json!({ "toolsListChanged": true })).await;
+    for listener in [&mut on_a, &mut on_b] {
+        let ack = listener.next().await;
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged", "{ack}");
+    }
+    let toggled = call(a, "test_trigger_tool_change", json!({})).await;
+    assert!(toggled["result"].is_object(), "{toggled}");
+    for listener in [&mut on_a, &mut on_b] {
+        let changed = listener.next().await;
+        assert_eq!(changed["method"], "notifications/tools/list_changed", "{changed}");
+    }
+}
+
+#[tokio::test]
+async fn while_redis_is_away_requests_fail_cleanly_and_nothing_is_let_through_unrecorded() {
+    let Some(mut redis) = Redis::start() else { return };
+    let nodes = instances(Some(&redis), &cluster::key_ring(), 1);
+    let a = nodes[0].addr;
+    let mut listener = Listener::open(a, json!({ "toolsListChanged": true })).await;
+    listener.next().await;
+    let tool = "test_input_required_result_multi_round";
+    let first = call(a, tool, json!({})).await["result"].clone();
+    let key = only_key(&first);
+
+    redis.kill();
+    // The state cannot be recorded as used, so it is refused, with a "try again later".
+    let refused = round(a, tool, &first["requestState"], &key, accept(&json!({ "name": "Ada" }))).await;
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap_or_default().contains("try again later"), "{refused}");
+    let no_task = call(a, "confirm_delete", json!({ "filename": "x" })).await;
+    assert_eq!(no_task["error"]["code"], -32603, "{no_task}");
+    assert_eq!(no_task["error"]["message"], "the task store is unavailable", "{no_task}");
+    // Calls that need no store still work.
+    let plain = call(a, "test_simple_text", json!({})).await;
+    assert!(plain["result"]["content"].is_array(), "{plain}");
+
+    // Redis comes back (empty): the instance reconnects, the state opens once, and the
+    // listener hears that every list may have changed while it was away.
+    redis.restart();
+    let started = std::time::Instant::now();
+    let reopened = loop {
+        let reply = round(a, tool, &first["requestState"], &key, accept(&json!({ "name": "Ada" }))).await;
+        if reply.get("result").is_some() || started.elapsed() > Duration::from_secs(15) {
+            break reply;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(reopened["result"]["resultType"], "input_required", "{reopened}");
+    let told = listener.next().await;
+    assert_eq!(told["method"], "notifications/tools/list_changed", "{told}");
 }

@@ -57,7 +57,7 @@ pub async fn from_env(mut server: Server) -> anyhow::Result<Server> {
         server = server
             .single_use_states(redis.state_guard())
             .task_store(redis.task_store())
-            .listen(Listen::default().fanout(redis.change_fanout()));
+            .listen(Listen::default().fanout(redis.change_fanout().await.context("MCP_MRTR_REDIS_URL")?));
         tracing::info!("single-use states, tasks and list changes are in Redis");
     }
     Ok(server)

@@ -62,15 +62,32 @@ impl Redis {
         let port = free_port();
         let dir = std::env::temp_dir().join(format!("mcp-mrtr-redis-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("a directory for redis");
+        let child = Self::spawn(port, &dir);
+        Some(Self { port, child, dir })
+    }
+
+    fn spawn(port: u16, dir: &std::path::Path) -> Child {
         let mut child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .arg("--dir")
-            .arg(&dir)
+            .arg(dir)
             .stdout(Stdio::null())
             .spawn()
             .expect("start redis-server");
         wait_for_port(port, &mut child, "redis-server");
-        Some(Self { port, child, dir })
+        child
+    }
+
+    /// Kills it (SIGKILL); everything it held is gone.
+    pub(crate) fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts an empty one again on the same port.
+    pub(crate) fn restart(&mut self) {
+        self.kill();
+        self.child = Self::spawn(self.port, &self.dir);
     }
 
     pub(crate) fn url(&self) -> String {
@@ -80,8 +97,7 @@ impl Redis {
 
 impl Drop for Redis {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.kill();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -130,9 +146,8 @@ pub(crate) fn caps() -> Value {
     json!({ "elicitation": {}, "extensions": { "io.modelcontextprotocol/tasks": {} } })
 }
 
-/// Sends one 2026-07-28 request and returns the JSON-RPC reply (from a JSON body or
-/// the last message of an SSE stream).
-pub(crate) async fn rpc(addr: SocketAddr, method: &str, mut params: Value) -> Value {
+/// The head and body of a 2026-07-28 request.
+fn request(addr: SocketAddr, method: &str, mut params: Value) -> (String, String) {
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": { "name": "many-instances", "version": "0" },
@@ -147,6 +162,13 @@ pub(crate) async fn rpc(addr: SocketAddr, method: &str, mut params: Value) -> Va
          Mcp-Method: {method}\r\n{name_header}Content-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
+    (head, body)
+}
+
+/// Sends one 2026-07-28 request and returns the JSON-RPC reply (from a JSON body or
+/// the last message of an SSE stream).
+pub(crate) async fn rpc(addr: SocketAddr, method: &str, params: Value) -> Value {
+    let (head, body) = request(addr, method, params);
     let raw = tokio::time::timeout(Duration::from_secs(30), async {
         let mut stream = tokio::net::TcpStream::connect(addr).await?;
         stream.write_all(head.as_bytes()).await?;
@@ -171,6 +193,44 @@ pub(crate) async fn rpc(addr: SocketAddr, method: &str, mut params: Value) -> Va
         body.to_owned()
     };
     serde_json::from_str(&message).unwrap_or_else(|e| panic!("{method}: not JSON ({e}): {text}"))
+}
+
+/// An open `subscriptions/listen` stream, read message by message.
+pub(crate) struct Listener {
+    stream: tokio::net::TcpStream,
+    seen: String,
+}
+
+impl Listener {
+    /// Opens a stream on `addr` for the notifications `filter` selects.
+    pub(crate) async fn open(addr: SocketAddr, filter: Value) -> Self {
+        let (head, body) = request(addr, "subscriptions/listen", json!({ "notifications": filter }));
+        let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        stream.write_all(head.as_bytes()).await.expect("write");
+        stream.write_all(body.as_bytes()).await.expect("write");
+        Self { stream, seen: String::new() }
+    }
+
+    /// The next JSON-RPC message on the stream (bounded wait).
+    pub(crate) async fn next(&mut self) -> Value {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                if let Some(at) = self.seen.find("data:") {
+                    if let Some(end) = self.seen[at..].find('\n') {
+                        let line = self.seen[at + 5..at + end].trim().to_owned();
+                        self.seen.drain(..at + end);
+                        return serde_json::from_str(&line).expect("a JSON message");
+                    }
+                }
+                let mut chunk = [0u8; 4096];
+                let n = self.stream.read(&mut chunk).await.expect("read the stream");
+                assert!(n > 0, "the stream ended; so far: {}", self.seen);
+                self.seen.push_str(&String::from_utf8_lossy(&chunk[..n]));
+            }
+        })
+        .await
+        .expect("a message on the listen stream in time")
+    }
 }
 
 /// `tools/call` of `name`.

@@ -10,10 +10,11 @@
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use redis::aio::ConnectionManager;
+use redis::aio::{ConnectionManager, PubSub};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::live::{Change, ChangeFanout};
+use crate::tasks::StoreError;
 
 /// Changes an instance holds for its listeners, and changes waiting to be published.
 const CAPACITY: usize = 1024;
@@ -22,8 +23,9 @@ const CAPACITY: usize = 1024;
 const RECONNECT_AFTER: Duration = Duration::from_secs(1);
 
 /// A [`ChangeFanout`] over Redis pub/sub. Made by
-/// [`Redis::change_fanout`](super::Redis::change_fanout), which starts its two tasks
-/// (one publishes in order, one relays); they end when the fanout is dropped.
+/// [`Redis::change_fanout`](super::Redis::change_fanout), which subscribes before it
+/// returns and starts two tasks (one publishes in order, one relays); they end when the
+/// fanout is dropped.
 #[derive(Debug)]
 pub struct RedisFanout {
     outgoing: mpsc::Sender<Change>,
@@ -31,12 +33,17 @@ pub struct RedisFanout {
 }
 
 impl RedisFanout {
-    pub(super) fn start(client: redis::Client, connection: ConnectionManager, channel: String) -> Self {
+    pub(super) async fn start(
+        client: redis::Client,
+        connection: ConnectionManager,
+        channel: String,
+    ) -> Result<Self, StoreError> {
+        let subscribed = subscribe(&client, &channel).await.map_err(super::unreachable)?;
         let (outgoing, queued) = mpsc::channel(CAPACITY);
         let local = broadcast::channel(CAPACITY).0;
         tokio::spawn(publish(connection, channel.clone(), queued));
-        tokio::spawn(relay(client, channel, local.downgrade()));
-        Self { outgoing, local }
+        tokio::spawn(relay(client, channel, subscribed, local.downgrade()));
+        Ok(Self { outgoing, local })
     }
 }
 
@@ -63,45 +70,45 @@ async fn publish(mut connection: ConnectionManager, channel: String, mut queued:
     }
 }
 
-/// Relays the channel into the local broadcast while the fanout lives, reconnecting
-/// after a lost connection.
-async fn relay(client: redis::Client, channel: String, local: broadcast::WeakSender<Change>) {
-    let mut reconnected = false;
+async fn subscribe(client: &redis::Client, channel: &str) -> redis::RedisResult<PubSub> {
+    let mut pubsub = client.get_async_pubsub().await?;
+    pubsub.subscribe(channel).await?;
+    Ok(pubsub)
+}
+
+/// Relays the channel into the local broadcast while the fanout lives, subscribing
+/// again after a lost connection.
+async fn relay(client: redis::Client, channel: String, subscribed: PubSub, local: broadcast::WeakSender<Change>) {
+    let mut pubsub = Some(subscribed);
     loop {
-        match client.get_async_pubsub().await {
-            Ok(mut pubsub) => match pubsub.subscribe(&channel).await {
-                Ok(()) => {
-                    if reconnected {
-                        // Changes made while we were away are lost: say every list may differ.
-                        for change in
-                            [Change::ToolsListChanged, Change::PromptsListChanged, Change::ResourcesListChanged]
-                        {
-                            let Some(local) = local.upgrade() else { return };
-                            let _ = local.send(change);
-                        }
+        let Some(mut current) = pubsub.take() else { return };
+        let mut messages = current.on_message();
+        while let Some(message) = messages.next().await {
+            let Some(local) = local.upgrade() else { return };
+            let payload = message.get_payload::<String>().ok();
+            if let Some(change) = payload.as_deref().and_then(decode) {
+                // An error only means no listener is open right now.
+                let _ = local.send(change);
+            } else {
+                tracing::debug!("ignored a message on the change channel that is not a change");
+            }
+        }
+        drop(messages);
+        tracing::warn!("lost the Redis change channel; subscribing again");
+        while pubsub.is_none() {
+            tokio::time::sleep(RECONNECT_AFTER).await;
+            let Some(local) = local.upgrade() else { return };
+            match subscribe(&client, &channel).await {
+                Ok(again) => {
+                    // Changes made while we were away are lost: say every list may differ.
+                    for change in [Change::ToolsListChanged, Change::PromptsListChanged, Change::ResourcesListChanged] {
+                        let _ = local.send(change);
                     }
-                    let mut messages = pubsub.on_message();
-                    while let Some(message) = messages.next().await {
-                        let Some(local) = local.upgrade() else { return };
-                        let payload = message.get_payload::<String>().ok();
-                        if let Some(change) = payload.as_deref().and_then(decode) {
-                            // An error only means no listener is open right now.
-                            let _ = local.send(change);
-                        } else {
-                            tracing::debug!("ignored a message on the change channel that is not a change");
-                        }
-                    }
-                    tracing::warn!("lost the Redis change channel; reconnecting");
+                    pubsub = Some(again);
                 }
                 Err(error) => tracing::warn!(%error, "could not subscribe to the Redis change channel"),
-            },
-            Err(error) => tracing::warn!(%error, "could not connect to Redis for changes"),
+            }
         }
-        if local.upgrade().is_none() {
-            return;
-        }
-        reconnected = true;
-        tokio::time::sleep(RECONNECT_AFTER).await;
     }
 }
 

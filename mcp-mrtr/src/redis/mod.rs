@@ -12,7 +12,7 @@
 //! let server = Server::new("app", "1.0.0")
 //!     .single_use_states(redis.state_guard())
 //!     .task_store(redis.task_store())
-//!     .listen(Listen::default().fanout(redis.change_fanout()));
+//!     .listen(Listen::default().fanout(redis.change_fanout().await?));
 //! # let _ = server;
 //! # Ok(())
 //! # }
@@ -65,9 +65,14 @@ impl Redis {
     /// between several servers.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
         let client = redis::Client::open(url).map_err(|e| StoreError::new(format!("bad Redis URL: {e}")))?;
+        // While Redis is away, a request gets its error within a second rather than
+        // after the client's default six reconnection attempts (~6 s); the next command
+        // tries to reconnect again.
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(RESPONSE_TIMEOUT))
-            .set_response_timeout(Some(RESPONSE_TIMEOUT));
+            .set_response_timeout(Some(RESPONSE_TIMEOUT))
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_millis(500));
         let connection = ConnectionManager::new_with_config(client.clone(), config).await.map_err(unreachable)?;
         Ok(Self { client, connection, prefix: "mcp-mrtr:".to_owned() })
     }
@@ -93,9 +98,13 @@ impl Redis {
 
     /// A [`ChangeFanout`](crate::ChangeFanout) over Redis pub/sub: a change made
     /// through any instance's [`ServerHandle`](crate::ServerHandle) reaches the
-    /// listeners of every instance.
-    pub fn change_fanout(&self) -> RedisFanout {
-        RedisFanout::start(self.client.clone(), self.connection.clone(), format!("{}changes", self.prefix))
+    /// listeners of every instance. It is subscribed when this returns.
+    ///
+    /// Only the notifications travel: each instance's catalog is its own, so a change
+    /// that every instance must serve (a tool turned off by a feature flag) is applied
+    /// by each instance, from the source the application already shares.
+    pub async fn change_fanout(&self) -> Result<RedisFanout, StoreError> {
+        RedisFanout::start(self.client.clone(), self.connection.clone(), format!("{}changes", self.prefix)).await
     }
 }
 
