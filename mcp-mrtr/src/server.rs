@@ -297,7 +297,8 @@ impl Server {
     /// [`MemoryGuard`](crate::MemoryGuard): request states are single-use, and the second
     /// time one is presented it is refused like a tampered one. `MemoryGuard` serves one
     /// instance; several instances behind a load balancer need a [`StateGuard`] backed by
-    /// a store they share, or a state could be replayed once on each.
+    /// a store they share (the `redis` feature's `RedisGuard`), or a state could be
+    /// replayed once on each.
     pub fn single_use_states(mut self, guard: impl StateGuard) -> Self {
         self.state_guard = Some(Arc::new(guard));
         self
@@ -315,7 +316,8 @@ impl Server {
     }
 
     /// Where task records live (default: a [`MemoryTaskStore`](crate::MemoryTaskStore), for one instance).
-    /// Several instances serving the same tasks need a store they share.
+    /// Several instances serving the same tasks need a store they share (the `redis`
+    /// feature's `RedisTaskStore`).
     pub fn task_store(mut self, store: impl TaskStore) -> Self {
         self.tasks.store = Arc::new(store);
         self
