@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::driver::{self, transition};
-use super::store::{now_ms, Lease};
+use super::store::{now_ms, Lease, TaskRecord, TaskStatus};
 use super::{new_task_id, Tasks};
 use crate::{Error, Server};
 
@@ -24,6 +24,10 @@ pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(10);
 /// The shortest lease a server accepts: shorter ones would renew faster than a store
 /// round trip under load.
 pub(crate) const MIN_LEASE: Duration = Duration::from_millis(300);
+
+/// A task whose runs died this many times is failed instead of taken over again: a
+/// handler that brings its instance down would otherwise take every instance down in turn.
+const MAX_TAKEOVERS: u32 = 3;
 
 /// Lapsed tasks taken over per look, per instance: the others wait for the next look
 /// (or another instance), so one instance does not take on a dead one's whole load at once.
@@ -128,17 +132,81 @@ pub(crate) fn watch(server: &Server) {
 pub(crate) async fn take_over(server: &Server, id: &str) -> Result<(), Error> {
     let run = new_run()?;
     let now = SystemTime::now();
-    let claimed = transition(&*server.tasks.store, id, |record| {
-        let lapsed = record.lease_expires_at().is_some_and(|at| at < now);
-        if lapsed {
-            record.lease = Some(server.tasks.lease_for(&run));
+    let claimed =
+        transition(&*server.tasks.store, id, |record| claim(record, server.tasks.lease_for(&run), now)).await?;
+    match claimed {
+        Some((record, true)) if record.status == TaskStatus::Working => {
+            tracing::info!(task = %id, takeovers = record.takeovers, "taking over a task whose runner stopped");
+            driver::start(server, &record, run).await?;
         }
-        lapsed
-    })
-    .await?;
-    if let Some((record, true)) = claimed {
-        tracing::info!(task = %id, "taking over a task whose runner stopped");
-        driver::start(server, &record, run).await?;
+        Some((_, true)) => tracing::warn!(task = %id, "failed a task whose runs kept dying"),
+        _ => {}
     }
     Ok(())
+}
+
+/// Claims a lapsed task for the run holding `lease`; `false` (nothing to write) when its
+/// lease has not lapsed. A task handed back on shutdown (no lease) is taken freely; one
+/// whose run died counts a takeover, and fails after [`MAX_TAKEOVERS`].
+fn claim(record: &mut TaskRecord, lease: Lease, now: SystemTime) -> bool {
+    if record.lease_expires_at().is_none_or(|at| at >= now) {
+        return false;
+    }
+    if record.lease.is_some() {
+        record.takeovers += 1;
+        if record.takeovers > MAX_TAKEOVERS {
+            let error = Error::internal(format!(
+                "the task stopped {MAX_TAKEOVERS} times while running (its instance died each time); it is not run again"
+            ));
+            record.status = TaskStatus::Failed;
+            record.error = Some(error.to_object());
+            record.lease = None;
+            return true;
+        }
+    }
+    record.lease = Some(lease);
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tasks::store::tests::record;
+
+    fn lease(holder: &str, until_ms: u64) -> Lease {
+        Lease { holder: holder.into(), until_ms }
+    }
+
+    #[test]
+    fn only_lapsed_working_tasks_are_claimed() {
+        let now = SystemTime::now();
+        let mut live = record("live", None);
+        live.lease = Some(lease("a", now_ms() + 60_000));
+        assert!(!claim(&mut live, lease("b", 0), now));
+        assert_eq!(live.lease.as_ref().unwrap().holder, "a");
+
+        let mut waiting = record("waiting", None);
+        waiting.status = TaskStatus::InputRequired;
+        assert!(!claim(&mut waiting, lease("b", 0), now), "a task waiting for a person has no runner to replace");
+
+        let mut handed_back = record("handed-back", None);
+        assert!(claim(&mut handed_back, lease("b", 1), now));
+        assert_eq!((handed_back.lease.unwrap().holder.as_str(), handed_back.takeovers), ("b", 0));
+    }
+
+    #[test]
+    fn a_task_whose_runs_keep_dying_fails_instead_of_taking_every_instance_down() {
+        let now = SystemTime::now();
+        let mut task = record("crashy", None);
+        for takeover in 1..=MAX_TAKEOVERS {
+            task.lease = Some(lease("dead", 1));
+            assert!(claim(&mut task, lease(&format!("run{takeover}"), 1), now));
+            assert_eq!((task.status, task.takeovers), (TaskStatus::Working, takeover));
+        }
+        task.lease = Some(lease("dead", 1));
+        assert!(claim(&mut task, lease("one-too-many", 1), now));
+        assert_eq!(task.status, TaskStatus::Failed);
+        assert!(task.lease.is_none());
+        assert!(task.error.unwrap().message.contains("stopped 3 times"));
+    }
 }

@@ -74,6 +74,14 @@ pub struct TaskRecord {
     /// Which run of the handler holds the task, while it is `working`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) lease: Option<Lease>,
+    /// How often a run's lease lapsed and another run took the task over.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) takeovers: u32,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
+fn is_zero(count: &u32) -> bool {
+    *count == 0
 }
 
 /// A run's hold on a `working` task: renewed while the handler runs; once it lapses
@@ -135,6 +143,7 @@ impl TaskRecord {
             result: None,
             error: None,
             lease: None,
+            takeovers: 0,
         }
     }
 
@@ -265,6 +274,25 @@ pub trait TaskStore: Send + Sync + 'static {
     fn lapsed(&self, now: SystemTime, limit: usize) -> BoxFuture<'_, Result<Vec<String>, StoreError>>;
 }
 
+/// A store behind an `Arc` is the same store, so an application can keep a handle on it.
+impl<T: TaskStore + ?Sized> TaskStore for std::sync::Arc<T> {
+    fn create(&self, record: TaskRecord) -> BoxFuture<'_, Result<(), StoreError>> {
+        (**self).create(record)
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>> {
+        (**self).get(id)
+    }
+
+    fn replace(&self, expected: u64, record: TaskRecord) -> BoxFuture<'_, Result<bool, StoreError>> {
+        (**self).replace(expected, record)
+    }
+
+    fn lapsed(&self, now: SystemTime, limit: usize) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        (**self).lapsed(now, limit)
+    }
+}
+
 /// Task records in this process's memory: for one instance. Expired records are
 /// dropped when read, and swept (at most once a second) when new ones are created.
 #[derive(Debug, Default)]
@@ -342,10 +370,10 @@ impl TaskStore for MemoryTaskStore {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn record(id: &str, ttl: Option<Duration>) -> TaskRecord {
+    pub(crate) fn record(id: &str, ttl: Option<Duration>) -> TaskRecord {
         let call = TaskCall {
             tool: "t".into(),
             arguments: JsonObject::new(),
