@@ -386,7 +386,9 @@ impl Server {
                             "this handler asks for input, which needs a client that accepts text/event-stream",
                         )
                     })?;
-                    let answers = crate::legacy::ask(bridge, outgoing, questions, self.bridge_answer_timeout).await?;
+                    let shutdown = crate::shutdown::Draining::of(&call.transport.extensions);
+                    let timeout = self.bridge_answer_timeout;
+                    let answers = crate::legacy::ask(bridge, outgoing, questions, timeout, shutdown).await?;
                     replay = Arc::new(Replay::new(Some(carried), answers));
                 }
             }

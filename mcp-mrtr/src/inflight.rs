@@ -60,11 +60,6 @@ impl InFlight {
         }
     }
 
-    /// Whether request `id` is still running.
-    pub(crate) fn is_running(&self, id: &RequestId) -> bool {
-        self.running().contains_key(id)
-    }
-
     /// How many requests are running.
     pub(crate) fn len(&self) -> usize {
         self.running().len()

@@ -41,6 +41,8 @@
 //! - **Serving.** [`Server::serve_stdio`], [`Server::serve_http`], or mount
 //!   [`Server::into_router`] in an axum app. Results are stamped centrally (`resultType`,
 //!   `serverInfo`, [`CacheHints`]); errors carry their JSON-RPC code and HTTP status.
+//!   On SIGTERM or Ctrl-C both shut down gracefully: no new connections, requests in
+//!   flight finish within [`Limits::shutdown_timeout`], tasks are handed back.
 //! - **Both eras.** 2025-11-25 clients get the same handlers through a bridge: after
 //!   `initialize`, each round's questions go to the client as real requests on the
 //!   request's stream, and the handler is replayed with the answers.
@@ -80,6 +82,7 @@ pub mod protocol;
 pub mod redis;
 mod replay;
 mod server;
+mod shutdown;
 mod state;
 mod tasks;
 pub mod testing;
@@ -104,9 +107,10 @@ pub use protocol::{
     Tool,
 };
 pub use server::{CacheHints, CacheScope, Server};
+pub use shutdown::shutdown_signal;
 pub use state::{Consumed, KeyError, KeyRing, MemoryGuard, StateConfig, StateGuard, StateKey};
 pub use tasks::{MemoryTaskStore, StoreError, TaskRecord, TaskStatus, TaskStore, TaskSupport};
-pub use transport::http::{serve_router, HttpConfig, Limits};
+pub use transport::http::{serve_router, serve_router_with_shutdown, HttpConfig, Limits};
 
 /// Turns an `async fn` into a tool: `server.tool(my_fn)`.
 ///

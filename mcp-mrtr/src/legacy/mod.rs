@@ -12,6 +12,7 @@ mod session;
 mod table;
 
 use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -125,12 +126,14 @@ pub(crate) fn meta(session: &Session, request: &Request) -> RequestMeta {
 ///
 /// The client has `timeout` to answer all of them; past it each question still open is
 /// withdrawn with `notifications/cancelled` (so its form or dialog can close) and the
-/// request fails with an error that names the question.
+/// request fails with an error that names the question. They are withdrawn at once when
+/// `shutdown` resolves: a person may take minutes to answer, and the server is going.
 pub(crate) async fn ask(
     bridge: &Bridge,
     outgoing: &Notifier,
     questions: BTreeMap<String, InputRequest>,
     timeout: Duration,
+    shutdown: impl Future<Output = ()>,
 ) -> Result<JsonObject, Error> {
     if questions.is_empty() {
         // The handler asked to be run again later (`retry_later`): a 2026-07-28 client
@@ -166,9 +169,14 @@ pub(crate) async fn ask(
     // A timeout too long to add (`Duration::MAX`: "never") waits a year, not a panic.
     let deadline = now.checked_add(timeout).unwrap_or_else(|| now + Duration::from_secs(365 * 24 * 3600));
     let mut answers = JsonObject::new();
+    tokio::pin!(shutdown);
     for i in 0..waiting.asked.len() {
         let Some(answer) = waiting.asked[i].answer.take() else { continue };
-        match tokio::time::timeout_at(deadline, answer).await {
+        let answered = tokio::select! {
+            answered = tokio::time::timeout_at(deadline, answer) => answered,
+            () = &mut shutdown => return Err(waiting.shut_down(outgoing).await),
+        };
+        match answered {
             Ok(Ok(Ok(result))) => {
                 answers.insert(waiting.asked[i].key.clone(), result);
             }
@@ -229,22 +237,36 @@ struct Asked {
 }
 
 impl Waiting<'_> {
-    /// Withdraws the questions still open and says which one expired first.
-    async fn expire(&self, outgoing: &Notifier, timeout: Duration) -> Error {
-        let mut expired = None;
+    /// Withdraws the questions still open with `notifications/cancelled`, so their forms
+    /// and dialogs close, and returns the method of the first one.
+    async fn withdraw(&self, outgoing: &Notifier, reason: &str) -> Option<&str> {
+        let mut first = None;
         for asked in &self.asked {
             if !self.session.forget(&asked.id) {
                 continue;
             }
-            let reason = format!("no answer within {} s", timeout.as_secs());
             let cancel = Notification {
                 method: "notifications/cancelled".into(),
                 params: json!({ "requestId": asked.id, "reason": reason }),
             };
             let _ = outgoing.send(Outgoing::Notification(cancel)).await;
-            expired.get_or_insert(asked);
+            first.get_or_insert(asked.method.as_str());
         }
-        let method = expired.map_or("a request", |asked| asked.method.as_str());
+        first
+    }
+
+    /// Withdraws the questions still open because the server is shutting down.
+    async fn shut_down(&self, outgoing: &Notifier) -> Error {
+        let method = self.withdraw(outgoing, "the server is shutting down").await.unwrap_or("a request");
+        Error::internal(format!(
+            "the server is shutting down: {method} was withdrawn before the client answered; call again"
+        ))
+    }
+
+    /// Withdraws the questions still open and says which one expired first.
+    async fn expire(&self, outgoing: &Notifier, timeout: Duration) -> Error {
+        let reason = format!("no answer within {} s", timeout.as_secs());
+        let method = self.withdraw(outgoing, &reason).await.unwrap_or("a request");
         Error::internal(format!(
             "the client did not answer {method} within {} s (the server's bridge_answer_timeout); \
              the question expired",

@@ -17,6 +17,7 @@ use tokio::sync::mpsc::error::TrySendError;
 use crate::context::Transport;
 use crate::handler::{PromptRoute, ResourceRoute, ToolRoute};
 use crate::protocol::{JsonObject, Notification, Outgoing, RequestId};
+use crate::shutdown::Draining;
 use crate::{Error, Server};
 
 /// The key that ties a listen stream's messages to the listen request.
@@ -204,8 +205,9 @@ impl Filter {
 }
 
 /// Serves one listen request until the client goes (the transport drops this future,
-/// or cancels it on stdio) or the stream must end: then the listen result is the last
-/// message, `{resultType: "complete", _meta: {subscriptionId}}`.
+/// or cancels it on stdio) or the stream must end (the client does not keep up, or the
+/// server shuts down): then the listen result is the last message,
+/// `{resultType: "complete", _meta: {subscriptionId}}`.
 ///
 /// Memory per stream is bounded: the transport's channel holds a few notifications, and
 /// a listener that does not take them (or falls behind the fanout) is ended.
@@ -241,8 +243,18 @@ pub(crate) async fn serve_listen(
         keep_alive_s = listen.keep_alive.as_secs(),
         "listen stream open"
     );
+    // A shutdown ends the stream cleanly, with its result, rather than holding the drain open.
+    let shutdown = Draining::of(&transport.extensions);
+    tokio::pin!(shutdown);
     loop {
-        match changes.recv().await {
+        let change = tokio::select! {
+            change = changes.recv() => change,
+            () = &mut shutdown => {
+                tracing::debug!("ending a listen stream: the server is shutting down");
+                break;
+            }
+        };
+        match change {
             Ok(change) => {
                 let Some(note) = filter.notification(&change, id) else { continue };
                 match notifier.try_send(Outgoing::Notification(note)) {

@@ -48,7 +48,6 @@ impl Tasks {
     /// Gives back the tasks running in this process, for a graceful shutdown: their
     /// handlers are dropped where they stand and their leases released, so another
     /// instance takes them over at its next look instead of waiting for them to lapse.
-    #[allow(dead_code, reason = "wired into the graceful shutdown next")]
     pub(crate) async fn hand_back(&self) {
         for (id, run) in self.running.abort_all() {
             let released = transition(&*self.store, &id, |record| {

@@ -2,10 +2,17 @@
 //! on stdout. No headers, so the envelope is all there is; cancellation is
 //! `notifications/cancelled`. A client that starts with `initialize` gets a legacy
 //! (2025-11-25) session, and the bridge's requests go out on stdout too.
+//!
+//! Serving ends when stdin closes or the shutdown signal comes: requests still running
+//! get a bound to finish (listen streams end with their result at once), the rest are
+//! cut, and the tasks running here are handed back.
 
+use std::future::Future;
 use std::io;
 use std::sync::Arc;
+use std::time::Duration;
 
+use axum::http::Extensions;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -16,42 +23,52 @@ use crate::envelope::{check_version, classify, Era, Incoming, Request, RequestMe
 use crate::inflight::InFlight;
 use crate::legacy::{self, Bridge, Session, Sessions};
 use crate::protocol::{Outgoing, RequestId};
+use crate::shutdown::{self, Drain};
 use crate::{Error, Server};
 
 /// Longest line accepted on stdin; longer lines are answered with an error and skipped.
 const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 
 impl Server {
-    /// Serves newline-delimited JSON-RPC on stdin/stdout until stdin closes, then waits
-    /// for requests still running.
+    /// Serves newline-delimited JSON-RPC on stdin/stdout until stdin closes or the
+    /// process gets SIGTERM or Ctrl-C. Then requests still running get 10 s to finish
+    /// (`subscriptions/listen` streams end at once with their result), the rest are cut,
+    /// and the tasks running here are handed back.
+    ///
+    /// After a signal, let the process exit when this returns: tokio reads stdin on a
+    /// thread whose blocking read cannot be cancelled, so dropping the runtime would wait
+    /// for the client's next line.
     pub async fn serve_stdio(self) -> io::Result<()> {
-        self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
+        self.serve_io_until(tokio::io::stdin(), tokio::io::stdout(), crate::shutdown_signal()).await
     }
 
-    /// Serves newline-delimited JSON-RPC on any byte stream pair (stdio, a pipe, a socket).
+    /// Serves newline-delimited JSON-RPC on any byte stream pair (stdio, a pipe, a
+    /// socket) until the reader ends, then finishes as [`Server::serve_stdio`] does.
     pub async fn serve_io<R, W>(self, reader: R, writer: W) -> io::Result<()>
+    where
+        R: tokio::io::AsyncRead + Unpin,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        self.serve_io_until(reader, writer, std::future::pending()).await
+    }
+
+    /// Serves newline-delimited JSON-RPC on a byte stream pair until the reader ends or
+    /// `shutdown` resolves, then finishes as [`Server::serve_stdio`] does.
+    pub async fn serve_io_until<R, W>(self, reader: R, writer: W, shutdown: impl Future<Output = ()>) -> io::Result<()>
     where
         R: tokio::io::AsyncRead + Unpin,
         W: AsyncWrite + Unpin + Send + 'static,
     {
         // Misconfiguration (a missing State<T>, malformed keys) fails here, before any request.
         self.check_ready()?;
+        let tasks = self.tasks.clone();
         let (out_tx, out_rx) = mpsc::channel::<Outgoing>(64);
         let writer = tokio::spawn(write_lines(writer, out_rx));
-        let mut session = StdioSession {
-            server: Arc::new(self),
-            out: out_tx,
-            tasks: JoinSet::new(),
-            in_flight: InFlight::default(),
-            sessions: Sessions::default(),
-            legacy: None,
-            listens: Vec::new(),
-        };
-        let mut reader = BufReader::new(reader);
-        while let Some(line) = read_line(&mut reader).await? {
-            session.on_line(line).await;
-        }
-        session.finish().await;
+        let mut session = StdioSession::new(Arc::new(self), out_tx);
+        let read = session.read_until(BufReader::new(reader), shutdown).await;
+        session.finish(shutdown::DEFAULT_TIMEOUT).await;
+        tasks.hand_back().await;
+        read?;
         writer.await.map_err(io::Error::other)?
     }
 }
@@ -67,9 +84,10 @@ struct StdioSession {
     /// The legacy (2025-11-25) session, once the client sent `initialize`.
     sessions: Sessions,
     legacy: Option<Arc<Session>>,
-    /// Open `subscriptions/listen` requests: they run until cancelled, so they are ended
-    /// when stdin closes instead of being waited for.
-    listens: Vec<RequestId>,
+    /// Started when serving ends, so listen streams and the bridge's questions stop
+    /// waiting; every request carries its watcher in `extensions`.
+    drain: Drain,
+    extensions: Arc<Extensions>,
 }
 
 enum Line {
@@ -78,6 +96,42 @@ enum Line {
 }
 
 impl StdioSession {
+    fn new(server: Arc<Server>, out: mpsc::Sender<Outgoing>) -> Self {
+        let drain = Drain::new();
+        let mut extensions = Extensions::new();
+        extensions.insert(drain.watch());
+        Self {
+            server,
+            out,
+            tasks: JoinSet::new(),
+            in_flight: InFlight::default(),
+            sessions: Sessions::default(),
+            legacy: None,
+            drain,
+            extensions: Arc::new(extensions),
+        }
+    }
+
+    /// Serves lines until the reader ends or fails, or `shutdown` resolves.
+    async fn read_until<R: AsyncBufRead + Unpin>(
+        &mut self,
+        mut reader: R,
+        shutdown: impl Future<Output = ()>,
+    ) -> io::Result<()> {
+        tokio::pin!(shutdown);
+        loop {
+            let line = tokio::select! {
+                biased;
+                () = &mut shutdown => return Ok(()),
+                line = read_line(&mut reader) => line?,
+            };
+            match line {
+                Some(line) => self.on_line(line).await,
+                None => return Ok(()),
+            }
+        }
+    }
+
     async fn on_line(&mut self, line: Line) {
         let bytes = match line {
             Line::Message(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => return,
@@ -115,16 +169,12 @@ impl StdioSession {
         let transport = Transport {
             notifier: Some(note_tx),
             headers: None,
-            extensions: Arc::default(),
+            extensions: self.extensions.clone(),
             bridge,
             handler_timeout: None,
         };
         // Reap finished requests, so a long connection does not collect them.
         while self.tasks.try_join_next().is_some() {}
-        self.listens.retain(|id| self.in_flight.is_running(id));
-        if request.method == "subscriptions/listen" {
-            self.listens.push(id.clone());
-        }
         let reply = self.in_flight.track(id, async move { server.handle(request, *meta, transport).await });
         self.tasks.spawn(async move {
             tokio::pin!(reply);
@@ -184,11 +234,22 @@ impl StdioSession {
         let _ = self.out.send(message).await;
     }
 
-    async fn finish(mut self) {
-        for id in &self.listens {
-            self.in_flight.cancel(id);
+    /// Gives the requests still running up to `bound` to finish, then cuts the rest.
+    async fn finish(mut self, bound: Duration) {
+        self.drain.start();
+        while self.tasks.try_join_next().is_some() {}
+        let in_flight = self.tasks.len();
+        if in_flight > 0 {
+            tracing::info!(
+                requests = in_flight,
+                timeout_ms = bound.as_millis(),
+                "stdio closing: waiting for requests in flight"
+            );
         }
-        while self.tasks.join_next().await.is_some() {}
+        let finished = tokio::time::timeout(bound, async { while self.tasks.join_next().await.is_some() {} }).await;
+        let cut = if finished.is_ok() { 0 } else { self.tasks.len() };
+        self.tasks.shutdown().await;
+        tracing::info!(drained = in_flight.saturating_sub(cut), cut, "stdio closed");
     }
 }
 
@@ -244,4 +305,53 @@ async fn write_lines<W: AsyncWrite + Unpin>(mut writer: W, mut rx: mpsc::Receive
         writer.flush().await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use serde_json::{json, Map, Value};
+    use tokio::io::AsyncWriteExt;
+
+    use super::*;
+    use crate::{Tool, ToolError};
+
+    /// Sets its flag when dropped.
+    struct Flag(Arc<AtomicBool>);
+
+    impl Drop for Flag {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn at_the_end_of_input_a_request_past_the_bound_is_cut_and_serving_ends() {
+        let dropped = Arc::new(AtomicBool::new(false));
+        let flag = dropped.clone();
+        let endless = Tool::new("endless").handler(move |_ctx, _args: Map<String, Value>| {
+            let flag = Flag(flag.clone());
+            async move {
+                let _flag = flag;
+                std::future::pending::<Result<String, ToolError>>().await
+            }
+        });
+        let server = crate::testing::with_own_keys(Server::new("cut", "0").tool(endless));
+        let (mut input, server_in) = tokio::io::duplex(4096);
+        let (server_out, _output) = tokio::io::duplex(4096);
+        let served = tokio::spawn(server.serve_io(server_in, server_out));
+        let meta = json!({ "io.modelcontextprotocol/protocolVersion": crate::PROTOCOL_VERSION,
+            "io.modelcontextprotocol/clientCapabilities": {} });
+        let call = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": { "name": "endless", "_meta": meta } });
+        input.write_all(format!("{call}\n").as_bytes()).await.unwrap();
+        drop(input);
+        let started = tokio::time::Instant::now();
+        served.await.unwrap().unwrap();
+        // Virtual time: the wait is exactly the bound, not a measurement.
+        let waited = started.elapsed();
+        assert!(waited >= shutdown::DEFAULT_TIMEOUT && waited < shutdown::DEFAULT_TIMEOUT * 2, "{waited:?}");
+        assert!(dropped.load(Ordering::SeqCst), "the handler still runs");
+    }
 }

@@ -1,6 +1,6 @@
 //! [`Limits`]: every bound the HTTP transport puts on a client, in one place.
 //!
-//! The connection bounds (header deadline, write stall, connection cap) are enforced by
+//! The connection bounds (header deadline, write stall, connection cap, shutdown) are enforced by
 //! the accept loop in `serve.rs`; the request bounds (body deadline, handler time and
 //! count) by the endpoint itself, so a router mounted in another app keeps them.
 
@@ -25,6 +25,7 @@ use crate::legacy::SessionLimits;
 /// | [`fresh_session_timeout`](Self::fresh_session_timeout) | 60 s | a session that sent no request after `initialize` |
 /// | [`idle_session_timeout`](Self::idle_session_timeout) | 1 h | a used session with no request |
 /// | [`max_calls_per_session`](Self::max_calls_per_session) | 16 | requests running at once on one session |
+/// | [`shutdown_timeout`](Self::shutdown_timeout) | 10 s | requests in flight when a graceful shutdown starts |
 ///
 /// A full session table never turns a new client away because of sessions that are
 /// merely open: the oldest session that sent nothing after `initialize` makes room, else
@@ -33,7 +34,7 @@ use crate::legacy::SessionLimits;
 /// session a client had used). The bridge's wait for answers is
 /// [`Server::bridge_answer_timeout`](crate::Server::bridge_answer_timeout).
 ///
-/// The first three belong to the listener: [`Server::serve_http`](crate::Server::serve_http)
+/// The first three, and the shutdown bound, belong to the listener: [`Server::serve_http`](crate::Server::serve_http)
 /// applies them, and an app that mounts [`Server::into_router_with`](crate::Server::into_router_with)
 /// gets them by serving through [`serve_router`](crate::serve_router). The others travel
 /// with the router.
@@ -46,6 +47,7 @@ pub struct Limits {
     pub(crate) handler_timeout: Option<Duration>,
     pub(crate) max_handlers: usize,
     pub(crate) sessions: SessionLimits,
+    pub(crate) shutdown_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -58,6 +60,7 @@ impl Default for Limits {
             handler_timeout: Some(Duration::from_secs(60)),
             max_handlers: 256,
             sessions: SessionLimits::default(),
+            shutdown_timeout: crate::shutdown::DEFAULT_TIMEOUT,
         }
     }
 }
@@ -136,6 +139,18 @@ impl Limits {
     /// gets a `-32603` error on HTTP 200, so one session cannot take every handler slot.
     pub fn max_calls_per_session(mut self, max: usize) -> Self {
         self.sessions.max_calls = max;
+        self
+    }
+
+    /// How long requests in flight get to finish once a graceful shutdown starts (see
+    /// [`serve_router_with_shutdown`](crate::serve_router_with_shutdown)); past it they are
+    /// cut: their connections close and their handlers are dropped. Default 10 s: most
+    /// calls end well within it, and it leaves room under Kubernetes' default 30 s grace
+    /// period (after which the process is killed) for a `preStop` pause while the load
+    /// balancer stops sending, and for handing tasks back. A 2026-07-28 client whose round
+    /// was cut sends it again, to any instance.
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.shutdown_timeout = timeout;
         self
     }
 }

@@ -29,7 +29,7 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use self::guard::{Guard, HostPolicy};
 pub(crate) use self::headers::decode_value;
 pub use self::limits::Limits;
-pub use self::serve::serve_router;
+pub use self::serve::{serve_router, serve_router_with_shutdown};
 use self::sse::{error_response, json_response, respond};
 use super::{error_message, read_message};
 use crate::context::Transport;
@@ -45,6 +45,8 @@ pub struct HttpConfig {
     guard: Guard,
     limits: Limits,
     auth: Option<crate::auth::ResourceServer>,
+    /// When `serve_http*` stops; `None`: on SIGTERM or Ctrl-C.
+    shutdown: Option<crate::shutdown::Signal>,
 }
 
 impl Default for HttpConfig {
@@ -57,6 +59,7 @@ impl Default for HttpConfig {
             guard: Guard::default(),
             limits: Limits::default(),
             auth: None,
+            shutdown: None,
         }
     }
 }
@@ -115,6 +118,26 @@ impl HttpConfig {
         } else {
             Self::default().allow_any_host()
         }
+    }
+
+    /// Makes [`Server::serve_http_with`] shut down gracefully when `signal` resolves,
+    /// instead of on SIGTERM or Ctrl-C (the default): for an application that decides
+    /// itself when to stop. `std::future::pending()` serves until the process ends.
+    /// Routers ([`Server::into_router_with`]) do not read it; see
+    /// [`serve_router_with_shutdown`] for them.
+    ///
+    /// ```
+    /// use mcp_mrtr::HttpConfig;
+    ///
+    /// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    /// let config = HttpConfig::default().shutdown_signal(async move {
+    ///     let _ = stopped.await;
+    /// });
+    /// # drop((stop, config));
+    /// ```
+    pub fn shutdown_signal(mut self, signal: impl std::future::Future<Output = ()> + Send + 'static) -> Self {
+        self.shutdown = Some(crate::shutdown::Signal::new(signal));
+        self
     }
 
     /// Protects the endpoint as an OAuth 2.1 resource server: every request needs a
@@ -194,7 +217,9 @@ impl Server {
         Ok(router.with_state(endpoint))
     }
 
-    /// Serves Streamable HTTP on `addr` until the process ends.
+    /// Serves Streamable HTTP on `addr` until SIGTERM or Ctrl-C, then shuts down
+    /// gracefully (see [`serve_router_with_shutdown`]) and hands back the tasks running
+    /// here.
     ///
     /// On a loopback address only loopback host names are answered (DNS-rebinding
     /// protection); on any other address every host is, so put a proxy that checks
@@ -205,7 +230,8 @@ impl Server {
         self.serve_http_listener(TcpListener::bind(addr).await?).await
     }
 
-    /// Serves Streamable HTTP on a bound listener (bind port 0 to let the OS pick one).
+    /// Serves Streamable HTTP on a bound listener (bind port 0 to let the OS pick one),
+    /// as [`Server::serve_http`] does.
     pub async fn serve_http_listener(self, listener: TcpListener) -> io::Result<()> {
         let local: SocketAddr = listener.local_addr()?;
         let config = HttpConfig::for_address(local);
@@ -216,13 +242,23 @@ impl Server {
     }
 
     /// Serves Streamable HTTP on a bound listener as `config` says, its [`Limits`]
-    /// included. A misconfigured server is an error before anything is served.
-    pub async fn serve_http_with(self, listener: TcpListener, config: HttpConfig) -> io::Result<()> {
+    /// included, until its [`shutdown_signal`](HttpConfig::shutdown_signal) (by default
+    /// SIGTERM or Ctrl-C). Then it drains (see [`serve_router_with_shutdown`]), hands back
+    /// the tasks running here (their handlers stop; a shared task store lets another
+    /// instance take them over) and returns. A misconfigured server is an error before
+    /// anything is served.
+    pub async fn serve_http_with(self, listener: TcpListener, mut config: HttpConfig) -> io::Result<()> {
         let local: SocketAddr = listener.local_addr()?;
-        tracing::info!(%local, path = %config.path, "serving MCP over HTTP");
         let limits = config.limits;
+        // Installed before serving, so a signal sent once we listen is never missed.
+        let shutdown = config.shutdown.take().unwrap_or_else(|| crate::shutdown::Signal::new(crate::shutdown_signal()));
+        let (tasks, path) = (self.tasks.clone(), config.path.clone());
         let router = self.try_into_router_with(config)?;
-        serve_router(listener, router, limits).await
+        tracing::info!(%local, %path, "serving MCP over HTTP");
+        serve_router_with_shutdown(listener, router, limits, shutdown.received()).await?;
+        tasks.hand_back().await;
+        tracing::info!(%local, "shut down: tasks running here handed back");
+        Ok(())
     }
 }
 

@@ -1,26 +1,36 @@
 //! The accept loop: serves an axum app on a listener with the connection bounds of
-//! [`Limits`] (header deadline, write stall, connection cap).
+//! [`Limits`] (header deadline, write stall, connection cap), until a shutdown signal;
+//! then the drain (no new connections, requests in flight get a bound to finish).
 //!
-//! Entry point: [`serve_router`]. Each connection is one hyper HTTP/1.1 connection whose
-//! socket is wrapped in [`WriteDeadline`].
+//! Entry points: [`serve_router`] and [`serve_router_with_shutdown`]. Each connection is
+//! one hyper HTTP/1.1 connection whose socket is wrapped in [`WriteDeadline`]; each
+//! request carries the server's [`Draining`] in its extensions and is counted until its
+//! response has been sent in full.
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use axum::body::Body;
 use axum::Router;
+use hyper::body::{Body as HttpBody, Frame, Incoming, SizeHint};
 use hyper::server::conn::http1;
+use hyper::service::Service as _;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tokio::time::Sleep;
+use tokio::task::JoinSet;
+use tokio::time::{Instant, Sleep};
 
 use super::Limits;
+use crate::shutdown::{Drain, Draining};
 
 /// What a connection past [`Limits::max_connections`] reads before it is closed.
 const REFUSAL: &[u8] =
@@ -29,7 +39,8 @@ const REFUSAL: &[u8] =
 /// Serves `app` on `listener` until the process ends, bounding connections as `limits`
 /// says: headers (and idle keep-alive) within [`Limits::header_timeout`], responses read
 /// within [`Limits::write_timeout`] of being written, at most [`Limits::max_connections`]
-/// open at once.
+/// open at once. To stop gracefully on SIGTERM or Ctrl-C, use
+/// [`serve_router_with_shutdown`].
 ///
 /// Use it to serve an app that mounts [`Server::into_router_with`](crate::Server::into_router_with)
 /// with the same connection bounds as [`Server::serve_http`](crate::Server::serve_http):
@@ -50,35 +61,204 @@ const REFUSAL: &[u8] =
 /// at once: the client learns to back off, rather than waiting in the kernel's backlog
 /// for a turn that may never come.
 pub async fn serve_router(listener: TcpListener, app: Router, limits: Limits) -> io::Result<()> {
-    let open = Arc::new(Semaphore::new(limits.max_connections));
+    serve_router_with_shutdown(listener, app, limits, std::future::pending()).await
+}
+
+/// Serves `app` as [`serve_router`] does until `shutdown` resolves, then shuts down
+/// gracefully and returns:
+///
+/// 1. the listener closes, so new connections are refused (a load balancer moves them
+///    to other instances);
+/// 2. idle keep-alive connections close, busy ones after their current response;
+///    `subscriptions/listen` streams end at once with their result, and 2025-11-25 calls
+///    waiting for their client's answer end with an error;
+/// 3. requests still running get [`Limits::shutdown_timeout`] to finish; past it their
+///    connections are closed and their handlers dropped.
+///
+/// Tasks running on this instance are the server's: [`Server::serve_http`](crate::Server::serve_http)
+/// hands them back after this returns.
+///
+/// ```no_run
+/// # async fn run() -> std::io::Result<()> {
+/// use mcp_mrtr::{HttpConfig, Limits, Server};
+///
+/// let limits = Limits::default();
+/// let mcp = Server::new("app", "1.0.0").into_router_with(HttpConfig::default().limits(limits));
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+/// mcp_mrtr::serve_router_with_shutdown(listener, axum::Router::new().merge(mcp), limits, mcp_mrtr::shutdown_signal()).await
+/// # }
+/// ```
+pub async fn serve_router_with_shutdown(
+    listener: TcpListener,
+    app: Router,
+    limits: Limits,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    let drain = Drain::new();
+    let serving = Serving { app, limits, draining: drain.watch(), requests: Requests::default() };
+    let mut connections = JoinSet::new();
+    accept_until(listener, shutdown, &serving, &mut connections).await;
+    drain.start();
+    finish(connections, &serving.requests, limits.shutdown_timeout).await;
+    Ok(())
+}
+
+/// What every connection is served with.
+#[derive(Clone)]
+struct Serving {
+    app: Router,
+    limits: Limits,
+    draining: Draining,
+    requests: Requests,
+}
+
+/// Accepts connections until `shutdown` resolves, then closes the listener.
+async fn accept_until(
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+    serving: &Serving,
+    connections: &mut JoinSet<()>,
+) {
+    let open = Arc::new(Semaphore::new(serving.limits.max_connections));
+    tokio::pin!(shutdown);
     loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _peer)) => stream,
-            Err(error) => {
-                pause_after(&error).await;
-                continue;
-            }
+        let stream = tokio::select! {
+            biased;
+            () = &mut shutdown => return,
+            // Reaps closed connections, so a long-running server does not collect them.
+            Some(_) = connections.join_next() => continue,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _peer)) => stream,
+                Err(error) => {
+                    pause_after(&error).await;
+                    continue;
+                }
+            },
         };
         match open.clone().try_acquire_owned() {
             Ok(permit) => {
-                tokio::spawn(serve_connection(stream, app.clone(), limits, permit));
+                connections.spawn(serve_connection(stream, serving.clone(), permit));
             }
             Err(_) => refuse(&stream),
         }
     }
 }
 
-/// Serves one connection; its slot is freed when it closes.
-async fn serve_connection(stream: TcpStream, app: Router, limits: Limits, _slot: OwnedSemaphorePermit) {
+/// Waits up to `bound` for the connections to close, then closes the rest.
+async fn finish(mut connections: JoinSet<()>, requests: &Requests, bound: Duration) {
+    let started = Instant::now();
+    let in_flight = requests.count();
+    tracing::info!(
+        requests = in_flight,
+        connections = connections.len(),
+        timeout_ms = bound.as_millis(),
+        "shutting down: no new connections; waiting for requests in flight"
+    );
+    let closed = tokio::time::timeout(bound, async { while connections.join_next().await.is_some() {} }).await;
+    let cut = if closed.is_ok() { 0 } else { requests.count() };
+    connections.shutdown().await;
+    tracing::info!(
+        drained = in_flight.saturating_sub(cut),
+        cut,
+        elapsed_ms = started.elapsed().as_millis(),
+        "HTTP connections closed"
+    );
+}
+
+/// Serves one connection until it closes, or until it finishes its current response
+/// once the drain starts; its slot is freed when it closes.
+async fn serve_connection(stream: TcpStream, serving: Serving, _slot: OwnedSemaphorePermit) {
     let _ = stream.set_nodelay(true);
-    let io = TokioIo::new(WriteDeadline::new(stream, limits.write_timeout));
-    let served = http1::Builder::new()
+    let io = TokioIo::new(WriteDeadline::new(stream, serving.limits.write_timeout));
+    let connection = http1::Builder::new()
         .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout)
-        .serve_connection(io, TowerToHyperService::new(app))
-        .await;
+        .header_read_timeout(serving.limits.header_timeout)
+        .serve_connection(io, serving.service());
+    tokio::pin!(connection);
+    let served = tokio::select! {
+        served = connection.as_mut() => served,
+        () = serving.draining.started() => {
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    };
     if let Err(error) = served {
         tracing::debug!(%error, "connection closed");
+    }
+}
+
+impl Serving {
+    /// The app, each request of which carries the drain and is counted until its
+    /// response (an SSE stream, say) has been sent in full or dropped.
+    fn service(
+        &self,
+    ) -> impl hyper::service::Service<
+        hyper::Request<Incoming>,
+        Response = axum::response::Response,
+        Error = Infallible,
+        Future: Send,
+    > {
+        let app = TowerToHyperService::new(self.app.clone());
+        let (draining, requests) = (self.draining.clone(), self.requests.clone());
+        hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+            request.extensions_mut().insert(draining.clone());
+            let counted = requests.enter();
+            let response = app.call(request);
+            async move {
+                let response = response.await?;
+                Ok(response.map(|body| Body::new(Counted { body, _counted: counted })))
+            }
+        })
+    }
+}
+
+/// Requests whose response has not been sent in full yet.
+#[derive(Clone, Default)]
+struct Requests(Arc<AtomicUsize>);
+
+impl Requests {
+    fn enter(&self) -> Entered {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        Entered(self.0.clone())
+    }
+
+    fn count(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// One request counted in [`Requests`], until dropped.
+struct Entered(Arc<AtomicUsize>);
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A response body that keeps its request counted until hyper drops it.
+struct Counted {
+    body: Body,
+    _counted: Entered,
+}
+
+impl HttpBody for Counted {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
     }
 }
 

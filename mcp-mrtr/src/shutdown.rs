@@ -1,0 +1,180 @@
+//! Graceful shutdown: the signal that starts it ([`shutdown_signal`]) and the drain that
+//! long waits watch.
+//!
+//! When a transport starts shutting down it starts a [`Drain`]. Every request carries the
+//! drain's [`Draining`] in its extensions, so waits that could last for hours end at once
+//! instead of holding the shutdown open until its bound: a `subscriptions/listen` stream
+//! ends with its result, and a 2025-11-25 call waiting for its client's answer is
+//! withdrawn. Ordinary requests are not told; they get the bound to finish.
+
+use std::fmt;
+use std::future::Future;
+use std::time::Duration;
+
+use axum::http::Extensions;
+use futures_util::future::{BoxFuture, Shared};
+use futures_util::FutureExt;
+use tokio::sync::watch;
+
+/// How long requests in flight get to finish once shutdown starts, unless
+/// [`Limits::shutdown_timeout`](crate::Limits::shutdown_timeout) says otherwise.
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Resolves when the process is asked to stop: on SIGTERM (what `docker stop`, systemd
+/// and Kubernetes send) or Ctrl-C. Pass it to
+/// [`serve_router_with_shutdown`](crate::serve_router_with_shutdown);
+/// [`Server::serve_http`](crate::Server::serve_http) and
+/// [`Server::serve_stdio`](crate::Server::serve_stdio) use it unless told otherwise.
+///
+/// The handlers are installed when this is called, not when the future is first polled,
+/// so a signal that arrives while the server is starting is not missed. Once installed
+/// they stay for the life of the process: these signals no longer end it by themselves.
+///
+/// # Panics
+///
+/// When called outside a tokio runtime.
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
+    os::signal()
+}
+
+#[cfg(unix)]
+mod os {
+    use std::future::Future;
+
+    use tokio::signal::unix::{signal as install, Signal, SignalKind};
+
+    pub(super) fn signal() -> impl Future<Output = ()> + Send + 'static {
+        let terminate = listen(SignalKind::terminate(), "SIGTERM");
+        let interrupt = listen(SignalKind::interrupt(), "SIGINT");
+        async move {
+            let name = tokio::select! {
+                () = received(terminate) => "SIGTERM",
+                () = received(interrupt) => "SIGINT",
+            };
+            tracing::info!(signal = name, "asked to stop: shutting down");
+        }
+    }
+
+    fn listen(kind: SignalKind, name: &str) -> Option<Signal> {
+        install(kind)
+            .map_err(|error| tracing::warn!(%error, signal = name, "cannot listen for the signal; it will not shut down gracefully"))
+            .ok()
+    }
+
+    /// Resolves on the signal; never, when it cannot be received.
+    async fn received(signal: Option<Signal>) {
+        if let Some(mut signal) = signal {
+            if signal.recv().await.is_some() {
+                return;
+            }
+        }
+        std::future::pending().await
+    }
+}
+
+#[cfg(not(unix))]
+mod os {
+    use std::future::Future;
+
+    pub(super) fn signal() -> impl Future<Output = ()> + Send + 'static {
+        async {
+            if let Err(error) = tokio::signal::ctrl_c().await {
+                tracing::warn!(%error, "cannot listen for Ctrl-C; it will not shut down gracefully");
+                std::future::pending::<()>().await;
+            }
+            tracing::info!("asked to stop: shutting down");
+        }
+    }
+}
+
+/// Starts the drain: every [`Draining`] handed out sees it.
+#[derive(Debug)]
+pub(crate) struct Drain(watch::Sender<bool>);
+
+impl Drain {
+    pub(crate) fn new() -> Self {
+        Self(watch::channel(false).0)
+    }
+
+    /// What requests carry to learn that the drain started.
+    pub(crate) fn watch(&self) -> Draining {
+        Draining(self.0.subscribe())
+    }
+
+    pub(crate) fn start(&self) {
+        self.0.send_replace(true);
+    }
+}
+
+/// Whether the server has begun to shut down. Cheap to clone; the transports put one in
+/// each request's extensions.
+#[derive(Clone, Debug)]
+pub(crate) struct Draining(watch::Receiver<bool>);
+
+impl Draining {
+    /// Resolves once the drain has started, or its [`Drain`] is gone (the server stopped).
+    pub(crate) async fn started(&self) {
+        let mut draining = self.0.clone();
+        let _ = draining.wait_for(|started| *started).await;
+    }
+
+    /// Resolves once the drain of the transport serving this request has started; never
+    /// for a request served without one (a router mounted under `axum::serve`, a test).
+    pub(crate) async fn of(extensions: &Extensions) {
+        match extensions.get::<Self>() {
+            Some(draining) => draining.started().await,
+            None => std::future::pending().await,
+        }
+    }
+}
+
+/// The future [`HttpConfig::shutdown_signal`](crate::HttpConfig::shutdown_signal) was
+/// given, shared so that the configuration stays `Clone`: every server given a clone of
+/// the configuration stops on it.
+#[derive(Clone)]
+pub(crate) struct Signal(Shared<BoxFuture<'static, ()>>);
+
+impl Signal {
+    pub(crate) fn new(signal: impl Future<Output = ()> + Send + 'static) -> Self {
+        Self(signal.boxed().shared())
+    }
+
+    pub(crate) async fn received(self) {
+        self.0.await;
+    }
+}
+
+impl fmt::Debug for Signal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Signal(..)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_started_drain_is_seen_by_every_watcher_even_one_made_after() {
+        let drain = Drain::new();
+        let early = drain.watch();
+        let mut extensions = Extensions::new();
+        extensions.insert(drain.watch());
+        let pending = tokio::time::timeout(Duration::from_millis(20), early.started()).await;
+        assert!(pending.is_err(), "the drain has not started yet");
+        drain.start();
+        early.started().await;
+        Draining::of(&extensions).await;
+        drain.watch().started().await;
+    }
+
+    #[tokio::test]
+    async fn a_request_without_a_drain_never_sees_one_and_a_dropped_drain_counts_as_started() {
+        let never = tokio::time::timeout(Duration::from_millis(20), Draining::of(&Extensions::new())).await;
+        assert!(never.is_err());
+        let drain = Drain::new();
+        let watcher = drain.watch();
+        drop(drain);
+        watcher.started().await;
+    }
+}
