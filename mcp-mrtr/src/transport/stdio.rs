@@ -8,12 +8,12 @@
 //! cut, and the tasks running here are handed back.
 
 use std::future::Future;
-use std::io;
+use std::io::{self, Read as _};
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::Extensions;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
@@ -34,12 +34,8 @@ impl Server {
     /// process gets SIGTERM or Ctrl-C. Then requests still running get 10 s to finish
     /// (`subscriptions/listen` streams end at once with their result), the rest are cut,
     /// and the tasks running here are handed back.
-    ///
-    /// After a signal, let the process exit when this returns: tokio reads stdin on a
-    /// thread whose blocking read cannot be cancelled, so dropping the runtime would wait
-    /// for the client's next line.
     pub async fn serve_stdio(self) -> io::Result<()> {
-        self.serve_io_until(tokio::io::stdin(), tokio::io::stdout(), crate::shutdown_signal()).await
+        self.serve_io_until(stdin_pipe(), tokio::io::stdout(), crate::shutdown_signal()).await
     }
 
     /// Serves newline-delimited JSON-RPC on any byte stream pair (stdio, a pipe, a
@@ -71,6 +67,35 @@ impl Server {
         read?;
         writer.await.map_err(io::Error::other)?
     }
+}
+
+/// Stdin, read on a thread of its own. A blocking read cannot be cancelled, and tokio's
+/// `stdin()` reads on the runtime's blocking pool, so a runtime dropped after a signal
+/// would wait for the client's next line; the process exits without waiting for a
+/// thread of its own.
+fn stdin_pipe() -> DuplexStream {
+    let (reader, mut writer) = tokio::io::duplex(64 * 1024);
+    let runtime = tokio::runtime::Handle::current();
+    let reading = std::thread::Builder::new().name("mcp-mrtr-stdin".into()).spawn(move || {
+        let mut stdin = std::io::stdin().lock();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match stdin.read(&mut buf) {
+                Ok(0) => return,
+                Ok(n) => n,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(error) => return tracing::warn!(%error, "cannot read stdin"),
+            };
+            // Fails once the server stopped reading: then this thread is done too.
+            if runtime.block_on(writer.write_all(&buf[..n])).is_err() {
+                return;
+            }
+        }
+    });
+    if let Err(error) = reading {
+        tracing::warn!(%error, "cannot start the thread that reads stdin");
+    }
+    reader
 }
 
 /// The state of one stdio connection: requests in flight, by id, for cancellation.
