@@ -1,7 +1,8 @@
 //! The 2025-11-25 session table under a flood of `initialize`, with small limits: fresh
 //! sessions make room first and expire on their own, sessions clients use keep working,
 //! a session with a call in flight is never pushed out, and one session cannot run more
-//! than its share of calls.
+//! than its share of calls. Behind a load balancer, another instance does not know a
+//! session: every message naming it gets 404, and the client initializes again there.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -117,4 +118,29 @@ async fn initialize_declaring_too_much_is_refused() {
         client::send(server.addr, "POST", &[("content-type", "application/json")], init.to_string().as_bytes()).await;
     assert!(response.header("mcp-session-id").is_none(), "a session was opened");
     assert_eq!(response.reply()["error"]["code"], -32602, "{}", response.body);
+}
+
+#[tokio::test]
+async fn another_instance_answers_a_session_it_does_not_know_with_404_and_the_client_starts_over() {
+    let (a, b) = (TestServer::everything().await, TestServer::everything().await);
+    let (on_a, _) = Legacy::connect(a.addr, json!({})).await;
+    // The load balancer sends the session's traffic to B, which never saw it.
+    let moved = Legacy { addr: b.addr, session: on_a.session.clone() };
+    let request = moved.send(7, "tools/list", json!({})).await;
+    assert_eq!(request.status, 404, "{}", request.body);
+    assert_eq!(request.reply()["id"], 7, "the error names the request");
+    let notification = moved.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    let answer = moved.post(&json!({"jsonrpc": "2.0", "id": "bridge-1", "result": {}})).await;
+    let headers = moved.headers("text/event-stream");
+    let stream = client::send(b.addr, "GET", &headers, b"").await;
+    let end = client::send(b.addr, "DELETE", &headers, b"").await;
+    for (what, response) in [("notification", notification), ("answer", answer), ("GET", stream), ("DELETE", end)] {
+        assert_eq!(response.status, 404, "{what}: {}", response.body);
+    }
+    // B's 404 did not end the session on A, and the client's new session on B works.
+    assert_eq!(ping(&on_a).await, 200);
+    let (on_b, _) = Legacy::connect(b.addr, json!({})).await;
+    assert_ne!(on_b.session, on_a.session);
+    let listed = on_b.call(8, "tools/list", json!({})).await;
+    assert!(listed["result"]["tools"].as_array().is_some_and(|tools| !tools.is_empty()), "{listed}");
 }
