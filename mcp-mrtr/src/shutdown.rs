@@ -68,7 +68,7 @@ mod os {
                 return;
             }
         }
-        std::future::pending().await
+        std::future::pending::<()>().await;
     }
 }
 
