@@ -26,7 +26,7 @@ const EXIT_BOUND: Duration = Duration::from_secs(20);
 fn sigterm_lets_the_slow_call_in_flight_finish_and_the_process_exits_zero() {
     let server = Instance::start(None);
     let call =
-        instance::request("tools/call", json!({ "name": "slow_compute", "arguments": { "seconds": 2 } }), json!({}));
+        instance::request("tools/call", json!({ "name": "slow_compute", "arguments": { "seconds": 2 } }), &json!({}));
     let mut socket = instance::open(server.addr, &with_progress_token(call));
     // The first progress report (after a second) proves the handler runs.
     let mut seen = String::new();
@@ -56,7 +56,7 @@ fn sigterm_over_stdio_lets_the_slow_call_finish_and_the_process_exits_zero() {
         .expect("start everything --stdio");
     let lines = instance::lines_of(child.stdout.take().unwrap());
     let call =
-        instance::request("tools/call", json!({ "name": "slow_compute", "arguments": { "seconds": 2 } }), json!({}));
+        instance::request("tools/call", json!({ "name": "slow_compute", "arguments": { "seconds": 2 } }), &json!({}));
     let mut stdin = child.stdin.take().unwrap();
     writeln!(stdin, "{}", with_progress_token(call)).unwrap();
     let first: Value = serde_json::from_str(&lines.recv_timeout(TIMEOUT).expect("a progress line")).unwrap();
@@ -89,12 +89,12 @@ fn new_key(id: &str) -> String {
 /// The tool whose flow takes three requests: two questions in two rounds.
 const TWO_ROUNDS: &str = "test_input_required_result_multi_round";
 
-fn round(state: Option<&Value>, answers: Value) -> Value {
+fn round(state: Option<&Value>, answers: &Value) -> Value {
     let mut params = json!({ "name": TWO_ROUNDS, "arguments": {}, "inputResponses": answers });
     if let Some(state) = state {
         params["requestState"] = state.clone();
     }
-    instance::request("tools/call", params, json!({ "elicitation": {} }))
+    instance::request("tools/call", params, &json!({ "elicitation": {} }))
 }
 
 /// The only key of a round's questions, and the id of the key that sealed its state.
@@ -109,15 +109,15 @@ fn asked(result: &Value) -> (String, String) {
 /// One flow of three requests on `first`, `second`, `first`, checking which key sealed
 /// each round.
 fn flow(first: &Instance, first_seals: &str, second: &Instance, second_seals: &str) {
-    let one = instance::call(first.addr, &round(None, json!({})))["result"].clone();
+    let one = instance::call(first.addr, &round(None, &json!({})))["result"].clone();
     let (key, sealed) = asked(&one);
     assert_eq!(sealed, first_seals);
     let name = json!({ key: answer::accept(json!({ "name": "Ada" })) });
-    let two = instance::call(second.addr, &round(Some(&one["requestState"]), name))["result"].clone();
+    let two = instance::call(second.addr, &round(Some(&one["requestState"]), &name))["result"].clone();
     let (key, sealed) = asked(&two);
     assert_eq!(sealed, second_seals, "round 2 was sealed by the second instance's current key");
     let color = json!({ key: answer::accept(json!({ "color": "green" })) });
-    let three = instance::call(first.addr, &round(Some(&two["requestState"]), color));
+    let three = instance::call(first.addr, &round(Some(&two["requestState"]), &color));
     assert_eq!(three["result"]["content"][0]["text"], "Ada likes green", "{three}");
 }
 
@@ -144,20 +144,20 @@ fn a_rolling_key_rotation_keeps_every_round_open_on_both_instances_until_the_old
         flow(first, seals[a], second, seals[b]);
         flow(second, seals[b], first, seals[a]);
         if seals[b] == "k1" {
-            sealed_by_k1 = instance::call(second.addr, &round(None, json!({})))["result"].clone();
+            sealed_by_k1 = instance::call(second.addr, &round(None, &json!({})))["result"].clone();
         }
         if (a, b) == (2, 2) {
             // k2 seals everywhere now, and k1 still opens: a state from before opens on
             // the instance that did not seal it (and is restarted before the last check).
             let opened =
-                instance::call(first.addr, &round(Some(&sealed_by_k1["requestState"]), name_answer(&sealed_by_k1)));
+                instance::call(first.addr, &round(Some(&sealed_by_k1["requestState"]), &name_answer(&sealed_by_k1)));
             assert_eq!(opened["result"]["resultType"], "input_required", "{opened}");
         }
     }
     // k1 is retired on both, which have never seen the state: it is refused, uniformly.
     for server in &instances {
         let refused =
-            instance::call(server.addr, &round(Some(&sealed_by_k1["requestState"]), name_answer(&sealed_by_k1)));
+            instance::call(server.addr, &round(Some(&sealed_by_k1["requestState"]), &name_answer(&sealed_by_k1)));
         assert_eq!(refused["error"], json!({ "code": -32602, "message": REJECTED }), "{refused}");
     }
     for server in instances {

@@ -3,6 +3,7 @@
 //! questions end at once, idle keep-alive connections close, and the tasks running here
 //! are handed back. Every wait is bounded; durations are only checked as "within N s".
 
+use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -18,6 +19,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, Notify};
 use tokio::task::JoinHandle;
+
+/// A bound no test should reach: when shutdown ends well before it, something other
+/// than the bound ended it.
+const LONG_BOUND: Duration = Duration::from_mins(1);
 
 /// A handler that says it started and then waits until the test releases it.
 #[derive(Clone, Default)]
@@ -90,8 +95,8 @@ impl Serving {
             let _ = stopped.await;
         });
         let server = mcp_mrtr::testing::with_own_keys(server);
-        let served = tokio::spawn(server.serve_http_with(listener, config));
-        Self { addr, stop: Some(stop), served }
+        let task = tokio::spawn(server.serve_http_with(listener, config));
+        Self { addr, stop: Some(stop), served: task }
     }
 
     /// Starts the shutdown.
@@ -204,14 +209,14 @@ async fn an_open_listen_stream_ends_with_its_result_and_does_not_delay_shutdown(
             .tool(Tool::new("noop").handler(|_ctx, _args: Map<String, Value>| async { Ok::<_, ToolError>("ok") })),
     );
     let handle = server.server_handle();
-    let limits = Limits::default().shutdown_timeout(Duration::from_secs(60));
+    let limits = Limits::default().shutdown_timeout(LONG_BOUND);
     let app = axum::Router::new()
         .route("/health", axum::routing::get(|| async { "ok" }))
         .merge(server.into_router_with(HttpConfig::default().limits(limits)));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
-    let served = tokio::spawn(mcp_mrtr::serve_router_with_shutdown(listener, app, limits, async move {
+    let task = tokio::spawn(mcp_mrtr::serve_router_with_shutdown(listener, app, limits, async move {
         let _ = stopped.await;
     }));
     let rpc =
@@ -235,13 +240,13 @@ async fn an_open_listen_stream_ends_with_its_result_and_does_not_delay_shutdown(
         "{answer}"
     );
     // Far sooner than the 60 s bound.
-    let served = tokio::time::timeout(Duration::from_secs(10), served).await.expect("shutdown was not held open");
-    served.unwrap().unwrap();
+    let ended = tokio::time::timeout(Duration::from_secs(10), task).await.expect("shutdown was not held open");
+    ended.unwrap().unwrap();
 }
 
 #[tokio::test]
 async fn a_legacy_question_waiting_for_its_client_is_withdrawn_at_shutdown() {
-    let limits = Limits::default().shutdown_timeout(Duration::from_secs(60));
+    let limits = Limits::default().shutdown_timeout(LONG_BOUND);
     let mut serving = Serving::start(mcp_mrtr_examples::everything::server(), limits).await;
     let (client, _) = Legacy::connect(serving.addr, json!({"elicitation": {}})).await;
     let mut call =
@@ -262,7 +267,7 @@ async fn a_legacy_question_waiting_for_its_client_is_withdrawn_at_shutdown() {
 
 #[tokio::test]
 async fn an_idle_keep_alive_connection_closes_at_shutdown() {
-    let limits = Limits::default().shutdown_timeout(Duration::from_secs(60));
+    let limits = Limits::default().shutdown_timeout(LONG_BOUND);
     let mut serving = Serving::start(mcp_mrtr_examples::everything::server(), limits).await;
     let rpc = Rpc::call_tool("test_simple_text", json!({}));
     let mut head = format!(
@@ -271,7 +276,7 @@ async fn an_idle_keep_alive_connection_closes_at_shutdown() {
         rpc.body().len()
     );
     for (name, value) in rpc.headers() {
-        head.push_str(&format!("{name}: {value}\r\n"));
+        let _ = write!(head, "{name}: {value}\r\n");
     }
     let mut socket = TcpStream::connect(serving.addr).await.unwrap();
     socket.write_all(format!("{head}\r\n").as_bytes()).await.unwrap();
@@ -304,13 +309,13 @@ impl Drop for TaskDropFlag {
 #[tool(task = "required")]
 async fn ten_minutes() -> Result<String, ToolError> {
     let _flag = TaskDropFlag;
-    tokio::time::sleep(Duration::from_secs(600)).await;
+    tokio::time::sleep(Duration::from_mins(10)).await;
     Ok("done".into())
 }
 
 #[tokio::test]
 async fn the_tasks_running_here_are_handed_back_once_the_drain_is_done() {
-    let limits = Limits::default().shutdown_timeout(Duration::from_secs(60));
+    let limits = Limits::default().shutdown_timeout(LONG_BOUND);
     let mut serving = Serving::start(Server::new("tasks", "0").tool(ten_minutes), limits).await;
     let mut caps = default_caps();
     caps["extensions"] = json!({ "io.modelcontextprotocol/tasks": {} });

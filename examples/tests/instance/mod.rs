@@ -3,6 +3,7 @@
 //! `kill`, and a deliberately small blocking HTTP/1.1 client for 2026-07-28 requests.
 //! Every wait is bounded, and a child still running when its test ends is killed.
 
+use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -121,7 +122,7 @@ pub(crate) fn lines_of(stream: impl Read + Send + 'static) -> Receiver<String> {
 }
 
 /// A 2026-07-28 request: `params` plus the `_meta` envelope declaring `caps`.
-pub(crate) fn request(method: &str, mut params: Value, caps: Value) -> Value {
+pub(crate) fn request(method: &str, mut params: Value, caps: &Value) -> Value {
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": { "name": "instances-test", "version": "0" },
@@ -143,7 +144,7 @@ pub(crate) fn open(addr: SocketAddr, message: &Value) -> TcpStream {
         body.len()
     );
     if let Some(name) = message["params"]["name"].as_str() {
-        head.push_str(&format!("Mcp-Name: {name}\r\n"));
+        let _ = write!(head, "Mcp-Name: {name}\r\n");
     }
     let mut socket = TcpStream::connect(addr).expect("connect");
     socket.set_read_timeout(Some(TIMEOUT)).unwrap();

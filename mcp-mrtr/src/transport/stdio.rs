@@ -365,7 +365,7 @@ mod tests {
         let server = crate::testing::with_own_keys(Server::new("cut", "0").tool(endless));
         let (mut input, server_in) = tokio::io::duplex(4096);
         let (server_out, _output) = tokio::io::duplex(4096);
-        let served = tokio::spawn(server.serve_io(server_in, server_out));
+        let serving = tokio::spawn(server.serve_io(server_in, server_out));
         let meta = json!({ "io.modelcontextprotocol/protocolVersion": crate::PROTOCOL_VERSION,
             "io.modelcontextprotocol/clientCapabilities": {} });
         let call = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -373,7 +373,7 @@ mod tests {
         input.write_all(format!("{call}\n").as_bytes()).await.unwrap();
         drop(input);
         let started = tokio::time::Instant::now();
-        served.await.unwrap().unwrap();
+        serving.await.unwrap().unwrap();
         // Virtual time: the wait is exactly the bound, not a measurement.
         let waited = started.elapsed();
         assert!(waited >= shutdown::DEFAULT_TIMEOUT && waited < shutdown::DEFAULT_TIMEOUT * 2, "{waited:?}");
