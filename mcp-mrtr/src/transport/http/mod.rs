@@ -250,7 +250,8 @@ impl Server {
     pub async fn serve_http_with(self, listener: TcpListener, mut config: HttpConfig) -> io::Result<()> {
         let local: SocketAddr = listener.local_addr()?;
         let limits = config.limits;
-        // Installed before serving, so a signal sent once we listen is never missed.
+        // Installed before the first connection is accepted, so a SIGTERM sent to a server
+        // that answers is always a graceful shutdown.
         let shutdown = config.shutdown.take().unwrap_or_else(|| crate::shutdown::Signal::new(crate::shutdown_signal()));
         let (tasks, path) = (self.tasks.clone(), config.path.clone());
         let router = self.try_into_router_with(config)?;
