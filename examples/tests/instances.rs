@@ -5,13 +5,10 @@
 
 mod instance;
 
-use std::collections::hash_map::RandomState;
-use std::hash::BuildHasher;
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use base64::Engine as _;
 use instance::{Instance, TIMEOUT};
 use mcp_mrtr::testing::answer;
 use serde_json::{json, Value};
@@ -78,14 +75,6 @@ fn with_progress_token(mut request: Value) -> Value {
     request
 }
 
-/// A key entry `id:base64` with a fresh random 32-byte secret, as
-/// `openssl rand -base64 32` would make.
-fn new_key(id: &str) -> String {
-    let random = RandomState::new();
-    let secret: Vec<u8> = (0u64..4).flat_map(|i| random.hash_one(i).to_le_bytes()).collect();
-    format!("{id}:{}", base64::engine::general_purpose::STANDARD.encode(secret))
-}
-
 /// The tool whose flow takes three requests: two questions in two rounds.
 const TWO_ROUNDS: &str = "test_input_required_result_multi_round";
 
@@ -123,7 +112,7 @@ fn flow(first: &Instance, first_seals: &str, second: &Instance, second_seals: &s
 
 #[test]
 fn a_rolling_key_rotation_keeps_every_round_open_on_both_instances_until_the_old_key_retires() {
-    let (k1, k2) = (new_key("k1"), new_key("k2"));
+    let (k1, k2) = (instance::new_key("k1"), instance::new_key("k2"));
     let rings = [k1.clone(), format!("{k1},{k2}"), format!("{k2},{k1}"), k2];
     let seals = ["k1", "k1", "k2", "k2"];
     // One instance moves to the next ring at a time, as a rolling deploy does.

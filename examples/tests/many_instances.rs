@@ -1,14 +1,15 @@
 //! One server on several instances: `everything` processes sharing a key ring and a
 //! real `redis-server` on 127.0.0.1. Rounds move between instances, states stay
 //! single-use across them, tasks are served by any instance and survive the death of
-//! the one running them.
+//! the one running them, and list changes reach listeners everywhere.
 
-mod cluster;
+mod instance;
 
-use std::net::SocketAddr;
-use std::time::Duration;
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
 
-use cluster::{call, poll_until, rpc, task, Instance, Listener, Redis};
+use instance::{Instance, Redis};
+use mcp_mrtr::testing::answer;
 use serde_json::{json, Value};
 
 /// The lease the instances run tasks with: short, so a takeover comes quickly.
@@ -17,117 +18,132 @@ const LEASE_MS: &str = "1000";
 /// Within this, a task whose instance died is finished by another.
 const TAKEOVER_WITHIN: Duration = Duration::from_secs(30);
 
-fn instances(redis: Option<&Redis>, keys: &str, count: usize) -> Vec<Instance> {
+fn instances(redis: Option<&Redis>, keys: &str, lease_ms: &str, count: usize) -> Vec<Instance> {
     let url = redis.map(Redis::url);
-    let mut env = vec![("MCP_MRTR_STATE_KEYS", keys), ("MCP_MRTR_TASK_LEASE_MS", LEASE_MS)];
+    let mut env = vec![("MCP_MRTR_STATE_KEYS", keys), ("MCP_MRTR_TASK_LEASE_MS", lease_ms)];
     if let Some(url) = &url {
         env.push(("MCP_MRTR_REDIS_URL", url));
     }
-    (0..count).map(|_| Instance::start(&env)).collect()
+    (0..count).map(|_| Instance::start_with(&env)).collect()
 }
 
-fn accept(content: &Value) -> Value {
-    json!({ "action": "accept", "content": content })
+/// What the test client declares: elicitation, and the tasks extension.
+fn caps() -> Value {
+    json!({ "elicitation": {}, "extensions": { "io.modelcontextprotocol/tasks": {} } })
 }
 
-/// The one open question's key of an `input_required` result.
+fn rpc(addr: SocketAddr, method: &str, params: Value) -> Value {
+    instance::call(addr, &instance::request(method, params, &caps()))
+}
+
+#[allow(clippy::needless_pass_by_value, reason = "called with json! literals")]
+fn call(addr: SocketAddr, tool: &str, arguments: Value) -> Value {
+    rpc(addr, "tools/call", json!({ "name": tool, "arguments": arguments }))
+}
+
+/// The one open question's key of an `input_required` result or task.
 fn only_key(result: &Value) -> String {
     let requests = result["inputRequests"].as_object().unwrap_or_else(|| panic!("no inputRequests: {result}"));
     assert_eq!(requests.len(), 1, "{result}");
     requests.keys().next().unwrap().clone()
 }
 
-/// One more round of a `tools/call` on `addr`, answering `key` with `answer`.
-async fn round(addr: SocketAddr, tool: &str, state: &Value, key: &str, answer: Value) -> Value {
+const TWO_ROUNDS: &str = "test_input_required_result_multi_round";
+
+/// One more round of the two-question flow on `addr`, answering `key` with `content`.
+fn round(addr: SocketAddr, state: &Value, key: &str, content: &Value) -> Value {
     let params = json!({
-        "name": tool,
+        "name": TWO_ROUNDS,
         "arguments": {},
         "requestState": state,
-        "inputResponses": { key: answer },
+        "inputResponses": { key: answer::accept(content.clone()) },
     });
-    rpc(addr, "tools/call", params).await
+    rpc(addr, "tools/call", params)
 }
 
-#[tokio::test]
-async fn rounds_alternate_instances_and_a_used_state_is_refused_by_every_instance() {
+#[test]
+fn rounds_alternate_instances_and_a_used_state_is_refused_by_every_instance() {
     let Some(redis) = Redis::start() else { return };
-    let keys = cluster::key_ring();
-    let nodes = instances(Some(&redis), &keys, 2);
+    let nodes = instances(Some(&redis), &instance::new_key("k1"), LEASE_MS, 2);
     let (a, b) = (nodes[0].addr, nodes[1].addr);
-    let tool = "test_input_required_result_multi_round";
 
-    let first = call(a, tool, json!({})).await["result"].clone();
-    assert_eq!(first["resultType"], "input_required", "{first}");
+    let first = call(a, TWO_ROUNDS, json!({}))["result"].clone();
     let name_key = only_key(&first);
-    let second = round(b, tool, &first["requestState"], &name_key, accept(&json!({ "name": "Ada" }))).await;
-    let second = second["result"].clone();
-    assert_eq!(second["resultType"], "input_required", "{second}");
+    let second = round(b, &first["requestState"], &name_key, &json!({ "name": "Ada" }))["result"].clone();
     let color_key = only_key(&second);
-    let done = round(a, tool, &second["requestState"], &color_key, accept(&json!({ "color": "teal" }))).await;
+    let done = round(a, &second["requestState"], &color_key, &json!({ "color": "teal" }));
     assert_eq!(done["result"]["content"][0]["text"], "Ada likes teal", "{done}");
 
     // The first state was spent on B: A refuses it too, and so does B.
     for node in [a, b] {
-        let again = round(node, tool, &first["requestState"], &name_key, accept(&json!({ "name": "Eve" }))).await;
+        let again = round(node, &first["requestState"], &name_key, &json!({ "name": "Eve" }));
         assert_eq!(again["error"]["code"], -32602, "a spent state opened on {node}: {again}");
     }
 }
 
-#[tokio::test]
-async fn without_a_shared_guard_each_instance_would_open_a_spent_state_once_more() {
+#[test]
+fn without_a_shared_guard_each_instance_would_open_a_spent_state_once_more() {
     // The control for the test above: same key ring, no Redis, so each instance keeps
     // its own guard and a state spent on B still opens once on A.
-    let keys = cluster::key_ring();
-    let nodes = instances(None, &keys, 2);
+    let nodes = instances(None, &instance::new_key("k1"), LEASE_MS, 2);
     let (a, b) = (nodes[0].addr, nodes[1].addr);
-    let tool = "test_input_required_result_multi_round";
-    let first = call(a, tool, json!({})).await["result"].clone();
+    let first = call(a, TWO_ROUNDS, json!({}))["result"].clone();
     let key = only_key(&first);
-    let on_b = round(b, tool, &first["requestState"], &key, accept(&json!({ "name": "Ada" }))).await;
+    let on_b = round(b, &first["requestState"], &key, &json!({ "name": "Ada" }));
     assert_eq!(on_b["result"]["resultType"], "input_required", "{on_b}");
-    let on_a = round(a, tool, &first["requestState"], &key, accept(&json!({ "name": "Eve" }))).await;
+    let on_a = round(a, &first["requestState"], &key, &json!({ "name": "Eve" }));
     assert_eq!(on_a["result"]["resultType"], "input_required", "{on_a}");
 }
 
 /// Creates a task of `tool` on `addr` and returns its id.
-async fn create_task(addr: SocketAddr, tool: &str, arguments: Value) -> String {
-    let created = call(addr, tool, arguments).await;
-    let result = &created["result"];
-    assert_eq!(result["resultType"], "task", "{created}");
-    result["taskId"].as_str().unwrap_or_else(|| panic!("no taskId: {created}")).to_owned()
+fn create_task(addr: SocketAddr, tool: &str, arguments: Value) -> String {
+    let created = call(addr, tool, arguments);
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no taskId: {created}")).to_owned()
 }
 
-async fn update(addr: SocketAddr, id: &str, responses: Value) -> Value {
-    rpc(addr, "tasks/update", json!({ "taskId": id, "inputResponses": responses })).await
+fn task(addr: SocketAddr, id: &str) -> Value {
+    rpc(addr, "tasks/get", json!({ "taskId": id }))["result"].clone()
 }
 
-#[tokio::test]
-async fn a_task_created_on_one_instance_is_polled_answered_and_cancelled_through_another() {
-    let Some(redis) = Redis::start() else { return };
-    let nodes = instances(Some(&redis), &cluster::key_ring(), 2);
-    let (a, b) = (nodes[0].addr, nodes[1].addr);
-
-    let id = create_task(a, "confirm_delete", json!({ "filename": "report.txt" })).await;
-    let waiting = poll_until(b, &id, Duration::from_secs(10), |t| t["status"] == "input_required").await;
-    let key = only_key(&waiting);
-    let ack = update(b, &id, json!({ key: accept(&json!({ "confirm": true })) })).await;
+fn update(addr: SocketAddr, id: &str, key: &str, content: Value) {
+    let ack = rpc(addr, "tasks/update", json!({ "taskId": id, "inputResponses": { key: answer::accept(content) } }));
     assert!(ack["result"].is_object(), "{ack}");
-    let done = poll_until(a, &id, Duration::from_secs(10), |t| t["status"] == "completed").await;
-    assert_eq!(done["result"]["content"][0]["text"], "Deleted report.txt", "{done}");
+}
 
-    // A long computation started on A, cancelled through B.
-    let id = create_task(a, "slow_compute", json!({ "seconds": 60 })).await;
-    let cancelled = rpc(b, "tasks/cancel", json!({ "taskId": id })).await;
-    assert!(cancelled["result"].is_object(), "{cancelled}");
-    let seen = task(a, &id).await;
-    assert_eq!(seen["status"], "cancelled", "{seen}");
-    // A's handler loses its lease at its next renewal; nothing it does after changes the task.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let later = task(a, &id).await;
-    assert_eq!(
-        (later["status"].clone(), later["statusMessage"].clone()),
-        (seen["status"].clone(), seen["statusMessage"].clone())
-    );
+/// Polls `tasks/get` on `addr` until `done` holds for the task (bounded).
+fn poll_until(addr: SocketAddr, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let started = Instant::now();
+    loop {
+        let task = task(addr, id);
+        if done(&task) {
+            return task;
+        }
+        assert!(started.elapsed() < TAKEOVER_WITHIN, "task {id} never got there; last: {task}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Polls until the task ends, recording every status seen on the way.
+fn finish(addr: SocketAddr, id: &str, within: Duration) -> (Value, Vec<String>) {
+    let started = Instant::now();
+    let mut seen = Vec::new();
+    loop {
+        let task = task(addr, id);
+        let status = task["status"].as_str().unwrap_or("?").to_owned();
+        if seen.last() != Some(&status) {
+            seen.push(status.clone());
+        }
+        if ["completed", "failed", "cancelled"].contains(&status.as_str()) {
+            return (task, seen);
+        }
+        assert!(started.elapsed() < within, "task {id} did not end; statuses {seen:?}, last {task}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn status_message(task: &Value) -> &str {
+    task["statusMessage"].as_str().unwrap_or_default()
 }
 
 /// The receipt of the step `step` in a `test_durable_task` message or result.
@@ -136,132 +152,161 @@ fn receipt(text: &str, step: &str) -> String {
     text[start..].split_whitespace().next().unwrap().trim_end_matches([';', ':']).to_owned()
 }
 
-/// Polls until the task ends, recording every status seen on the way.
-async fn finish(addr: SocketAddr, id: &str) -> (Value, Vec<String>) {
-    let started = std::time::Instant::now();
-    let mut seen = Vec::new();
-    loop {
-        let task = task(addr, id).await;
-        let status = task["status"].as_str().unwrap_or("?").to_owned();
-        if seen.last() != Some(&status) {
-            seen.push(status.clone());
-        }
-        if ["completed", "failed", "cancelled"].contains(&status.as_str()) {
-            return (task, seen);
-        }
-        assert!(started.elapsed() < TAKEOVER_WITHIN, "task {id} did not end; statuses {seen:?}, last {task}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+fn result_text(task: &Value) -> &str {
+    task["result"]["content"][0]["text"].as_str().unwrap_or_default()
 }
 
-#[tokio::test]
-async fn a_task_waiting_for_a_person_outlives_its_instance() {
+#[test]
+fn a_task_created_on_one_instance_is_polled_answered_and_cancelled_through_another() {
     let Some(redis) = Redis::start() else { return };
-    let mut nodes = instances(Some(&redis), &cluster::key_ring(), 2);
+    let nodes = instances(Some(&redis), &instance::new_key("k1"), LEASE_MS, 2);
     let (a, b) = (nodes[0].addr, nodes[1].addr);
-    let pid_a = nodes[0].pid();
 
-    let id = create_task(a, "test_durable_task", json!({ "seconds": 0.5 })).await;
-    let waiting = poll_until(a, &id, Duration::from_secs(10), |t| t["status"] == "input_required").await;
-    let ticket = receipt(waiting["statusMessage"].as_str().unwrap_or_default(), "ticket");
+    let id = create_task(a, "confirm_delete", json!({ "filename": "report.txt" }));
+    let waiting = poll_until(b, &id, |t| t["status"] == "input_required");
+    update(b, &id, &only_key(&waiting), json!({ "confirm": true }));
+    let done = poll_until(a, &id, |t| t["status"] == "completed");
+    assert_eq!(result_text(&done), "Deleted report.txt", "{done}");
+
+    // A long computation started on A, cancelled through B.
+    let id = create_task(a, "slow_compute", json!({ "seconds": 60 }));
+    let cancelled = rpc(b, "tasks/cancel", json!({ "taskId": id }));
+    assert!(cancelled["result"].is_object(), "{cancelled}");
+    let seen = task(a, &id);
+    assert_eq!(seen["status"], "cancelled", "{seen}");
+    // A's handler loses its lease at its next renewal; nothing it does after changes the task.
+    std::thread::sleep(Duration::from_millis(1500));
+    let later = task(a, &id);
+    assert_eq!((&later["status"], &later["statusMessage"]), (&seen["status"], &seen["statusMessage"]));
+}
+
+#[test]
+fn a_task_waiting_for_a_person_outlives_its_instance() {
+    let Some(redis) = Redis::start() else { return };
+    let mut nodes = instances(Some(&redis), &instance::new_key("k1"), LEASE_MS, 2);
+    let (a, b, pid_a) = (nodes[0].addr, nodes[1].addr, nodes[0].pid());
+
+    let id = create_task(a, "test_durable_task", json!({ "seconds": 0.5 }));
+    let waiting = poll_until(a, &id, |t| t["status"] == "input_required");
+    let ticket = receipt(status_message(&waiting), "ticket");
     assert!(ticket.starts_with(&format!("ticket@pid{pid_a}#")), "{ticket}");
-    let key = only_key(&waiting);
 
     nodes[0].kill();
-    let ack = update(b, &id, json!({ key: accept(&json!({ "approve": true })) })).await;
-    assert!(ack["result"].is_object(), "{ack}");
-    let (done, statuses) = finish(b, &id).await;
+    update(b, &id, &only_key(&waiting), json!({ "approve": true }));
+    let (done, statuses) = finish(b, &id, TAKEOVER_WITHIN);
     assert_eq!(done["status"], "completed", "{done}");
-    let text = done["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    let text = result_text(&done);
     assert_eq!(receipt(text, "ticket"), ticket, "the ticket step ran again: {text}");
     assert!(receipt(text, "shipped").starts_with(&format!("shipped@pid{}#", nodes[1].pid())), "{text}");
-    assert!(!statuses.contains(&"input_required".to_owned()), "asked again: {statuses:?}");
+    assert!(!statuses.iter().any(|s| s == "input_required"), "asked again: {statuses:?}");
 }
 
-#[tokio::test]
-async fn a_task_computing_on_an_instance_that_dies_is_finished_by_another() {
-    let Some(redis) = Redis::start() else { return };
-    let mut nodes = instances(Some(&redis), &cluster::key_ring(), 2);
-    let (a, b) = (nodes[0].addr, nodes[1].addr);
-    let pid_a = nodes[0].pid();
+/// Starts a `test_durable_task` of `seconds` on `a`, approves it there (so `a` runs the
+/// rest) and returns once `a` is working on it: the task id, and its ticket and work
+/// receipts (both taken on `a`).
+fn working_on(a: SocketAddr, seconds: u32) -> (String, String, String) {
+    let id = create_task(a, "test_durable_task", json!({ "seconds": seconds }));
+    let waiting = poll_until(a, &id, |t| t["status"] == "input_required");
+    update(a, &id, &only_key(&waiting), json!({ "approve": true }));
+    let working = poll_until(a, &id, |t| status_message(t).contains("working"));
+    let message = status_message(&working);
+    (id.clone(), receipt(message, "ticket"), receipt(message, "work"))
+}
 
-    let id = create_task(a, "test_durable_task", json!({ "seconds": 3 })).await;
-    let waiting = poll_until(a, &id, Duration::from_secs(10), |t| t["status"] == "input_required").await;
-    let ticket = receipt(waiting["statusMessage"].as_str().unwrap_or_default(), "ticket");
-    let key = only_key(&waiting);
-    // Answered on A, so A runs the rest; it dies while working.
-    update(a, &id, json!({ key: accept(&json!({ "approve": true })) })).await;
-    let working = poll_until(b, &id, Duration::from_secs(10), |t| {
-        t["statusMessage"].as_str().unwrap_or_default().contains("working")
-    })
-    .await;
-    let work = receipt(working["statusMessage"].as_str().unwrap_or_default(), "work");
+#[test]
+fn a_task_computing_on_an_instance_that_dies_is_finished_by_another() {
+    let Some(redis) = Redis::start() else { return };
+    let mut nodes = instances(Some(&redis), &instance::new_key("k1"), LEASE_MS, 2);
+    let (a, b, pid_a) = (nodes[0].addr, nodes[1].addr, nodes[0].pid());
+
+    let (id, ticket, work) = working_on(a, 3);
+    assert!(work.contains(&format!("pid{pid_a}#")), "{work}");
     nodes[0].kill();
 
-    let (done, statuses) = finish(b, &id).await;
+    let (done, statuses) = finish(b, &id, TAKEOVER_WITHIN);
     assert_eq!(done["status"], "completed", "{done}");
-    let text = done["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    let text = result_text(&done);
     assert_eq!(receipt(text, "ticket"), ticket, "the ticket step ran again: {text}");
     assert_eq!(receipt(text, "work"), work, "the work step, taken on A mid-run, ran again: {text}");
-    assert!(work.contains(&format!("pid{pid_a}#")), "{work}");
     assert!(receipt(text, "shipped").starts_with(&format!("shipped@pid{}#", nodes[1].pid())), "{text}");
     assert_eq!(statuses, ["working", "completed"], "asked again, or ended otherwise");
 }
 
-#[tokio::test]
-async fn a_change_made_on_one_instance_reaches_listeners_on_every_instance() {
+#[test]
+fn a_task_handed_back_at_shutdown_is_taken_over_at_once_not_after_its_lease() {
     let Some(redis) = Redis::start() else { return };
-    let nodes = instances(Some(&redis), &cluster::key_ring(), 2);
+    // A lease far longer than the test's bound: only the hand-back can explain a quick takeover.
+    let nodes = instances(Some(&redis), &instance::new_key("k1"), "120000", 2);
     let (a, b) = (nodes[0].addr, nodes[1].addr);
-    let mut on_a = Listener::open(a, json!({ "toolsListChanged": true })).await;
-    let mut on_b = Listener::open(b, json!({ "toolsListChanged": true })).await;
-    for listener in [&mut on_a, &mut on_b] {
-        let ack = listener.next().await;
-        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged", "{ack}");
-    }
-    let toggled = call(a, "test_trigger_tool_change", json!({})).await;
+    let (id, ticket, work) = working_on(a, 2);
+
+    let mut nodes = nodes.into_iter();
+    let first = nodes.next().unwrap();
+    first.terminate();
+    let (exit, log) = first.exit_within(Duration::from_secs(20));
+    assert!(exit.success(), "{exit}: {log}");
+    assert!(log.contains("handed a running task back"), "{log}");
+
+    let (done, _) = finish(b, &id, Duration::from_secs(20));
+    assert_eq!(done["status"], "completed", "{done}");
+    let text = result_text(&done);
+    assert_eq!((receipt(text, "ticket"), receipt(text, "work")), (ticket, work), "{text}");
+}
+
+/// An open `subscriptions/listen` stream on `addr`, past its acknowledgement.
+fn listen(addr: SocketAddr) -> (TcpStream, String) {
+    let request =
+        instance::request("subscriptions/listen", json!({ "notifications": { "toolsListChanged": true } }), &caps());
+    let mut stream = instance::open(addr, &request);
+    let mut seen = String::new();
+    instance::read_until(&mut stream, &mut seen, "notifications/subscriptions/acknowledged");
+    (stream, seen)
+}
+
+#[test]
+fn a_change_made_on_one_instance_reaches_listeners_on_every_instance() {
+    let Some(redis) = Redis::start() else { return };
+    let nodes = instances(Some(&redis), &instance::new_key("k1"), LEASE_MS, 2);
+    let (a, b) = (nodes[0].addr, nodes[1].addr);
+    let mut listeners = [listen(a), listen(b)];
+    let toggled = call(a, "test_trigger_tool_change", json!({}));
     assert!(toggled["result"].is_object(), "{toggled}");
-    for listener in [&mut on_a, &mut on_b] {
-        let changed = listener.next().await;
-        assert_eq!(changed["method"], "notifications/tools/list_changed", "{changed}");
+    // B's own catalog did not change: only the fanout can tell its listener.
+    for (stream, seen) in &mut listeners {
+        instance::read_until(stream, seen, "notifications/tools/list_changed");
     }
 }
 
-#[tokio::test]
-async fn while_redis_is_away_requests_fail_cleanly_and_nothing_is_let_through_unrecorded() {
+#[test]
+fn while_redis_is_away_requests_fail_cleanly_and_nothing_is_let_through_unrecorded() {
     let Some(mut redis) = Redis::start() else { return };
-    let nodes = instances(Some(&redis), &cluster::key_ring(), 1);
+    let nodes = instances(Some(&redis), &instance::new_key("k1"), LEASE_MS, 1);
     let a = nodes[0].addr;
-    let mut listener = Listener::open(a, json!({ "toolsListChanged": true })).await;
-    listener.next().await;
-    let tool = "test_input_required_result_multi_round";
-    let first = call(a, tool, json!({})).await["result"].clone();
+    let (mut stream, mut seen) = listen(a);
+    let first = call(a, TWO_ROUNDS, json!({}))["result"].clone();
     let key = only_key(&first);
 
     redis.kill();
     // The state cannot be recorded as used, so it is refused, with a "try again later".
-    let refused = round(a, tool, &first["requestState"], &key, accept(&json!({ "name": "Ada" }))).await;
+    let refused = round(a, &first["requestState"], &key, &json!({ "name": "Ada" }));
     assert_eq!(refused["error"]["code"], -32603, "{refused}");
     assert!(refused["error"]["message"].as_str().unwrap_or_default().contains("try again later"), "{refused}");
-    let no_task = call(a, "confirm_delete", json!({ "filename": "x" })).await;
-    assert_eq!(no_task["error"]["code"], -32603, "{no_task}");
+    let no_task = call(a, "confirm_delete", json!({ "filename": "x" }));
     assert_eq!(no_task["error"]["message"], "the task store is unavailable", "{no_task}");
     // Calls that need no store still work.
-    let plain = call(a, "test_simple_text", json!({})).await;
-    assert!(plain["result"]["content"].is_array(), "{plain}");
+    assert!(call(a, "test_simple_text", json!({}))["result"]["content"].is_array());
 
     // Redis comes back (empty): the instance reconnects, the state opens once, and the
     // listener hears that every list may have changed while it was away.
     redis.restart();
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let reopened = loop {
-        let reply = round(a, tool, &first["requestState"], &key, accept(&json!({ "name": "Ada" }))).await;
+        let reply = round(a, &first["requestState"], &key, &json!({ "name": "Ada" }));
         if reply.get("result").is_some() || started.elapsed() > Duration::from_secs(15) {
             break reply;
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        std::thread::sleep(Duration::from_millis(200));
     };
     assert_eq!(reopened["result"]["resultType"], "input_required", "{reopened}");
-    let told = listener.next().await;
-    assert_eq!(told["method"], "notifications/tools/list_changed", "{told}");
+    instance::read_until(&mut stream, &mut seen, "notifications/tools/list_changed");
 }

@@ -343,6 +343,15 @@ impl Server {
         self
     }
 
+    /// Gives back the tasks running on this instance, as a graceful shutdown does: their
+    /// handlers are dropped and their leases released, so another instance sharing the
+    /// task store takes them over at once, replaying them from their journals. After it,
+    /// this server takes no task over. `serve_http*` and `serve_stdio` call it after
+    /// their drain; call it yourself when you serve the router another way.
+    pub async fn hand_back_tasks(&self) {
+        self.tasks.hand_back().await;
+    }
+
     /// Lets a request state open as often as it is presented within its lifetime. A
     /// client retrying a round after a network failure then continues instead of starting
     /// over, but a client replaying an older state also runs that round again, `once!`

@@ -1,15 +1,27 @@
 //! `everything` processes for the tests of running several instances: a child serving
 //! HTTP on a port of its own choosing (read back from its log), SIGTERM sent with
-//! `kill`, and a deliberately small blocking HTTP/1.1 client for 2026-07-28 requests.
-//! Every wait is bounded, and a child still running when its test ends is killed.
+//! `kill`, a `redis-server` of a test's own (`redis`), and a deliberately small blocking
+//! HTTP/1.1 client for 2026-07-28 requests. Every wait is bounded, and a child still
+//! running when its test ends is killed.
 
+// Each test binary that includes this module uses a part of it.
+#![allow(dead_code)]
+
+mod redis;
+
+#[allow(unused_imports, reason = "not every test binary starts a Redis")]
+pub(crate) use self::redis::Redis;
+
+use std::collections::hash_map::RandomState;
 use std::fmt::Write as _;
+use std::hash::BuildHasher;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
+use base64::Engine as _;
 use serde_json::{json, Value};
 
 /// The longest any one step of a test waits for a child or a socket.
@@ -29,12 +41,18 @@ impl Instance {
     /// Starts `everything` with this `MCP_MRTR_STATE_KEYS` (`None`: unset) and returns
     /// once it listens.
     pub(crate) fn start(keys: Option<&str>) -> Self {
+        Self::start_with(&keys.map(|keys| ("MCP_MRTR_STATE_KEYS", keys)).into_iter().collect::<Vec<_>>())
+    }
+
+    /// Starts `everything` with these environment variables (and none of the `MCP_MRTR_*`
+    /// ones of the test's own environment) and returns once it listens.
+    pub(crate) fn start_with(env: &[(&str, &str)]) -> Self {
         let mut command = Command::new(env!("CARGO_BIN_EXE_everything"));
         command.args(["--port", "0"]).env("RUST_LOG", "info");
-        match keys {
-            Some(keys) => command.env("MCP_MRTR_STATE_KEYS", keys),
-            None => command.env_remove("MCP_MRTR_STATE_KEYS"),
-        };
+        for name in ["MCP_MRTR_STATE_KEYS", "MCP_MRTR_REDIS_URL", "MCP_MRTR_TASK_LEASE_MS"] {
+            command.env_remove(name);
+        }
+        command.envs(env.iter().copied());
         let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -55,6 +73,17 @@ impl Instance {
             }
         };
         Self { child, addr, stderr, log }
+    }
+
+    /// The process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Kills it with SIGKILL: no drain, no hand-back, as when its machine dies.
+    pub(crate) fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// Sends SIGTERM, as `docker stop` or Kubernetes would.
@@ -80,9 +109,16 @@ impl Instance {
 
 impl Drop for Instance {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.kill();
     }
+}
+
+/// A key entry `id:base64` with a fresh random 32-byte secret, as
+/// `openssl rand -base64 32` would make.
+pub(crate) fn new_key(id: &str) -> String {
+    let random = RandomState::new();
+    let secret: Vec<u8> = (0u64..4).flat_map(|i| random.hash_one(i).to_le_bytes()).collect();
+    format!("{id}:{}", base64::engine::general_purpose::STANDARD.encode(secret))
 }
 
 /// Sends SIGTERM to `child` with `kill` (no signal crate is needed for one signal).
@@ -143,7 +179,8 @@ pub(crate) fn open(addr: SocketAddr, message: &Value) -> TcpStream {
         addr.port(),
         body.len()
     );
-    if let Some(name) = message["params"]["name"].as_str() {
+    let params = &message["params"];
+    if let Some(name) = params["name"].as_str().or_else(|| params["taskId"].as_str()) {
         let _ = write!(head, "Mcp-Name: {name}\r\n");
     }
     let mut socket = TcpStream::connect(addr).expect("connect");

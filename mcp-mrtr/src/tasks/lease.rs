@@ -49,6 +49,8 @@ impl Tasks {
     /// handlers are dropped where they stand and their leases released, so another
     /// instance takes them over at its next look instead of waiting for them to lapse.
     pub(crate) async fn hand_back(&self) {
+        // First, so this instance's own look cannot take a released task straight back.
+        self.closing.store(true, Ordering::Release);
         for (id, run) in self.running.abort_all() {
             let released = transition(&*self.store, &id, |record| {
                 let held = record.is_held_by(&run);
@@ -109,7 +111,7 @@ pub(crate) fn watch(server: &Server) {
             looks.tick().await;
             // `running` is shared by every clone of the server: when only this loop's
             // clone holds it, the server was dropped.
-            if Arc::strong_count(&server.tasks.running) == 1 {
+            if Arc::strong_count(&server.tasks.running) == 1 || server.tasks.closing.load(Ordering::Acquire) {
                 return;
             }
             match server.tasks.store.lapsed(SystemTime::now(), TAKE_PER_LOOK).await {
@@ -129,6 +131,9 @@ pub(crate) fn watch(server: &Server) {
 /// Takes the task `id` over if its lease has lapsed: claims the lease (only one instance
 /// can, by compare-and-set) and replays the handler from the journal.
 pub(crate) async fn take_over(server: &Server, id: &str) -> Result<(), Error> {
+    if server.tasks.closing.load(Ordering::Acquire) {
+        return Ok(());
+    }
     let run = new_run()?;
     let now = SystemTime::now();
     let claimed =

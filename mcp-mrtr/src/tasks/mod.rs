@@ -66,6 +66,8 @@ pub(crate) struct Tasks {
     pub(crate) lease: Duration,
     /// Whether this server already looks for tasks to take over (see `lease::watch`).
     pub(crate) watching: Arc<AtomicBool>,
+    /// Set by the hand-back at shutdown: this instance takes no task (back) any more.
+    pub(crate) closing: Arc<AtomicBool>,
 }
 
 impl Default for Tasks {
@@ -76,6 +78,7 @@ impl Default for Tasks {
             running: Arc::default(),
             lease: DEFAULT_LEASE,
             watching: Arc::default(),
+            closing: Arc::default(),
         }
     }
 }

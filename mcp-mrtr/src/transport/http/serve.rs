@@ -76,16 +76,21 @@ pub async fn serve_router(listener: TcpListener, app: Router, limits: Limits) ->
 ///    connections are closed and their handlers dropped.
 ///
 /// Tasks running on this instance are the server's: [`Server::serve_http`](crate::Server::serve_http)
-/// hands them back after this returns.
+/// hands them back after the drain; an app that serves its own router calls
+/// [`Server::hand_back_tasks`](crate::Server::hand_back_tasks) after this returns.
 ///
 /// ```no_run
 /// # async fn run() -> std::io::Result<()> {
 /// use mcp_mrtr::{HttpConfig, Limits, Server};
 ///
 /// let limits = Limits::default();
-/// let mcp = Server::new("app", "1.0.0").into_router_with(HttpConfig::default().limits(limits));
+/// let server = Server::new("app", "1.0.0");
+/// let mcp = server.clone().into_router_with(HttpConfig::default().limits(limits));
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
-/// mcp_mrtr::serve_router_with_shutdown(listener, axum::Router::new().merge(mcp), limits, mcp_mrtr::shutdown_signal()).await
+/// let app = axum::Router::new().merge(mcp);
+/// mcp_mrtr::serve_router_with_shutdown(listener, app, limits, mcp_mrtr::shutdown_signal()).await?;
+/// server.hand_back_tasks().await;
+/// # Ok(())
 /// # }
 /// ```
 pub async fn serve_router_with_shutdown(
