@@ -150,14 +150,20 @@ fn messages(raw: &str) -> Vec<Value> {
     }
 }
 
-#[tokio::test]
-async fn a_request_in_flight_when_shutdown_starts_completes() {
+/// A server holding one call at its gate, told to shut down: its listener is closed.
+async fn shut_down_with_a_call_held() -> (Gate, Serving, TcpStream) {
     let gate = Gate::default();
     let mut serving = Serving::start(Server::new("drain", "0").tool(gate.tool()), Limits::default()).await;
     let call = open(serving.addr, &Rpc::call_tool("gated", json!({}))).await;
     gate.wait_started().await;
     serving.shut_down();
     assert!(refused_soon(serving.addr).await, "the listener stayed open");
+    (gate, serving, call)
+}
+
+#[tokio::test]
+async fn a_request_in_flight_when_shutdown_starts_completes() {
+    let (gate, serving, call) = shut_down_with_a_call_held().await;
     gate.release.notify_one();
     let answer = read_all(call).await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
@@ -167,12 +173,7 @@ async fn a_request_in_flight_when_shutdown_starts_completes() {
 
 #[tokio::test]
 async fn a_new_connection_after_shutdown_started_is_refused_while_the_drain_runs() {
-    let gate = Gate::default();
-    let mut serving = Serving::start(Server::new("drain", "0").tool(gate.tool()), Limits::default()).await;
-    let call = open(serving.addr, &Rpc::call_tool("gated", json!({}))).await;
-    gate.wait_started().await;
-    serving.shut_down();
-    assert!(refused_soon(serving.addr).await, "the listener stayed open");
+    let (gate, serving, call) = shut_down_with_a_call_held().await;
     // Still draining (the call is held), and still refusing.
     for _ in 0..3 {
         let error = TcpStream::connect(serving.addr).await.expect_err("refused");

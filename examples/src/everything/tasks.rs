@@ -40,19 +40,34 @@ pub async fn slow_compute(
     label: Option<String>,
 ) -> Result<String, ToolError> {
     let label = label.unwrap_or_else(|| "slow_compute".into());
-    let total = Duration::try_from_secs_f64(seconds)
+    let total = duration(seconds, 3600)?;
+    work(ctx, total, Duration::from_secs(1), |done| {
+        let message = format!("{label}: {:.1}s of {:.1}s", done.as_secs_f64(), total.as_secs_f64());
+        (done.as_secs_f64(), Some(total.as_secs_f64()), message)
+    })
+    .await;
+    Ok(format!("{label} finished after {seconds}s"))
+}
+
+/// `seconds` as a duration, refused past `max`.
+fn duration(seconds: f64, max: u64) -> Result<Duration, ToolError> {
+    Duration::try_from_secs_f64(seconds)
         .ok()
-        .filter(|d| d.as_secs() <= 3600)
-        .ok_or_else(|| ToolError::invalid_params("seconds must be between 0 and 3600"))?;
+        .filter(|d| d.as_secs() <= max)
+        .ok_or_else(|| ToolError::invalid_params(format!("seconds must be between 0 and {max}")))
+}
+
+/// Works for `total` in steps of `every`, reporting `progress(done)` (progress, total,
+/// message) after each.
+async fn work(ctx: &Ctx, total: Duration, every: Duration, progress: impl Fn(Duration) -> (f64, Option<f64>, String)) {
     let mut done = Duration::ZERO;
     while done < total {
-        let step = total.saturating_sub(done).min(Duration::from_secs(1));
+        let step = total.saturating_sub(done).min(every);
         tokio::time::sleep(step).await;
         done += step;
-        let message = format!("{label}: {:.1}s of {:.1}s", done.as_secs_f64(), total.as_secs_f64());
-        ctx.progress(done.as_secs_f64(), Some(total.as_secs_f64()), Some(&message)).await;
+        let (value, of, message) = progress(done);
+        ctx.progress(value, of, Some(&message)).await;
     }
-    Ok(format!("{label} finished after {seconds}s"))
 }
 
 /// Runs for about a second and fails as a tool error (`isError`): only as a task.
@@ -124,10 +139,7 @@ pub async fn test_durable_task(
     /// How long to work after the approval, in seconds (at most 600).
     seconds: f64,
 ) -> Result<String, ToolError> {
-    let total = Duration::try_from_secs_f64(seconds)
-        .ok()
-        .filter(|d| d.as_secs() <= 600)
-        .ok_or_else(|| ToolError::invalid_params("seconds must be between 0 and 600"))?;
+    let total = duration(seconds, 600)?;
     ctx.continue_as_task().await;
     let ticket = once!(receipt("ticket"));
     ctx.progress(1.0, None, Some(&format!("opened {ticket}; waiting for approval"))).await;
@@ -136,14 +148,11 @@ pub async fn test_durable_task(
         return Ok(format!("{ticket} rejected"));
     }
     let work = once!(receipt("work"));
-    let mut done = Duration::ZERO;
-    while done < total {
-        let step = total.saturating_sub(done).min(Duration::from_millis(250));
-        tokio::time::sleep(step).await;
-        done += step;
+    self::work(ctx, total, Duration::from_millis(250), |done| {
         let message = format!("{ticket} {work} working, {:.2}s of {:.2}s", done.as_secs_f64(), total.as_secs_f64());
-        ctx.progress(2.0, None, Some(&message)).await;
-    }
+        (2.0, None, message)
+    })
+    .await;
     let shipped = once!(receipt("shipped"));
     Ok(format!("{ticket} {work} {shipped}"))
 }
