@@ -174,10 +174,16 @@ fn a_task_created_on_one_instance_is_polled_answered_and_cancelled_through_anoth
     assert!(cancelled["result"].is_object(), "{cancelled}");
     let seen = task(a, &id);
     assert_eq!(seen["status"], "cancelled", "{seen}");
-    // A's handler loses its lease at its next renewal; nothing it does after changes the task.
+    // A's handler loses its lease at its next renewal and stops; nothing it did after
+    // the cancel changed the task.
     std::thread::sleep(Duration::from_millis(1500));
     let later = task(a, &id);
     assert_eq!((&later["status"], &later["statusMessage"]), (&seen["status"], &seen["statusMessage"]));
+    let mut nodes = nodes.into_iter();
+    let first = nodes.next().unwrap();
+    first.terminate();
+    let (_, log) = first.exit_within(Duration::from_secs(20));
+    assert!(log.contains("lost its lease"), "A's handler did not stop: {log}");
 }
 
 #[test]
