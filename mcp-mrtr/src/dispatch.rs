@@ -16,12 +16,12 @@ use serde_json::{json, Value};
 use tracing::Instrument as _;
 
 use crate::context::Transport;
-use crate::envelope::{Request, RequestMeta, SUPPORTED_VERSIONS};
+use crate::envelope::{Request, RequestMeta};
 use crate::handler::{PromptRoute, ResourceKind, ResourceRoute, ToolRoute};
-use crate::live::{serve_listen, Item, RequestView};
+use crate::live::{serve_listen, Item, PreparedBody, RequestView};
 use crate::protocol::{
-    meta_keys, CallToolParams, CompleteParams, CompleteResult, Completion, CompletionReference, DiscoverResult,
-    GetPromptParams, JsonObject, ReadResourceParams, RequestId,
+    meta_keys, CallToolParams, CompleteParams, CompleteResult, Completion, CompletionReference, GetPromptParams,
+    JsonObject, ReadResourceParams, RequestId, ResultJson,
 };
 use crate::replay::{self, Carried, Outcome, Replay};
 use crate::server::{CacheHints, CacheScope};
@@ -29,11 +29,13 @@ use crate::state::{Binding, Presented};
 use crate::tasks::{self, TaskCall, TaskMethod};
 use crate::{deadline, Ctx, Error, Server};
 
+mod stamp;
+
 /// The answer to one request, before framing.
 #[derive(Debug)]
 pub(crate) struct Reply {
     pub(crate) id: RequestId,
-    pub(crate) outcome: Result<Value, Error>,
+    pub(crate) outcome: Result<ResultJson, Error>,
 }
 
 /// The methods a modern server answers.
@@ -78,6 +80,8 @@ impl Method {
 /// A result body, before stamping.
 enum Body {
     Complete(JsonObject),
+    /// A complete body serialized once and shared (lists, discovery).
+    Prepared(PreparedBody),
     InputRequired(JsonObject),
     /// A `CreateTaskResult`.
     Task(JsonObject),
@@ -85,9 +89,20 @@ enum Body {
 
 impl Body {
     /// The body as legacy clients get it: no stamping at all.
-    fn into_inner(self) -> JsonObject {
+    fn into_unstamped(self) -> ResultJson {
         match self {
-            Self::Complete(body) | Self::InputRequired(body) | Self::Task(body) => body,
+            Self::Complete(body) | Self::InputRequired(body) | Self::Task(body) => {
+                ResultJson::from_value(&Value::Object(body))
+            }
+            Self::Prepared(body) => ResultJson::from_text(body.to_string()),
+        }
+    }
+
+    fn result_type(&self) -> &'static str {
+        match self {
+            Self::Complete(_) | Self::Prepared(_) => "complete",
+            Self::InputRequired(_) => "input_required",
+            Self::Task(_) => "task",
         }
     }
 }
@@ -112,19 +127,18 @@ impl Server {
         let started = std::time::Instant::now();
         // Application code runs in here (handlers, their synchronous prologues, the
         // principal function): a panic fails this request, never the connection.
-        let outcome = AssertUnwindSafe(self.dispatch(request, meta, transport).instrument(span.clone()))
-            .catch_unwind()
-            .await
-            .unwrap_or_else(|_| {
-                tracing::error!(parent: &span, "a request panicked");
-                Err(Error::internal("the request failed: the server panicked while handling it"))
-            });
+        // Boxed: the dispatch future is several KB, and every future that holds this one
+        // inline (the transport's, the HTTP framework's) would be moved with it, a memcpy
+        // of the whole state each time.
+        let dispatch = Box::pin(self.dispatch(request, meta, transport));
+        let outcome = AssertUnwindSafe(dispatch.instrument(span.clone())).catch_unwind().await.unwrap_or_else(|_| {
+            tracing::error!(parent: &span, "a request panicked");
+            Err(Error::internal("the request failed: the server panicked while handling it"))
+        });
         let elapsed_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         match &outcome {
-            Ok(result) => {
-                span.record("outcome", result.get("resultType").and_then(Value::as_str).unwrap_or("complete"));
-                tracing::debug!(parent: &span, elapsed_us, "request answered");
-            }
+            // The outcome was recorded when the body was stamped.
+            Ok(_) => tracing::debug!(parent: &span, elapsed_us, "request answered"),
             Err(error) => {
                 span.record("outcome", "error");
                 tracing::debug!(parent: &span, elapsed_us, code = error.code().0, %error, "request failed");
@@ -133,7 +147,7 @@ impl Server {
         Reply { id, outcome }
     }
 
-    async fn dispatch(&self, request: Request, meta: RequestMeta, transport: Transport) -> Result<Value, Error> {
+    async fn dispatch(&self, request: Request, meta: RequestMeta, transport: Transport) -> Result<ResultJson, Error> {
         let id = request.id.clone();
         let method = Method::parse(&request.method)
             .filter(|m| self.serves(*m))
@@ -143,21 +157,17 @@ impl Server {
         let legacy = transport.bridge.is_some();
         let view = RequestView::new(&meta, &transport);
         let body = match method {
-            Method::Discover => Body::Complete(to_body(&DiscoverResult {
-                supported_versions: SUPPORTED_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),
-                capabilities: self.capabilities(),
-                instructions: self.instructions.clone(),
-            })),
-            Method::ToolsList => Body::Complete(to_body(&self.list_tools(&params, &view)?)),
-            Method::PromptsList => Body::Complete(to_body(&self.list_prompts(&params, &view)?)),
-            Method::ResourcesList => Body::Complete(to_body(&self.list_resources(&params, &view)?)),
-            Method::ResourceTemplatesList => Body::Complete(to_body(&self.list_templates(&params, &view)?)),
+            Method::Discover => Body::Prepared(self.discover()?),
+            Method::ToolsList => Body::Prepared(self.list_tools(&params, &view)?),
+            Method::PromptsList => Body::Prepared(self.list_prompts(&params, &view)?),
+            Method::ResourcesList => Body::Prepared(self.list_resources(&params, &view)?),
+            Method::ResourceTemplatesList => Body::Prepared(self.list_templates(&params, &view)?),
             // Runs until the client goes; 2025-11-25 sessions have no such method.
             Method::Listen if !legacy => Body::Complete(serve_listen(self, &id, &params, &transport).await?),
             Method::Listen => return Err(Error::method_not_found(&request.method)),
-            Method::ToolsCall => self.call_tool(self.call(id, &params, meta, transport)?).await?,
-            Method::PromptsGet => self.get_prompt(self.call(id, &params, meta, transport)?).await?,
-            Method::ResourcesRead => self.read_resource(self.call(id, &params, meta, transport)?).await?,
+            Method::ToolsCall => self.call_tool(self.call(id, params, meta, transport)?).await?,
+            Method::PromptsGet => self.get_prompt(self.call(id, params, meta, transport)?).await?,
+            Method::ResourcesRead => self.read_resource(self.call(id, params, meta, transport)?).await?,
             // The extension does not exist in 2025-11-25.
             Method::Task(_) if legacy => return Err(Error::method_not_found(&request.method)),
             Method::Task(method) => {
@@ -167,7 +177,7 @@ impl Server {
                 let replay = Arc::new(Replay::disabled());
                 let limit = transport.handler_timeout;
                 let ctx = Ctx::new(id, meta.clone(), transport, self.logging, replay.clone(), self.app.clone());
-                let run = self.complete(ctx, parse_params(params)?);
+                let run = self.complete(ctx, parse_params(&params)?);
                 match deadline::within(limit, replay::drive(&replay, &meta.client_capabilities, run)).await? {
                     Outcome::Complete(completion) => {
                         Body::Complete(to_body(&CompleteResult { completion: completion? }))
@@ -179,7 +189,8 @@ impl Server {
                 }
             }
         };
-        Ok(if legacy { Value::Object(body.into_inner()) } else { self.stamp(body, hints) })
+        tracing::Span::current().record("outcome", body.result_type());
+        Ok(if legacy { body.into_unstamped() } else { self.stamp(body, hints) })
     }
 
     async fn call_tool(&self, mut call: Call<CallToolParams>) -> Result<Body, Error> {
@@ -270,13 +281,13 @@ impl Server {
     fn call<P: DeserializeOwned>(
         &self,
         id: RequestId,
-        raw: &Value,
+        raw: Value,
         meta: RequestMeta,
         transport: Transport,
     ) -> Result<Call<P>, Error> {
         let principal = self.principal_of(&transport);
         let limit = transport.handler_timeout;
-        Ok(Call { id, params: parse_params(raw.clone())?, raw: raw.clone(), meta, transport, principal, limit })
+        Ok(Call { id, params: parse_params(&raw)?, raw, meta, transport, principal, limit })
     }
 
     fn ctx<P>(&self, call: &Call<P>, replay: &Arc<Replay>) -> Ctx {
@@ -320,11 +331,12 @@ impl Server {
 
     /// Stamps what every modern result carries: `resultType`, `serverInfo` in `_meta`,
     /// and, on complete results of cacheable methods only, the caching hints.
-    fn stamp(&self, body: Body, hints: Option<CacheHints>) -> Value {
-        let (mut body, result_type, hints) = match body {
-            Body::Complete(body) => (body, "complete", hints),
-            Body::InputRequired(body) => (body, "input_required", None),
-            Body::Task(body) => (body, "task", None),
+    fn stamp(&self, body: Body, hints: Option<CacheHints>) -> ResultJson {
+        let result_type = body.result_type();
+        let (mut body, hints) = match body {
+            Body::Prepared(body) => return stamp::prepared(&body, hints, &self.info),
+            Body::Complete(body) => (body, hints),
+            Body::InputRequired(body) | Body::Task(body) => (body, None),
         };
         body.insert("resultType".into(), json!(result_type));
         if let Some(hints) = hints {
@@ -335,7 +347,7 @@ impl Server {
         if let Value::Object(meta) = meta {
             meta.insert(meta_keys::SERVER_INFO.into(), json!(self.info));
         }
-        Value::Object(body)
+        ResultJson::from_value(&Value::Object(body))
     }
 
     /// Reads this round's `inputResponses` and opens its `requestState`, before the handler
@@ -535,8 +547,9 @@ fn execution_as_internal(error: crate::ToolError) -> Error {
     }
 }
 
-fn parse_params<T: DeserializeOwned>(params: Value) -> Result<T, Error> {
-    serde_json::from_value(params).map_err(|e| Error::invalid_params(format!("Invalid params: {e}")))
+/// Reads typed params straight from the request's tree (no copy of the tree first).
+fn parse_params<T: DeserializeOwned>(params: &Value) -> Result<T, Error> {
+    T::deserialize(params).map_err(|e| Error::invalid_params(format!("Invalid params: {e}")))
 }
 
 fn to_body<T: Serialize>(value: &T) -> JsonObject {

@@ -4,6 +4,7 @@
 //! Entry points: [`Incoming::from_value`] for the framing, [`classify`] for the era,
 //! [`RequestMeta::parse`] for the envelope and [`check_version`] for the version.
 
+use serde::Deserialize as _;
 use serde_json::Value;
 
 use crate::protocol::{meta_keys, ClientCapabilities, Implementation, LoggingLevel, RequestId};
@@ -179,17 +180,14 @@ fn parse_capabilities(caps: &Value) -> Result<ClientCapabilities, Error> {
     if let Some((name, _)) = members.iter().find(|(_, v)| !v.is_object()) {
         return Err(envelope_error(format!("client capability {name:?} must be an object")));
     }
-    serde_json::from_value(caps.clone()).map_err(|e| envelope_error(format!("invalid _meta clientCapabilities: {e}")))
+    ClientCapabilities::deserialize(caps).map_err(|e| envelope_error(format!("invalid _meta clientCapabilities: {e}")))
 }
 
 fn optional<T: serde::de::DeserializeOwned>(
     meta: &serde_json::Map<String, Value>,
     key: &str,
 ) -> Result<Option<T>, Error> {
-    meta.get(key)
-        .map(|v| serde_json::from_value(v.clone()))
-        .transpose()
-        .map_err(|e| envelope_error(format!("invalid _meta[{key:?}]: {e}")))
+    meta.get(key).map(T::deserialize).transpose().map_err(|e| envelope_error(format!("invalid _meta[{key:?}]: {e}")))
 }
 
 fn envelope_error(detail: impl std::fmt::Display) -> Error {

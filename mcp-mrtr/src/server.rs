@@ -10,7 +10,7 @@ use futures_util::future::BoxFuture;
 use crate::context::Transport;
 use crate::extract::AppState;
 use crate::handler::{PromptRoute, ResourceKind, ResourceRoute, Routes, ToolRoute, Toolbox};
-use crate::live::{Item, Listen, Live, LiveConfig, RequestView, ServerHandle};
+use crate::live::{Item, Listen, Live, LiveConfig, Prepared, RequestView, ServerHandle};
 use crate::protocol::{
     CompleteParams, Completion, Implementation, JsonObject, PromptsCapability, ResourcesCapability, ServerCapabilities,
     ToolsCapability,
@@ -79,6 +79,8 @@ pub struct Server {
     /// Tools, prompts and resources: shared with every clone and [`ServerHandle`].
     pub(crate) live: Arc<Live>,
     pub(crate) live_config: LiveConfig,
+    /// The list and discovery bodies of the current catalog, serialized once.
+    pub(crate) prepared: Prepared,
     pub(crate) completion: Option<CompletionFn>,
     pub(crate) logging: bool,
     pub(crate) cache: CacheHints,
@@ -105,6 +107,7 @@ impl Server {
             instructions: None,
             live,
             live_config: LiveConfig::default(),
+            prepared: Prepared::default(),
             completion: None,
             logging: false,
             cache: CacheHints::default(),

@@ -10,6 +10,7 @@
 
 mod handle;
 mod listen;
+mod prepared;
 mod view;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -18,6 +19,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 pub use self::handle::{CatalogError, ServerHandle};
 pub(crate) use self::listen::serve_listen;
 pub use self::listen::{Change, ChangeFanout, Listen, MemoryFanout};
+pub(crate) use self::prepared::{Prepared, PreparedBody};
 pub(crate) use self::view::LiveConfig;
 pub use self::view::{Item, RequestView};
 use crate::handler::{PromptRoute, ResourceRoute, ToolRoute};
@@ -48,6 +50,8 @@ impl Default for Live {
 /// One consistent view of everything registered.
 #[derive(Clone, Default)]
 pub(crate) struct Catalog {
+    /// Counts the edits that led here: what prepared list bodies are filed under.
+    pub(crate) generation: u64,
     pub(crate) tools: Vec<Entry<ToolRoute>>,
     pub(crate) prompts: Vec<Entry<PromptRoute>>,
     pub(crate) resources: Vec<Entry<ResourceRoute>>,
@@ -197,6 +201,7 @@ impl Live {
             let mut current = self.catalog.write().unwrap_or_else(PoisonError::into_inner);
             let mut next = Catalog::clone(&current);
             let announced = change(&mut next)?;
+            next.generation = current.generation + 1;
             *current = Arc::new(next);
             announced
         };

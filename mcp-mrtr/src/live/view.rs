@@ -11,15 +11,16 @@ use std::sync::Arc;
 use axum::http::HeaderMap;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
+use serde::ser::SerializeMap as _;
+use serde::{Deserialize as _, Serialize};
 use serde_json::Value;
 
+use super::prepared::{is_set, mask, BodyKey, List, PreparedBody};
 use super::{Catalog, Kind, Listen};
 use crate::context::Transport;
+use crate::envelope::SUPPORTED_VERSIONS;
 use crate::handler::{PromptRoute, ResourceKind, ResourceRoute, ToolRoute};
-use crate::protocol::{
-    ClientCapabilities, ListParams, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, Prompt, Resource, ResourceTemplate, Tool,
-};
+use crate::protocol::{ClientCapabilities, DiscoverResult, ListParams, Prompt, Resource, ResourceTemplate, Tool};
 use crate::{Caller, Error, RequestMeta, Server};
 
 pub(crate) type VisibleFn = Arc<dyn Fn(&RequestView<'_>, Item<'_>) -> bool + Send + Sync>;
@@ -118,71 +119,102 @@ impl Server {
         self.live_config.visible.is_some()
     }
 
-    pub(crate) fn list_tools(&self, params: &Value, view: &RequestView<'_>) -> Result<ListToolsResult, Error> {
-        let catalog = self.catalog();
-        let (tools, next_cursor) =
-            self.page::<ToolRoute, _>(&catalog, params, view, "tools", |r| Some((Item::Tool(&r.tool), &r.tool)))?;
-        Ok(ListToolsResult { tools, next_cursor })
+    /// The `tools/list` page the request asked for, as prepared bytes.
+    pub(crate) fn list_tools(&self, params: &Value, view: &RequestView<'_>) -> Result<PreparedBody, Error> {
+        self.page::<ToolRoute, _>(List::Tools, params, view, |r| Some((Item::Tool(&r.tool), &r.tool)))
     }
 
-    pub(crate) fn list_prompts(&self, params: &Value, view: &RequestView<'_>) -> Result<ListPromptsResult, Error> {
-        let catalog = self.catalog();
-        let (prompts, next_cursor) = self.page::<PromptRoute, _>(&catalog, params, view, "prompts", |r| {
-            Some((Item::Prompt(&r.prompt), &r.prompt))
-        })?;
-        Ok(ListPromptsResult { prompts, next_cursor })
+    pub(crate) fn list_prompts(&self, params: &Value, view: &RequestView<'_>) -> Result<PreparedBody, Error> {
+        self.page::<PromptRoute, _>(List::Prompts, params, view, |r| Some((Item::Prompt(&r.prompt), &r.prompt)))
     }
 
-    pub(crate) fn list_resources(&self, params: &Value, view: &RequestView<'_>) -> Result<ListResourcesResult, Error> {
-        let catalog = self.catalog();
-        let (resources, next_cursor) = self.page::<ResourceRoute, _>(&catalog, params, view, "resources", |r| {
+    pub(crate) fn list_resources(&self, params: &Value, view: &RequestView<'_>) -> Result<PreparedBody, Error> {
+        self.page::<ResourceRoute, _>(List::Resources, params, view, |r| {
             r.kind.as_static().map(|resource| (r.kind.item(), resource))
-        })?;
-        Ok(ListResourcesResult { resources, next_cursor })
+        })
     }
 
-    pub(crate) fn list_templates(
-        &self,
-        params: &Value,
-        view: &RequestView<'_>,
-    ) -> Result<ListResourceTemplatesResult, Error> {
-        let catalog = self.catalog();
-        let (resource_templates, next_cursor) =
-            self.page::<ResourceRoute, _>(&catalog, params, view, "templates", |r| {
-                r.kind.as_template().map(|template| (r.kind.item(), template))
-            })?;
-        Ok(ListResourceTemplatesResult { resource_templates, next_cursor })
+    pub(crate) fn list_templates(&self, params: &Value, view: &RequestView<'_>) -> Result<PreparedBody, Error> {
+        self.page::<ResourceRoute, _>(List::Templates, params, view, |r| {
+            r.kind.as_template().map(|template| (r.kind.item(), template))
+        })
+    }
+
+    /// The `server/discover` body, as prepared bytes: it changes with the catalog only
+    /// (which kinds are registered decides the capabilities).
+    pub(crate) fn discover(&self) -> Result<PreparedBody, Error> {
+        let generation = self.catalog().generation;
+        let key = BodyKey { list: List::Discover, after: 0, visible: None };
+        self.prepared.get_or_build(generation, key, || {
+            to_json(&DiscoverResult {
+                supported_versions: SUPPORTED_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),
+                capabilities: self.capabilities(),
+                instructions: self.instructions.clone(),
+            })
+        })
     }
 
     /// One page of a list: the visible entries after the cursor's position, and the
-    /// cursor of the next page when there is more.
-    fn page<'c, K: Kind, T: Clone + 'c>(
+    /// cursor of the next page when there is more. Built once per catalog generation,
+    /// cursor and visible set; a request with a filter pays one filter call per entry.
+    fn page<K: Kind, T: Serialize>(
         &self,
-        catalog: &'c Catalog,
+        list: List,
         params: &Value,
         view: &RequestView<'_>,
-        list: &str,
-        pick: impl Fn(&'c K) -> Option<(Item<'c>, &'c T)>,
-    ) -> Result<(Vec<T>, Option<String>), Error> {
-        let ListParams { cursor } = serde_json::from_value(params.clone())
-            .map_err(|e| Error::invalid_params(format!("Invalid params: {e}")))?;
+        pick: impl for<'e> Fn(&'e K) -> Option<(Item<'e>, &'e T)>,
+    ) -> Result<PreparedBody, Error> {
+        let ListParams { cursor } =
+            ListParams::deserialize(params).map_err(|e| Error::invalid_params(format!("Invalid params: {e}")))?;
         let after = match cursor {
             None => 0,
-            Some(cursor) => decode_cursor(&cursor, list)
+            Some(cursor) => decode_cursor(&cursor, list.cursor_name())
                 .filter(|seq| *seq <= self.live.last_seq())
                 .ok_or_else(|| Error::invalid_params("Invalid cursor: not one this server issued for this list"))?,
         };
-        let size = self.live_config.page_size.max(1);
-        let mut visible = K::entries(catalog)
-            .iter()
-            .filter(|entry| entry.enabled && entry.seq > after)
-            .filter_map(|entry| pick(&entry.route).map(|(item, value)| (entry.seq, item, value)))
-            .filter(|(_, item, _)| self.sees(view, *item));
-        let page: Vec<(u64, &T)> = visible.by_ref().take(size).map(|(seq, _, value)| (seq, value)).collect();
-        let more = visible.next().is_some();
-        let next = page.last().filter(|_| more).map(|(seq, _)| encode_cursor(list, *seq));
-        Ok((page.into_iter().map(|(_, value)| value.clone()).collect(), next))
+        let catalog = self.catalog();
+        let entries = K::entries(&catalog);
+        let visible = self.live_config.visible.as_ref().map(|visible| {
+            let seen = entries.iter().map(|e| e.enabled && pick(&e.route).is_some_and(|(item, _)| visible(view, item)));
+            mask(seen)
+        });
+        let key = BodyKey { list, after, visible };
+        let visible_at = |index: usize| key.visible.as_ref().is_none_or(|visible| is_set(visible, index));
+        self.prepared.get_or_build(catalog.generation, key.clone(), || {
+            let mut shown = entries
+                .iter()
+                .enumerate()
+                .filter(|(index, entry)| entry.enabled && entry.seq > after && visible_at(*index))
+                .filter_map(|(_, entry)| pick(&entry.route).map(|(_, value)| (entry.seq, value)));
+            let page: Vec<(u64, &T)> = shown.by_ref().take(self.live_config.page_size.max(1)).collect();
+            let more = shown.next().is_some();
+            let next_cursor = page.last().filter(|_| more).map(|(seq, _)| encode_cursor(list.cursor_name(), *seq));
+            let entries = page.into_iter().map(|(_, value)| value).collect();
+            to_json(&Page { member: list.member(), entries, next_cursor })
+        })
     }
+}
+
+/// A list result's body: its entries under the list's member, and the next cursor.
+struct Page<'a, T> {
+    member: &'static str,
+    entries: Vec<&'a T>,
+    next_cursor: Option<String>,
+}
+
+impl<T: Serialize> Serialize for Page<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry(self.member, &self.entries)?;
+        if let Some(cursor) = &self.next_cursor {
+            map.serialize_entry("nextCursor", cursor)?;
+        }
+        map.end()
+    }
+}
+
+fn to_json<T: Serialize>(body: &T) -> Result<String, Error> {
+    serde_json::to_string(body).map_err(|e| Error::internal(format!("cannot serialize a result: {e}")))
 }
 
 fn encode_cursor(list: &str, seq: u64) -> String {

@@ -69,6 +69,27 @@ pub struct Notification {
     pub params: Value,
 }
 
+/// A result object as JSON text: serialized once where the result is made, then copied
+/// as is into whatever frames the reply (a JSON body, an SSE event, a stdio line).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ResultJson(String);
+
+impl ResultJson {
+    /// Text that is one JSON object already (a prepared or just written result).
+    pub(crate) fn from_text(text: String) -> Self {
+        Self(text)
+    }
+
+    pub(crate) fn from_value(value: &Value) -> Self {
+        // A `Value` always serializes: its map keys are strings.
+        Self(serde_json::to_string(value).expect("a JSON value serializes"))
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// Where a request's outgoing messages go: its SSE stream on HTTP, the channel to stdout
 /// on stdio.
 pub(crate) type Notifier = tokio::sync::mpsc::Sender<Outgoing>;
@@ -78,7 +99,7 @@ pub(crate) type Notifier = tokio::sync::mpsc::Sender<Outgoing>;
 pub(crate) enum Outgoing {
     Result {
         id: RequestId,
-        result: Value,
+        result: ResultJson,
     },
     Error {
         id: Option<RequestId>,
@@ -98,8 +119,15 @@ impl Outgoing {
     /// Compact one-line JSON: several clients read bodies line by line.
     pub(crate) fn to_json(&self) -> String {
         let value = match self {
+            // The result is JSON text already: framed around, never parsed or copied as a tree.
             Self::Result { id, result } => {
-                serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result })
+                let mut out = String::with_capacity(result.0.len() + 48);
+                out.push_str(r#"{"jsonrpc":"2.0","id":"#);
+                out.push_str(&serde_json::to_string(id).unwrap_or_default());
+                out.push_str(r#","result":"#);
+                out.push_str(&result.0);
+                out.push('}');
+                return out;
             }
             Self::Error { id: Some(id), error } => {
                 serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": error })

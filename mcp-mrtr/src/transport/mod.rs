@@ -18,10 +18,10 @@ pub(crate) fn read_message(bytes: &[u8]) -> Result<Incoming, (Option<RequestId>,
 }
 
 impl Reply {
-    pub(crate) fn to_outgoing(&self) -> Outgoing {
-        match &self.outcome {
-            Ok(result) => Outgoing::Result { id: self.id.clone(), result: result.clone() },
-            Err(error) => error_message(Some(self.id.clone()), error),
+    pub(crate) fn into_outgoing(self) -> Outgoing {
+        match self.outcome {
+            Ok(result) => Outgoing::Result { id: self.id, result },
+            Err(error) => error_message(Some(self.id), &error),
         }
     }
 }

@@ -22,7 +22,7 @@ use crate::context::Transport;
 use crate::envelope::{check_version, classify, Era, Incoming, Request, RequestMeta};
 use crate::inflight::InFlight;
 use crate::legacy::{self, Bridge, Session, Sessions};
-use crate::protocol::{Outgoing, RequestId};
+use crate::protocol::{Outgoing, RequestId, ResultJson};
 use crate::shutdown::{self, Drain};
 use crate::{Error, Server};
 
@@ -183,7 +183,7 @@ impl StdioSession {
         let (meta, session) = match self.open_envelope(&request) {
             Ok(Opened::Dispatch(meta, session)) => (meta, session),
             Ok(Opened::Answered(result)) => {
-                return self.send(Outgoing::Result { id: request.id, result }).await;
+                return self.send(Outgoing::Result { id: request.id, result: ResultJson::from_value(&result) }).await;
             }
             Err(error) => return self.send(error_message(Some(request.id), &error)).await,
         };
@@ -217,7 +217,7 @@ impl StdioSession {
             while let Ok(note) = note_rx.try_recv() {
                 let _ = out.send(note).await;
             }
-            let _ = out.send(reply.to_outgoing()).await;
+            let _ = out.send(reply.into_outgoing()).await;
         });
     }
 

@@ -12,7 +12,7 @@ use super::sse::{error_response, json_response};
 use super::{error_message, headers, method_not_allowed, serve_request, Endpoint, Head};
 use crate::envelope::{Era, Request};
 use crate::legacy::{self, Session};
-use crate::protocol::{Outgoing, RequestId};
+use crate::protocol::{Outgoing, RequestId, ResultJson};
 use crate::Error;
 
 /// Serves one request of the legacy era.
@@ -21,7 +21,8 @@ pub(super) async fn serve(endpoint: &Endpoint, head: &Head, request: Request) ->
         let owner = head.principal(&endpoint.server);
         return match legacy::initialize(&endpoint.server, &endpoint.sessions, &request, owner) {
             Ok((session_id, result)) => {
-                let mut response = json_response(200, &Outgoing::Result { id: request.id, result });
+                let mut response =
+                    json_response(200, &Outgoing::Result { id: request.id, result: ResultJson::from_value(&result) });
                 if let Ok(value) = HeaderValue::from_str(&session_id) {
                     response.headers_mut().insert(headers::SESSION_ID, value);
                 }
@@ -37,7 +38,9 @@ pub(super) async fn serve(endpoint: &Endpoint, head: &Head, request: Request) ->
     session.mark_used();
     if let Some(outcome) = legacy::utility(&session, &request) {
         return match outcome {
-            Ok(result) => json_response(200, &Outgoing::Result { id: request.id, result }),
+            Ok(result) => {
+                json_response(200, &Outgoing::Result { id: request.id, result: ResultJson::from_value(&result) })
+            }
             Err(error) => error_response(Era::Legacy, Some(request.id), &error),
         };
     }

@@ -46,7 +46,7 @@ pub(super) async fn respond(
             Some(reply) => {
                 let early: Vec<_> = std::iter::from_fn(|| notes.try_recv().ok()).collect();
                 if early.is_empty() {
-                    return json_reply(era, &reply);
+                    return json_reply(era, reply);
                 }
                 sse(stream(notes, None, Some(reply), early, false))
             }
@@ -62,13 +62,15 @@ fn idle_timer(every: Duration) -> Interval {
     timer
 }
 
-pub(super) fn json_reply(era: Era, reply: &Reply) -> Response {
-    let status = reply.outcome.as_ref().err().map_or(200, |error| status::of_error(era, error));
-    let mut response = json_response(status, &reply.to_outgoing());
-    if let Err(error) = &reply.outcome {
-        crate::auth::mark(&mut response, error);
+pub(super) fn json_reply(era: Era, reply: Reply) -> Response {
+    match reply.outcome {
+        Ok(result) => json_response(200, &Outgoing::Result { id: reply.id, result }),
+        Err(error) => {
+            let mut response = error_response(era, Some(reply.id), &error);
+            crate::auth::mark(&mut response, &error);
+            response
+        }
     }
-    response
 }
 
 /// A JSON-RPC error as the whole body, on the status its era gives it.
@@ -137,7 +139,7 @@ impl Stream for SseReply {
         }
         // Nothing may follow the reply: it goes once every notification sent before it has.
         this.ended = true;
-        Poll::Ready(this.last.take().map(|reply| Ok(event(&reply.to_outgoing()))))
+        Poll::Ready(this.last.take().map(|reply| Ok(event(&reply.into_outgoing()))))
     }
 }
 
