@@ -18,10 +18,10 @@ use tracing::Instrument as _;
 use crate::context::Transport;
 use crate::envelope::{Request, RequestMeta};
 use crate::handler::{PromptRoute, ResourceKind, ResourceRoute, ToolRoute};
-use crate::live::{serve_listen, Item, PreparedBody, RequestView};
+use crate::live::{serve_listen, Item, RequestView};
 use crate::protocol::{
-    meta_keys, CallToolParams, CompleteParams, CompleteResult, Completion, CompletionReference, GetPromptParams,
-    JsonObject, ReadResourceParams, RequestId, ResultJson,
+    CallToolParams, CompleteParams, CompleteResult, Completion, CompletionReference, GetPromptParams, JsonObject,
+    ReadResourceParams, RequestId, ResultJson,
 };
 use crate::replay::{self, Carried, Outcome, Replay};
 use crate::server::{CacheHints, CacheScope};
@@ -30,6 +30,8 @@ use crate::tasks::{self, TaskCall, TaskMethod};
 use crate::{deadline, Ctx, Error, Server};
 
 mod stamp;
+
+use self::stamp::Text;
 
 /// The answer to one request, before framing.
 #[derive(Debug)]
@@ -79,28 +81,23 @@ impl Method {
 
 /// A result body, before stamping.
 enum Body {
-    Complete(JsonObject),
-    /// A complete body serialized once and shared (lists, discovery).
-    Prepared(PreparedBody),
-    InputRequired(JsonObject),
+    Complete(Text),
+    InputRequired(Text),
     /// A `CreateTaskResult`.
-    Task(JsonObject),
+    Task(Text),
 }
 
 impl Body {
     /// The body as legacy clients get it: no stamping at all.
     fn into_unstamped(self) -> ResultJson {
         match self {
-            Self::Complete(body) | Self::InputRequired(body) | Self::Task(body) => {
-                ResultJson::from_value(&Value::Object(body))
-            }
-            Self::Prepared(body) => ResultJson::from_text(body.to_string()),
+            Self::Complete(body) | Self::InputRequired(body) | Self::Task(body) => body.unstamped(),
         }
     }
 
     fn result_type(&self) -> &'static str {
         match self {
-            Self::Complete(_) | Self::Prepared(_) => "complete",
+            Self::Complete(_) => "complete",
             Self::InputRequired(_) => "input_required",
             Self::Task(_) => "task",
         }
@@ -157,22 +154,24 @@ impl Server {
         let legacy = transport.bridge.is_some();
         let view = RequestView::new(&meta, &transport);
         let body = match method {
-            Method::Discover => Body::Prepared(self.discover()?),
-            Method::ToolsList => Body::Prepared(self.list_tools(&params, &view)?),
-            Method::PromptsList => Body::Prepared(self.list_prompts(&params, &view)?),
-            Method::ResourcesList => Body::Prepared(self.list_resources(&params, &view)?),
-            Method::ResourceTemplatesList => Body::Prepared(self.list_templates(&params, &view)?),
+            Method::Discover => Body::Complete(Text::Prepared(self.discover()?)),
+            Method::ToolsList => Body::Complete(Text::Prepared(self.list_tools(&params, &view)?)),
+            Method::PromptsList => Body::Complete(Text::Prepared(self.list_prompts(&params, &view)?)),
+            Method::ResourcesList => Body::Complete(Text::Prepared(self.list_resources(&params, &view)?)),
+            Method::ResourceTemplatesList => Body::Complete(Text::Prepared(self.list_templates(&params, &view)?)),
             // Runs until the client goes; 2025-11-25 sessions have no such method.
-            Method::Listen if !legacy => Body::Complete(serve_listen(self, &id, &params, &transport).await?),
+            Method::Listen if !legacy => {
+                Body::Complete(Text::from_object(&serve_listen(self, &id, &params, &transport).await?))
+            }
             Method::Listen => return Err(Error::method_not_found(&request.method)),
             Method::ToolsCall => self.call_tool(self.call(id, params, meta, transport)?).await?,
             Method::PromptsGet => self.get_prompt(self.call(id, params, meta, transport)?).await?,
             Method::ResourcesRead => self.read_resource(self.call(id, params, meta, transport)?).await?,
             // The extension does not exist in 2025-11-25.
             Method::Task(_) if legacy => return Err(Error::method_not_found(&request.method)),
-            Method::Task(method) => {
-                Body::Complete(Box::pin(tasks::serve(self, method, params, &meta, &transport)).await?)
-            }
+            Method::Task(method) => Body::Complete(Text::from_object(
+                &Box::pin(tasks::serve(self, method, params, &meta, &transport)).await?,
+            )),
             Method::Complete => {
                 let replay = Arc::new(Replay::disabled());
                 let limit = transport.handler_timeout;
@@ -180,7 +179,7 @@ impl Server {
                 let run = self.complete(ctx, parse_params(&params)?);
                 match deadline::within(limit, replay::drive(&replay, &meta.client_capabilities, run)).await? {
                     Outcome::Complete(completion) => {
-                        Body::Complete(to_body(&CompleteResult { completion: completion? }))
+                        Body::Complete(Text::of(&CompleteResult { completion: completion? })?)
                     }
                     // A disabled replay fails every ask, so this cannot happen; answer as if it had.
                     Outcome::InputRequired(..) => {
@@ -225,7 +224,7 @@ impl Server {
             .await?
         {
             tasks::Called::Round(outcome) => self.seal(&target, &call, &replay, outcome),
-            tasks::Called::Task(created) => Ok(Body::Task(created)),
+            tasks::Called::Task(created) => Ok(Body::Task(Text::from_object(&created))),
         }
     }
 
@@ -333,21 +332,11 @@ impl Server {
     /// and, on complete results of cacheable methods only, the caching hints.
     fn stamp(&self, body: Body, hints: Option<CacheHints>) -> ResultJson {
         let result_type = body.result_type();
-        let (mut body, hints) = match body {
-            Body::Prepared(body) => return stamp::prepared(&body, hints, &self.info),
+        let (body, hints) = match body {
             Body::Complete(body) => (body, hints),
             Body::InputRequired(body) | Body::Task(body) => (body, None),
         };
-        body.insert("resultType".into(), json!(result_type));
-        if let Some(hints) = hints {
-            body.insert("ttlMs".into(), json!(hints.ttl_ms));
-            body.insert("cacheScope".into(), json!(hints.scope.as_str()));
-        }
-        let meta = body.entry("_meta").or_insert_with(|| json!({}));
-        if let Value::Object(meta) = meta {
-            meta.insert(meta_keys::SERVER_INFO.into(), json!(self.info));
-        }
-        ResultJson::from_value(&Value::Object(body))
+        stamp::stamp(&body, &stamp::Stamps { result_type, hints, info: &self.info })
     }
 
     /// Reads this round's `inputResponses` and opens its `requestState`, before the handler
@@ -389,7 +378,7 @@ impl Server {
         let mut replay = Arc::new(Replay::new(None, JsonObject::new()));
         loop {
             match deadline::within(call.limit, replay::drive(&replay, caps, round(&replay))).await? {
-                Outcome::Complete(result) => return Ok(Body::Complete(to_body(&result?))),
+                Outcome::Complete(result) => return Ok(Body::Complete(Text::of(&result?)?)),
                 Outcome::InputRequired(questions, carried) => {
                     // Without a stream there is no way to ask; an input_required result
                     // would read as final to a legacy client.
@@ -431,7 +420,7 @@ impl Server {
         outcome: Outcome<Result<T, Error>>,
     ) -> Result<Body, Error> {
         match outcome {
-            Outcome::Complete(result) => Ok(Body::Complete(to_body(&result?))),
+            Outcome::Complete(result) => Ok(Body::Complete(Text::of(&result?)?)),
             Outcome::InputRequired(requests, carried) => {
                 let payload = serde_json::to_vec(&carried).map_err(|e| Error::internal(e.to_string()))?;
                 let binding = target.binding(&self.info.name, call.principal.as_deref());
@@ -443,7 +432,7 @@ impl Server {
                         None => client,
                     }
                 })?;
-                Ok(Body::InputRequired(to_body(&replay::input_required(requests, state))))
+                Ok(Body::InputRequired(Text::of(&replay::input_required(requests, state))?))
             }
         }
     }
@@ -550,12 +539,4 @@ fn execution_as_internal(error: crate::ToolError) -> Error {
 /// Reads typed params straight from the request's tree (no copy of the tree first).
 fn parse_params<T: DeserializeOwned>(params: &Value) -> Result<T, Error> {
     T::deserialize(params).map_err(|e| Error::invalid_params(format!("Invalid params: {e}")))
-}
-
-fn to_body<T: Serialize>(value: &T) -> JsonObject {
-    match serde_json::to_value(value) {
-        Ok(Value::Object(object)) => object,
-        // Every result type here is a struct, which serializes to an object.
-        other => unreachable!("result types serialize to objects, got {other:?}"),
-    }
 }

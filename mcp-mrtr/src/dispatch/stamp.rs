@@ -1,29 +1,105 @@
-//! Stamping a prepared body: the per-request members (`resultType`, the caching hints,
-//! `serverInfo` in `_meta`) written after the shared bytes, with no parse of them.
+//! Stamping a result body: the members every modern result carries (`resultType`, the
+//! caching hints, `serverInfo` in `_meta`) written after the body's own, on its JSON
+//! text. A body is serialized once, by whoever made it (a handler's result, or a
+//! prepared list shared by many requests), and never turned back into a tree, unless it
+//! has a `_meta` of its own for `serverInfo` to join.
 
 use std::fmt::Write as _;
 
-use crate::protocol::{meta_keys, Implementation, ResultJson};
-use crate::server::CacheHints;
+use serde::Serialize;
+use serde_json::{json, Value};
 
-/// `body` (one JSON object with no `_meta` of its own, as every prepared body is) with the
-/// stamps of a complete result appended.
-pub(super) fn prepared(body: &str, hints: Option<CacheHints>, info: &Implementation) -> ResultJson {
-    let open = body.strip_suffix('}').unwrap_or(body);
-    let mut out = String::with_capacity(body.len() + 200);
+use crate::live::PreparedBody;
+use crate::protocol::{meta_keys, Implementation, JsonObject, ResultJson};
+use crate::server::CacheHints;
+use crate::Error;
+
+/// A result body as JSON text (always one object), before stamping.
+pub(super) enum Text {
+    /// Serialized for this request.
+    Written(String),
+    /// Shared by every request that sees the same list.
+    Prepared(PreparedBody),
+}
+
+impl Text {
+    /// `result` serialized; an internal error if it is not a JSON object.
+    pub(super) fn of<T: Serialize>(result: &T) -> Result<Self, Error> {
+        let text =
+            serde_json::to_string(result).map_err(|e| Error::internal(format!("cannot serialize a result: {e}")))?;
+        if !text.starts_with('{') {
+            return Err(Error::internal("a result must serialize to a JSON object"));
+        }
+        Ok(Self::Written(text))
+    }
+
+    pub(super) fn from_object(object: &JsonObject) -> Self {
+        // A JSON object always serializes: its keys are strings.
+        Self::Written(serde_json::to_string(object).expect("a JSON object serializes"))
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            Self::Written(text) => text,
+            Self::Prepared(text) => text,
+        }
+    }
+
+    /// The body as legacy clients get it: no stamps.
+    pub(super) fn unstamped(self) -> ResultJson {
+        match self {
+            Self::Written(text) => ResultJson::from_text(text),
+            Self::Prepared(text) => ResultJson::from_text(text.to_string()),
+        }
+    }
+}
+
+/// What is stamped on one result.
+pub(super) struct Stamps<'a> {
+    pub(super) result_type: &'static str,
+    /// Complete results of cacheable methods only.
+    pub(super) hints: Option<CacheHints>,
+    pub(super) info: &'a Implementation,
+}
+
+/// `body` with the stamps appended: spliced before its closing brace, or, when the body
+/// may carry a `_meta` of its own, merged into its tree.
+pub(super) fn stamp(body: &Text, stamps: &Stamps<'_>) -> ResultJson {
+    let text = body.as_str();
+    // A conservative test: `"_meta"` anywhere (a content item's, say) takes the slow path.
+    if text.contains(r#""_meta""#) {
+        return merged(text, stamps);
+    }
+    let open = text.trim_end().strip_suffix('}').unwrap_or(text);
+    let mut out = String::with_capacity(text.len() + 200);
     out.push_str(open);
     if open.trim_end() != "{" {
         out.push(',');
     }
-    out.push_str(r#""resultType":"complete""#);
-    if let Some(hints) = hints {
-        // Writing to a String cannot fail.
+    // Writing to a String cannot fail.
+    let _ = write!(out, r#""resultType":"{}""#, stamps.result_type);
+    if let Some(hints) = stamps.hints {
         let _ = write!(out, r#","ttlMs":{},"cacheScope":"{}""#, hints.ttl_ms, hints.scope.as_str());
     }
     let _ = write!(out, r#","_meta":{{"{}":"#, meta_keys::SERVER_INFO);
-    out.push_str(&serde_json::to_string(info).unwrap_or_else(|_| "{}".into()));
+    out.push_str(&serde_json::to_string(stamps.info).unwrap_or_else(|_| "{}".into()));
     out.push_str("}}");
     ResultJson::from_text(out)
+}
+
+/// The stamps merged into the body's tree, its own `_meta` kept.
+fn merged(text: &str, stamps: &Stamps<'_>) -> ResultJson {
+    let mut body: JsonObject = serde_json::from_str(text).unwrap_or_default();
+    body.insert("resultType".into(), json!(stamps.result_type));
+    if let Some(hints) = stamps.hints {
+        body.insert("ttlMs".into(), json!(hints.ttl_ms));
+        body.insert("cacheScope".into(), json!(hints.scope.as_str()));
+    }
+    let meta = body.entry("_meta").or_insert_with(|| json!({}));
+    if let Value::Object(meta) = meta {
+        meta.insert(meta_keys::SERVER_INFO.into(), json!(stamps.info));
+    }
+    ResultJson::from_value(&Value::Object(body))
 }
 
 #[cfg(test)]
@@ -33,22 +109,31 @@ mod tests {
     use super::*;
     use crate::server::CacheScope;
 
-    fn parse(json: &ResultJson) -> Value {
-        serde_json::from_str(json.as_str()).expect("a stamped body is JSON")
+    fn stamped(body: &str, hints: Option<CacheHints>) -> Value {
+        let info = Implementation::new("s", "1");
+        let stamps = Stamps { result_type: "complete", hints, info: &info };
+        serde_json::from_str(stamp(&Text::Written(body.into()), &stamps).as_str()).expect("a stamped body is JSON")
     }
 
     #[test]
-    fn stamps_follow_the_prepared_members() {
-        let info = Implementation::new("s", "1");
+    fn stamps_follow_the_body_members() {
         let hints = CacheHints { ttl_ms: 5, scope: CacheScope::Private };
-        let stamped = parse(&prepared(r#"{"tools":[{"name":"a"}]}"#, Some(hints), &info));
         assert_eq!(
-            stamped,
+            stamped(r#"{"tools":[{"name":"a"}]}"#, Some(hints)),
             json!({"tools": [{"name": "a"}], "resultType": "complete", "ttlMs": 5, "cacheScope": "private",
                    "_meta": {meta_keys::SERVER_INFO: {"name": "s", "version": "1"}}})
         );
-        let empty = parse(&prepared("{}", None, &info));
+        let empty = stamped("{}", None);
         assert_eq!(empty["resultType"], "complete");
         assert!(empty.get("ttlMs").is_none());
+    }
+
+    #[test]
+    fn a_body_with_its_own_meta_keeps_it() {
+        let body = stamped(r#"{"content":[{"type":"text","text":"x","_meta":{"k":1}}],"_meta":{"mine":true}}"#, None);
+        assert_eq!(body["_meta"]["mine"], true);
+        assert_eq!(body["_meta"][meta_keys::SERVER_INFO]["name"], "s");
+        assert_eq!(body["content"][0]["_meta"]["k"], 1);
+        assert_eq!(body.as_object().unwrap().keys().filter(|k| *k == "_meta").count(), 1);
     }
 }
