@@ -27,5 +27,20 @@ fn seal_open(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, seal_open);
+/// The binding digest (canonical JSON of the arguments, then SHA-256), paid once when a
+/// round seals and once when the next opens.
+fn binding_digest(c: &mut Criterion) {
+    let mut group = c.benchmark_group("state_binding_digest");
+    let small = serde_json::json!({ "city": "Lyon", "days": 3 });
+    let items: Vec<_> = (0..24).map(|i| serde_json::json!({ "id": i, "name": format!("item {i}") })).collect();
+    let large = serde_json::json!({ "query": "weather", "items": items });
+    for (name, arguments) in [("2_fields", small), ("1KiB", large)] {
+        group.bench_with_input(BenchmarkId::from_parameter(name), &arguments, |b, arguments| {
+            b.iter(|| StateConfig::bench_binding_digest(std::hint::black_box(arguments)));
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, seal_open, binding_digest);
 criterion_main!(benches);
