@@ -5,6 +5,9 @@
 #![allow(clippy::missing_panics_doc)]
 
 pub mod client;
+mod drop_flag;
 pub mod harness;
 pub mod legacy;
 pub mod schema;
+
+pub use drop_flag::DropFlag;

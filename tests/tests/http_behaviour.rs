@@ -9,6 +9,7 @@ use std::time::Duration;
 use mcp_mrtr::{Server, Tool, ToolError};
 use mcp_mrtr_tests::client::{self, TIMEOUT};
 use mcp_mrtr_tests::harness::{Rpc, TestServer};
+use mcp_mrtr_tests::DropFlag;
 use serde_json::{json, Map, Value};
 use tokio::io::AsyncReadExt;
 
@@ -170,15 +171,6 @@ async fn concurrent_requests_all_succeed() {
         let (i, reply) = joined.unwrap();
         assert_eq!(reply["id"], 1000 + i);
         assert_eq!(reply["result"]["resultType"], "complete");
-    }
-}
-
-/// Sets its flag when dropped: proof the handler's future was dropped.
-struct DropFlag(Arc<AtomicBool>);
-
-impl Drop for DropFlag {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
     }
 }
 

@@ -11,6 +11,7 @@ use std::time::Duration;
 use mcp_mrtr::{HttpConfig, Limits, Server, Tool, ToolError};
 use mcp_mrtr_tests::client::{self, TIMEOUT};
 use mcp_mrtr_tests::harness::{Rpc, TestServer};
+use mcp_mrtr_tests::DropFlag;
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -123,15 +124,6 @@ async fn keep_alive_connection(server: &TestServer) -> TcpStream {
     tokio::time::timeout(TIMEOUT, read_head).await.expect("a response head");
     assert!(head.starts_with(b"HTTP/1.1 405"), "{}", String::from_utf8_lossy(&head));
     stream
-}
-
-/// Sets `flag` when dropped: a handler future holding one shows it was cancelled.
-struct DropFlag(Arc<AtomicBool>);
-
-impl Drop for DropFlag {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
 }
 
 #[tokio::test]

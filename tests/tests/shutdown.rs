@@ -14,6 +14,7 @@ use mcp_mrtr::{HttpConfig, Limits, Listen, Tool, ToolRoute};
 use mcp_mrtr_tests::client::{self, TIMEOUT};
 use mcp_mrtr_tests::harness::{default_caps, Rpc};
 use mcp_mrtr_tests::legacy::Legacy;
+use mcp_mrtr_tests::DropFlag;
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -298,18 +299,10 @@ async fn an_idle_keep_alive_connection_closes_at_shutdown() {
 
 static TASK_DROPPED: AtomicBool = AtomicBool::new(false);
 
-struct TaskDropFlag;
-
-impl Drop for TaskDropFlag {
-    fn drop(&mut self) {
-        TASK_DROPPED.store(true, Ordering::SeqCst);
-    }
-}
-
 /// Computes for ten minutes, unless it is dropped first.
 #[tool(task = "required")]
 async fn ten_minutes() -> Result<String, ToolError> {
-    let _flag = TaskDropFlag;
+    let _flag = DropFlag(&TASK_DROPPED);
     tokio::time::sleep(Duration::from_mins(10)).await;
     Ok("done".into())
 }

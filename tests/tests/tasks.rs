@@ -10,6 +10,7 @@ use mcp_mrtr::prelude::*;
 use mcp_mrtr::testing::{answer, TestClient};
 use mcp_mrtr::Error;
 use mcp_mrtr_tests::harness::{default_caps, Rpc, TestServer};
+use mcp_mrtr_tests::DropFlag;
 use serde_json::{json, Value};
 
 #[derive(Deserialize, JsonSchema)]
@@ -50,19 +51,10 @@ async fn confirm_only(ctx: &Ctx) -> Result<String, ToolError> {
 
 static DROPPED: AtomicBool = AtomicBool::new(false);
 
-/// Sets `DROPPED` when the handler's future is dropped.
-struct DropFlag;
-
-impl Drop for DropFlag {
-    fn drop(&mut self) {
-        DROPPED.store(true, Ordering::SeqCst);
-    }
-}
-
 /// Computes for ten minutes, unless it is dropped first.
 #[tool(task = "optional")]
 async fn long_compute() -> Result<String, ToolError> {
-    let _flag = DropFlag;
+    let _flag = DropFlag(&DROPPED);
     tokio::time::sleep(Duration::from_mins(10)).await;
     Ok("done".into())
 }
