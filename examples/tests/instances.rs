@@ -3,6 +3,7 @@
 //! the state keys across two instances whose rounds alternate. Real processes, real
 //! sockets on 127.0.0.1; every wait is bounded.
 
+mod common;
 mod instance;
 
 use std::io::Write;
@@ -51,7 +52,7 @@ fn sigterm_over_stdio_lets_the_slow_call_finish_and_the_process_exits_zero() {
         .stderr(Stdio::null())
         .spawn()
         .expect("start everything --stdio");
-    let lines = instance::lines_of(child.stdout.take().unwrap());
+    let lines = common::forward(child.stdout.take().unwrap());
     let call =
         instance::request("tools/call", json!({ "name": "slow_compute", "arguments": { "seconds": 2 } }), &json!({}));
     let mut stdin = child.stdin.take().unwrap();

@@ -3,6 +3,7 @@
 //! single-use across them, tasks are served by any instance and survive the death of
 //! the one running them, and list changes reach listeners everywhere.
 
+mod common;
 mod instance;
 
 use std::net::{SocketAddr, TcpStream};

@@ -2,6 +2,9 @@
 //! [`TIMEOUT`], and the child is killed when the test ends, so a hung server fails its
 //! test instead of hanging `cargo test`.
 
+// Each test binary that includes this module uses a part of it.
+#![allow(dead_code)]
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
@@ -71,7 +74,7 @@ impl Drop for Server {
 }
 
 /// Sends each line `stream` yields to the returned channel, from a thread of its own.
-fn forward(stream: impl std::io::Read + Send + 'static) -> Receiver<String> {
+pub(crate) fn forward(stream: impl std::io::Read + Send + 'static) -> Receiver<String> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stream).lines().map_while(Result::ok) {

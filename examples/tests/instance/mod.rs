@@ -15,10 +15,10 @@ pub(crate) use self::redis::Redis;
 use std::collections::hash_map::RandomState;
 use std::fmt::Write as _;
 use std::hash::BuildHasher;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -59,7 +59,7 @@ impl Instance {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start everything");
-        let stderr = lines_of(child.stderr.take().expect("piped stderr"));
+        let stderr = crate::common::forward(child.stderr.take().expect("piped stderr"));
         let mut log = Vec::new();
         let deadline = Instant::now() + TIMEOUT;
         let addr = loop {
@@ -142,19 +142,6 @@ pub(crate) fn exit_within(child: &mut Child, within: Duration) -> ExitStatus {
 /// The address in a `serving MCP over HTTP local=127.0.0.1:PORT …` log line.
 fn listening_on(line: &str) -> Option<SocketAddr> {
     line.split_whitespace().find_map(|word| word.strip_prefix("local="))?.parse().ok()
-}
-
-/// Sends each line `stream` yields to the returned channel, from a thread of its own.
-pub(crate) fn lines_of(stream: impl Read + Send + 'static) -> Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stream).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
 }
 
 /// A 2026-07-28 request: `params` plus the `_meta` envelope declaring `caps`.
