@@ -70,14 +70,10 @@ pub(crate) async fn call(
 pub(crate) async fn start(server: &Server, record: &TaskRecord, run: String) -> Result<(), Error> {
     let Some(route) = server.find_tool(&record.call.tool) else {
         let error = Error::internal(format!("the tool {:?} of this task is no longer served", record.call.tool));
-        transition(&*server.tasks.store, record.id(), |record| {
-            let held = record.is_held_by(&run);
-            if held {
-                record.status = TaskStatus::Failed;
-                record.error = Some(error.to_object());
-                record.lease = None;
-            }
-            held
+        fenced(&*server.tasks.store, record.id(), &run, |record| {
+            record.status = TaskStatus::Failed;
+            record.error = Some(error.to_object());
+            record.lease = None;
         })
         .await?;
         return Ok(());
@@ -176,21 +172,11 @@ struct StoreLog {
 }
 
 impl StoreLog {
-    fn write(&self, change: impl FnMut(&mut TaskRecord) + Send + 'static) -> BoxFuture<'static, bool> {
+    fn write(&self, mut change: impl FnMut(&mut TaskRecord) + Send + 'static) -> BoxFuture<'static, bool> {
         let (store, id, run) = (self.store.clone(), self.id.clone(), self.run.clone());
-        let mut change = change;
         Box::pin(async move {
-            let written = transition(&*store, &id, |record| {
-                let held = record.is_held_by(&run);
-                if held {
-                    change(record);
-                }
-                held
-            })
-            .await;
-            match written {
-                Ok(Some((_, wrote))) => wrote,
-                Ok(None) => false,
+            match fenced(&*store, &id, &run, &mut change).await {
+                Ok(wrote) => wrote,
                 Err(error) => {
                     tracing::warn!(task = %id, %error, "could not write to a task's record");
                     false
@@ -233,6 +219,25 @@ pub(super) async fn transition(
         }
     }
     Err(Error::internal("the task changed too often to be updated"))
+}
+
+/// Applies `change` to the record `id` only while the run `run` holds its lease (see
+/// [`transition`]); `Ok(false)` when it does not (cancelled, taken over, or gone).
+pub(super) async fn fenced(
+    store: &dyn TaskStore,
+    id: &str,
+    run: &str,
+    mut change: impl FnMut(&mut TaskRecord),
+) -> Result<bool, Error> {
+    let written = transition(store, id, |record| {
+        let held = record.is_held_by(run);
+        if held {
+            change(record);
+        }
+        held
+    })
+    .await?;
+    Ok(written.is_some_and(|(_, wrote)| wrote))
 }
 
 /// The tasks whose handlers run in this process, so `tasks/cancel` can stop them.

@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::driver::{self, transition};
+use super::driver::{self, fenced, transition};
 use super::store::{now_ms, Lease, TaskRecord, TaskStatus};
 use super::{new_task_id, Tasks};
 use crate::{Error, Server};
@@ -52,14 +52,7 @@ impl Tasks {
         // First, so this instance's own look cannot take a released task straight back.
         self.closing.store(true, Ordering::Release);
         for (id, run) in self.running.abort_all() {
-            let released = transition(&*self.store, &id, |record| {
-                let held = record.is_held_by(&run);
-                if held {
-                    record.lease = None;
-                }
-                held
-            })
-            .await;
+            let released = fenced(&*self.store, &id, &run, |record| record.lease = None).await;
             match released {
                 Ok(_) => tracing::info!(task = %id, "handed a running task back to the store"),
                 Err(error) => tracing::warn!(task = %id, %error, "could not release a task's lease"),
@@ -76,17 +69,10 @@ pub(crate) async fn keep(tasks: &Tasks, id: &str, run: &str) {
     let every = tasks.lease / 3;
     loop {
         tokio::time::sleep(every).await;
-        let renewed = transition(&*tasks.store, id, |record| {
-            let held = record.is_held_by(run);
-            if held {
-                record.lease = Some(tasks.lease_for(run));
-            }
-            held
-        })
-        .await;
+        let renewed = fenced(&*tasks.store, id, run, |record| record.lease = Some(tasks.lease_for(run))).await;
         match renewed {
-            Ok(Some((_, true))) => {}
-            Ok(_) => {
+            Ok(true) => {}
+            Ok(false) => {
                 tracing::info!(task = %id, "a task's run lost its lease (cancelled, or taken over); stopping it");
                 return;
             }
@@ -153,7 +139,7 @@ pub(crate) async fn take_over(server: &Server, id: &str) -> Result<(), Error> {
 /// lease has not lapsed. A task handed back on shutdown (no lease) is taken freely; one
 /// whose run died counts a takeover, and fails after [`MAX_TAKEOVERS`].
 fn claim(record: &mut TaskRecord, lease: Lease, now: SystemTime) -> bool {
-    if record.lease_expires_at().is_none_or(|at| at >= now) {
+    if !record.lease_lapsed(now) {
         return false;
     }
     if record.lease.is_some() {

@@ -58,7 +58,7 @@ pub(crate) async fn serve(
     let caller = caller(server, transport);
     let record = find(server, &params.task_id, caller.as_deref()).await?;
     // A client polling a task whose runner died need not wait for the next look.
-    if record.lease_expires_at().is_some_and(|at| at < std::time::SystemTime::now()) {
+    if record.lease_lapsed(std::time::SystemTime::now()) {
         lease::take_over(server, record.id()).await?;
     }
     match method {

@@ -184,6 +184,12 @@ impl TaskRecord {
         Some(UNIX_EPOCH + Duration::from_millis(until))
     }
 
+    /// Whether the task is `working` and no run holds its lease by `now`: its runner died,
+    /// or handed it back.
+    pub(crate) fn lease_lapsed(&self, now: SystemTime) -> bool {
+        self.lease_expires_at().is_some_and(|at| at < now)
+    }
+
     /// Whether `holder` holds this task's lease: the fence on every write of a run.
     pub(crate) fn is_held_by(&self, holder: &str) -> bool {
         !self.status.is_terminal() && self.lease.as_ref().is_some_and(|lease| lease.holder == holder)
@@ -361,7 +367,7 @@ impl TaskStore for MemoryTaskStore {
         let ids = self
             .records()
             .values()
-            .filter(|record| !record.is_expired(now) && record.lease_expires_at().is_some_and(|at| at < now))
+            .filter(|record| !record.is_expired(now) && record.lease_lapsed(now))
             .take(limit)
             .map(|record| record.id.clone())
             .collect();
