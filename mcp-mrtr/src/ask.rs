@@ -17,10 +17,11 @@ use std::any::TypeId;
 use std::collections::HashMap;
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use sha2::{Digest as _, Sha256};
 
 use crate::protocol::{
     CreateMessageParams, CreateMessageResult, ElicitAction, ElicitParams, ElicitResult, InputRequest, JsonObject,
@@ -41,6 +42,21 @@ pub trait Question {
     /// it is malformed (the question is asked again). Decoding the kept answer again must
     /// give the same output.
     fn decode(&self, answer: Value) -> Option<(Self::Output, Value)>;
+
+    /// What answers are pinned to: equal for equal questions, different whenever the
+    /// request would differ. By default a digest of the request as JSON; a question can
+    /// give one that is cheaper to compute (every round computes it).
+    fn digest(&self) -> Result<String, Error> {
+        let request = self.request()?;
+        Ok(hex_digest(Sha256::digest(serde_json::to_vec(&request).unwrap_or_default())))
+    }
+}
+
+/// The first half of a SHA-256, in hex: what answers and asked questions are pinned to.
+fn hex_digest(hash: impl AsRef<[u8]>) -> String {
+    let mut half = [0u8; 16];
+    half.copy_from_slice(&hash.as_ref()[..16]);
+    format!("{:032x}", u128::from_be_bytes(half))
 }
 
 /// The user declined or cancelled an elicitation.
@@ -72,21 +88,40 @@ impl std::error::Error for Declined {}
 /// Implemented for every `Deserialize + JsonSchema` type; a type whose schema does not
 /// fit is reported when the form is built, naming the offending property.
 pub trait ElicitForm: DeserializeOwned + Send + 'static {
-    /// The `requestedSchema` of the form.
+    /// The `requestedSchema` of the form. Asks call it once per type and keep the answer.
     fn requested_schema() -> Result<Value, String>;
 }
 
 impl<T: DeserializeOwned + schemars::JsonSchema + Send + 'static> ElicitForm for T {
     fn requested_schema() -> Result<Value, String> {
-        // Built once per type: schema generation is not free and the answer never changes.
-        static CACHE: OnceLock<Mutex<HashMap<TypeId, Result<Value, String>>>> = OnceLock::new();
-        let cache = CACHE.get_or_init(Mutex::default);
-        let mut cache = cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        cache
-            .entry(TypeId::of::<T>())
-            .or_insert_with(|| crate::form_schema::from_schemars(&schemars::schema_for!(T).to_value()))
-            .clone()
+        crate::form_schema::from_schemars(&schemars::schema_for!(T).to_value())
     }
+}
+
+/// A form as asks use it: its schema, and the schema's digest for [`Question::digest`].
+struct Form {
+    schema: Value,
+    digest: [u8; 32],
+}
+
+/// The forms built so far, by type: the form, or why the type cannot be one.
+type Forms = RwLock<HashMap<TypeId, Result<Arc<Form>, String>>>;
+
+/// The form of `T`, built once per type: schema generation is not free, every round of
+/// every ask needs the form, and it never changes.
+fn form<T: ElicitForm>() -> Result<Arc<Form>, Error> {
+    static FORMS: OnceLock<Forms> = OnceLock::new();
+    let forms = FORMS.get_or_init(RwLock::default);
+    let known = forms.read().unwrap_or_else(PoisonError::into_inner).get(&TypeId::of::<T>()).cloned();
+    let form = known.unwrap_or_else(|| {
+        let built = T::requested_schema().map(|schema| {
+            let digest = Sha256::digest(serde_json::to_vec(&schema).unwrap_or_default()).into();
+            Arc::new(Form { schema, digest })
+        });
+        let mut forms = forms.write().unwrap_or_else(PoisonError::into_inner);
+        forms.entry(TypeId::of::<T>()).or_insert(built).clone()
+    });
+    form.map_err(|e| Error::internal(format!("{} cannot be asked for with a form: {e}", std::any::type_name::<T>())))
 }
 
 /// `elicitation/create` in form mode, asking for a `T`.
@@ -106,10 +141,19 @@ impl<T: ElicitForm> Question for Elicit<T> {
     type Output = Result<T, Declined>;
 
     fn request(&self) -> Result<InputRequest, Error> {
-        let schema = T::requested_schema().map_err(|e| {
-            Error::internal(format!("{} cannot be asked for with a form: {e}", std::any::type_name::<T>()))
-        })?;
+        let schema = form::<T>()?.schema.clone();
         Ok(InputRequest::Elicit(ElicitParams::Form { message: self.message.clone(), requested_schema: schema }))
+    }
+
+    /// Of the message and the form's cached digest: the schema is not written out again.
+    fn digest(&self) -> Result<String, Error> {
+        let form = form::<T>()?;
+        let mut hasher = Sha256::new();
+        hasher.update(b"elicitation/create form\0");
+        hasher.update((self.message.len() as u64).to_be_bytes());
+        hasher.update(self.message.as_bytes());
+        hasher.update(form.digest);
+        Ok(hex_digest(hasher.finalize()))
     }
 
     fn decode(&self, answer: Value) -> Option<(Self::Output, Value)> {
@@ -117,7 +161,9 @@ impl<T: ElicitForm> Question for Elicit<T> {
         match result.action {
             ElicitAction::Accept => {
                 let content = form_fields::<T>(result.content?);
-                let output = serde_json::from_value(Value::Object(content.clone())).ok()?;
+                let content = Value::Object(content);
+                let output = T::deserialize(&content).ok()?;
+                let Value::Object(content) = content else { return None };
                 Some((Ok(output), kept(&ElicitResult { action: ElicitAction::Accept, content: Some(content) })))
             }
             ElicitAction::Decline => {
@@ -277,8 +323,8 @@ impl Question for Roots {
 
 /// The accepted form's fields that the form asked for; the rest is dropped.
 fn form_fields<T: ElicitForm>(mut content: JsonObject) -> JsonObject {
-    let schema = T::requested_schema().unwrap_or_default();
-    match schema.get("properties").and_then(Value::as_object) {
+    let Ok(form) = form::<T>() else { return JsonObject::new() };
+    match form.schema.get("properties").and_then(Value::as_object) {
         Some(properties) => {
             content.retain(|name, _| properties.contains_key(name));
             content

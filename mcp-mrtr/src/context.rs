@@ -58,7 +58,7 @@ pub struct Ctx {
 #[derive(Debug)]
 struct CtxInner {
     id: RequestId,
-    meta: RequestMeta,
+    meta: Arc<RequestMeta>,
     transport: Transport,
     logging: bool,
     last_progress: Mutex<Option<f64>>,
@@ -69,7 +69,7 @@ struct CtxInner {
 impl Ctx {
     pub(crate) fn new(
         id: RequestId,
-        meta: RequestMeta,
+        meta: Arc<RequestMeta>,
         transport: Transport,
         logging: bool,
         replay: Arc<Replay>,

@@ -5,7 +5,7 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use futures_util::FutureExt as _;
@@ -25,7 +25,7 @@ use crate::protocol::{
 };
 use crate::replay::{self, Carried, Outcome, Replay};
 use crate::server::{CacheHints, CacheScope};
-use crate::state::{Binding, Presented};
+use crate::state::{Binding, BindingDigest, Presented};
 use crate::tasks::{self, TaskCall, TaskMethod};
 use crate::{deadline, Ctx, Error, Server};
 
@@ -111,9 +111,12 @@ impl Server {
         tasks::watch(self);
         let id = request.id.clone();
         // One span per request: what it is, never what it carries (no arguments, answers
-        // or tokens). Handlers' events and each round's span nest under it.
+        // or tokens). Handlers' events and each round's span nest under it. At debug, as
+        // tower-http's request spans: a span at info would be formatted on every request
+        // of a server logging at info, a tenth of a round's cost (`RUST_LOG=mcp_mrtr=debug`
+        // turns them on).
         let era = if transport.bridge.is_some() { "2025-11-25" } else { "2026-07-28" };
-        let span = tracing::info_span!(
+        let span = tracing::debug_span!(
             "mcp.request",
             method = %request.method,
             %id,
@@ -151,6 +154,8 @@ impl Server {
             .ok_or_else(|| Error::method_not_found(&request.method))?;
         let params = request.params.unwrap_or_else(|| json!({}));
         let hints = method.is_cacheable().then(|| self.cache_hints_for(method, &params));
+        // Shared by the request's call and its handler's context, not copied into each.
+        let meta = Arc::new(meta);
         let legacy = transport.bridge.is_some();
         let view = RequestView::new(&meta, &transport);
         let body = match method {
@@ -193,6 +198,8 @@ impl Server {
     }
 
     async fn call_tool(&self, mut call: Call<CallToolParams>) -> Result<Body, Error> {
+        let input = std::mem::take(&mut call.input);
+        let arguments = call.params.arguments.take().unwrap_or_default();
         let name = &call.params.name;
         tracing::Span::current().record("target", name.as_str());
         let route = self
@@ -201,17 +208,17 @@ impl Server {
             .ok_or_else(|| Error::invalid_params(format!("Unknown tool: {name}")))?;
         call.limit = route.timeout.or(call.limit);
         crate::auth::authorize(&route.scopes, call.transport.caller())?;
-        let arguments = call.params.arguments.clone().unwrap_or_default();
-        let target = Target { method: "tools/call", name, arguments: Value::Object(arguments.clone()) };
+        let target = self.target(&call, "tools/call", name, Some(&arguments));
         let legacy = call.transport.bridge.is_some();
         if !tasks::may_become_task(route.task, &call.meta.client_capabilities, legacy)? {
-            return self.rounds(&target, &call, |replay| route.run(self.ctx(&call, replay), arguments.clone())).await;
+            let round = |replay: &Arc<Replay>| route.run(self.ctx(&call, replay), arguments.clone());
+            return self.rounds(&target, &call, input, round).await;
         }
-        let replay = self.open_replay(&target, &call).await?;
+        let replay = self.open_replay(&target, input).await?;
         let handler = route.run(self.ctx(&call, &replay), arguments.clone());
         let task_call = TaskCall {
             tool: name.clone(),
-            arguments,
+            arguments: arguments.clone(),
             protocol_version: call.meta.protocol_version.clone(),
             client_capabilities: call.meta.client_capabilities.clone(),
             client_info: call.meta.client_info.clone(),
@@ -223,12 +230,13 @@ impl Server {
         match deadline::within(call.limit, Box::pin(tasks::call(self, task_call, owner, replay.clone(), handler)))
             .await?
         {
-            tasks::Called::Round(outcome) => self.seal(&target, &call, &replay, outcome),
+            tasks::Called::Round(outcome) => self.seal(&target, &replay, outcome),
             tasks::Called::Task(created) => Ok(Body::Task(Text::from_object(&created))),
         }
     }
 
-    async fn get_prompt(&self, call: Call<GetPromptParams>) -> Result<Body, Error> {
+    async fn get_prompt(&self, mut call: Call<GetPromptParams>) -> Result<Body, Error> {
+        let input = std::mem::take(&mut call.input);
         let name = &call.params.name;
         tracing::Span::current().record("target", name.as_str());
         let route = self
@@ -242,15 +250,16 @@ impl Server {
             return Err(Error::invalid_params(format!("Missing required argument: {}", missing.name)));
         }
         let args: JsonObject = args.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
-        let target = Target { method: "prompts/get", name, arguments: Value::Object(args.clone()) };
-        self.rounds(&target, &call, |replay| {
+        let target = self.target(&call, "prompts/get", name, Some(&args));
+        self.rounds(&target, &call, input, |replay| {
             let run = (route.get)(self.ctx(&call, replay), args.clone());
             async move { run.await.map_err(execution_as_internal) }
         })
         .await
     }
 
-    async fn read_resource(&self, call: Call<ReadResourceParams>) -> Result<Body, Error> {
+    async fn read_resource(&self, mut call: Call<ReadResourceParams>) -> Result<Body, Error> {
+        let input = std::mem::take(&mut call.input);
         let uri = &call.params.uri;
         tracing::Span::current().record("target", uri.as_str());
         let legacy = call.transport.bridge.is_some();
@@ -261,8 +270,8 @@ impl Server {
             .find_map(|r| r.kind.matches(uri).map(|vars| (r, vars)))
             .ok_or_else(|| resource_not_found(uri, legacy))?;
         crate::auth::authorize(&route.scopes, call.transport.caller())?;
-        let target = Target { method: "resources/read", name: uri, arguments: Value::Null };
-        self.rounds(&target, &call, |replay| {
+        let target = self.target(&call, "resources/read", uri, None);
+        self.rounds(&target, &call, input, |replay| {
             let run = (route.read)(self.ctx(&call, replay), vars.clone());
             let missing = resource_not_found(uri, legacy);
             async move {
@@ -277,16 +286,25 @@ impl Server {
         .await
     }
 
+    /// The call of a method that may ask: the round input taken out of its params, the
+    /// rest read into `P` (moved out of the tree, not copied).
     fn call<P: DeserializeOwned>(
         &self,
         id: RequestId,
-        raw: Value,
-        meta: RequestMeta,
+        mut raw: Value,
+        meta: Arc<RequestMeta>,
         transport: Transport,
     ) -> Result<Call<P>, Error> {
+        let input = match &mut raw {
+            Value::Object(params) => {
+                RoundInput { responses: params.remove("inputResponses"), state: params.remove("requestState") }
+            }
+            _ => RoundInput::default(),
+        };
+        let params = P::deserialize(raw).map_err(|e| Error::invalid_params(format!("Invalid params: {e}")))?;
         let principal = self.principal_of(&transport);
         let limit = transport.handler_timeout;
-        Ok(Call { id, params: parse_params(&raw)?, raw, meta, transport, principal, limit })
+        Ok(Call { id, params, input, meta, transport, principal, limit })
     }
 
     fn ctx<P>(&self, call: &Call<P>, replay: &Arc<Replay>) -> Ctx {
@@ -298,6 +316,19 @@ impl Server {
             replay.clone(),
             self.app.clone(),
         )
+    }
+
+    /// What a call's states are bound to; digested when a state is first opened or sealed.
+    fn target<'a, P>(
+        &'a self,
+        call: &'a Call<P>,
+        method: &'static str,
+        name: &'a str,
+        arguments: Option<&'a JsonObject>,
+    ) -> Target<'a> {
+        let principal = call.principal.as_deref();
+        let binding = Binding { server: &self.info.name, method, target: name, arguments, principal };
+        Target { binding, digest: OnceLock::new() }
     }
 
     fn serves(&self, method: Method) -> bool {
@@ -341,20 +372,17 @@ impl Server {
 
     /// Reads this round's `inputResponses` and opens its `requestState`, before the handler
     /// runs: a state that does not open fails the request, whatever the handler would do.
-    async fn open_replay<P>(&self, target: &Target<'_>, call: &Call<P>) -> Result<Arc<Replay>, Error> {
-        let responses = input_responses(&call.raw)?;
-        let Some(token) = call.raw.get("requestState") else {
+    async fn open_replay(&self, target: &Target<'_>, input: RoundInput) -> Result<Arc<Replay>, Error> {
+        let responses = input_responses(input.responses)?;
+        let Some(token) = input.state else {
             return Ok(Arc::new(Replay::new(None, responses)));
         };
         let presented = Presented {
-            token: token.clone(),
-            config: self.state_config()?.clone(),
-            guard: self.state_guard.clone(),
-            server: self.info.name.clone(),
-            method: target.method,
-            target: target.name.to_owned(),
-            arguments: target.arguments.clone(),
-            principal: call.principal.clone(),
+            token: &token,
+            config: self.state_config()?,
+            guard: self.state_guard.as_deref(),
+            binding: target.digest(),
+            target: target.binding.target,
         };
         let carried = presented.open(|payload| serde_json::from_slice::<Carried>(payload).ok()).await?;
         Ok(Arc::new(Replay::new(Some(carried), responses)))
@@ -364,14 +392,20 @@ impl Server {
     /// or the questions with the round's sealed state. A legacy session gets the bridge:
     /// each round's questions go to the client as real requests, and the handler runs
     /// again with the answers until it completes.
-    async fn rounds<T, P, F, Fut>(&self, target: &Target<'_>, call: &Call<P>, round: F) -> Result<Body, Error>
+    async fn rounds<T, P, F, Fut>(
+        &self,
+        target: &Target<'_>,
+        call: &Call<P>,
+        input: RoundInput,
+        round: F,
+    ) -> Result<Body, Error>
     where
         T: Serialize,
         F: Fn(&Arc<Replay>) -> Fut,
         Fut: Future<Output = Result<T, Error>>,
     {
         let Some(bridge) = &call.transport.bridge else {
-            let replay = self.open_replay(target, call).await?;
+            let replay = self.open_replay(target, input).await?;
             return self.run_round(target, &replay, call, round(&replay)).await;
         };
         let caps = &call.meta.client_capabilities;
@@ -407,15 +441,14 @@ impl Server {
     ) -> Result<Body, Error> {
         let outcome =
             deadline::within(call.limit, replay::drive(replay, &call.meta.client_capabilities, handler)).await?;
-        self.seal(target, call, replay, outcome)
+        self.seal(target, replay, outcome)
     }
 
     /// The body of a round: the complete result, or the questions with the round's
     /// sealed state.
-    fn seal<T: Serialize, P>(
+    fn seal<T: Serialize>(
         &self,
         target: &Target<'_>,
-        call: &Call<P>,
         replay: &Replay,
         outcome: Outcome<Result<T, Error>>,
     ) -> Result<Body, Error> {
@@ -423,15 +456,15 @@ impl Server {
             Outcome::Complete(result) => Ok(Body::Complete(Text::of(&result?)?)),
             Outcome::InputRequired(requests, carried) => {
                 let payload = serde_json::to_vec(&carried).map_err(|e| Error::internal(e.to_string()))?;
-                let binding = target.binding(&self.info.name, call.principal.as_deref());
-                let state = self.state_config()?.seal(&binding, &payload, SystemTime::now()).map_err(|error| {
-                    tracing::warn!(target = target.name, %error, "cannot seal a request state");
-                    let client = error.to_error();
-                    match replay.once_lost() {
-                        Some(note) => client.with_note(&note),
-                        None => client,
-                    }
-                })?;
+                let state =
+                    self.state_config()?.seal(target.digest(), &payload, SystemTime::now()).map_err(|error| {
+                        tracing::warn!(target = target.binding.target, %error, "cannot seal a request state");
+                        let client = error.to_error();
+                        match replay.once_lost() {
+                            Some(note) => client.with_note(&note),
+                            None => client,
+                        }
+                    })?;
                 Ok(Body::InputRequired(Text::of(&replay::input_required(requests, state))?))
             }
         }
@@ -450,13 +483,13 @@ impl Server {
     }
 }
 
-/// One request to a method that may ask: its typed params, its raw params (for
-/// `inputResponses` and `requestState`), its envelope, its transport and its caller.
+/// One request to a method that may ask: its typed params, the round input it carries,
+/// its envelope, its transport and its caller.
 struct Call<P> {
     id: RequestId,
     params: P,
-    raw: Value,
-    meta: RequestMeta,
+    input: RoundInput,
+    meta: Arc<RequestMeta>,
     transport: Transport,
     principal: Option<String>,
     /// How long one run of the handler may take.
@@ -469,27 +502,36 @@ impl<P> Call<P> {
     }
 }
 
-/// What a multi-round request is about: the state it seals is bound to this.
+/// What a retry carries for the round it continues, as the client sent it.
+#[derive(Default)]
+struct RoundInput {
+    /// `inputResponses`.
+    responses: Option<Value>,
+    /// `requestState`.
+    state: Option<Value>,
+}
+
+/// What a multi-round request is about: the states it opens and seals are bound to this.
 struct Target<'a> {
-    method: &'static str,
-    name: &'a str,
-    arguments: Value,
+    binding: Binding<'a>,
+    /// The binding's digest, computed once for the open and the seal of a round.
+    digest: OnceLock<BindingDigest>,
 }
 
 impl Target<'_> {
-    fn binding<'b>(&'b self, server: &'b str, principal: Option<&'b str>) -> Binding<'b> {
-        Binding { server, method: self.method, target: self.name, arguments: &self.arguments, principal }
+    fn digest(&self) -> &BindingDigest {
+        self.digest.get_or_init(|| self.binding.digest())
     }
 }
 
 /// `inputResponses`: absent, or an object whose every value is an object (a result).
 /// Anything else is malformed input, answered with an error rather than guessed at.
-fn input_responses(params: &Value) -> Result<JsonObject, Error> {
-    match params.get("inputResponses") {
+fn input_responses(responses: Option<Value>) -> Result<JsonObject, Error> {
+    match responses {
         None => Ok(JsonObject::new()),
         Some(Value::Object(responses)) => match responses.iter().find(|(_, v)| !v.is_object()) {
             Some((key, _)) => Err(Error::invalid_params(format!("inputResponses.{key} must be an object (a result)"))),
-            None => Ok(responses.clone()),
+            None => Ok(responses),
         },
         Some(_) => Err(Error::invalid_params("inputResponses must be an object keyed like inputRequests")),
     }

@@ -26,7 +26,6 @@ use std::task::Poll;
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use tracing::Instrument as _;
 
 use crate::ask::Question;
@@ -203,14 +202,13 @@ impl Replay {
     /// The answer to `question` under `key`, or `Pending` after recording the question.
     pub(crate) fn lookup<Q: Question>(&self, key: &str, question: &Q) -> Poll<Q::Output> {
         let Some(mut round) = self.ready() else { return Poll::Pending };
-        let request = match question.request() {
-            Ok(request) => request,
+        let digest = match question.digest() {
+            Ok(digest) => digest,
             Err(error) => {
                 round.fail(error);
                 return Poll::Pending;
             }
         };
-        let digest = digest(&request);
         if let Some((asked, _)) = round.pending.get(key) {
             if *asked != digest {
                 round.fail(Error::internal(format!("ask key {key:?} is used for two different questions")));
@@ -224,7 +222,12 @@ impl Replay {
             return Poll::Ready(output);
         }
         // Unanswered, or answered with something that does not decode: ask (again).
-        round.pending.insert(key.to_owned(), (digest, request));
+        match question.request() {
+            Ok(request) => {
+                round.pending.insert(key.to_owned(), (digest, request));
+            }
+            Err(error) => round.fail(error),
+        }
         Poll::Pending
     }
 
@@ -358,7 +361,8 @@ pub(crate) async fn step<F: Future + ?Sized>(
     mut handler: Pin<&mut F>,
 ) -> Result<Step<F::Output>, Error> {
     // One span per round, inside the request's: the handler's own events nest under it.
-    let span = tracing::info_span!("round", n = replay.lock().carried.round + 1, outcome = tracing::field::Empty);
+    // At debug, as the request's span is.
+    let span = tracing::debug_span!("round", n = replay.lock().carried.round + 1, outcome = tracing::field::Empty);
     let finished = std::future::poll_fn(|cx| {
         // A panicking handler fails its request with an internal error instead of taking
         // the connection (or, on stdio, the answer) down with it. It is never polled again.
@@ -429,13 +433,4 @@ fn once_lost(ran: &BTreeSet<String>) -> Option<String> {
 
 fn not_here() -> Error {
     Error::internal("only tools/call, prompts/get and resources/read handlers can ask for input")
-}
-
-/// A digest of a question: its method and params, canonically serialized.
-fn digest(request: &InputRequest) -> String {
-    let canonical = serde_json::to_vec(request).unwrap_or_default();
-    let hash = Sha256::digest(&canonical);
-    let mut half = [0u8; 16];
-    half.copy_from_slice(&hash[..16]);
-    format!("{:032x}", u128::from_be_bytes(half))
 }

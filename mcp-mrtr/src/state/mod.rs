@@ -107,7 +107,7 @@ impl StateConfig {
     }
 
     /// Seals `payload` for `binding`, valid until `now` plus the TTL.
-    pub(crate) fn seal(&self, binding: &Binding<'_>, payload: &[u8], now: SystemTime) -> Result<String, SealError> {
+    pub(crate) fn seal(&self, binding: &BindingDigest, payload: &[u8], now: SystemTime) -> Result<String, SealError> {
         seal::seal(&self.keys, binding, payload, seal::expiry(now, self.ttl), self.max_bytes)
     }
 
@@ -116,7 +116,7 @@ impl StateConfig {
     pub(crate) fn open(
         &self,
         token: &str,
-        binding: &Binding<'_>,
+        binding: &BindingDigest,
         now: SystemTime,
     ) -> Result<(Vec<u8>, SystemTime), OpenError> {
         seal::open(&self.keys, token, binding, now, self.max_bytes)
@@ -131,8 +131,14 @@ impl StateConfig {
     #[doc(hidden)]
     pub fn bench_seal_open(&self, payload: &[u8]) -> usize {
         let arguments = serde_json::json!({ "city": "Lyon", "days": 3 });
-        let binding =
-            Binding { server: "bench", method: "tools/call", target: "bench", arguments: &arguments, principal: None };
+        let binding = Binding {
+            server: "bench",
+            method: "tools/call",
+            target: "bench",
+            arguments: arguments.as_object(),
+            principal: None,
+        }
+        .digest();
         let now = SystemTime::now();
         let token = self.seal(&binding, payload, now).expect("the bench payload fits the cap");
         self.open(&token, &binding, now).map_or(0, |(opened, _)| opened.len())
@@ -142,8 +148,8 @@ impl StateConfig {
     /// part of every seal and open that grows with the call's arguments.
     #[doc(hidden)]
     pub fn bench_binding_digest(arguments: &serde_json::Value) -> [u8; 32] {
-        let binding = Binding { server: "bench", method: "tools/call", target: "bench", arguments, principal: None };
-        seal::binding_digest(&binding)
+        let arguments = arguments.as_object();
+        Binding { server: "bench", method: "tools/call", target: "bench", arguments, principal: None }.digest().0
     }
 }
 
@@ -174,11 +180,24 @@ pub(crate) struct Binding<'a> {
     pub(crate) method: &'a str,
     /// The tool name, prompt name or resource URI.
     pub(crate) target: &'a str,
-    /// The request's arguments, digested as canonical JSON.
-    pub(crate) arguments: &'a serde_json::Value,
+    /// The request's arguments, digested as canonical JSON; `None` (digested as `null`)
+    /// for methods without arguments.
+    pub(crate) arguments: Option<&'a serde_json::Map<String, serde_json::Value>>,
     /// The caller's identity, when the application knows it.
     pub(crate) principal: Option<&'a str>,
 }
+
+impl Binding<'_> {
+    /// The digest sealing and opening use: computed once per request, then used for both
+    /// the state it opens and the one it seals.
+    pub(crate) fn digest(&self) -> BindingDigest {
+        BindingDigest(seal::binding_digest(self))
+    }
+}
+
+/// A [`Binding`], digested: what a state's associated data carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BindingDigest([u8; 32]);
 
 /// Why a state did not open. For server logs only: clients always get the same error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

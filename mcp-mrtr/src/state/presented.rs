@@ -6,30 +6,27 @@
 //! must not be able to flood the log.
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::{Binding, Consumed, OpenError, Reason, StateConfig, StateGuard};
+use super::{BindingDigest, Consumed, OpenError, Reason, StateConfig, StateGuard};
 use crate::Error;
 
 /// A presented state and what it must be bound to.
-pub(crate) struct Presented {
+pub(crate) struct Presented<'a> {
     /// The `requestState` value as sent: a string, unless the client is broken.
-    pub(crate) token: Value,
-    pub(crate) config: StateConfig,
+    pub(crate) token: &'a serde_json::Value,
+    pub(crate) config: &'a StateConfig,
     /// Records used states; `None` when states are reusable.
-    pub(crate) guard: Option<Arc<dyn StateGuard>>,
-    pub(crate) server: String,
-    pub(crate) method: &'static str,
-    pub(crate) target: String,
-    pub(crate) arguments: Value,
-    pub(crate) principal: Option<String>,
+    pub(crate) guard: Option<&'a dyn StateGuard>,
+    /// What the state must have been sealed for.
+    pub(crate) binding: &'a BindingDigest,
+    /// The tool name, prompt name or resource URI, for the log.
+    pub(crate) target: &'a str,
 }
 
-impl Presented {
+impl Presented<'_> {
     /// The state's payload, decoded by `decode` (`None` when it does not decode), or the
     /// error for the client.
     pub(crate) async fn open<T>(self, decode: impl FnOnce(&[u8]) -> Option<T>) -> Result<T, Error> {
@@ -44,16 +41,9 @@ impl Presented {
     /// Checks the seal, the binding and the expiry, then marks the state used.
     async fn verify(&self) -> Result<Vec<u8>, Rejected> {
         let token = self.token.as_str().ok_or(OpenError::from(Reason::Malformed))?;
-        let binding = Binding {
-            server: &self.server,
-            method: self.method,
-            target: &self.target,
-            arguments: &self.arguments,
-            principal: self.principal.as_deref(),
-        };
         let now = SystemTime::now();
-        let (payload, expires) = self.config.open(token, &binding, now)?;
-        if let Some(guard) = &self.guard {
+        let (payload, expires) = self.config.open(token, self.binding, now)?;
+        if let Some(guard) = self.guard {
             // Keyed by a digest, so the guard never holds the sealed answers themselves;
             // kept as long as the state could still open.
             let id = format!("{:x}", Sha256::digest(token.as_bytes()));

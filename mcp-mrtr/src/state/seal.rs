@@ -11,7 +11,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::keys::{KeyRing, StateKey};
-use super::{Binding, OpenError, Reason, SealError};
+use super::{Binding, BindingDigest, OpenError, Reason, SealError};
 
 /// The format version, first in every token and in the associated data. `v2`: expiry in
 /// milliseconds, a derived cipher key, and the server's name in the binding.
@@ -28,7 +28,7 @@ const BINDING_DOMAIN: &[u8] = b"mcp-mrtr request-state binding v2";
 /// Seals `payload` for `binding` with the ring's current key, valid until `now + ttl`.
 pub(super) fn seal(
     keys: &KeyRing,
-    binding: &Binding<'_>,
+    binding: &BindingDigest,
     payload: &[u8],
     expires: SystemTime,
     max_bytes: usize,
@@ -58,7 +58,7 @@ pub(super) fn seal(
 pub(super) fn open(
     keys: &KeyRing,
     token: &str,
-    binding: &Binding<'_>,
+    binding: &BindingDigest,
     now: SystemTime,
     max_bytes: usize,
 ) -> Result<(Vec<u8>, SystemTime), OpenError> {
@@ -123,14 +123,14 @@ fn cipher(key: &StateKey) -> XChaCha20Poly1305 {
     XChaCha20Poly1305::new(key.request_state_key().into())
 }
 
-/// `"v1." + key id + "." + SHA-256(binding)`: authenticated, never sent.
-fn associated_data(id: &str, binding: &Binding<'_>) -> Vec<u8> {
+/// `"v2." + key id + "." + SHA-256(binding)`: authenticated, never sent.
+fn associated_data(id: &str, binding: &BindingDigest) -> Vec<u8> {
     let mut aad = Vec::with_capacity(VERSION.len() + id.len() + 2 + 32);
     aad.extend_from_slice(VERSION.as_bytes());
     aad.push(b'.');
     aad.extend_from_slice(id.as_bytes());
     aad.push(b'.');
-    aad.extend_from_slice(&binding_digest(binding));
+    aad.extend_from_slice(&binding.0);
     aad
 }
 
@@ -139,7 +139,10 @@ fn associated_data(id: &str, binding: &Binding<'_>) -> Vec<u8> {
 /// a presence byte, so `None` and `Some("")` differ).
 pub(super) fn binding_digest(binding: &Binding<'_>) -> [u8; 32] {
     let mut arguments = Vec::new();
-    write_canonical(binding.arguments, &mut arguments);
+    match binding.arguments {
+        Some(map) => write_canonical_object(map, &mut arguments),
+        None => arguments.extend_from_slice(b"null"),
+    }
     let mut hasher = Sha256::new();
     hasher.update(BINDING_DOMAIN);
     for field in [binding.server.as_bytes(), binding.method.as_bytes(), binding.target.as_bytes(), &arguments] {
@@ -175,22 +178,24 @@ pub(super) fn write_canonical(value: &Value, out: &mut Vec<u8>) {
             }
             out.push(b']');
         }
-        Value::Object(map) => {
-            let mut entries: Vec<_> = map.iter().collect();
-            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            out.push(b'{');
-            for (index, (key, item)) in entries.into_iter().enumerate() {
-                if index > 0 {
-                    out.push(b',');
-                }
-                write_scalar(key, out);
-                out.push(b':');
-                write_canonical(item, out);
-            }
-            out.push(b'}');
-        }
+        Value::Object(map) => write_canonical_object(map, out),
         scalar => write_scalar(scalar, out),
     }
+}
+
+fn write_canonical_object(map: &serde_json::Map<String, Value>, out: &mut Vec<u8>) {
+    let mut entries: Vec<_> = map.iter().collect();
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    out.push(b'{');
+    for (index, (key, item)) in entries.into_iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        write_scalar(key, out);
+        out.push(b':');
+        write_canonical(item, out);
+    }
+    out.push(b'}');
 }
 
 /// Null, booleans, numbers and strings (and object keys): serde_json's own compact form.

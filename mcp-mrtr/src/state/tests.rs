@@ -7,7 +7,7 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 
 use super::keys::KeyError;
-use super::{Binding, KeyRing, OpenError, Reason, SealError, StateConfig, StateKey, REJECTED};
+use super::{Binding, BindingDigest, KeyRing, OpenError, Reason, SealError, StateConfig, StateKey, REJECTED};
 use crate::ErrorCode;
 
 const SECRET_A: [u8; 32] = *b"test-secret-a-0123456789abcdefgh";
@@ -21,8 +21,8 @@ fn config(id: &str, secret: [u8; 32]) -> StateConfig {
     StateConfig::new(KeyRing::new(StateKey::new(id, secret)))
 }
 
-fn binding<'a>(target: &'a str, arguments: &'a Value) -> Binding<'a> {
-    Binding { server: "s", method: "tools/call", target, arguments, principal: None }
+fn binding(target: &str, arguments: &Value) -> BindingDigest {
+    Binding { server: "s", method: "tools/call", target, arguments: arguments.as_object(), principal: None }.digest()
 }
 
 fn reason(result: Result<(Vec<u8>, SystemTime), OpenError>) -> Reason {
@@ -94,12 +94,14 @@ fn a_state_opens_only_for_its_own_binding() {
     let config = config("k1", SECRET_A);
     let x = json!({ "city": "Lyon", "days": 3 });
     let y = json!({ "city": "Lyon", "days": 4 });
+    let (x, y) = (x.as_object(), y.as_object());
     let sealed_for =
-        Binding { server: "public", method: "tools/call", target: "a", arguments: &x, principal: Some("alice") };
-    let token = config.seal(&sealed_for, b"payload", now()).unwrap();
+        Binding { server: "public", method: "tools/call", target: "a", arguments: x, principal: Some("alice") };
+    let token = config.seal(&sealed_for.digest(), b"payload", now()).unwrap();
     let others = [
         Binding { target: "b", ..sealed_for },
-        Binding { arguments: &y, ..sealed_for },
+        Binding { arguments: y, ..sealed_for },
+        Binding { arguments: None, ..sealed_for },
         Binding { principal: Some("bob"), ..sealed_for },
         Binding { principal: None, ..sealed_for },
         Binding { principal: Some(""), ..sealed_for },
@@ -110,9 +112,9 @@ fn a_state_opens_only_for_its_own_binding() {
         Binding { server: "publi", method: "ctools/call", ..sealed_for },
     ];
     for other in &others {
-        assert_eq!(reason(config.open(&token, other, now())), Reason::Unauthentic);
+        assert_eq!(reason(config.open(&token, &other.digest(), now())), Reason::Unauthentic);
     }
-    assert!(config.open(&token, &sealed_for, now()).is_ok());
+    assert!(config.open(&token, &sealed_for.digest(), now()).is_ok());
 }
 
 #[test]

@@ -79,12 +79,12 @@ pub(crate) async fn start(server: &Server, record: &TaskRecord, run: String) -> 
         return Ok(());
     };
     let replay = Arc::new(Replay::new(Some(record.journal.clone()), record.input_responses.clone()));
-    let meta = RequestMeta {
+    let meta = Arc::new(RequestMeta {
         protocol_version: record.call.protocol_version.clone(),
         client_capabilities: record.call.client_capabilities.clone(),
         client_info: record.call.client_info.clone(),
         ..RequestMeta::default()
-    };
+    });
     let id = RequestId::from(record.id());
     let transport = super::transport_for(record.call.caller.as_ref());
     let ctx = Ctx::new(id, meta, transport, server.logging, replay.clone(), server.app.clone());
