@@ -299,6 +299,13 @@ async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response {
     };
     let head = Head { headers: Arc::new(parts.headers), extensions: Arc::new(parts.extensions) };
     let headers = &*head.headers;
+    // Most traffic: a modern request, its envelope read without a tree.
+    if let Some((request, meta)) = crate::envelope::read_modern(&bytes) {
+        return match check_headers(&endpoint.server, headers, &request, &meta) {
+            Err(error) => error_response(Era::Modern, Some(request.id), &error),
+            Ok(()) => serve_request(endpoint, &head, request, meta, None).await,
+        };
+    }
     match read_message(&bytes) {
         // Malformed bodies are 400 in both eras.
         Err((id, error)) => json_response(error.http_status(), &error_message(id, &error)),
@@ -407,9 +414,14 @@ fn busy(id: crate::protocol::RequestId, legacy: bool) -> Response {
 /// Validates a modern request's envelope and MCP headers.
 fn open_envelope(server: &Server, headers: &HeaderMap, request: &Request) -> Result<RequestMeta, Error> {
     let meta = RequestMeta::parse(request.params.as_ref())?;
-    headers::check(headers, request, &meta)?;
-    headers::check_params(server, headers, request)?;
+    check_headers(server, headers, request, &meta)?;
     Ok(meta)
+}
+
+/// Validates a modern request's MCP headers against its envelope and params.
+fn check_headers(server: &Server, headers: &HeaderMap, request: &Request, meta: &RequestMeta) -> Result<(), Error> {
+    headers::check(headers, request, meta)?;
+    headers::check_params(server, headers, request)
 }
 
 fn method_not_allowed() -> Response {

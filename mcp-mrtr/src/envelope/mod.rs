@@ -1,12 +1,17 @@
 //! The per-request envelope: reading a JSON-RPC message, telling modern (2026-07-28)
 //! from legacy (2025-11-25) traffic, and parsing `params._meta`.
 //!
-//! Entry points: [`Incoming::from_value`] for the framing, [`classify`] for the era,
-//! [`RequestMeta::parse`] for the envelope and [`check_version`] for the version.
+//! Entry points: [`read_modern`] for the common case (a well-formed modern request, read
+//! straight from the bytes), [`Incoming::from_value`] for the framing of everything else,
+//! [`classify`] for the era, [`RequestMeta::parse`] for the envelope and
+//! [`check_version`] for the version.
+
+mod fast;
 
 use serde::Deserialize as _;
 use serde_json::Value;
 
+pub(crate) use self::fast::read_modern;
 use crate::protocol::{meta_keys, ClientCapabilities, Implementation, LoggingLevel, RequestId};
 use crate::Error;
 

@@ -1,0 +1,340 @@
+//! The common case, read without a tree for the envelope: a well-formed 2026-07-28
+//! request, its `_meta` read straight into a [`RequestMeta`] and the rest of its params
+//! into a tree without it.
+//!
+//! This path only ever accepts what the general path (`Incoming::from_value`, [`classify`],
+//! [`RequestMeta::parse`]) accepts, and reads it the same. For anything else (a malformed
+//! message, a notification, a response, a legacy request, a `_meta` the general path would
+//! refuse, a duplicate key) it steps aside with `None`: the general path then reads the
+//! message, words the error and decides. So no error is ever worded twice.
+//!
+//! [`classify`]: super::classify
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{self, value::MapAccessDeserializer, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{Request, RequestMeta};
+use crate::protocol::{meta_keys, ClientCapabilities, JsonObject, RequestId};
+
+/// A modern request and its envelope, or `None` when the general path must read it.
+pub(crate) fn read_modern(bytes: &[u8]) -> Option<(Request, RequestMeta)> {
+    let frame: Frame<'_> = serde_json::from_slice(bytes).ok()?;
+    if frame.jsonrpc != "2.0" {
+        return None;
+    }
+    let Params { meta, rest } = frame.params;
+    let request = Request { id: frame.id.0, method: frame.method, params: Some(Value::Object(rest)) };
+    Some((request, meta))
+}
+
+/// A request's framing. Fields the general path ignores are ignored here too.
+#[derive(Deserialize)]
+struct Frame<'a> {
+    /// Borrowed: an escaped `"2.0"` (legal, never seen) takes the general path.
+    jsonrpc: &'a str,
+    id: Id,
+    method: String,
+    params: Params,
+}
+
+/// A string or a number, as the general path reads ids.
+struct Id(RequestId);
+
+impl<'de> Deserialize<'de> for Id {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(IdVisitor).map(Id)
+    }
+}
+
+struct IdVisitor;
+
+impl Visitor<'_> for IdVisitor {
+    type Value = RequestId;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string or a number")
+    }
+
+    fn visit_u64<E: de::Error>(self, n: u64) -> Result<RequestId, E> {
+        Ok(RequestId::Number(n.into()))
+    }
+
+    fn visit_i64<E: de::Error>(self, n: i64) -> Result<RequestId, E> {
+        Ok(RequestId::Number(n.into()))
+    }
+
+    fn visit_f64<E: de::Error>(self, n: f64) -> Result<RequestId, E> {
+        serde_json::Number::from_f64(n).map(RequestId::Number).ok_or_else(|| E::custom("not a JSON number"))
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<RequestId, E> {
+        Ok(RequestId::String(s.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, s: String) -> Result<RequestId, E> {
+        Ok(RequestId::String(s))
+    }
+}
+
+/// The params: `_meta` typed, every other member as a tree.
+struct Params {
+    meta: RequestMeta,
+    rest: JsonObject,
+}
+
+impl<'de> Deserialize<'de> for Params {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(ParamsVisitor)
+    }
+}
+
+struct ParamsVisitor;
+
+impl<'de> Visitor<'de> for ParamsVisitor {
+    type Value = Params;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("params with a _meta")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Params, A::Error> {
+        let mut meta = None;
+        let mut rest = JsonObject::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "_meta" {
+                if meta.replace(map.next_value_seed(MetaSeed)?).is_some() {
+                    return Err(de::Error::custom("duplicate _meta"));
+                }
+            } else if rest.insert(key, map.next_value()?).is_some() {
+                return Err(de::Error::custom("duplicate member"));
+            }
+        }
+        Ok(Params { meta: meta.ok_or_else(|| de::Error::custom("no _meta"))?, rest })
+    }
+}
+
+/// `_meta`, read as [`RequestMeta::parse`] reads it: version and capabilities required,
+/// the optional members typed when present (`null` included), everything else ignored.
+struct MetaSeed;
+
+impl<'de> de::DeserializeSeed<'de> for MetaSeed {
+    type Value = RequestMeta;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<RequestMeta, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for MetaSeed {
+    type Value = RequestMeta;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a request envelope")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RequestMeta, A::Error> {
+        let (mut version, mut capabilities) = (None, None);
+        let mut meta = RequestMeta::default();
+        let (mut info, mut progress, mut level) = (false, false, false);
+        while let Some(key) = map.next_key::<String>()? {
+            let fresh = match key.as_str() {
+                meta_keys::PROTOCOL_VERSION => version.replace(map.next_value::<String>()?).is_none(),
+                meta_keys::CLIENT_CAPABILITIES => capabilities.replace(map.next_value::<Capabilities>()?.0).is_none(),
+                meta_keys::CLIENT_INFO => {
+                    meta.client_info = Some(map.next_value()?);
+                    !std::mem::replace(&mut info, true)
+                }
+                meta_keys::PROGRESS_TOKEN => {
+                    meta.progress_token = Some(map.next_value::<Id>()?.0);
+                    !std::mem::replace(&mut progress, true)
+                }
+                meta_keys::LOG_LEVEL => {
+                    meta.log_level = Some(map.next_value()?);
+                    !std::mem::replace(&mut level, true)
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                    true
+                }
+            };
+            if !fresh {
+                return Err(de::Error::custom("duplicate _meta member"));
+            }
+        }
+        meta.protocol_version = version.ok_or_else(|| de::Error::custom("no protocol version"))?;
+        meta.client_capabilities = capabilities.ok_or_else(|| de::Error::custom("no capabilities"))?;
+        Ok(meta)
+    }
+}
+
+/// Client capabilities, every member an object (as the general path requires).
+struct Capabilities(ClientCapabilities);
+
+impl<'de> Deserialize<'de> for Capabilities {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(CapabilitiesVisitor).map(Capabilities)
+    }
+}
+
+struct CapabilitiesVisitor;
+
+impl<'de> Visitor<'de> for CapabilitiesVisitor {
+    type Value = ClientCapabilities;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("client capabilities")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ClientCapabilities, A::Error> {
+        let mut caps = ClientCapabilities::default();
+        let mut seen = Vec::new();
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "experimental" => caps.experimental = Some(map.next_value()?),
+                "roots" => caps.roots = Some(map.next_value()?),
+                "sampling" => caps.sampling = Some(map.next_value::<Object<_>>()?.0),
+                "elicitation" => caps.elicitation = Some(map.next_value::<Object<_>>()?.0),
+                "extensions" => caps.extensions = Some(map.next_value()?),
+                _ => {
+                    map.next_value::<Object<IgnoredAny>>()?;
+                }
+            }
+            if seen.contains(&key) {
+                return Err(de::Error::custom("duplicate capability"));
+            }
+            seen.push(key);
+        }
+        Ok(caps)
+    }
+}
+
+/// A `T` that must be written as a JSON object: a derived struct would also take an array.
+struct Object<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(ObjectVisitor(PhantomData)).map(Object)
+    }
+}
+
+struct ObjectVisitor<T>(PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+        T::deserialize(MapAccessDeserializer::new(map))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::envelope::{classify, Era, Incoming};
+
+    /// What the general path makes of `body`: the request, its params without `_meta`,
+    /// and its envelope, when it is a modern request whose envelope parses.
+    fn general(body: &[u8]) -> Option<(Request, RequestMeta)> {
+        let value: Value = serde_json::from_slice(body).ok()?;
+        let Ok(Incoming::Request(mut request)) = Incoming::from_value(value) else { return None };
+        if classify(&request, None, false) != Era::Modern {
+            return None;
+        }
+        let meta = RequestMeta::parse(request.params.as_ref()).ok()?;
+        if let Some(Value::Object(params)) = request.params.as_mut() {
+            params.remove("_meta");
+        }
+        Some((request, meta))
+    }
+
+    fn envelope(extra: &Value) -> Value {
+        let mut meta = json!({
+            meta_keys::PROTOCOL_VERSION: "2026-07-28",
+            meta_keys::CLIENT_CAPABILITIES: {"elicitation": {"form": {}}, "roots": {"listChanged": true}},
+        });
+        for (key, value) in extra.as_object().unwrap() {
+            meta[key] = value.clone();
+        }
+        meta
+    }
+
+    /// Every body either steps aside or reads exactly as the general path reads it.
+    #[test]
+    fn reads_what_the_general_path_reads_or_steps_aside() {
+        let mut bodies: Vec<String> = Vec::new();
+        let metas = [
+            json!({}),
+            json!({meta_keys::CLIENT_INFO: {"name": "c", "version": "1"}}),
+            json!({meta_keys::CLIENT_INFO: null}),
+            json!({meta_keys::CLIENT_INFO: ["c", "1"]}),
+            json!({meta_keys::PROGRESS_TOKEN: 7}),
+            json!({meta_keys::PROGRESS_TOKEN: "p"}),
+            json!({meta_keys::PROGRESS_TOKEN: {}}),
+            json!({meta_keys::PROGRESS_TOKEN: null}),
+            json!({meta_keys::LOG_LEVEL: "warning"}),
+            json!({meta_keys::LOG_LEVEL: "loud"}),
+            json!({"vendor/thing": [1, 2]}),
+            json!({meta_keys::PROTOCOL_VERSION: 2026}),
+            json!({meta_keys::PROTOCOL_VERSION: "2025-11-25"}),
+            json!({meta_keys::CLIENT_CAPABILITIES: []}),
+            json!({meta_keys::CLIENT_CAPABILITIES: null}),
+            json!({meta_keys::CLIENT_CAPABILITIES: {"sampling": []}}),
+            json!({meta_keys::CLIENT_CAPABILITIES: {"sampling": {"tools": {}}}}),
+            json!({meta_keys::CLIENT_CAPABILITIES: {"roots": null}}),
+            json!({meta_keys::CLIENT_CAPABILITIES: {"future": 1}}),
+            json!({meta_keys::CLIENT_CAPABILITIES: {"future": {"x": 1}, "extensions": {"e": {}}}}),
+        ];
+        for extra in &metas {
+            let meta = envelope(extra);
+            for params in [
+                json!({"_meta": meta, "name": "t", "arguments": {"b": 1, "a": [true]}}),
+                json!({"_meta": meta, "inputResponses": {"k": {"action": "accept"}}, "requestState": "v2.x"}),
+                json!({"_meta": meta}),
+                json!({"name": "t"}),
+            ] {
+                bodies.push(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).to_string());
+            }
+        }
+        let meta = envelope(&json!({})).to_string();
+        bodies.extend([
+            format!(r#"{{"jsonrpc":"2.0","id":"a","method":"tools/list","params":{{"_meta":{meta}}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":1.5,"method":"x","params":{{"_meta":{meta}}},"extra":1}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":null,"method":"x","params":{{"_meta":{meta}}}}}"#),
+            format!(r#"{{"jsonrpc":"1.0","id":1,"method":"x","params":{{"_meta":{meta}}}}}"#),
+            format!(r#"{{"jsonrpc":"2\u002e0","id":1,"method":"x","params":{{"_meta":{meta}}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","method":"x","params":{{"_meta":{meta}}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":5,"params":{{"_meta":{meta}}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":[{meta}]}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"x","method":"y","params":{{"_meta":{meta}}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{{"_meta":{meta},"a":1,"a":2}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{{"_meta":{meta},"_meta":{meta}}}}}"#),
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#.to_owned(),
+            "[1]".to_owned(),
+            "{".to_owned(),
+        ]);
+        let mut fast_reads = 0;
+        for body in &bodies {
+            let fast = read_modern(body.as_bytes());
+            if let Some(read) = &fast {
+                fast_reads += 1;
+                assert_eq!(Some(read), general(body.as_bytes()).as_ref(), "{body}");
+            }
+        }
+        // The common shapes take the fast path; the test above is not vacuous.
+        assert!(fast_reads >= 30, "only {fast_reads} bodies took the fast path");
+        let common =
+            format!(r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"_meta":{meta},"name":"t"}}}}"#);
+        assert!(read_modern(common.as_bytes()).is_some());
+    }
+}
