@@ -3,13 +3,15 @@
 //! into a tree without it.
 //!
 //! This path only ever accepts what the general path (`Incoming::from_value`, [`classify`],
-//! [`RequestMeta::parse`]) accepts, and reads it the same. For anything else (a malformed
-//! message, a notification, a response, a legacy request, a `_meta` the general path would
-//! refuse, a duplicate key) it steps aside with `None`: the general path then reads the
-//! message, words the error and decides. So no error is ever worded twice.
+//! [`RequestMeta::parse`]) accepts, and reads it the same: a repeated key counts once, the
+//! last time, as in a tree. For anything else (a malformed message, a notification, a
+//! response, a legacy request, a `_meta` the general path would refuse) it steps aside
+//! with `None`: the general path then reads the message, words the error and decides. So
+//! no error is ever worded twice. Keys are compared where they lie in the body, not copied.
 //!
 //! [`classify`]: super::classify
 
+use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -104,13 +106,11 @@ impl<'de> Visitor<'de> for ParamsVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Params, A::Error> {
         let mut meta = None;
         let mut rest = JsonObject::new();
-        while let Some(key) = map.next_key::<String>()? {
+        while let Some(Key(key)) = map.next_key()? {
             if key == "_meta" {
-                if meta.replace(map.next_value_seed(MetaSeed)?).is_some() {
-                    return Err(de::Error::custom("duplicate _meta"));
-                }
-            } else if rest.insert(key, map.next_value()?).is_some() {
-                return Err(de::Error::custom("duplicate member"));
+                meta = Some(map.next_value_seed(MetaSeed)?);
+            } else {
+                rest.insert(key.into_owned(), map.next_value()?);
             }
         }
         Ok(Params { meta: meta.ok_or_else(|| de::Error::custom("no _meta"))?, rest })
@@ -139,30 +139,16 @@ impl<'de> Visitor<'de> for MetaSeed {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RequestMeta, A::Error> {
         let (mut version, mut capabilities) = (None, None);
         let mut meta = RequestMeta::default();
-        let (mut info, mut progress, mut level) = (false, false, false);
-        while let Some(key) = map.next_key::<String>()? {
-            let fresh = match key.as_str() {
-                meta_keys::PROTOCOL_VERSION => version.replace(map.next_value::<String>()?).is_none(),
-                meta_keys::CLIENT_CAPABILITIES => capabilities.replace(map.next_value::<Capabilities>()?.0).is_none(),
-                meta_keys::CLIENT_INFO => {
-                    meta.client_info = Some(map.next_value()?);
-                    !std::mem::replace(&mut info, true)
-                }
-                meta_keys::PROGRESS_TOKEN => {
-                    meta.progress_token = Some(map.next_value::<Id>()?.0);
-                    !std::mem::replace(&mut progress, true)
-                }
-                meta_keys::LOG_LEVEL => {
-                    meta.log_level = Some(map.next_value()?);
-                    !std::mem::replace(&mut level, true)
-                }
+        while let Some(Key(key)) = map.next_key()? {
+            match &*key {
+                meta_keys::PROTOCOL_VERSION => version = Some(map.next_value::<String>()?),
+                meta_keys::CLIENT_CAPABILITIES => capabilities = Some(map.next_value::<Capabilities>()?.0),
+                meta_keys::CLIENT_INFO => meta.client_info = Some(map.next_value()?),
+                meta_keys::PROGRESS_TOKEN => meta.progress_token = Some(map.next_value::<Id>()?.0),
+                meta_keys::LOG_LEVEL => meta.log_level = Some(map.next_value()?),
                 _ => {
                     map.next_value::<IgnoredAny>()?;
-                    true
                 }
-            };
-            if !fresh {
-                return Err(de::Error::custom("duplicate _meta member"));
             }
         }
         meta.protocol_version = version.ok_or_else(|| de::Error::custom("no protocol version"))?;
@@ -191,9 +177,8 @@ impl<'de> Visitor<'de> for CapabilitiesVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ClientCapabilities, A::Error> {
         let mut caps = ClientCapabilities::default();
-        let mut seen = Vec::new();
-        while let Some(key) = map.next_key::<String>()? {
-            match key.as_str() {
+        while let Some(Key(key)) = map.next_key()? {
+            match &*key {
                 "experimental" => caps.experimental = Some(map.next_value()?),
                 "roots" => caps.roots = Some(map.next_value()?),
                 "sampling" => caps.sampling = Some(map.next_value::<Object<_>>()?.0),
@@ -203,12 +188,39 @@ impl<'de> Visitor<'de> for CapabilitiesVisitor {
                     map.next_value::<Object<IgnoredAny>>()?;
                 }
             }
-            if seen.contains(&key) {
-                return Err(de::Error::custom("duplicate capability"));
-            }
-            seen.push(key);
         }
         Ok(caps)
+    }
+}
+
+/// An object key: borrowed from the body unless it has escapes.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_str(KeyVisitor).map(Key)
+    }
+}
+
+struct KeyVisitor;
+
+impl<'de> Visitor<'de> for KeyVisitor {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a key")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, key: &'de str) -> Result<Self::Value, E> {
+        Ok(Cow::Borrowed(key))
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(key.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, key: String) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(key))
     }
 }
 
@@ -318,6 +330,15 @@ mod tests {
             format!(r#"{{"jsonrpc":"2.0","id":1,"method":"x","method":"y","params":{{"_meta":{meta}}}}}"#),
             format!(r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{{"_meta":{meta},"a":1,"a":2}}}}"#),
             format!(r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{{"_meta":{meta},"_meta":{meta}}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{{"_meta":1,"_meta":{meta}}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{{"\u005fmeta":{meta},"n\u0061me":"t"}}}}"#),
+            concat!(
+                r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"_meta":{"#,
+                r#""io.modelcontextprotocol/protocolVersion":"2025-11-25","#,
+                r#""io.modelcontextprotocol/clientCapabilities":{"roots":{},"roots":{"listChanged":true},"x":{},"x":{}},"#,
+                r#""io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#
+            )
+            .to_owned(),
             r#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_owned(),
             r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#.to_owned(),
             "[1]".to_owned(),
