@@ -273,6 +273,34 @@ async fn a_custom_path_gets_its_own_well_known_uri() {
     assert_eq!(posted.status, 405);
 }
 
+/// `serve_http_with` serves without a router: it must route as the router does.
+#[tokio::test]
+async fn serve_http_routes_the_endpoint_and_its_metadata_as_the_router_does() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let served = listener.local_addr().unwrap();
+    let resource = format!("http://127.0.0.1:{}/v1/mcp", served.port());
+    let verifier = JwtVerifier::new(JwtKeys::hs256(SECRET).unwrap(), ISSUER, &resource);
+    let auth = ResourceServer::new(&resource, [ISSUER]).scopes(["notes:read"]).verifier(verifier);
+    let config = HttpConfig::default().path("/v1/mcp").auth(auth).shutdown_signal(std::future::pending());
+    tokio::spawn(server().serve_http_with(listener, config));
+    let (routed, _) = serve("/v1/mcp").await;
+    let metadata = "/.well-known/oauth-protected-resource/v1/mcp";
+    let mut seen = Vec::new();
+    for addr in [served, routed] {
+        let unauthorized = post(addr, "/v1/mcp", &Rpc::new("server/discover"), None).await;
+        let reader = token("carol", "notes:read", &format!("http://127.0.0.1:{}/v1/mcp", addr.port()));
+        let discover = post(addr, "/v1/mcp", &Rpc::new("server/discover"), Some(&reader)).await;
+        let document = client::send_to(addr, "GET", metadata, &[], b"").await;
+        let posted = client::send_to(addr, "POST", metadata, &[], b"").await;
+        let elsewhere = client::send_to(addr, "GET", "/mcp", &[], b"").await;
+        let resource = serde_json::from_str::<Value>(&document.body).unwrap()["resource"].clone();
+        assert!(resource.as_str().is_some_and(|r| r.ends_with(&format!("{}/v1/mcp", addr.port()))), "{document:?}");
+        seen.push([unauthorized.status, discover.status, document.status, posted.status, elsewhere.status]);
+    }
+    assert_eq!(seen[0], [401, 200, 200, 405, 404]);
+    assert_eq!(seen[0], seen[1], "serve_http_with and the router answer alike");
+}
+
 #[tokio::test]
 async fn the_metadata_lists_the_scopes_of_tools_added_while_serving() {
     let server = Server::new("live", "1").tool(whoami);

@@ -29,6 +29,7 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use self::guard::{Guard, HostPolicy};
 pub(crate) use self::headers::decode_value;
 pub use self::limits::Limits;
+use self::serve::App;
 pub use self::serve::{serve_router, serve_router_with_shutdown};
 use self::sse::{error_response, json_response, respond};
 use super::{error_message, read_message};
@@ -189,6 +190,23 @@ impl Server {
     /// An axum router serving this server as `config` says, or what is misconfigured (see
     /// [`Server::into_router_with`]).
     pub fn try_into_router_with(self, config: HttpConfig) -> io::Result<Router> {
+        let endpoint = self.into_endpoint(config)?;
+        let router = Router::new().route(&endpoint.config.path, axum::routing::any(endpoint_handler));
+        let router = match &endpoint.gate {
+            // The metadata is public: it is how a client without a token learns where to get one.
+            Some(gate) => router.route(
+                gate.metadata_path(),
+                axum::routing::any(|State(endpoint): State<Arc<Endpoint>>, method: Method| async move {
+                    metadata(&endpoint, &method)
+                }),
+            ),
+            None => router,
+        };
+        Ok(router.with_state(endpoint))
+    }
+
+    /// The endpoint `config` describes, checked.
+    fn into_endpoint(self, config: HttpConfig) -> io::Result<Arc<Endpoint>> {
         self.check_ready()?;
         let path = config.path.clone();
         let handlers = Arc::new(Semaphore::new(config.limits.max_handlers));
@@ -201,20 +219,7 @@ impl Server {
         }
         let gate =
             config.auth.as_ref().map(crate::auth::Gate::new).transpose().map_err(io::Error::other)?.map(Arc::new);
-        let endpoint = Arc::new(Endpoint { server: Arc::new(self), config, sessions, handlers, gate });
-        let router = Router::new().route(&path, axum::routing::any(endpoint_handler));
-        let router = match &endpoint.gate {
-            // The metadata is public: it is how a client without a token learns where to get one.
-            Some(gate) => router.route(
-                gate.metadata_path(),
-                axum::routing::any(|State(endpoint): State<Arc<Endpoint>>, method: Method| async move {
-                    let declared = crate::auth::declared_scopes(&endpoint.server);
-                    endpoint.gate.as_ref().map_or_else(method_not_allowed, |gate| gate.metadata(&method, &declared))
-                }),
-            ),
-            None => router,
-        };
-        Ok(router.with_state(endpoint))
+        Ok(Arc::new(Endpoint { server: Arc::new(self), config, sessions, handlers, gate }))
     }
 
     /// Serves Streamable HTTP on `addr` until SIGTERM or Ctrl-C, then shuts down
@@ -254,13 +259,42 @@ impl Server {
         // that answers is always a graceful shutdown.
         let shutdown = config.shutdown.take().unwrap_or_else(|| crate::shutdown::Signal::new(crate::shutdown_signal()));
         let (tasks, path) = (self.tasks.clone(), config.path.clone());
-        let router = self.try_into_router_with(config)?;
+        // Served without a router: two paths need no routing table, nor its per-request layers.
+        let endpoint = self.into_endpoint(config)?;
         tracing::info!(%local, %path, "serving MCP over HTTP");
-        serve_router_with_shutdown(listener, router, limits, shutdown.received()).await?;
+        serve::serve_app(listener, endpoint, limits, shutdown.received()).await?;
         tasks.hand_back().await;
         tracing::info!(%local, "shut down: tasks running here handed back");
         Ok(())
     }
+}
+
+/// `serve_http*` routes as the router of [`Server::try_into_router_with`] does: the MCP
+/// path, the protected resource metadata when auth is on, and 404 for anything else.
+impl App for Arc<Endpoint> {
+    fn respond(
+        self,
+        request: hyper::Request<hyper::body::Incoming>,
+    ) -> impl std::future::Future<Output = Response> + Send + 'static {
+        let endpoint = self;
+        async move {
+            let path = request.uri().path();
+            if path == endpoint.config.path {
+                endpoint_handler(State(endpoint), request.map(axum::body::Body::new)).await
+            } else if endpoint.gate.as_ref().is_some_and(|gate| gate.metadata_path() == path) {
+                metadata(&endpoint, request.method())
+            } else {
+                StatusCode::NOT_FOUND.into_response()
+            }
+        }
+    }
+}
+
+/// The protected resource metadata (public: it is how a client without a token learns
+/// where to get one).
+fn metadata(endpoint: &Endpoint, method: &Method) -> Response {
+    let declared = crate::auth::declared_scopes(&endpoint.server);
+    endpoint.gate.as_ref().map_or_else(method_not_allowed, |gate| gate.metadata(method, &declared))
 }
 
 async fn endpoint_handler(State(endpoint): State<Arc<Endpoint>>, mut request: HttpRequest) -> Response {

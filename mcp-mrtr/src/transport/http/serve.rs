@@ -1,11 +1,13 @@
-//! The accept loop: serves an axum app on a listener with the connection bounds of
-//! [`Limits`] (header deadline, write stall, connection cap), until a shutdown signal;
-//! then the drain (no new connections, requests in flight get a bound to finish).
+//! The accept loop: serves an [`App`] (an axum app, or the MCP endpoint alone) on a
+//! listener with the connection bounds of [`Limits`] (header deadline, write stall,
+//! connection cap), until a shutdown signal; then the drain (no new connections, requests
+//! in flight get a bound to finish).
 //!
-//! Entry points: [`serve_router`] and [`serve_router_with_shutdown`]. Each connection is
-//! one hyper HTTP/1.1 connection whose socket is wrapped in [`WriteDeadline`]; each
-//! request carries the server's [`Draining`] in its extensions and is counted until its
-//! response has been sent in full.
+//! Entry points: [`serve_router`] and [`serve_router_with_shutdown`] for apps, and
+//! `serve_app` for `Server::serve_http*`. Each connection is one hyper HTTP/1.1
+//! connection whose socket is wrapped in [`WriteDeadline`]; each request carries the
+//! server's [`Draining`] in its extensions and is counted until its response has been
+//! sent in full.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -17,6 +19,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::Body;
+use axum::response::Response;
 use axum::Router;
 use hyper::body::{Body as HttpBody, Frame, Incoming, SizeHint};
 use hyper::server::conn::http1;
@@ -99,6 +102,29 @@ pub async fn serve_router_with_shutdown(
     limits: Limits,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
+    serve_app(listener, app, limits, shutdown).await
+}
+
+/// What each connection serves.
+pub(super) trait App: Clone + Send + Sync + 'static {
+    /// The response to one request (by value: the future must own what it uses).
+    fn respond(self, request: hyper::Request<Incoming>) -> impl Future<Output = Response> + Send + 'static;
+}
+
+impl App for Router {
+    fn respond(self, request: hyper::Request<Incoming>) -> impl Future<Output = Response> + Send + 'static {
+        let response = TowerToHyperService::new(self).call(request);
+        async move { response.await.unwrap_or_else(|never| match never {}) }
+    }
+}
+
+/// [`serve_router_with_shutdown`] for any [`App`].
+pub(super) async fn serve_app(
+    listener: TcpListener,
+    app: impl App,
+    limits: Limits,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
     let drain = Drain::new();
     let serving = Serving { app, limits, draining: drain.watch(), requests: Requests::default() };
     let mut connections = JoinSet::new();
@@ -110,18 +136,18 @@ pub async fn serve_router_with_shutdown(
 
 /// What every connection is served with.
 #[derive(Clone)]
-struct Serving {
-    app: Router,
+struct Serving<A> {
+    app: A,
     limits: Limits,
     draining: Draining,
     requests: Requests,
 }
 
 /// Accepts connections until `shutdown` resolves, then closes the listener.
-async fn accept_until(
+async fn accept_until<A: App>(
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
-    serving: &Serving,
+    serving: &Serving<A>,
     connections: &mut JoinSet<()>,
 ) {
     let open = Arc::new(Semaphore::new(serving.limits.max_connections));
@@ -172,7 +198,7 @@ async fn finish(mut connections: JoinSet<()>, requests: &Requests, bound: Durati
 
 /// Serves one connection until it closes, or until it finishes its current response
 /// once the drain starts; its slot is freed when it closes.
-async fn serve_connection(stream: TcpStream, serving: Serving, _slot: OwnedSemaphorePermit) {
+async fn serve_connection<A: App>(stream: TcpStream, serving: Serving<A>, _slot: OwnedSemaphorePermit) {
     let _ = stream.set_nodelay(true);
     let io = TokioIo::new(WriteDeadline::new(stream, serving.limits.write_timeout));
     let connection = http1::Builder::new()
@@ -192,25 +218,21 @@ async fn serve_connection(stream: TcpStream, serving: Serving, _slot: OwnedSemap
     }
 }
 
-impl Serving {
+impl<A: App> Serving<A> {
     /// The app, each request of which carries the drain and is counted until its
     /// response (an SSE stream, say) has been sent in full or dropped.
     fn service(
         &self,
-    ) -> impl hyper::service::Service<
-        hyper::Request<Incoming>,
-        Response = axum::response::Response,
-        Error = Infallible,
-        Future: Send,
-    > {
-        let app = TowerToHyperService::new(self.app.clone());
+    ) -> impl hyper::service::Service<hyper::Request<Incoming>, Response = Response, Error = Infallible, Future: Send>
+    {
+        let app = self.app.clone();
         let (draining, requests) = (self.draining.clone(), self.requests.clone());
         hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
             request.extensions_mut().insert(draining.clone());
             let counted = requests.enter();
-            let response = app.call(request);
+            let response = app.clone().respond(request);
             async move {
-                let response = response.await?;
+                let response = response.await;
                 Ok(response.map(|body| Body::new(Counted { body, _counted: counted })))
             }
         })
