@@ -294,7 +294,8 @@ impl Round {
             }
             self.note_change(key);
         }
-        let fresh = self.responses.get(key)?.clone();
+        // Taken, not copied: an answer counts (or not) once per round.
+        let fresh = self.responses.remove(key)?;
         let asked_here = match self.carried.asked.get(key) {
             Some(asked) if asked == digest => true,
             Some(_) => {

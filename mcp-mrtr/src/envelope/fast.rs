@@ -24,7 +24,9 @@ use crate::protocol::{meta_keys, ClientCapabilities, JsonObject, RequestId};
 
 /// A modern request and its envelope, or `None` when the general path must read it.
 pub(crate) fn read_modern(bytes: &[u8]) -> Option<(Request, RequestMeta)> {
-    let frame: Frame<'_> = serde_json::from_slice(bytes).ok()?;
+    // Checked once as a whole, rather than string by string as `from_slice` would.
+    let text = std::str::from_utf8(bytes).ok()?;
+    let frame: Frame<'_> = serde_json::from_str(text).ok()?;
     if frame.jsonrpc != "2.0" {
         return None;
     }
