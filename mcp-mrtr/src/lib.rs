@@ -201,7 +201,8 @@ pub use tokio::join;
 
 #[doc(hidden)]
 pub mod __private {
-    //! Not public API: for generated code only, may change in any release.
+    //! Not public API: for generated code (and the benches) only, may change in any release.
+    pub use crate::envelope::bench_read_envelope;
     pub use crate::private::*;
 }
 

@@ -98,6 +98,20 @@ fn response(
     }
 }
 
+/// Not part of the API: lets `benches/envelope.rs` time reading a request's envelope by
+/// the fast path or by the general one. Whether a modern request with its envelope came out.
+#[doc(hidden)]
+pub fn bench_read_envelope(body: &[u8], fast: bool) -> bool {
+    if fast {
+        return read_modern(body).is_some();
+    }
+    let Ok(value) = serde_json::from_slice(body) else { return false };
+    match Incoming::from_value(value) {
+        Ok(Incoming::Request(request)) => RequestMeta::parse(request.params.as_ref()).is_ok(),
+        _ => false,
+    }
+}
+
 /// Which lifecycle a request belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Era {
