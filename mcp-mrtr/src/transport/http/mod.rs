@@ -392,9 +392,18 @@ async fn serve_request(
             Err(_) => return busy(request.id, session.is_some()),
         }
     };
-    let (tx, rx) = mpsc::channel(32);
-    // A client that cannot read SSE gets JSON, and so no notifications.
-    let notifier = accepts_event_stream(&head.headers).then_some(tx);
+    // A client that cannot read SSE gets JSON, and so no notifications; nor does a modern
+    // call that asked for neither progress nor logs, which has none to get.
+    let may_notify = session.is_some()
+        || request.method == "subscriptions/listen"
+        || meta.progress_token.is_some()
+        || meta.log_level.is_some();
+    let (notifier, notes) = if may_notify && accepts_event_stream(&head.headers) {
+        let (tx, rx) = mpsc::channel(32);
+        (Some(tx), Some(rx))
+    } else {
+        (None, None)
+    };
     let bridge = session.as_ref().map(|session| Arc::new(Bridge::new(session.clone())));
     let handler_timeout = endpoint.config.limits.handler_timeout;
     let transport = Transport {
@@ -409,8 +418,8 @@ async fn serve_request(
     let keep_alive = server.keep_alive();
     let reply = async move { run_holding(slot, server.handle(request, meta, transport)).await };
     match session {
-        None => respond(Era::Modern, Box::pin(reply.map(Some)), rx, keep_alive).await,
-        Some(session) => respond(Era::Legacy, Box::pin(session.in_flight.track(id, reply)), rx, keep_alive).await,
+        None => respond(Era::Modern, Box::pin(reply.map(Some)), notes, keep_alive).await,
+        Some(session) => respond(Era::Legacy, Box::pin(session.in_flight.track(id, reply)), notes, keep_alive).await,
     }
 }
 

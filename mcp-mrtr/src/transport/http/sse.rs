@@ -28,15 +28,23 @@ use crate::transport::error_message;
 use crate::Error;
 
 /// Answers with JSON if the reply is ready before any notification, else with SSE.
+/// Without `notes` (the request can have no notifications) the reply is always JSON.
 ///
 /// `reply` resolves to `None` when the request was cancelled (`notifications/cancelled`
 /// on a legacy session): nothing more is sent for it, and its stream ends.
 pub(super) async fn respond(
     era: Era,
     mut reply: BoxFuture<'static, Option<Reply>>,
-    mut notes: mpsc::Receiver<Outgoing>,
+    notes: Option<mpsc::Receiver<Outgoing>>,
     keep_alive: Duration,
 ) -> Response {
+    let Some(mut notes) = notes else {
+        return match reply.await {
+            Some(reply) => json_reply(era, reply),
+            // Cancelled: an empty stream that ends at once, as below.
+            None => sse(SseReply::ended(keep_alive)),
+        };
+    };
     let stream =
         |notes, reply, last, early, ended| SseReply { notes, reply, last, early, ended, idle: idle_timer(keep_alive) };
     tokio::select! {
@@ -103,6 +111,14 @@ struct SseReply {
     ended: bool,
     /// Ticks while the stream waits, for keep-alive comments.
     idle: Interval,
+}
+
+impl SseReply {
+    /// A stream with nothing to send.
+    fn ended(keep_alive: Duration) -> Self {
+        let (_, notes) = mpsc::channel(1);
+        Self { notes, reply: None, last: None, early: Vec::new(), ended: true, idle: idle_timer(keep_alive) }
+    }
 }
 
 impl Stream for SseReply {
