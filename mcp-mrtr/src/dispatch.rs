@@ -5,8 +5,8 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, SystemTime};
+use std::sync::Arc;
+use std::time::SystemTime;
 
 use futures_util::FutureExt as _;
 
@@ -25,12 +25,14 @@ use crate::protocol::{
 };
 use crate::replay::{self, Carried, Outcome, Replay};
 use crate::server::{CacheHints, CacheScope};
-use crate::state::{Binding, BindingDigest, Presented};
+use crate::state::{Binding, Presented};
 use crate::tasks::{self, TaskCall, TaskMethod};
 use crate::{deadline, Ctx, Error, Server};
 
+mod call;
 mod stamp;
 
+use self::call::{input_responses, Call, RoundInput, Target};
 use self::stamp::Text;
 
 /// The answer to one request, before framing.
@@ -318,7 +320,7 @@ impl Server {
         )
     }
 
-    /// What a call's states are bound to; digested when a state is first opened or sealed.
+    /// What a call's states are bound to.
     fn target<'a, P>(
         &'a self,
         call: &'a Call<P>,
@@ -327,8 +329,7 @@ impl Server {
         arguments: Option<&'a JsonObject>,
     ) -> Target<'a> {
         let principal = call.principal.as_deref();
-        let binding = Binding { server: &self.info.name, method, target: name, arguments, principal };
-        Target { binding, digest: OnceLock::new() }
+        Target::new(Binding { server: &self.info.name, method, target: name, arguments, principal })
     }
 
     fn serves(&self, method: Method) -> bool {
@@ -480,60 +481,6 @@ impl Server {
         }
         let complete = self.completion.as_ref().ok_or_else(|| Error::method_not_found("completion/complete"))?;
         complete(ctx, params).await.map_err(execution_as_internal)
-    }
-}
-
-/// One request to a method that may ask: its typed params, the round input it carries,
-/// its envelope, its transport and its caller.
-struct Call<P> {
-    id: RequestId,
-    params: P,
-    input: RoundInput,
-    meta: Arc<RequestMeta>,
-    transport: Transport,
-    principal: Option<String>,
-    /// How long one run of the handler may take.
-    limit: Option<Duration>,
-}
-
-impl<P> Call<P> {
-    fn view(&self) -> RequestView<'_> {
-        RequestView::new(&self.meta, &self.transport)
-    }
-}
-
-/// What a retry carries for the round it continues, as the client sent it.
-#[derive(Default)]
-struct RoundInput {
-    /// `inputResponses`.
-    responses: Option<Value>,
-    /// `requestState`.
-    state: Option<Value>,
-}
-
-/// What a multi-round request is about: the states it opens and seals are bound to this.
-struct Target<'a> {
-    binding: Binding<'a>,
-    /// The binding's digest, computed once for the open and the seal of a round.
-    digest: OnceLock<BindingDigest>,
-}
-
-impl Target<'_> {
-    fn digest(&self) -> &BindingDigest {
-        self.digest.get_or_init(|| self.binding.digest())
-    }
-}
-
-/// `inputResponses`: absent, or an object whose every value is an object (a result).
-/// Anything else is malformed input, answered with an error rather than guessed at.
-fn input_responses(responses: Option<Value>) -> Result<JsonObject, Error> {
-    match responses {
-        None => Ok(JsonObject::new()),
-        Some(Value::Object(responses)) => match responses.iter().find(|(_, v)| !v.is_object()) {
-            Some((key, _)) => Err(Error::invalid_params(format!("inputResponses.{key} must be an object (a result)"))),
-            None => Ok(responses),
-        },
-        Some(_) => Err(Error::invalid_params("inputResponses must be an object keyed like inputRequests")),
     }
 }
 

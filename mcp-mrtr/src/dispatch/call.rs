@@ -1,0 +1,73 @@
+//! One call of a method that may ask (`tools/call`, `prompts/get`, `resources/read`): its
+//! params, the round input it carries, and what the states it opens and seals are bound to.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::context::Transport;
+use crate::envelope::RequestMeta;
+use crate::live::RequestView;
+use crate::protocol::{JsonObject, RequestId};
+use crate::state::{Binding, BindingDigest};
+use crate::Error;
+
+/// One request to a method that may ask: its typed params, the round input it carries,
+/// its envelope, its transport and its caller.
+pub(super) struct Call<P> {
+    pub(super) id: RequestId,
+    pub(super) params: P,
+    pub(super) input: RoundInput,
+    pub(super) meta: Arc<RequestMeta>,
+    pub(super) transport: Transport,
+    pub(super) principal: Option<String>,
+    /// How long one run of the handler may take.
+    pub(super) limit: Option<Duration>,
+}
+
+impl<P> Call<P> {
+    pub(super) fn view(&self) -> RequestView<'_> {
+        RequestView::new(&self.meta, &self.transport)
+    }
+}
+
+/// What a retry carries for the round it continues, as the client sent it.
+#[derive(Default)]
+pub(super) struct RoundInput {
+    /// `inputResponses`.
+    pub(super) responses: Option<Value>,
+    /// `requestState`.
+    pub(super) state: Option<Value>,
+}
+
+/// What a multi-round request is about: the states it opens and seals are bound to this.
+pub(super) struct Target<'a> {
+    pub(super) binding: Binding<'a>,
+    /// The binding's digest, computed once for the open and the seal of a round.
+    digest: OnceLock<BindingDigest>,
+}
+
+impl<'a> Target<'a> {
+    /// Digested when a state is first opened or sealed: calls that do neither never are.
+    pub(super) fn new(binding: Binding<'a>) -> Self {
+        Self { binding, digest: OnceLock::new() }
+    }
+
+    pub(super) fn digest(&self) -> &BindingDigest {
+        self.digest.get_or_init(|| self.binding.digest())
+    }
+}
+
+/// `inputResponses`: absent, or an object whose every value is an object (a result).
+/// Anything else is malformed input, answered with an error rather than guessed at.
+pub(super) fn input_responses(responses: Option<Value>) -> Result<JsonObject, Error> {
+    match responses {
+        None => Ok(JsonObject::new()),
+        Some(Value::Object(responses)) => match responses.iter().find(|(_, v)| !v.is_object()) {
+            Some((key, _)) => Err(Error::invalid_params(format!("inputResponses.{key} must be an object (a result)"))),
+            None => Ok(responses),
+        },
+        Some(_) => Err(Error::invalid_params("inputResponses must be an object keyed like inputRequests")),
+    }
+}
