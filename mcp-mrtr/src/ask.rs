@@ -161,9 +161,7 @@ impl<T: ElicitForm> Question for Elicit<T> {
         match result.action {
             ElicitAction::Accept => {
                 let content = form_fields::<T>(result.content?);
-                let content = Value::Object(content);
                 let output = T::deserialize(&content).ok()?;
-                let Value::Object(content) = content else { return None };
                 Some((Ok(output), kept(&ElicitResult { action: ElicitAction::Accept, content: Some(content) })))
             }
             ElicitAction::Decline => {
@@ -337,4 +335,48 @@ fn form_fields<T: ElicitForm>(mut content: JsonObject) -> JsonObject {
 /// A decoded answer as JSON again. Our protocol types always serialize.
 fn kept<T: serde::Serialize>(answer: &T) -> Value {
     serde_json::to_value(answer).unwrap_or(Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use schemars::JsonSchema;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    use super::*;
+
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct City {
+        city: String,
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Town {
+        town: String,
+    }
+
+    /// Answers are pinned to the digest: it must change with the message and with the
+    /// form, and stay the same for the same question.
+    #[test]
+    fn a_form_s_digest_follows_its_message_and_its_form() {
+        let city = Elicit::<City>::new("Where?").digest().unwrap();
+        assert_eq!(city, Elicit::<City>::new("Where?").digest().unwrap());
+        assert_ne!(city, Elicit::<City>::new("Where to?").digest().unwrap());
+        assert_ne!(city, Elicit::<Town>::new("Where?").digest().unwrap());
+        assert_eq!(city.len(), 32);
+    }
+
+    /// A kept answer holds only the fields the form asked for, and decodes again alike.
+    #[test]
+    fn an_accepted_form_keeps_only_its_own_fields() {
+        let question = Elicit::<City>::new("Where?");
+        let answer = json!({"action": "accept", "content": {"city": "Lyon", "junk": 1}, "extra": true});
+        let (output, kept) = question.decode(answer).expect("decodes");
+        assert_eq!(output.expect("accepted").city, "Lyon");
+        assert_eq!(kept, json!({"action": "accept", "content": {"city": "Lyon"}}));
+        let (again, kept_again) = question.decode(kept.clone()).expect("decodes again");
+        assert_eq!((again.expect("accepted").city, kept_again), ("Lyon".to_owned(), kept));
+    }
 }

@@ -81,6 +81,18 @@ async fn header_values_are_trimmed_and_base64_decoded() {
     }
 }
 
+/// A legacy version header sends the body down the general path (the fast one is only
+/// tried for modern headers): a modern envelope still wins, and the header is refused.
+#[tokio::test]
+async fn a_modern_body_under_a_legacy_version_header_is_read_as_modern() {
+    let server = TestServer::everything().await;
+    let rpc =
+        Rpc::call_tool("test_simple_text", json!({})).id(json!(302)).header("mcp-protocol-version", Some("2025-11-25"));
+    let reply = expect_error(&server, &rpc, 400, -32022).await;
+    assert_eq!(reply["id"], 302);
+    assert_eq!(reply["error"]["data"]["requested"], "2025-11-25");
+}
+
 #[tokio::test]
 async fn unsupported_version_names_what_is_supported() {
     let server = TestServer::everything().await;

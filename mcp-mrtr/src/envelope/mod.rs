@@ -131,11 +131,16 @@ pub(crate) fn classify(request: &Request, header_version: Option<&str>, has_sess
         return Era::Modern;
     }
     match header_version {
-        Some(v) if !LEGACY_VERSIONS.contains(&v) => Era::Modern,
+        _ if names_modern(header_version) => Era::Modern,
         Some(_) => Era::Legacy,
         None if has_session || request.method == "initialize" => Era::Legacy,
         None => Era::Unknown,
     }
+}
+
+/// Whether an `MCP-Protocol-Version` header names a version other than the legacy ones.
+pub(crate) fn names_modern(header_version: Option<&str>) -> bool {
+    header_version.is_some_and(|v| !LEGACY_VERSIONS.contains(&v))
 }
 
 /// Fails with `-32022` unless `version` is one this server speaks.

@@ -34,7 +34,7 @@ pub use self::serve::{serve_router, serve_router_with_shutdown};
 use self::sse::{error_response, json_response, respond};
 use super::{error_message, read_message};
 use crate::context::Transport;
-use crate::envelope::{classify, Era, Incoming, Request, RequestMeta};
+use crate::envelope::{classify, names_modern, Era, Incoming, Request, RequestMeta};
 use crate::legacy::Bridge;
 use crate::{Error, Server};
 
@@ -272,20 +272,14 @@ impl Server {
 /// `serve_http*` routes as the router of [`Server::try_into_router_with`] does: the MCP
 /// path, the protected resource metadata when auth is on, and 404 for anything else.
 impl App for Arc<Endpoint> {
-    fn respond(
-        self,
-        request: hyper::Request<hyper::body::Incoming>,
-    ) -> impl std::future::Future<Output = Response> + Send + 'static {
-        let endpoint = self;
-        async move {
-            let path = request.uri().path();
-            if path == endpoint.config.path {
-                endpoint_handler(State(endpoint), request.map(axum::body::Body::new)).await
-            } else if endpoint.gate.as_ref().is_some_and(|gate| gate.metadata_path() == path) {
-                metadata(&endpoint, request.method())
-            } else {
-                StatusCode::NOT_FOUND.into_response()
-            }
+    async fn respond(self, request: hyper::Request<hyper::body::Incoming>) -> Response {
+        let path = request.uri().path();
+        if path == self.config.path {
+            endpoint_handler(State(self), request.map(axum::body::Body::new)).await
+        } else if self.gate.as_ref().is_some_and(|gate| gate.metadata_path() == path) {
+            metadata(&self, request.method())
+        } else {
+            StatusCode::NOT_FOUND.into_response()
         }
     }
 }
@@ -333,12 +327,16 @@ async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response {
     };
     let head = Head { headers: Arc::new(parts.headers), extensions: Arc::new(parts.extensions) };
     let headers = &*head.headers;
-    // Most traffic: a modern request, its envelope read without a tree.
-    if let Some((request, meta)) = crate::envelope::read_modern(&bytes) {
-        return match check_headers(&endpoint.server, headers, &request, &meta) {
-            Err(error) => error_response(Era::Modern, Some(request.id), &error),
-            Ok(()) => serve_request(endpoint, &head, request, meta, None).await,
-        };
+    let header_version = headers::header(headers, headers::PROTOCOL_VERSION);
+    // Most traffic: a modern request, its envelope read without a tree. Only tried for a
+    // client that names a modern version, so 2025-11-25 traffic is not parsed twice.
+    if names_modern(header_version) {
+        if let Some((request, meta)) = crate::envelope::read_modern(&bytes) {
+            return match check_headers(&endpoint.server, headers, &request, &meta) {
+                Err(error) => error_response(Era::Modern, Some(request.id), &error),
+                Ok(()) => serve_request(endpoint, &head, request, meta, None).await,
+            };
+        }
     }
     match read_message(&bytes) {
         // Malformed bodies are 400 in both eras.
@@ -352,7 +350,6 @@ async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response {
         Ok(Incoming::Notification { .. }) => StatusCode::ACCEPTED.into_response(),
         Ok(Incoming::Response { id, outcome }) => legacy::deliver(endpoint, &head, &id, outcome),
         Ok(Incoming::Request(request)) => {
-            let header_version = headers::header(headers, headers::PROTOCOL_VERSION);
             match classify(&request, header_version, headers.contains_key(headers::SESSION_ID)) {
                 Era::Modern => match open_envelope(&endpoint.server, headers, &request) {
                     Err(error) => error_response(Era::Modern, Some(request.id), &error),

@@ -41,25 +41,25 @@ pub(super) async fn respond(
     let Some(mut notes) = notes else {
         return match reply.await {
             Some(reply) => json_reply(era, reply),
-            // Cancelled: an empty stream that ends at once, as below.
+            // Cancelled: nothing more is sent.
             None => sse(SseReply::ended(keep_alive)),
         };
     };
     let stream =
-        |notes, reply, last, early, ended| SseReply { notes, reply, last, early, ended, idle: idle_timer(keep_alive) };
+        |notes, reply, last, early| SseReply { notes, reply, last, early, ended: false, idle: idle_timer(keep_alive) };
     tokio::select! {
         biased;
         reply = &mut reply => match reply {
-            None => sse(stream(notes, None, None, Vec::new(), true)),
+            None => sse(SseReply::ended(keep_alive)),
             Some(reply) => {
                 let early: Vec<_> = std::iter::from_fn(|| notes.try_recv().ok()).collect();
                 if early.is_empty() {
                     return json_reply(era, reply);
                 }
-                sse(stream(notes, None, Some(reply), early, false))
+                sse(stream(notes, None, Some(reply), early))
             }
         },
-        Some(first) = notes.recv() => sse(stream(notes, Some(reply), None, vec![first], false)),
+        Some(first) = notes.recv() => sse(stream(notes, Some(reply), None, vec![first])),
     }
 }
 
