@@ -12,7 +12,7 @@ const BODY: &str = concat!(
     r#""io.modelcontextprotocol/clientInfo":{"name":"load","version":"1"},"#,
     r#""io.modelcontextprotocol/clientCapabilities":{"sampling":{},"elicitation":{},"roots":{}}},"#,
     r#""inputResponses":{"user_name":{"action":"accept","content":{"name":"Ada"}}},"#,
-    r#""requestState":"v2.k1.m30wI-6IDpaD6qz3Oz3YhOfZW8kQykknCGQMROFOdaI0DgaDWWi9zhjW-apOzolrHVU1R7zUTQPJwK-kM9282oN4OR40785cS9PUUeBwBXJgFD057Ets8GU05p-hAaFi8ViVi7l1AaxTJM7uq_m5J01ldTLc4hNnfKkiaePwkrWn"}}"#
+    r#""requestState":"v3.k1.m30wI-6IDpaD6qz3Oz3YhOfZW8kQykknCGQMROFOdaI0DgaDWWi9zhjW-apOzolrHVU1R7zUTQPJwK-kM9282oN4OR40785cS9PUUeBwBXJgFD057Ets8GU05p-hAaFi8ViVi7l1AaxTJM7uq_m5J01ldTLc4hNnfKkiaePwkrWn"}}"#
 );
 
 fn envelope(c: &mut Criterion) {

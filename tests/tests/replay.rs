@@ -235,7 +235,7 @@ async fn instances_sharing_a_key_continue_each_others_rounds() {
     // fresh round 1 of a, sealed with the old key.
     let continued = second_round(&rotated, &first_state(&a).await, "Ada").await;
     let next = continued["result"]["requestState"].as_str().unwrap();
-    assert!(next.starts_with(&format!("v2.{}.", newer.id())), "new states are sealed with the new key: {next}");
+    assert!(next.starts_with(&format!("v3.{}.", newer.id())), "new states are sealed with the new key: {next}");
 }
 
 #[tokio::test]

@@ -388,7 +388,7 @@ async fn a_state_is_refused_before_any_handler_code_runs_even_where_nothing_asks
     // refused like every other (the project's rule; spec §2.8 would ignore it).
     let server = TestServer::start(fixture()).await;
     for tool in ["test_simple_text", "test_input_required_result_elicitation"] {
-        let rpc = Rpc::call_tool(tool, json!({})).param("requestState", json!("v2.nokey.not-a-state"));
+        let rpc = Rpc::call_tool(tool, json!({})).param("requestState", json!("v3.nokey.not-a-state"));
         assert_eq!(server.call(&rpc).await["error"]["message"], REJECTED, "{tool}");
     }
 }

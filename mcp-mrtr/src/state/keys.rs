@@ -11,6 +11,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use aes_gcm_siv::{Aes256GcmSiv, KeyInit};
 use base64::alphabet;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use base64::engine::DecodePaddingMode;
@@ -23,7 +24,7 @@ use zeroize::Zeroizing;
 pub(crate) const KEYS_ENV: &str = "MCP_MRTR_STATE_KEYS";
 
 /// Longest key id accepted.
-const MAX_ID_LEN: usize = 32;
+pub(crate) const MAX_ID_LEN: usize = 32;
 
 /// Key secrets may be written with or without `=` padding.
 const LENIENT: GeneralPurposeConfig =
@@ -33,8 +34,10 @@ const STANDARD_LENIENT: GeneralPurpose = GeneralPurpose::new(&alphabet::STANDARD
 
 /// The HKDF salt: separates this crate's derivations from any other use of the secret.
 const KDF_SALT: &[u8] = b"mcp-mrtr key derivation v1";
-/// The HKDF info of the request-state cipher key.
-const REQUEST_STATE_PURPOSE: &[u8] = b"request-state xchacha20poly1305 v2";
+/// The HKDF info of the request-state cipher key (`v3` tokens).
+const REQUEST_STATE_PURPOSE: &[u8] = b"request-state aes-256-gcm-siv v3";
+/// The HKDF info of the key that opens `v2` tokens.
+const REQUEST_STATE_V2_PURPOSE: &[u8] = b"request-state xchacha20poly1305 v2";
 
 /// A 256-bit secret with an id (the id travels in the token in clear, to pick the key).
 ///
@@ -45,8 +48,11 @@ pub struct StateKey {
     id: String,
     #[cfg_attr(not(test), allow(dead_code, reason = "later uses (the tasks journal) derive their own keys from it"))]
     secret: Zeroizing<[u8; 32]>,
-    /// Derived once, since every seal and open needs it.
-    request_state: Zeroizing<[u8; 32]>,
+    /// The request-state cipher, its key derived and expanded once: every seal and open
+    /// needs it. Its round keys are wiped when dropped (the `aes` crate's `zeroize`).
+    request_state: Aes256GcmSiv,
+    /// The key that opens `v2` tokens, sealed before the upgrade to `v3`.
+    request_state_v2: Zeroizing<[u8; 32]>,
 }
 
 impl StateKey {
@@ -66,8 +72,9 @@ impl StateKey {
     }
 
     fn from_parts(id: String, secret: Zeroizing<[u8; 32]>) -> Self {
-        let request_state = derive(&secret, REQUEST_STATE_PURPOSE);
-        Self { id, secret, request_state }
+        let request_state = Aes256GcmSiv::new((&*derive(&secret, REQUEST_STATE_PURPOSE)).into());
+        let request_state_v2 = derive(&secret, REQUEST_STATE_V2_PURPOSE);
+        Self { id, secret, request_state, request_state_v2 }
     }
 
     /// A fresh random key with an id of the form `r` + 8 hex digits.
@@ -107,9 +114,14 @@ impl StateKey {
         &self.secret
     }
 
-    /// The cipher key of request states.
-    pub(crate) fn request_state_key(&self) -> &[u8; 32] {
+    /// The cipher of request states.
+    pub(crate) fn request_state_cipher(&self) -> &Aes256GcmSiv {
         &self.request_state
+    }
+
+    /// The key of `v2` request states, which still open.
+    pub(crate) fn request_state_v2_key(&self) -> &[u8; 32] {
+        &self.request_state_v2
     }
 }
 

@@ -23,21 +23,24 @@
 //!   for server logs but always becomes the same client-facing error, so a client learns
 //!   nothing from which check failed.
 //!
-//! # Token format (`v2`)
+//! # Token format (`v3`)
 //!
 //! ```text
-//! v2.<key id>.<base64url without padding of: nonce (24 bytes) || ciphertext || tag (16 bytes)>
+//! v3.<key id>.<base64url without padding of: nonce (12 bytes) || ciphertext || tag (16 bytes)>
 //! ```
 //!
-//! - Cipher: XChaCha20-Poly1305 under a key derived with HKDF-SHA256 from the secret named
-//!   by `<key id>` (`[A-Za-z0-9_-]{1,32}`, in clear so the right key of the ring is
-//!   picked), with a fresh random 24-byte nonce.
+//! - Cipher: AES-256-GCM-SIV (RFC 8452) under a key derived with HKDF-SHA256 from the
+//!   secret named by `<key id>` (`[A-Za-z0-9_-]{1,32}`, in clear so the right key of the
+//!   ring is picked), with a fresh random 12-byte nonce. GCM-SIV resists nonce misuse: were
+//!   a random nonce ever repeated, it would reveal only whether the two states are equal.
 //! - Plaintext: the expiry as unix milliseconds, u64 big-endian (8 bytes), then the payload.
-//! - Associated data (authenticated, never sent): `"v2." + key id + "." + SHA-256(binding)`.
+//! - Associated data (authenticated, never sent): `"v3." + key id + "." + SHA-256(binding)`.
 //!   The binding digest covers a domain tag, then the server's name, the method, the
 //!   target, the arguments as canonical JSON (compact, object keys sorted) and the
 //!   principal, each prefixed with its length as a u64 so no field can be shifted into the
 //!   next; the principal also carries a presence byte.
+//! - `v2` tokens (the same layout with XChaCha20-Poly1305 and a 24-byte nonce, sealed by
+//!   the previous release) still open, so a rolling upgrade keeps calls that are mid-way.
 //!
 //! Opening checks, in order: the token's length against the cap (before decoding
 //! anything), the version, the key id, the base64 and minimum length, the authentication
@@ -47,6 +50,7 @@ mod guard;
 mod keys;
 mod presented;
 mod seal;
+mod v2;
 
 #[cfg(test)]
 mod tests;
@@ -86,7 +90,7 @@ impl StateConfig {
     }
 
     /// The longest token, in bytes, that is sealed or opened. This caps the payload too:
-    /// a state of `n` payload bytes takes about `4n/3 + 70` bytes.
+    /// a state of `n` payload bytes takes about `4n/3 + 60` bytes.
     pub fn max_bytes(mut self, max: usize) -> Self {
         self.max_bytes = max;
         self

@@ -1,24 +1,24 @@
-//! The token format: sealing and opening `v2.<key id>.<base64url(nonce || ciphertext)>`,
+//! The token format: sealing and opening `v3.<key id>.<base64url(nonce || ciphertext || tag)>`,
 //! and the digest of the [`Binding`] that goes into the associated data.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use aes_gcm_siv::aead::AeadInPlace;
+use aes_gcm_siv::{Nonce, Tag};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use chacha20poly1305::aead::{Aead, KeyInit, Payload};
-use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::keys::{KeyRing, StateKey};
-use super::{Binding, BindingDigest, OpenError, Reason, SealError};
+use super::keys::{KeyRing, MAX_ID_LEN};
+use super::{v2, Binding, BindingDigest, OpenError, Reason, SealError};
 
-/// The format version, first in every token and in the associated data. `v2`: expiry in
-/// milliseconds, a derived cipher key, and the server's name in the binding.
-const VERSION: &str = "v2";
-/// XChaCha20 nonce length.
-const NONCE_LEN: usize = 24;
-/// Poly1305 tag length.
+/// The format version, first in every token and in the associated data. `v3`:
+/// AES-256-GCM-SIV (`v2` was XChaCha20-Poly1305, and still opens: see [`v2`]).
+const VERSION: &str = "v3";
+/// AES-GCM-SIV nonce length.
+const NONCE_LEN: usize = 12;
+/// Authentication tag length (both formats).
 const TAG_LEN: usize = 16;
 /// The expiry that starts every plaintext: unix milliseconds, big-endian.
 const EXPIRY_LEN: usize = 8;
@@ -38,23 +38,33 @@ pub(super) fn seal(
     if token_len > max_bytes {
         return Err(SealError::TooLarge { token_len, max_bytes });
     }
-    let mut nonce = [0u8; NONCE_LEN];
-    getrandom::fill(&mut nonce).map_err(|_| SealError::Random)?;
-    let mut plaintext = Vec::with_capacity(EXPIRY_LEN + payload.len());
-    plaintext.extend_from_slice(&unix_millis(expires).to_be_bytes());
-    plaintext.extend_from_slice(payload);
-    let aad = associated_data(key.id(), binding);
-    let sealed = cipher(key)
-        .encrypt(XNonce::from_slice(&nonce), Payload { msg: &plaintext, aad: &aad })
+    // nonce || expiry || payload, encrypted in place after the nonce, then the tag: one
+    // buffer, written once into the token.
+    let mut body = Vec::with_capacity(NONCE_LEN + EXPIRY_LEN + payload.len() + TAG_LEN);
+    body.resize(NONCE_LEN, 0);
+    getrandom::fill(&mut body).map_err(|_| SealError::Random)?;
+    body.extend_from_slice(&unix_millis(expires).to_be_bytes());
+    body.extend_from_slice(payload);
+    let (nonce, plaintext) = body.split_at_mut(NONCE_LEN);
+    let tag = key
+        .request_state_cipher()
+        .encrypt_in_place_detached(
+            Nonce::from_slice(nonce),
+            &AssociatedData::new(VERSION, key.id(), binding),
+            plaintext,
+        )
         .map_err(|_| SealError::TooLarge { token_len, max_bytes })?;
-    let mut body = Vec::with_capacity(NONCE_LEN + sealed.len());
-    body.extend_from_slice(&nonce);
-    body.extend_from_slice(&sealed);
-    Ok(format!("{VERSION}.{}.{}", key.id(), URL_SAFE_NO_PAD.encode(body)))
+    body.extend_from_slice(&tag);
+    let mut token = String::with_capacity(token_len);
+    for part in [VERSION, ".", key.id(), "."] {
+        token.push_str(part);
+    }
+    URL_SAFE_NO_PAD.encode_string(&body, &mut token);
+    Ok(token)
 }
 
-/// Opens a token sealed by [`seal`] for the same binding, if it has not expired by `now`:
-/// its payload, and when it expires.
+/// Opens a token sealed by [`seal`] (or, before an upgrade, by `v2`) for the same binding,
+/// if it has not expired by `now`: its payload, and when it expires.
 pub(super) fn open(
     keys: &KeyRing,
     token: &str,
@@ -66,26 +76,34 @@ pub(super) fn open(
         return Err(Reason::Oversized.into());
     }
     let (version, rest) = token.split_once('.').ok_or(Reason::Malformed)?;
-    if version != VERSION {
-        return Err(Reason::UnknownVersion.into());
-    }
+    let nonce_len = match version {
+        VERSION => NONCE_LEN,
+        v2::VERSION => v2::NONCE_LEN,
+        _ => return Err(Reason::UnknownVersion.into()),
+    };
     let (id, encoded) = rest.split_once('.').ok_or(Reason::Malformed)?;
     let key = keys.get(id).ok_or(Reason::UnknownKey)?;
-    let body = URL_SAFE_NO_PAD.decode(encoded).map_err(|_| Reason::Malformed)?;
-    if body.len() < NONCE_LEN + TAG_LEN + EXPIRY_LEN {
+    let mut body = URL_SAFE_NO_PAD.decode(encoded).map_err(|_| Reason::Malformed)?;
+    if body.len() < nonce_len + EXPIRY_LEN + TAG_LEN {
         return Err(Reason::Malformed.into());
     }
-    let (nonce, sealed) = body.split_at(NONCE_LEN);
-    let aad = associated_data(key.id(), binding);
-    let mut plaintext = cipher(key)
-        .decrypt(XNonce::from_slice(nonce), Payload { msg: sealed, aad: &aad })
-        .map_err(|_| Reason::Unauthentic)?;
-    let expiry = read_expiry(&plaintext).ok_or(Reason::Malformed)?;
+    let aad = AssociatedData::new(version, key.id(), binding);
+    let (nonce, sealed) = body.split_at_mut(nonce_len);
+    let (plaintext, tag) = sealed.split_at_mut(sealed.len() - TAG_LEN);
+    let opened = if version == VERSION {
+        let cipher = key.request_state_cipher();
+        cipher.decrypt_in_place_detached(Nonce::from_slice(nonce), &aad, plaintext, Tag::from_slice(tag)).map_err(drop)
+    } else {
+        v2::decrypt(key, nonce, &aad, plaintext, tag)
+    };
+    opened.map_err(|()| Reason::Unauthentic)?;
+    let expiry = read_expiry(plaintext).ok_or(Reason::Malformed)?;
     if unix_millis(now) >= expiry {
         return Err(Reason::Expired.into());
     }
-    plaintext.drain(..EXPIRY_LEN);
-    Ok((plaintext, UNIX_EPOCH + Duration::from_millis(expiry.min(LATEST_EXPIRY_MS))))
+    body.truncate(body.len() - TAG_LEN);
+    body.drain(..nonce_len + EXPIRY_LEN);
+    Ok((body, UNIX_EPOCH + Duration::from_millis(expiry.min(LATEST_EXPIRY_MS))))
 }
 
 /// The length of the token that sealing `payload_len` bytes with key `id` produces.
@@ -119,19 +137,31 @@ fn read_expiry(plaintext: &[u8]) -> Option<u64> {
     Some(u64::from_be_bytes(bytes))
 }
 
-fn cipher(key: &StateKey) -> XChaCha20Poly1305 {
-    XChaCha20Poly1305::new(key.request_state_key().into())
+/// `version + "." + key id + "." + SHA-256(binding)`: authenticated, never sent. On the
+/// stack: a key id is at most [`MAX_ID_LEN`] bytes.
+struct AssociatedData {
+    bytes: [u8; 2 + 1 + MAX_ID_LEN + 1 + 32],
+    len: usize,
 }
 
-/// `"v2." + key id + "." + SHA-256(binding)`: authenticated, never sent.
-fn associated_data(id: &str, binding: &BindingDigest) -> Vec<u8> {
-    let mut aad = Vec::with_capacity(VERSION.len() + id.len() + 2 + 32);
-    aad.extend_from_slice(VERSION.as_bytes());
-    aad.push(b'.');
-    aad.extend_from_slice(id.as_bytes());
-    aad.push(b'.');
-    aad.extend_from_slice(&binding.0);
-    aad
+impl AssociatedData {
+    fn new(version: &str, id: &str, binding: &BindingDigest) -> Self {
+        let mut bytes = [0; 2 + 1 + MAX_ID_LEN + 1 + 32];
+        let mut len = 0;
+        for part in [version.as_bytes(), b".", id.as_bytes(), b".", &binding.0] {
+            bytes[len..len + part.len()].copy_from_slice(part);
+            len += part.len();
+        }
+        Self { bytes, len }
+    }
+}
+
+impl std::ops::Deref for AssociatedData {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
 }
 
 /// SHA-256 over the domain tag, then server, method, target, canonical arguments and

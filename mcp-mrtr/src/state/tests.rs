@@ -39,7 +39,7 @@ fn round_trip_returns_the_payload() {
     let config = config("k1", SECRET_A);
     let args = json!({ "city": "Lyon" });
     let token = config.seal(&binding("weather", &args), b"answers so far", now()).unwrap();
-    assert!(token.starts_with("v2.k1."), "{token}");
+    assert!(token.starts_with("v3.k1."), "{token}");
     assert_eq!(payload(config.open(&token, &binding("weather", &args), now())), b"answers so far");
 }
 
@@ -191,7 +191,7 @@ fn rotated_key_still_opens_old_states_and_new_states_use_the_new_key() {
     let rotated = StateConfig::new(ring);
     assert_eq!(payload(rotated.open(&old_token, &binding("t", &args), now())), b"before");
     let new_token = rotated.seal(&binding("t", &args), b"after", now()).unwrap();
-    assert!(new_token.starts_with("v2.new."), "{new_token}");
+    assert!(new_token.starts_with("v3.new."), "{new_token}");
     assert_eq!(reason(old.open(&new_token, &binding("t", &args), now())), Reason::UnknownKey);
 }
 
@@ -250,7 +250,7 @@ fn predicted_length_matches_every_sealed_length() {
     }
 }
 
-/// The raw bytes a token carries after its `v2.<id>.` prefix.
+/// The raw bytes a token carries after its `v3.<id>.` prefix.
 fn body_bytes(token: &str) -> Vec<u8> {
     let encoded = token.splitn(3, '.').nth(2).expect("a token has three parts");
     URL_SAFE_NO_PAD.decode(encoded).expect("the body is base64url")
@@ -265,7 +265,7 @@ fn payload_never_appears_in_clear() {
     let body = body_bytes(&token);
     // The body is the nonce, the ciphertext (expiry and payload) and the tag: exactly
     // as long as a plaintext would be, so only encryption can hide the payload.
-    assert_eq!(body.len(), 24 + 8 + payload.len() + 16);
+    assert_eq!(body.len(), 12 + 8 + payload.len() + 16);
     for needle in [&payload[..], b"hunter2", b"secret"] {
         assert!(
             !body.windows(needle.len()).any(|w| w == needle),
@@ -280,12 +280,37 @@ fn payload_never_appears_in_clear() {
 fn the_check_for_a_payload_in_clear_would_catch_a_missing_cipher() {
     // The same layout with an identity "cipher": the check above must fail on it.
     let payload = br#"{"secret":"hunter2-hunter2"}"#;
-    let mut body = vec![0u8; 24 + 8];
+    let mut body = vec![0u8; 12 + 8];
     body.extend_from_slice(payload);
     body.extend_from_slice(&[0; 16]);
-    let fake = format!("v2.k1.{}", URL_SAFE_NO_PAD.encode(&body));
+    let fake = format!("v3.k1.{}", URL_SAFE_NO_PAD.encode(&body));
     let decoded = body_bytes(&fake);
     assert!(decoded.windows(7).any(|w| w == b"hunter2"));
+}
+
+/// A state sealed by the previous release (`v2`, XChaCha20-Poly1305) still opens, with its
+/// binding and expiry checked as a `v3` state's are.
+#[test]
+fn v2_states_still_open_with_the_same_checks() {
+    let config = config("k1", SECRET_A);
+    let ring = KeyRing::new(StateKey::new("k1", SECRET_A));
+    let args = json!({ "city": "Lyon" });
+    let expires = super::seal::unix_millis(now()) + 60_000;
+    let token = super::v2::seal(ring.current(), &binding("t", &args), b"earlier", expires);
+    assert!(token.starts_with("v2.k1."), "{token}");
+    let (opened, expiry) = config.open(&token, &binding("t", &args), now()).expect("a v2 state opens");
+    assert_eq!(opened, b"earlier");
+    assert_eq!(expiry, UNIX_EPOCH + Duration::from_millis(expires));
+    assert_eq!(reason(config.open(&token, &binding("other", &args), now())), Reason::Unauthentic);
+    let later = now() + Duration::from_secs(61);
+    assert_eq!(reason(config.open(&token, &binding("t", &args), later)), Reason::Expired);
+    let mut tampered = token.clone().into_bytes();
+    let last = tampered.len() - 1;
+    tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    assert_eq!(reason(config.open(&tampered, &binding("t", &args), now())), Reason::Unauthentic);
+    // Read as v3, the same body fails.
+    assert!(config.open(&token.replacen("v2.", "v3.", 1), &binding("t", &args), now()).is_err());
 }
 
 #[test]
@@ -294,15 +319,21 @@ fn unknown_version_and_malformed_tokens_fail() {
     let args = json!({});
     let token = config.seal(&binding("t", &args), b"p", now()).unwrap();
     let open = |token: &str| reason(config.open(token, &binding("t", &args), now()));
-    assert_eq!(open(&token.replacen("v2.", "v3.", 1)), Reason::UnknownVersion);
+    for version in ["v1.", "v4.", "V3.", ""] {
+        assert_eq!(open(&token.replacen("v3.", version, 1)), Reason::UnknownVersion, "{version}");
+    }
+    // This short v3 body is too short to be a v2 one.
+    assert_eq!(open(&token.replacen("v3.", "v2.", 1)), Reason::Malformed);
     assert_eq!(open(""), Reason::Malformed);
-    assert_eq!(open("v2"), Reason::Malformed);
-    assert_eq!(open("v2.k1"), Reason::Malformed);
-    assert_eq!(open("v2.k1."), Reason::Malformed);
-    assert_eq!(open("v2.k1.!!!!"), Reason::Malformed);
+    for version in ["v3", "v2"] {
+        assert_eq!(open(version), Reason::Malformed);
+        assert_eq!(open(&format!("{version}.k1")), Reason::Malformed);
+        assert_eq!(open(&format!("{version}.k1.")), Reason::Malformed);
+        assert_eq!(open(&format!("{version}.k1.!!!!")), Reason::Malformed);
+        assert_eq!(open(&format!("{version}..AAAA")), Reason::UnknownKey);
+        assert_eq!(open(&format!("{version}.k1.é€😀")), Reason::Malformed);
+    }
     assert_eq!(open(&format!("{token}=")), Reason::Malformed);
-    assert_eq!(open("v2..AAAA"), Reason::UnknownKey);
-    assert_eq!(open("v2.k1.é€😀"), Reason::Malformed);
 }
 
 #[test]
@@ -359,11 +390,30 @@ fn weak_secrets_are_refused() {
 #[test]
 fn the_cipher_key_is_derived_not_the_secret() {
     let key = StateKey::new("k", SECRET_A);
-    assert_ne!(key.request_state_key(), &SECRET_A);
+    assert_ne!(key.request_state_v2_key(), &SECRET_A);
     // Each purpose gets its own key, and the derivation is stable.
     let tasks = super::keys::derive(&SECRET_A, b"tasks journal");
-    assert_ne!(&*tasks, key.request_state_key());
+    assert_ne!(&*tasks, key.request_state_v2_key());
     assert_eq!(super::keys::derive(&SECRET_A, b"tasks journal"), tasks);
+    // The v3 cipher is keyed with neither the secret nor the v2 key: a state sealed with
+    // a cipher keyed so does not open.
+    let binding = binding("t", &json!({}));
+    let token = config("k", SECRET_A).seal(&binding, b"p", now()).unwrap();
+    let body = body_bytes(&token);
+    let (nonce, sealed) = body.split_at(12);
+    let (ciphertext, tag) = sealed.split_at(sealed.len() - 16);
+    let mut aad = b"v3.k.".to_vec();
+    aad.extend_from_slice(&binding.0);
+    let opens_with = |secret: [u8; 32]| {
+        use aes_gcm_siv::aead::{AeadInPlace, KeyInit};
+        let mut buffer = ciphertext.to_vec();
+        aes_gcm_siv::Aes256GcmSiv::new(&secret.into())
+            .decrypt_in_place_detached(nonce.into(), &aad, &mut buffer, tag.into())
+            .is_ok()
+    };
+    assert!(opens_with(*super::keys::derive(&SECRET_A, b"request-state aes-256-gcm-siv v3")));
+    assert!(!opens_with(SECRET_A));
+    assert!(!opens_with(*key.request_state_v2_key()));
 }
 
 #[test]
