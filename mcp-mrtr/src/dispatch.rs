@@ -368,7 +368,7 @@ impl Server {
             Body::Complete(body) => (body, hints),
             Body::InputRequired(body) | Body::Task(body) => (body, None),
         };
-        stamp::stamp(&body, &stamp::Stamps { result_type, hints, info: &self.info })
+        stamp::stamp(body, &stamp::Stamps { result_type, hints, info: &self.info, info_json: &self.info_json })
     }
 
     /// Reads this round's `inputResponses` and opens its `requestState`, before the handler

@@ -75,6 +75,8 @@ pub struct CacheHints {
 #[derive(Clone)]
 pub struct Server {
     pub(crate) info: Implementation,
+    /// `info` as JSON, stamped on every modern result.
+    pub(crate) info_json: Arc<str>,
     pub(crate) instructions: Option<String>,
     /// Tools, prompts and resources: shared with every clone and [`ServerHandle`].
     pub(crate) live: Arc<Live>,
@@ -102,8 +104,12 @@ impl Server {
         let mut app = AppState::default();
         // Handlers reach the handle like any state: `ctx.server_handle()` or `State<ServerHandle>`.
         app.insert(ServerHandle { live: live.clone() });
+        let info = Implementation::new(name, version);
+        // Strings only: it serializes (the fallback is never taken).
+        let info_json = serde_json::to_string(&info).unwrap_or_else(|_| "{}".into()).into();
         Self {
-            info: Implementation::new(name, version),
+            info,
+            info_json,
             instructions: None,
             live,
             live_config: LiveConfig::default(),

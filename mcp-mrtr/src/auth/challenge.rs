@@ -179,7 +179,7 @@ fn challenge(params: &[(&str, String)]) -> HeaderValue {
 /// An id-less JSON-RPC error as the body, as for the transport's other refusals.
 fn body(status: StatusCode, error: &Error) -> Response {
     let headers = [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))];
-    (status, headers, error_message(None, error).to_json()).into_response()
+    (status, headers, error_message(None, error).into_json()).into_response()
 }
 
 #[cfg(test)]

@@ -25,12 +25,16 @@ pub(super) enum Text {
 impl Text {
     /// `result` serialized; an internal error if it is not a JSON object.
     pub(super) fn of<T: Serialize>(result: &T) -> Result<Self, Error> {
-        let text =
-            serde_json::to_string(result).map_err(|e| Error::internal(format!("cannot serialize a result: {e}")))?;
-        if !text.starts_with('{') {
+        // Most results fit, with their stamps and frame, without growing the buffer; and
+        // under 1 KiB, the largest size glibc's per-thread cache serves.
+        let mut text = Vec::with_capacity(1000);
+        serde_json::to_writer(&mut text, result)
+            .map_err(|e| Error::internal(format!("cannot serialize a result: {e}")))?;
+        if text.first() != Some(&b'{') {
             return Err(Error::internal("a result must serialize to a JSON object"));
         }
-        Ok(Self::Written(text))
+        // serde_json writes UTF-8.
+        Ok(Self::Written(String::from_utf8(text).map_err(|_| Error::internal("a result serialized to invalid UTF-8"))?))
     }
 
     pub(super) fn from_object(object: &JsonObject) -> Self {
@@ -60,20 +64,33 @@ pub(super) struct Stamps<'a> {
     /// Complete results of cacheable methods only.
     pub(super) hints: Option<CacheHints>,
     pub(super) info: &'a Implementation,
+    /// `info` as JSON, written once per server.
+    pub(super) info_json: &'a str,
 }
 
-/// `body` with the stamps appended: spliced before its closing brace, or, when the body
-/// may carry a `_meta` of its own, merged into its tree.
-pub(super) fn stamp(body: &Text, stamps: &Stamps<'_>) -> ResultJson {
-    let text = body.as_str();
+/// Room for the stamps, and for the JSON-RPC frame the transport writes around a result.
+const STAMPS_ROOM: usize = 256;
+
+/// `body` with the stamps appended: spliced before its closing brace (in place, for a body
+/// written for this request), or, when the body may carry a `_meta` of its own, merged
+/// into its tree.
+pub(super) fn stamp(body: Text, stamps: &Stamps<'_>) -> ResultJson {
     // A conservative test: `"_meta"` anywhere (a content item's, say) takes the slow path.
-    if text.contains(r#""_meta""#) {
-        return merged(text, stamps);
+    if body.as_str().contains(r#""_meta""#) {
+        return merged(body.as_str(), stamps);
     }
-    let open = text.trim_end().strip_suffix('}').unwrap_or(text);
-    let mut out = String::with_capacity(text.len() + 200);
-    out.push_str(open);
-    if open.trim_end() != "{" {
+    let mut out = match body {
+        Text::Written(text) => text,
+        Text::Prepared(text) => {
+            let mut out = String::with_capacity(text.len() + STAMPS_ROOM);
+            out.push_str(&text);
+            out
+        }
+    };
+    let open = out.trim_end().strip_suffix('}').map_or(out.len(), str::len);
+    out.truncate(open);
+    out.reserve(STAMPS_ROOM + stamps.info_json.len());
+    if out.trim_end() != "{" {
         out.push(',');
     }
     // Writing to a String cannot fail.
@@ -82,7 +99,7 @@ pub(super) fn stamp(body: &Text, stamps: &Stamps<'_>) -> ResultJson {
         let _ = write!(out, r#","ttlMs":{},"cacheScope":"{}""#, hints.ttl_ms, hints.scope.as_str());
     }
     let _ = write!(out, r#","_meta":{{"{}":"#, meta_keys::SERVER_INFO);
-    out.push_str(&serde_json::to_string(stamps.info).unwrap_or_else(|_| "{}".into()));
+    out.push_str(stamps.info_json);
     out.push_str("}}");
     ResultJson::from_text(out)
 }
@@ -111,8 +128,9 @@ mod tests {
 
     fn stamped(body: &str, hints: Option<CacheHints>) -> Value {
         let info = Implementation::new("s", "1");
-        let stamps = Stamps { result_type: "complete", hints, info: &info };
-        serde_json::from_str(stamp(&Text::Written(body.into()), &stamps).as_str()).expect("a stamped body is JSON")
+        let info_json = serde_json::to_string(&info).unwrap();
+        let stamps = Stamps { result_type: "complete", hints, info: &info, info_json: &info_json };
+        serde_json::from_str(stamp(Text::Written(body.into()), &stamps).as_str()).expect("a stamped body is JSON")
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! JSON-RPC 2.0 framing: ids, error objects and outgoing messages.
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -117,15 +117,23 @@ pub(crate) enum Outgoing {
 
 impl Outgoing {
     /// Compact one-line JSON: several clients read bodies line by line.
-    pub(crate) fn to_json(&self) -> String {
+    pub(crate) fn into_json(self) -> String {
         let value = match self {
-            // The result is JSON text already: framed around, never parsed or copied as a tree.
+            // The result is JSON text already: framed in its own buffer (stamping left room
+            // for the frame), never parsed or copied as a tree.
             Self::Result { id, result } => {
-                let mut out = String::with_capacity(result.0.len() + 48);
-                out.push_str(r#"{"jsonrpc":"2.0","id":"#);
-                out.push_str(&serde_json::to_string(id).unwrap_or_default());
-                out.push_str(r#","result":"#);
-                out.push_str(&result.0);
+                let mut frame = String::with_capacity(64);
+                frame.push_str(r#"{"jsonrpc":"2.0","id":"#);
+                match &id {
+                    // A number's Display is its JSON text.
+                    RequestId::Number(number) => {
+                        let _ = write!(frame, "{number}");
+                    }
+                    RequestId::String(_) => frame.push_str(&serde_json::to_string(&id).unwrap_or_default()),
+                }
+                frame.push_str(r#","result":"#);
+                let mut out = result.0;
+                out.insert_str(0, &frame);
                 out.push('}');
                 return out;
             }

@@ -324,7 +324,7 @@ fn finish_line(line: Vec<u8>, too_long: bool) -> Line {
 
 async fn write_lines<W: AsyncWrite + Unpin>(mut writer: W, mut rx: mpsc::Receiver<Outgoing>) -> io::Result<()> {
     while let Some(message) = rx.recv().await {
-        let mut line = message.to_json();
+        let mut line = message.into_json();
         line.push('\n');
         writer.write_all(line.as_bytes()).await?;
         writer.flush().await?;

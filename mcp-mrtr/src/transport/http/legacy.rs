@@ -22,7 +22,7 @@ pub(super) async fn serve(endpoint: &Endpoint, head: &Head, request: Request) ->
         return match legacy::initialize(&endpoint.server, &endpoint.sessions, &request, owner) {
             Ok((session_id, result)) => {
                 let mut response =
-                    json_response(200, &Outgoing::Result { id: request.id, result: ResultJson::from_value(&result) });
+                    json_response(200, Outgoing::Result { id: request.id, result: ResultJson::from_value(&result) });
                 if let Ok(value) = HeaderValue::from_str(&session_id) {
                     response.headers_mut().insert(headers::SESSION_ID, value);
                 }
@@ -33,13 +33,13 @@ pub(super) async fn serve(endpoint: &Endpoint, head: &Head, request: Request) ->
     }
     let session = match session_of(endpoint, head) {
         Ok(session) => session,
-        Err((status, error)) => return json_response(status, &error_message(Some(request.id), &error)),
+        Err((status, error)) => return json_response(status, error_message(Some(request.id), &error)),
     };
     session.mark_used();
     if let Some(outcome) = legacy::utility(&session, &request) {
         return match outcome {
             Ok(result) => {
-                json_response(200, &Outgoing::Result { id: request.id, result: ResultJson::from_value(&result) })
+                json_response(200, Outgoing::Result { id: request.id, result: ResultJson::from_value(&result) })
             }
             Err(error) => error_response(Era::Legacy, Some(request.id), &error),
         };
@@ -56,7 +56,7 @@ pub(super) fn notification(endpoint: &Endpoint, head: &Head, method: &str, param
     // `notifications/initialized` is as fresh as one that sent nothing.
     let session = match session_of(endpoint, head) {
         Ok(session) => session,
-        Err((status, error)) => return json_response(status, &error_message(None, &error)),
+        Err((status, error)) => return json_response(status, error_message(None, &error)),
     };
     if method == "notifications/cancelled" {
         let id = params.and_then(|p| p.get("requestId")).and_then(RequestId::from_value);
@@ -72,7 +72,7 @@ pub(super) fn deliver(endpoint: &Endpoint, head: &Head, id: &RequestId, outcome:
     if !head.headers.contains_key(headers::SESSION_ID) {
         let error =
             Error::invalid_request("a JSON-RPC response answers nothing here: only legacy sessions get requests");
-        return json_response(400, &error_message(Some(id.clone()), &error));
+        return json_response(400, error_message(Some(id.clone()), &error));
     }
     match session_of(endpoint, head) {
         Ok(session) => {
@@ -82,7 +82,7 @@ pub(super) fn deliver(endpoint: &Endpoint, head: &Head, id: &RequestId, outcome:
             }
             StatusCode::ACCEPTED.into_response()
         }
-        Err((status, error)) => json_response(status, &error_message(Some(id.clone()), &error)),
+        Err((status, error)) => json_response(status, error_message(Some(id.clone()), &error)),
     }
 }
 
@@ -91,7 +91,7 @@ pub(super) fn deliver(endpoint: &Endpoint, head: &Head, id: &RequestId, outcome:
 pub(super) fn session_method(endpoint: &Endpoint, method: &Method, headers: &HeaderMap) -> Response {
     let Some(id) = headers::header(headers, headers::SESSION_ID) else { return method_not_allowed() };
     if endpoint.sessions.find(id).is_none() {
-        return json_response(404, &error_message(None, &session_not_found()));
+        return json_response(404, error_message(None, &session_not_found()));
     }
     if method == Method::DELETE {
         endpoint.sessions.close(id);

@@ -293,7 +293,7 @@ fn metadata(endpoint: &Endpoint, method: &Method) -> Response {
 
 async fn endpoint_handler(State(endpoint): State<Arc<Endpoint>>, mut request: HttpRequest) -> Response {
     if let Err(reason) = endpoint.config.guard.check(request.headers()) {
-        return json_response(403, &error_message(None, &Error::invalid_request(format!("Forbidden: {reason}"))));
+        return json_response(403, error_message(None, &Error::invalid_request(format!("Forbidden: {reason}"))));
     }
     let gate = endpoint.gate.as_deref();
     if let Some(gate) = gate {
@@ -313,13 +313,13 @@ async fn endpoint_handler(State(endpoint): State<Arc<Endpoint>>, mut request: Ht
 async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response {
     if !guard::is_json(request.headers()) {
         let error = Error::invalid_request("Content-Type must be application/json");
-        return json_response(415, &error_message(None, &error));
+        return json_response(415, error_message(None, &error));
     }
     let (parts, body) = request.into_parts();
     let bytes = match read_body(body, endpoint.config.max_body_bytes, endpoint.config.limits.body_timeout).await {
         Ok(bytes) => bytes,
         Err((status, error)) => {
-            let mut response = json_response(status, &error_message(None, &error));
+            let mut response = json_response(status, error_message(None, &error));
             // The rest of the body is still on its way: this connection cannot carry another request.
             response.headers_mut().insert(header::CONNECTION, axum::http::HeaderValue::from_static("close"));
             return response;
@@ -340,7 +340,7 @@ async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response {
     }
     match read_message(&bytes) {
         // Malformed bodies are 400 in both eras.
-        Err((id, error)) => json_response(error.http_status(), &error_message(id, &error)),
+        Err((id, error)) => json_response(error.http_status(), error_message(id, &error)),
         // A legacy session's notifications (`notifications/cancelled` among them) go to
         // the session. A 2026-07-28 client has no notification for the server on HTTP:
         // it cancels by closing the stream, so anything else is accepted and ignored.
@@ -444,7 +444,7 @@ async fn run_holding<T>(_slot: Option<OwnedSemaphorePermit>, handler: impl std::
 fn busy(id: crate::protocol::RequestId, legacy: bool) -> Response {
     let error = Error::internal("server busy: too many requests running; retry shortly");
     let status = if legacy { 200 } else { 503 };
-    let mut response = json_response(status, &error_message(Some(id), &error));
+    let mut response = json_response(status, error_message(Some(id), &error));
     if !legacy {
         response.headers_mut().insert(header::RETRY_AFTER, axum::http::HeaderValue::from_static("1"));
     }

@@ -72,7 +72,7 @@ fn idle_timer(every: Duration) -> Interval {
 
 pub(super) fn json_reply(era: Era, reply: Reply) -> Response {
     match reply.outcome {
-        Ok(result) => json_response(200, &Outgoing::Result { id: reply.id, result }),
+        Ok(result) => json_response(200, Outgoing::Result { id: reply.id, result }),
         Err(error) => {
             let mut response = error_response(era, Some(reply.id), &error);
             crate::auth::mark(&mut response, &error);
@@ -83,12 +83,13 @@ pub(super) fn json_reply(era: Era, reply: Reply) -> Response {
 
 /// A JSON-RPC error as the whole body, on the status its era gives it.
 pub(super) fn error_response(era: Era, id: Option<RequestId>, error: &Error) -> Response {
-    json_response(status::of_error(era, error), &error_message(id, error))
+    json_response(status::of_error(era, error), error_message(id, error))
 }
 
-pub(super) fn json_response(status: u16, message: &Outgoing) -> Response {
+pub(super) fn json_response(status: u16, message: Outgoing) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], message.to_json()).into_response()
+    (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], message.into_json())
+        .into_response()
 }
 
 fn sse(stream: SseReply) -> Response {
@@ -130,7 +131,7 @@ impl Stream for SseReply {
             return Poll::Ready(None);
         }
         if !this.early.is_empty() {
-            return Poll::Ready(Some(Ok(event(&this.early.remove(0)))));
+            return Poll::Ready(Some(Ok(event(this.early.remove(0)))));
         }
         // The reply first: a request cancelled meanwhile must send nothing more, not
         // even what its handler had queued.
@@ -145,7 +146,7 @@ impl Stream for SseReply {
             }
         }
         if let Poll::Ready(Some(note)) = this.notes.poll_recv(cx) {
-            return Poll::Ready(Some(Ok(event(&note))));
+            return Poll::Ready(Some(Ok(event(note))));
         }
         if this.reply.is_some() {
             if this.idle.poll_tick(cx).is_ready() {
@@ -155,11 +156,11 @@ impl Stream for SseReply {
         }
         // Nothing may follow the reply: it goes once every notification sent before it has.
         this.ended = true;
-        Poll::Ready(this.last.take().map(|reply| Ok(event(&reply.into_outgoing()))))
+        Poll::Ready(this.last.take().map(|reply| Ok(event(reply.into_outgoing()))))
     }
 }
 
 /// One SSE event: a single `data:` line of compact JSON.
-fn event(message: &Outgoing) -> Bytes {
-    Bytes::from(format!("event: message\ndata: {}\n\n", message.to_json()))
+fn event(message: Outgoing) -> Bytes {
+    Bytes::from(format!("event: message\ndata: {}\n\n", message.into_json()))
 }
