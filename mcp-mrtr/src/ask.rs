@@ -24,8 +24,8 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 use crate::protocol::{
-    CreateMessageParams, CreateMessageResult, ElicitAction, ElicitParams, ElicitResult, InputRequest, JsonObject,
-    ListRootsResult, ModelHint, ModelPreferences, Root, SamplingMessage, Tool, ToolChoice,
+    CreateMessageParams, CreateMessageResult, ElicitAction, ElicitParams, ElicitResult, FormSchema, InputRequest,
+    JsonObject, ListRootsResult, ModelHint, ModelPreferences, Root, SamplingMessage, Tool, ToolChoice,
 };
 use crate::Error;
 
@@ -43,6 +43,13 @@ pub trait Question {
     /// give the same output.
     fn decode(&self, answer: Value) -> Option<(Self::Output, Value)>;
 
+    /// Decodes an answer this question kept in an earlier round (the second half of what
+    /// [`decode`](Question::decode) returned): every later round reads it again. By
+    /// default `decode` on a copy; a question can read it in place.
+    fn decode_kept(&self, kept: &Value) -> Option<Self::Output> {
+        self.decode(kept.clone()).map(|(output, _)| output)
+    }
+
     /// What answers are pinned to: equal for equal questions, different whenever the
     /// request would differ. By default a digest of the request as JSON; a question can
     /// give one that is cheaper to compute (every round computes it).
@@ -54,9 +61,7 @@ pub trait Question {
 
 /// The first half of a SHA-256, in hex: what answers and asked questions are pinned to.
 fn hex_digest(hash: impl AsRef<[u8]>) -> String {
-    let mut half = [0u8; 16];
-    half.copy_from_slice(&hash.as_ref()[..16]);
-    format!("{:032x}", u128::from_be_bytes(half))
+    crate::hex::encode(&hash.as_ref()[..16])
 }
 
 /// The user declined or cancelled an elicitation.
@@ -100,7 +105,7 @@ impl<T: DeserializeOwned + schemars::JsonSchema + Send + 'static> ElicitForm for
 
 /// A form as asks use it: its schema, and the schema's digest for [`Question::digest`].
 struct Form {
-    schema: Value,
+    schema: FormSchema,
     digest: [u8; 32],
 }
 
@@ -115,7 +120,8 @@ fn form<T: ElicitForm>() -> Result<Arc<Form>, Error> {
     let known = forms.read().unwrap_or_else(PoisonError::into_inner).get(&TypeId::of::<T>()).cloned();
     let form = known.unwrap_or_else(|| {
         let built = T::requested_schema().map(|schema| {
-            let digest = Sha256::digest(serde_json::to_vec(&schema).unwrap_or_default()).into();
+            let schema = FormSchema::new(schema);
+            let digest = Sha256::digest(schema.as_json()).into();
             Arc::new(Form { schema, digest })
         });
         let mut forms = forms.write().unwrap_or_else(PoisonError::into_inner);
@@ -162,14 +168,19 @@ impl<T: ElicitForm> Question for Elicit<T> {
             ElicitAction::Accept => {
                 let content = form_fields::<T>(result.content?);
                 let output = T::deserialize(&content).ok()?;
-                Some((Ok(output), kept(&ElicitResult { action: ElicitAction::Accept, content: Some(content) })))
+                Some((Ok(output), kept_elicit(ElicitAction::Accept, Some(content))))
             }
-            ElicitAction::Decline => {
-                Some((Err(Declined::Decline), kept(&ElicitResult { action: ElicitAction::Decline, content: None })))
-            }
-            ElicitAction::Cancel => {
-                Some((Err(Declined::Cancel), kept(&ElicitResult { action: ElicitAction::Cancel, content: None })))
-            }
+            ElicitAction::Decline => Some((Err(Declined::Decline), kept_elicit(ElicitAction::Decline, None))),
+            ElicitAction::Cancel => Some((Err(Declined::Cancel), kept_elicit(ElicitAction::Cancel, None))),
+        }
+    }
+
+    /// Read in place: a kept answer holds only the form's fields already.
+    fn decode_kept(&self, kept: &Value) -> Option<Self::Output> {
+        match serde::Deserialize::deserialize(kept.get("action")?).ok()? {
+            ElicitAction::Accept => T::deserialize(kept.get("content")?).ok().map(Ok),
+            ElicitAction::Decline => Some(Err(Declined::Decline)),
+            ElicitAction::Cancel => Some(Err(Declined::Cancel)),
         }
     }
 }
@@ -224,7 +235,7 @@ impl Question for ElicitUrl {
             ElicitAction::Decline => Err(Declined::Decline),
             ElicitAction::Cancel => Err(Declined::Cancel),
         };
-        Some((output, kept(&ElicitResult { action: result.action, content: None })))
+        Some((output, kept_elicit(result.action, None)))
     }
 }
 
@@ -335,6 +346,17 @@ fn form_fields<T: ElicitForm>(mut content: JsonObject) -> JsonObject {
 /// A decoded answer as JSON again. Our protocol types always serialize.
 fn kept<T: serde::Serialize>(answer: &T) -> Value {
     serde_json::to_value(answer).unwrap_or(Value::Null)
+}
+
+/// An elicitation's kept answer, `content` moved in rather than copied: what
+/// [`kept`] makes of an [`ElicitResult`].
+fn kept_elicit(action: ElicitAction, content: Option<JsonObject>) -> Value {
+    let mut answer = JsonObject::new();
+    answer.insert("action".into(), kept(&action));
+    if let Some(content) = content {
+        answer.insert("content".into(), Value::Object(content));
+    }
+    Value::Object(answer)
 }
 
 #[cfg(test)]

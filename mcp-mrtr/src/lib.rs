@@ -72,6 +72,7 @@ mod error;
 pub mod extract;
 mod form_schema;
 mod handler;
+mod hex;
 mod inflight;
 mod legacy;
 mod live;

@@ -215,11 +215,24 @@ impl Replay {
             }
             return Poll::Pending;
         }
-        // The stored answer is what the question made of it, so junk the client sent
-        // beside the answer never rides along in later states.
-        if let Some((output, answer)) = round.answer_for(key, &digest).and_then(|answer| question.decode(answer)) {
-            round.carried.answers.insert(key.to_owned(), Stored { digest, answer });
-            return Poll::Ready(output);
+        match round.kept_answer(key, &digest) {
+            // Kept in an earlier round: read where it lies (one that no longer decodes is
+            // asked again).
+            Some(kept) => {
+                if let Some(output) = question.decode_kept(kept) {
+                    return Poll::Ready(output);
+                }
+            }
+            // The stored answer is what the question made of it, so junk the client sent
+            // beside the answer never rides along in later states.
+            None => {
+                if let Some((output, answer)) =
+                    round.fresh_answer(key, &digest).and_then(|answer| question.decode(answer))
+                {
+                    round.carried.answers.insert(key.to_owned(), Stored { digest, answer });
+                    return Poll::Ready(output);
+                }
+            }
         }
         // Unanswered, or answered with something that does not decode: ask (again).
         match question.request() {
@@ -286,14 +299,22 @@ impl Round {
         self.failure.get_or_insert(error);
     }
 
-    /// The raw answer that counts for this question, if any.
-    fn answer_for(&mut self, key: &str, digest: &str) -> Option<Value> {
-        if let Some(stored) = self.carried.answers.get(key) {
-            if stored.digest == digest {
-                return Some(stored.answer.clone());
+    /// The answer an earlier round kept for this question, if any. An answer kept for
+    /// the question asked under this key before it changed no longer counts.
+    fn kept_answer(&mut self, key: &str, digest: &str) -> Option<&Value> {
+        match self.carried.answers.get(key) {
+            Some(stored) if stored.digest == digest => {}
+            Some(_) => {
+                self.note_change(key);
+                return None;
             }
-            self.note_change(key);
+            None => return None,
         }
+        self.carried.answers.get(key).map(|stored| &stored.answer)
+    }
+
+    /// The client's answer to this question in this round, if it counts.
+    fn fresh_answer(&mut self, key: &str, digest: &str) -> Option<Value> {
         // Taken, not copied: an answer counts (or not) once per round.
         let fresh = self.responses.remove(key)?;
         let asked_here = match self.carried.asked.get(key) {
@@ -407,10 +428,15 @@ pub(crate) async fn step<F: Future + ?Sized>(
         },
     )?;
     let pending = std::mem::take(&mut round.pending);
-    let mut next = round.carried.clone();
+    // Taken, not copied: the round is over, and this replay is not read again.
+    let mut next = std::mem::take(&mut round.carried);
     next.round += 1;
-    next.asked = pending.iter().map(|(key, (digest, _))| (key.clone(), digest.clone())).collect();
-    let requests = pending.into_iter().map(|(key, (_, request))| (key, request)).collect();
+    next.asked.clear();
+    let mut requests = BTreeMap::new();
+    for (key, (digest, request)) in pending {
+        next.asked.insert(key.clone(), digest);
+        requests.insert(key, request);
+    }
     Ok(Step::Round(Outcome::InputRequired(requests, next)))
 }
 

@@ -2,8 +2,10 @@
 //! embed (elicitation, sampling, roots) and the results clients answer them with.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::{JsonObject, Role, Tool};
@@ -51,7 +53,7 @@ pub enum ElicitParams {
         /// What to ask.
         message: String,
         /// A flat object schema of primitive properties.
-        requested_schema: Value,
+        requested_schema: FormSchema,
     },
     /// A URL the user opens to complete the interaction out of band.
     Url {
@@ -60,6 +62,85 @@ pub enum ElicitParams {
         /// The URL.
         url: String,
     },
+}
+
+/// A form's `requestedSchema`: a JSON value, shared rather than copied, and written out
+/// as the JSON text it was serialized to once.
+///
+/// An ask sends the same form every round; this keeps a round from copying and
+/// re-serializing its schema. It reads as the [`Value`] it holds.
+///
+/// ```
+/// use mcp_mrtr::protocol::FormSchema;
+/// use serde_json::json;
+///
+/// let schema = FormSchema::new(json!({"type": "object", "properties": {"name": {"type": "string"}}}));
+/// assert_eq!(schema["properties"]["name"]["type"], "string");
+/// assert_eq!(serde_json::to_string(&schema).unwrap(), r#"{"properties":{"name":{"type":"string"}},"type":"object"}"#);
+/// ```
+#[derive(Clone)]
+pub struct FormSchema(Arc<Written>);
+
+struct Written {
+    value: Value,
+    text: Box<RawValue>,
+}
+
+impl FormSchema {
+    /// Wraps `value`, serializing it once.
+    pub fn new(value: Value) -> Self {
+        // A `Value` always serializes (the `null` fallback is never taken).
+        let text = serde_json::value::to_raw_value(&value).unwrap_or_default();
+        Self(Arc::new(Written { value, text }))
+    }
+
+    /// The schema as a JSON value.
+    pub fn as_value(&self) -> &Value {
+        &self.0.value
+    }
+
+    /// The schema as compact JSON text.
+    pub fn as_json(&self) -> &str {
+        self.0.text.get()
+    }
+}
+
+impl std::ops::Deref for FormSchema {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        &self.0.value
+    }
+}
+
+impl From<Value> for FormSchema {
+    fn from(value: Value) -> Self {
+        Self::new(value)
+    }
+}
+
+impl PartialEq for FormSchema {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.value == other.0.value
+    }
+}
+
+impl std::fmt::Debug for FormSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.value.fmt(f)
+    }
+}
+
+impl Serialize for FormSchema {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.text.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for FormSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Value::deserialize(deserializer).map(Self::new)
+    }
 }
 
 /// `sampling/createMessage` parameters.

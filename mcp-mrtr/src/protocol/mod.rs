@@ -28,7 +28,7 @@ pub use content::{
 };
 pub use discover::{DiscoverResult, Implementation, LoggingLevel};
 pub use input_required::{
-    CreateMessageParams, CreateMessageResult, ElicitAction, ElicitParams, ElicitResult, InputRequest,
+    CreateMessageParams, CreateMessageResult, ElicitAction, ElicitParams, ElicitResult, FormSchema, InputRequest,
     InputRequiredResult, ListRootsResult, ModelHint, ModelPreferences, Root, SamplingMessage, ToolChoice,
 };
 pub use jsonrpc::{ErrorObject, Notification, RequestId};

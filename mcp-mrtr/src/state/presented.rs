@@ -46,7 +46,7 @@ impl Presented<'_> {
         if let Some(guard) = self.guard {
             // Keyed by a digest, so the guard never holds the sealed answers themselves;
             // kept as long as the state could still open.
-            let id = format!("{:x}", Sha256::digest(token.as_bytes()));
+            let id = crate::hex::encode(&Sha256::digest(token.as_bytes()));
             match guard.consume(&id, expires.duration_since(now).unwrap_or(Duration::ZERO)).await {
                 Consumed::First => {}
                 Consumed::Again => return Err(OpenError::from(Reason::Replayed).into()),

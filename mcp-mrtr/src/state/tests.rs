@@ -51,6 +51,18 @@ fn empty_payload_round_trips() {
     assert_eq!(payload(config.open(&token, &binding("t", &args), now())), b"");
 }
 
+/// Nonces come from a per-thread pool refilled from the OS: across several refills, every
+/// seal still gets a nonce of its own.
+#[test]
+fn every_seal_gets_its_own_nonce() {
+    let config = config("k1", SECRET_A);
+    let args = json!({});
+    let nonces: std::collections::HashSet<Vec<u8>> = (0..300)
+        .map(|_| body_bytes(&config.seal(&binding("t", &args), b"same", now()).unwrap())[..12].to_vec())
+        .collect();
+    assert_eq!(nonces.len(), 300);
+}
+
 #[test]
 fn two_seals_of_the_same_payload_differ() {
     let config = config("k1", SECRET_A);
