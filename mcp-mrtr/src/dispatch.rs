@@ -108,7 +108,7 @@ impl Body {
 
 impl Server {
     /// Answers one modern request whose envelope has been validated.
-    pub(crate) async fn handle(&self, request: Request, meta: RequestMeta, transport: Transport) -> Reply {
+    pub(crate) async fn handle(&self, request: Request, meta: Arc<RequestMeta>, transport: Transport) -> Reply {
         // A serving instance takes over the tasks of instances that died.
         tasks::watch(self);
         let id = request.id.clone();
@@ -149,15 +149,18 @@ impl Server {
         Reply { id, outcome }
     }
 
-    async fn dispatch(&self, request: Request, meta: RequestMeta, transport: Transport) -> Result<ResultJson, Error> {
+    async fn dispatch(
+        &self,
+        request: Request,
+        meta: Arc<RequestMeta>,
+        transport: Transport,
+    ) -> Result<ResultJson, Error> {
         let id = request.id.clone();
         let method = Method::parse(&request.method)
             .filter(|m| self.serves(*m))
             .ok_or_else(|| Error::method_not_found(&request.method))?;
         let params = request.params.unwrap_or_else(|| json!({}));
         let hints = method.is_cacheable().then(|| self.cache_hints_for(method, &params));
-        // Shared by the request's call and its handler's context, not copied into each.
-        let meta = Arc::new(meta);
         let legacy = transport.bridge.is_some();
         let view = RequestView::new(&meta, &transport);
         let body = match method {

@@ -166,7 +166,7 @@ impl TestClient {
         };
         let request = Request { id: RequestId::from(id), method: method.into(), params: Some(Value::Object(params)) };
         let transport = Transport { extensions: extensions.clone(), ..Transport::default() };
-        let outcome = self.server.handle(request, meta, transport).await.outcome;
+        let outcome = self.server.handle(request, Arc::new(meta), transport).await.outcome;
         // The reply is JSON text, as a transport would send it; tests read it as a tree.
         outcome.map(|json| serde_json::from_str(json.as_str()).unwrap_or_default())
     }

@@ -12,18 +12,22 @@
 //! [`classify`]: super::classify
 
 use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use serde::de::{self, value::MapAccessDeserializer, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::{Request, RequestMeta};
 use crate::protocol::{meta_keys, ClientCapabilities, JsonObject, RequestId};
 
 /// A modern request and its envelope, or `None` when the general path must read it.
-pub(crate) fn read_modern(bytes: &[u8]) -> Option<(Request, RequestMeta)> {
+pub(crate) fn read_modern(bytes: &[u8]) -> Option<(Request, Arc<RequestMeta>)> {
     // Checked once as a whole, rather than string by string as `from_slice` would.
     let text = std::str::from_utf8(bytes).ok()?;
     let frame: Frame<'_> = serde_json::from_str(text).ok()?;
@@ -86,7 +90,7 @@ impl Visitor<'_> for IdVisitor {
 
 /// The params: `_meta` typed, every other member as a tree.
 struct Params {
-    meta: RequestMeta,
+    meta: Arc<RequestMeta>,
     rest: JsonObject,
 }
 
@@ -110,13 +114,46 @@ impl<'de> Visitor<'de> for ParamsVisitor {
         let mut rest = JsonObject::new();
         while let Some(Key(key)) = map.next_key()? {
             if key == "_meta" {
-                meta = Some(map.next_value_seed(MetaSeed)?);
+                let raw: &RawValue = map.next_value()?;
+                meta = Some(envelope(raw.get()).ok_or_else(|| de::Error::custom("not an envelope"))?);
             } else {
                 rest.insert(key.into_owned(), map.next_value()?);
             }
         }
         Ok(Params { meta: meta.ok_or_else(|| de::Error::custom("no _meta"))?, rest })
     }
+}
+
+/// The envelopes read recently on this thread, by their exact text: a client sends the same
+/// `_meta` with every request, and reading it was a third of reading a request. Cleared
+/// when full; only short envelopes are kept, so the cache stays small whatever is sent.
+const ENVELOPES_KEPT: usize = 64;
+/// The longest `_meta` kept, in bytes.
+const LONGEST_KEPT: usize = 1024;
+
+thread_local! {
+    static ENVELOPES: RefCell<HashMap<Box<str>, Arc<RequestMeta>>> = RefCell::new(HashMap::new());
+}
+
+/// The envelope written as `raw` (a JSON value), read once per distinct text.
+fn envelope(raw: &str) -> Option<Arc<RequestMeta>> {
+    let kept = raw.len() <= LONGEST_KEPT;
+    if kept {
+        if let Some(meta) = ENVELOPES.with_borrow(|envelopes| envelopes.get(raw).cloned()) {
+            return Some(meta);
+        }
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(raw);
+    let meta = Arc::new(de::DeserializeSeed::deserialize(MetaSeed, &mut deserializer).ok()?);
+    if kept {
+        ENVELOPES.with_borrow_mut(|envelopes| {
+            if envelopes.len() >= ENVELOPES_KEPT {
+                envelopes.clear();
+            }
+            envelopes.insert(raw.into(), meta.clone());
+        });
+    }
+    Some(meta)
 }
 
 /// `_meta`, read as [`RequestMeta::parse`] reads it: version and capabilities required,
@@ -349,9 +386,9 @@ mod tests {
         let mut fast_reads = 0;
         for body in &bodies {
             let fast = read_modern(body.as_bytes());
-            if let Some(read) = &fast {
+            if let Some((request, meta)) = fast {
                 fast_reads += 1;
-                assert_eq!(Some(read), general(body.as_bytes()).as_ref(), "{body}");
+                assert_eq!(Some((request, (*meta).clone())), general(body.as_bytes()), "{body}");
             }
         }
         // The common shapes take the fast path; the test above is not vacuous.
@@ -359,5 +396,33 @@ mod tests {
         let common =
             format!(r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"_meta":{meta},"name":"t"}}}}"#);
         assert!(read_modern(common.as_bytes()).is_some());
+    }
+
+    /// A client's envelope is read once: later requests with the same `_meta` text share
+    /// it. Different texts are read apart, and the cache stays bounded.
+    #[test]
+    fn an_envelope_is_read_once_per_text_and_the_cache_stays_bounded() {
+        let body = |meta: &Value| {
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"_meta":{meta},"name":"t"}}}}"#)
+        };
+        let meta = envelope(&json!({}));
+        let (_, first) = read_modern(body(&meta).as_bytes()).unwrap();
+        let (_, again) = read_modern(body(&meta).as_bytes()).unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        let other = envelope(&json!({meta_keys::LOG_LEVEL: "info"}));
+        let (_, different) = read_modern(body(&other).as_bytes()).unwrap();
+        assert_eq!(different.log_level, Some(crate::protocol::LoggingLevel::Info));
+        assert_eq!(first.log_level, None);
+        for n in 0..3 * ENVELOPES_KEPT {
+            let meta = envelope(&json!({"vendor/n": n}));
+            assert!(read_modern(body(&meta).as_bytes()).is_some());
+            assert!(ENVELOPES.with_borrow(HashMap::len) <= ENVELOPES_KEPT);
+        }
+        // An envelope too long to keep is still read, every time.
+        let long = envelope(&json!({"vendor/pad": "x".repeat(LONGEST_KEPT)}));
+        let (_, read) = read_modern(body(&long).as_bytes()).unwrap();
+        let (_, reread) = read_modern(body(&long).as_bytes()).unwrap();
+        assert!(!Arc::ptr_eq(&read, &reread));
+        assert_eq!(read, reread);
     }
 }

@@ -200,7 +200,7 @@ impl StdioSession {
         };
         // Reap finished requests, so a long connection does not collect them.
         while self.tasks.try_join_next().is_some() {}
-        let reply = self.in_flight.track(id, async move { server.handle(request, *meta, transport).await });
+        let reply = self.in_flight.track(id, async move { server.handle(request, meta, transport).await });
         self.tasks.spawn(async move {
             tokio::pin!(reply);
             // Forward the request's notifications (and the bridge's requests) until its
@@ -229,7 +229,7 @@ impl StdioSession {
         if era == Era::Modern || (era == Era::Unknown && self.legacy.is_none()) {
             let meta = RequestMeta::parse(request.params.as_ref())?;
             check_version(&meta.protocol_version)?;
-            return Ok(Opened::Dispatch(Box::new(meta), None));
+            return Ok(Opened::Dispatch(Arc::new(meta), None));
         }
         if request.method == "initialize" {
             let (id, result) = legacy::initialize(&self.server, &self.sessions, request, None)?;
@@ -240,7 +240,7 @@ impl StdioSession {
         if let Some(outcome) = legacy::utility(&session, request) {
             return outcome.map(Opened::Answered);
         }
-        Ok(Opened::Dispatch(Box::new(legacy::meta(&session, request)), Some(session)))
+        Ok(Opened::Dispatch(Arc::new(legacy::meta(&session, request)), Some(session)))
     }
 
     /// `notifications/cancelled` stops the named request; it then answers nothing. A
@@ -281,7 +281,7 @@ impl StdioSession {
 /// What the envelope check decided.
 enum Opened {
     /// Dispatch with this envelope (and, for legacy requests, the session).
-    Dispatch(Box<RequestMeta>, Option<Arc<Session>>),
+    Dispatch(Arc<RequestMeta>, Option<Arc<Session>>),
     /// Already answered (`initialize`, a legacy utility).
     Answered(serde_json::Value),
 }

@@ -5,6 +5,7 @@
 //! Order of checks, chosen so each error names the first real problem (spec digest
 //! §1.3): presence, then support of the header's version, then equality with the body.
 
+use axum::http::header::{AsHeaderName, HeaderName};
 use axum::http::HeaderMap;
 use base64::Engine as _;
 use serde_json::Value;
@@ -12,14 +13,15 @@ use serde_json::Value;
 use crate::envelope::{check_version, Request, RequestMeta};
 use crate::{Error, Server};
 
-pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
-pub(crate) const SESSION_ID: &str = "mcp-session-id";
-const METHOD: &str = "mcp-method";
-const NAME: &str = "mcp-name";
+// Names, not strings: a lookup by string parses and checks the name every time.
+pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+pub(crate) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+const METHOD: HeaderName = HeaderName::from_static("mcp-method");
+const NAME: HeaderName = HeaderName::from_static("mcp-name");
 
 /// A header's value with optional whitespace trimmed (RFC 9110); `None` when absent.
 /// A value that is not visible ASCII is treated as present but unreadable.
-pub(crate) fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+pub(crate) fn header(headers: &HeaderMap, name: impl AsHeaderName) -> Option<&str> {
     headers.get(name).map(|v| v.to_str().map_or("\u{fffd}", str::trim))
 }
 

@@ -44,7 +44,7 @@ pub(super) async fn serve(endpoint: &Endpoint, head: &Head, request: Request) ->
             Err(error) => error_response(Era::Legacy, Some(request.id), &error),
         };
     }
-    let meta = legacy::meta(&session, &request);
+    let meta = Arc::new(legacy::meta(&session, &request));
     serve_request(endpoint, head, request, meta, Some(session)).await
 }
 

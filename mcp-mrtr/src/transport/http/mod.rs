@@ -353,7 +353,7 @@ async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response {
             match classify(&request, header_version, headers.contains_key(headers::SESSION_ID)) {
                 Era::Modern => match open_envelope(&endpoint.server, headers, &request) {
                     Err(error) => error_response(Era::Modern, Some(request.id), &error),
-                    Ok(meta) => serve_request(endpoint, &head, request, meta, None).await,
+                    Ok(meta) => serve_request(endpoint, &head, request, Arc::new(meta), None).await,
                 },
                 Era::Legacy => legacy::serve(endpoint, &head, request).await,
                 Era::Unknown => {
@@ -372,7 +372,7 @@ async fn serve_request(
     endpoint: &Endpoint,
     head: &Head,
     request: Request,
-    meta: RequestMeta,
+    meta: Arc<RequestMeta>,
     session: Option<Arc<crate::legacy::Session>>,
 ) -> Response {
     if session.as_ref().is_some_and(|session| session.in_flight.len() >= endpoint.sessions.limits().max_calls) {
