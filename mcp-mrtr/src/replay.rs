@@ -38,22 +38,23 @@ const MAX_ROUNDS: u32 = 32;
 /// How often one question may change after it was asked before it is reported as a bug.
 const MAX_CHANGES: u32 = 1;
 
-/// What the sealed `requestState` carries from one round to the next.
+/// What the sealed `requestState` carries from one round to the next. Empty maps are left
+/// out: every byte is sealed, sent, and read back each round.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Carried {
     #[serde(rename = "r")]
     round: u32,
     /// Accepted answers, by key.
-    #[serde(rename = "a", default)]
+    #[serde(rename = "a", default, skip_serializing_if = "BTreeMap::is_empty")]
     answers: BTreeMap<String, Stored>,
     /// The questions the closed round asked, by key: their digests.
-    #[serde(rename = "q", default)]
+    #[serde(rename = "q", default, skip_serializing_if = "BTreeMap::is_empty")]
     asked: BTreeMap<String, String>,
     /// Results of `once` steps, by key.
-    #[serde(rename = "o", default)]
+    #[serde(rename = "o", default, skip_serializing_if = "BTreeMap::is_empty")]
     once: BTreeMap<String, Value>,
     /// How often each key's question changed after being asked.
-    #[serde(rename = "c", default)]
+    #[serde(rename = "c", default, skip_serializing_if = "BTreeMap::is_empty")]
     changes: BTreeMap<String, u32>,
 }
 
@@ -460,4 +461,28 @@ fn once_lost(ran: &BTreeSet<String>) -> Option<String> {
 
 fn not_here() -> Error {
     Error::internal("only tools/call, prompts/get and resources/read handlers can ask for input")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// Empty parts are left out of the sealed state, and a state written with them (by an
+    /// earlier release) still reads the same.
+    #[test]
+    fn carried_leaves_out_what_is_empty_and_reads_it_either_way() {
+        let mut carried = Carried { round: 1, ..Carried::default() };
+        carried.asked.insert("k".into(), "d".into());
+        let written = serde_json::to_value(&carried).unwrap();
+        assert_eq!(written, json!({"r": 1, "q": {"k": "d"}}));
+        let older = json!({"r": 1, "a": {}, "q": {"k": "d"}, "o": {}, "c": {}});
+        assert_eq!(serde_json::from_value::<Carried>(older).unwrap(), carried);
+        carried.answers.insert("a".into(), Stored { digest: "d".into(), answer: json!({"action": "cancel"}) });
+        carried.once.insert("o".into(), json!(3));
+        carried.changes.insert("k".into(), 1);
+        let full = serde_json::to_vec(&carried).unwrap();
+        assert_eq!(serde_json::from_slice::<Carried>(&full).unwrap(), carried);
+    }
 }
