@@ -20,6 +20,7 @@ use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use serde::de::DeserializeOwned;
+use serde::Deserialize as _;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
@@ -177,7 +178,7 @@ impl<T: ElicitForm> Question for Elicit<T> {
 
     /// Read in place: a kept answer holds only the form's fields already.
     fn decode_kept(&self, kept: &Value) -> Option<Self::Output> {
-        match serde::Deserialize::deserialize(kept.get("action")?).ok()? {
+        match ElicitAction::deserialize(kept.get("action")?).ok()? {
             ElicitAction::Accept => T::deserialize(kept.get("content")?).ok().map(Ok),
             ElicitAction::Decline => Some(Err(Declined::Decline)),
             ElicitAction::Cancel => Some(Err(Declined::Cancel)),
@@ -399,6 +400,23 @@ mod tests {
         assert_eq!(output.expect("accepted").city, "Lyon");
         assert_eq!(kept, json!({"action": "accept", "content": {"city": "Lyon"}}));
         let (again, kept_again) = question.decode(kept.clone()).expect("decodes again");
-        assert_eq!((again.expect("accepted").city, kept_again), ("Lyon".to_owned(), kept));
+        assert_eq!((again.expect("accepted").city, kept_again), ("Lyon".to_owned(), kept.clone()));
+        // Read in place, the kept answer gives the same.
+        assert_eq!(question.decode_kept(&kept).expect("decodes in place").expect("accepted").city, "Lyon");
+    }
+
+    /// Declines and cancels are kept as such and read in place alike; a kept answer that
+    /// no longer fits the form (say, the type changed in an upgrade) is no answer.
+    #[test]
+    fn kept_answers_read_in_place_as_decode_reads_them() {
+        let question = Elicit::<City>::new("Where?");
+        for (action, declined) in [("decline", Declined::Decline), ("cancel", Declined::Cancel)] {
+            let (output, kept) = question.decode(json!({"action": action})).expect("decodes");
+            assert_eq!(output.err(), Some(declined));
+            assert_eq!(kept, json!({"action": action}));
+            assert_eq!(question.decode_kept(&kept).expect("decodes in place").err(), Some(declined));
+        }
+        assert!(question.decode_kept(&json!({"action": "accept", "content": {"town": "Lyon"}})).is_none());
+        assert!(question.decode_kept(&json!({"action": "maybe"})).is_none());
     }
 }

@@ -1,6 +1,6 @@
 //! The common case, read without a tree for the envelope: a well-formed 2026-07-28
-//! request, its `_meta` read straight into a [`RequestMeta`] and the rest of its params
-//! into a tree without it.
+//! request, its `_meta` read straight into a [`RequestMeta`] (once per distinct text: a
+//! client sends the same one every time) and the rest of its params into a tree without it.
 //!
 //! This path only ever accepts what the general path (`Incoming::from_value`, [`classify`],
 //! [`RequestMeta::parse`]) accepts, and reads it the same: a repeated key counts once, the
@@ -124,14 +124,14 @@ impl<'de> Visitor<'de> for ParamsVisitor {
     }
 }
 
-/// The envelopes read recently on this thread, by their exact text: a client sends the same
-/// `_meta` with every request, and reading it was a third of reading a request. Cleared
-/// when full; only short envelopes are kept, so the cache stays small whatever is sent.
+/// Envelopes kept per thread; the cache is cleared when full.
 const ENVELOPES_KEPT: usize = 64;
-/// The longest `_meta` kept, in bytes.
+/// The longest `_meta` kept, in bytes: whatever clients send, the cache stays small.
 const LONGEST_KEPT: usize = 1024;
 
 thread_local! {
+    /// The envelopes read recently on this thread, by their exact text. A client sends the
+    /// same `_meta` with every request, and reading it was a third of reading a request.
     static ENVELOPES: RefCell<HashMap<Box<str>, Arc<RequestMeta>>> = RefCell::new(HashMap::new());
 }
 
