@@ -130,7 +130,7 @@ impl Session {
 pub(super) fn random_id() -> Result<String, Error> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).map_err(|e| Error::internal(format!("no randomness for an id: {e}")))?;
-    Ok(format!("{:032x}", u128::from_be_bytes(bytes)))
+    Ok(crate::hex::encode(&bytes))
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -76,11 +76,13 @@ pub(super) fn open(
         return Err(Reason::Oversized.into());
     }
     let (version, rest) = token.split_once('.').ok_or(Reason::Malformed)?;
-    let nonce_len = match version {
-        VERSION => NONCE_LEN,
-        v2::VERSION => v2::NONCE_LEN,
+    // States of the previous release still open (see `v2`).
+    let legacy = match version {
+        VERSION => false,
+        v2::VERSION => true,
         _ => return Err(Reason::UnknownVersion.into()),
     };
+    let nonce_len = if legacy { v2::NONCE_LEN } else { NONCE_LEN };
     let (id, encoded) = rest.split_once('.').ok_or(Reason::Malformed)?;
     let key = keys.get(id).ok_or(Reason::UnknownKey)?;
     let mut body = URL_SAFE_NO_PAD.decode(encoded).map_err(|_| Reason::Malformed)?;
@@ -90,11 +92,11 @@ pub(super) fn open(
     let aad = AssociatedData::new(version, key.id(), binding);
     let (nonce, sealed) = body.split_at_mut(nonce_len);
     let (plaintext, tag) = sealed.split_at_mut(sealed.len() - TAG_LEN);
-    let opened = if version == VERSION {
+    let opened = if legacy {
+        v2::decrypt(key, nonce, &aad, plaintext, tag)
+    } else {
         let cipher = key.request_state_cipher();
         cipher.decrypt_in_place_detached(Nonce::from_slice(nonce), &aad, plaintext, Tag::from_slice(tag)).map_err(drop)
-    } else {
-        v2::decrypt(key, nonce, &aad, plaintext, tag)
     };
     opened.map_err(|()| Reason::Unauthentic)?;
     let expiry = read_expiry(plaintext).ok_or(Reason::Malformed)?;

@@ -126,7 +126,7 @@ pub(crate) fn transport_for(caller: Option<&CallerRecord>) -> Transport {
 fn new_task_id() -> Result<String, Error> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).map_err(|e| Error::internal(format!("no randomness for a task id: {e}")))?;
-    Ok(format!("{:032x}", u128::from_be_bytes(bytes)))
+    Ok(crate::hex::encode(&bytes))
 }
 
 #[allow(clippy::needless_pass_by_value, reason = "called as map_err(store_error)")]
