@@ -3,3 +3,4 @@
 
 pub mod everything;
 pub mod notes;
+pub mod process;

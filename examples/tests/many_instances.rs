@@ -1,6 +1,6 @@
 //! One server on several instances: `everything` processes sharing a key ring and a
-//! real `redis-server` on 127.0.0.1. Rounds move between instances, states stay
-//! single-use across them, tasks are served by any instance and survive the death of
+//! real `redis-server` on 127.0.0.1. Rounds move between instances, a state claimed by a
+//! round taking a `once!` step stays claimed across them, tasks are served by any instance and survive the death of
 //! the one running them, and list changes reach listeners everywhere.
 
 mod common;
@@ -51,6 +51,21 @@ fn only_key(result: &Value) -> String {
 
 const TWO_ROUNDS: &str = "test_input_required_result_multi_round";
 
+/// The fixture's tool whose second round takes a `once!` step: that round claims its state.
+const ONCE: &str = "test_once_side_effect";
+
+/// Round two of a call of [`ONCE`] (`call_id`) on `addr`, presenting `state`: the round
+/// that takes the step.
+fn start_step(addr: SocketAddr, call_id: &str, state: &Value) -> Value {
+    let params = json!({
+        "name": ONCE,
+        "arguments": { "call_id": call_id },
+        "requestState": state,
+        "inputResponses": { "start": answer::accept(json!({ "ok": true })) },
+    });
+    rpc(addr, "tools/call", params)
+}
+
 /// One more round of the two-question flow on `addr`, answering `key` with `content`.
 fn round(addr: SocketAddr, state: &Value, key: &str, content: &Value) -> Value {
     let params = json!({
@@ -63,7 +78,7 @@ fn round(addr: SocketAddr, state: &Value, key: &str, content: &Value) -> Value {
 }
 
 #[test]
-fn rounds_alternate_instances_and_a_used_state_is_refused_by_every_instance() {
+fn rounds_alternate_instances_and_a_claimed_state_is_refused_by_every_instance() {
     let Some(redis) = Redis::start() else { return };
     let nodes = instances(Some(&redis), &instance::new_key("k1"), LEASE_MS, 2);
     let (a, b) = (nodes[0].addr, nodes[1].addr);
@@ -75,24 +90,27 @@ fn rounds_alternate_instances_and_a_used_state_is_refused_by_every_instance() {
     let done = round(a, &second["requestState"], &color_key, &json!({ "color": "teal" }));
     assert_eq!(done["result"]["content"][0]["text"], "Ada likes teal", "{done}");
 
-    // The first state was spent on B: A refuses it too, and so does B.
+    // A round that takes a once! step claims its state in Redis: once taken on B, the
+    // state is refused by A too, and by B again.
+    let once = call(a, ONCE, json!({ "call_id": "across" }))["result"].clone();
+    let stepped = start_step(b, "across", &once["requestState"]);
+    assert_eq!(stepped["result"]["resultType"], "input_required", "{stepped}");
     for node in [a, b] {
-        let again = round(node, &first["requestState"], &name_key, &json!({ "name": "Eve" }));
-        assert_eq!(again["error"]["code"], -32602, "a spent state opened on {node}: {again}");
+        let again = start_step(node, "across", &once["requestState"]);
+        assert_eq!(again["error"]["code"], -32602, "a claimed state took its step again on {node}: {again}");
     }
 }
 
 #[test]
-fn without_a_shared_guard_each_instance_would_open_a_spent_state_once_more() {
+fn without_a_shared_guard_each_instance_would_take_a_claimed_step_once_more() {
     // The control for the test above: same key ring, no Redis, so each instance keeps
-    // its own guard and a state spent on B still opens once on A.
+    // its own guard and a state claimed on B still takes its step once on A.
     let nodes = instances(None, &instance::new_key("k1"), LEASE_MS, 2);
     let (a, b) = (nodes[0].addr, nodes[1].addr);
-    let first = call(a, TWO_ROUNDS, json!({}))["result"].clone();
-    let key = only_key(&first);
-    let on_b = round(b, &first["requestState"], &key, &json!({ "name": "Ada" }));
+    let first = call(a, ONCE, json!({ "call_id": "control" }))["result"].clone();
+    let on_b = start_step(b, "control", &first["requestState"]);
     assert_eq!(on_b["result"]["resultType"], "input_required", "{on_b}");
-    let on_a = round(a, &first["requestState"], &key, &json!({ "name": "Eve" }));
+    let on_a = start_step(a, "control", &first["requestState"]);
     assert_eq!(on_a["result"]["resultType"], "input_required", "{on_a}");
 }
 
@@ -290,25 +308,29 @@ fn while_redis_is_away_requests_fail_cleanly_and_nothing_is_let_through_unrecord
     let nodes = instances(Some(&redis), &instance::new_key("k1"), LEASE_MS, 1);
     let a = nodes[0].addr;
     let (mut stream, mut seen) = listen(a);
-    let first = call(a, TWO_ROUNDS, json!({}))["result"].clone();
-    let key = only_key(&first);
+    let first = call(a, ONCE, json!({ "call_id": "redis-away" }))["result"].clone();
+    let plain = call(a, TWO_ROUNDS, json!({}))["result"].clone();
 
     redis.kill();
-    // The state cannot be recorded as used, so it is refused, with a "try again later".
-    let refused = round(a, &first["requestState"], &key, &json!({ "name": "Ada" }));
+    // The round that takes a step cannot claim its state, so it is refused, with a "try
+    // again later"; a round that takes none needs no guard and goes on.
+    let refused = start_step(a, "redis-away", &first["requestState"]);
     assert_eq!(refused["error"]["code"], -32603, "{refused}");
     assert!(refused["error"]["message"].as_str().unwrap_or_default().contains("try again later"), "{refused}");
+    let key = only_key(&plain);
+    let plain_round = round(a, &plain["requestState"], &key, &json!({ "name": "Ada" }));
+    assert_eq!(plain_round["result"]["resultType"], "input_required", "{plain_round}");
     let no_task = call(a, "confirm_delete", json!({ "filename": "x" }));
     assert_eq!(no_task["error"]["message"], "the task store is unavailable", "{no_task}");
     // Calls that need no store still work.
     assert!(call(a, "test_simple_text", json!({}))["result"]["content"].is_array());
 
-    // Redis comes back (empty): the instance reconnects, the state opens once, and the
+    // Redis comes back (empty): the instance reconnects, the state is claimed once, and the
     // listener hears that every list may have changed while it was away.
     redis.restart();
     let started = Instant::now();
     let reopened = loop {
-        let reply = round(a, &first["requestState"], &key, &json!({ "name": "Ada" }));
+        let reply = start_step(a, "redis-away", &first["requestState"]);
         if reply.get("result").is_some() || started.elapsed() > Duration::from_secs(15) {
             break reply;
         }

@@ -104,16 +104,18 @@ impl Ctx {
     /// request state and read back in later rounds instead of running `step` again.
     /// Use it for side effects before an ask (create an order, call a paid API).
     ///
-    /// Request states are single-use by default, so a client cannot replay an older
-    /// round to run the step again (see [`Server::reusable_states`](crate::Server::reusable_states)
-    /// for the trade-off). What no server can prevent: a client that starts the call over,
-    /// without a state, runs it again, like any new call.
+    /// Before a step runs in a round that continues a call, the round claims its request
+    /// state in the single-use guard, so a client cannot replay an older round to run the
+    /// step again, even in parallel (see [`Server::reusable_states`](crate::Server::reusable_states)
+    /// for the trade-off). Rounds that take no step never touch the guard. What no server
+    /// can prevent: a client that starts the call over, without a state, runs it again,
+    /// like any new call.
     pub async fn once<T, F>(&self, key: &str, step: F) -> T
     where
         T: Serialize + DeserializeOwned,
         F: Future<Output = T>,
     {
-        match self.once_result(key) {
+        match self.begin_once(key).await {
             Ok(Some(done)) => done,
             Ok(None) => {
                 let value = step.await;
@@ -124,19 +126,23 @@ impl Ctx {
         }
     }
 
-    /// The recorded result of the `once` step `key`: `Ok(None)` when it has not run yet;
-    /// `Err` when it must not run (the round failed: its state did not open, or the
-    /// recorded result no longer decodes as `T`), a future that never resolves.
+    /// Where the `once` step `key` stands: `Ok(Some)` with its recorded result; `Ok(None)`
+    /// when it has not run yet and may run now (this round holds its claim); `Err` when it
+    /// must not run (the round failed: its state was used already or cannot be claimed,
+    /// or the recorded result no longer decodes as `T`), a future that never resolves.
     #[doc(hidden)]
-    pub fn once_result<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, Halted<T>> {
+    pub async fn begin_once<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, Halted<T>> {
         let halted = || Halted { output: PhantomData };
-        let Some(recorded) = self.inner.replay.once_result(key).map_err(|()| halted())? else { return Ok(None) };
+        let replay = &self.inner.replay;
+        let Some(recorded) = replay.once_result(key).map_err(|()| halted())? else {
+            return if replay.claim_step().await { Ok(None) } else { Err(halted()) };
+        };
         // The value comes from sealed state, written by this server. If it no longer
         // decodes, the step's type changed under a live call: running the step again
         // would repeat its side effect, so the call fails instead.
         serde_json::from_value(recorded).map(Some).map_err(|error| {
             tracing::error!(key, %error, "a recorded once! result no longer decodes");
-            self.inner.replay.fail(Error::internal(format!(
+            replay.fail(Error::internal(format!(
                 "the recorded result of once step {key:?} no longer decodes; start the call over"
             )));
             halted()

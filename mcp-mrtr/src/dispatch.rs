@@ -17,6 +17,7 @@ use tracing::Instrument as _;
 
 use crate::context::Transport;
 use crate::envelope::{Request, RequestMeta};
+use crate::fair::ClientId;
 use crate::handler::{PromptRoute, ResourceKind, ResourceRoute, ToolRoute};
 use crate::live::{serve_listen, Item, RequestView};
 use crate::protocol::{
@@ -25,8 +26,10 @@ use crate::protocol::{
 };
 use crate::replay::{self, Carried, Outcome, Replay};
 use crate::server::{CacheHints, CacheScope};
-use crate::state::{Binding, Presented};
+use crate::state::{Binding, Presented, SingleUse};
 use crate::tasks::{self, TaskCall, TaskMethod};
+use axum::http::Extensions;
+
 use crate::{deadline, Ctx, Error, Server};
 
 mod call;
@@ -219,7 +222,7 @@ impl Server {
             let round = |replay: &Arc<Replay>| route.run(self.ctx(&call, replay), arguments.clone());
             return self.rounds(&target, &call, input, round).await;
         }
-        let replay = self.open_replay(&target, input).await?;
+        let replay = self.open_replay(&target, input, &call.transport.extensions)?;
         let handler = route.run(self.ctx(&call, &replay), arguments.clone());
         let task_call = TaskCall {
             tool: name.clone(),
@@ -230,11 +233,11 @@ impl Server {
             caller: tasks::caller_record(&call.transport),
         };
         let owner = tasks::caller(self, &call.transport);
+        let client = tasks::client_of(&call.transport);
         // The time limit covers the call up to the task's creation; the task then runs on
-        // its own, as long-running work is what tasks are for (cancel it to stop it).
-        match deadline::within(call.limit, Box::pin(tasks::call(self, task_call, owner, replay.clone(), handler)))
-            .await?
-        {
+        // its own, under the task limits (`TaskLimits::run_timeout`; cancel it to stop it).
+        let create = tasks::call(self, task_call, owner, client, replay.clone(), handler);
+        match deadline::within(call.limit, Box::pin(create)).await? {
             tasks::Called::Round(outcome) => self.seal(&target, &replay, outcome),
             tasks::Called::Task(created) => Ok(Body::Task(Text::from_object(&created))),
         }
@@ -376,20 +379,32 @@ impl Server {
 
     /// Reads this round's `inputResponses` and opens its `requestState`, before the handler
     /// runs: a state that does not open fails the request, whatever the handler would do.
-    async fn open_replay(&self, target: &Target<'_>, input: RoundInput) -> Result<Arc<Replay>, Error> {
+    ///
+    /// A fresh call is counted against its client (`extensions`) in the single-use
+    /// guard; a continued one against whoever started it, as its state says.
+    fn open_replay(
+        &self,
+        target: &Target<'_>,
+        input: RoundInput,
+        extensions: &Extensions,
+    ) -> Result<Arc<Replay>, Error> {
         let responses = input_responses(input.responses)?;
         let Some(token) = input.state else {
-            return Ok(Arc::new(Replay::new(None, responses)));
+            return Ok(Arc::new(Replay::new_call(responses, ClientId::of(extensions).owner_key())));
         };
         let presented = Presented {
             token: &token,
             config: self.state_config()?,
-            guard: self.state_guard.as_deref(),
             binding: target.digest(),
             target: target.binding.target,
         };
-        let carried = presented.open(|payload| serde_json::from_slice::<Carried>(payload).ok()).await?;
-        Ok(Arc::new(Replay::new(Some(carried), responses)))
+        let (carried, expires) = presented.open(|payload| serde_json::from_slice::<Carried>(payload).ok())?;
+        let single_use = self
+            .state_guard
+            .as_ref()
+            .zip(token.as_str())
+            .map(|(guard, token)| SingleUse::new(guard.clone(), token, carried.owner(), expires));
+        Ok(Arc::new(Replay::opened(carried, responses, single_use)))
     }
 
     /// Runs a handler that may ask. A modern request gets one round: the complete result,
@@ -409,7 +424,7 @@ impl Server {
         Fut: Future<Output = Result<T, Error>>,
     {
         let Some(bridge) = &call.transport.bridge else {
-            let replay = self.open_replay(target, input).await?;
+            let replay = self.open_replay(target, input, &call.transport.extensions)?;
             return self.run_round(target, &replay, call, round(&replay)).await;
         };
         let caps = &call.meta.client_capabilities;

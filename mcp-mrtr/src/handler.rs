@@ -32,6 +32,11 @@ pub struct ToolRoute {
     /// Overrides the server's handler time limit for this tool.
     pub(crate) timeout: Option<Duration>,
     pub(crate) task: TaskSupport,
+    /// Overrides the server's time limit for one run of this tool as a task.
+    pub(crate) task_timeout: Option<Duration>,
+    /// The arguments without the fields the handler's argument type skips: what a task
+    /// of this tool keeps in its record.
+    pub(crate) decoded_arguments: fn(&JsonObject) -> JsonObject,
     /// Parameters mirrored into `Mcp-Param-*` headers, read from the schema at registration.
     pub(crate) headers: Vec<crate::param_headers::ParamHeader>,
     /// Scopes a caller needs to reach the handler (see [`crate::auth`]).
@@ -56,6 +61,15 @@ impl ToolRoute {
     /// the task's `inputRequests`.
     pub fn task(mut self, support: TaskSupport) -> Self {
         self.task = support;
+        self
+    }
+
+    /// How long one run of this tool as a task may take, instead of the server's
+    /// [`TaskLimits::run_timeout`](crate::TaskLimits::run_timeout): longer for a job known
+    /// to take hours, shorter for one that must not hold a run slot long. Past it the
+    /// task fails with `-32603` "the task timed out after …".
+    pub fn task_timeout(mut self, limit: Duration) -> Self {
+        self.task_timeout = Some(limit);
         self
     }
 
@@ -190,6 +204,8 @@ impl Tool {
             needs: Vec::new(),
             timeout: None,
             task: TaskSupport::Forbidden,
+            task_timeout: None,
+            decoded_arguments: crate::tasks::decoded_arguments::<A>,
             headers: Vec::new(),
             scopes: Vec::new(),
         }

@@ -70,6 +70,7 @@ mod dispatch;
 mod envelope;
 mod error;
 pub mod extract;
+mod fair;
 mod form_schema;
 mod handler;
 mod hex;
@@ -109,8 +110,8 @@ pub use protocol::{
 };
 pub use server::{CacheHints, CacheScope, Server};
 pub use shutdown::shutdown_signal;
-pub use state::{Consumed, KeyError, KeyRing, MemoryGuard, StateConfig, StateGuard, StateKey};
-pub use tasks::{MemoryTaskStore, StoreError, TaskRecord, TaskStatus, TaskStore, TaskSupport};
+pub use state::{Claim, Consumed, KeyError, KeyRing, MemoryGuard, StateConfig, StateGuard, StateKey};
+pub use tasks::{MemoryTaskStore, StoreError, TaskLimits, TaskRecord, TaskStatus, TaskStore, TaskSupport};
 pub use transport::http::{serve_router, serve_router_with_shutdown, HttpConfig, Limits};
 
 /// Turns an `async fn` into a tool: `server.tool(my_fn)`.
@@ -275,7 +276,7 @@ macro_rules! ask {
 #[macro_export]
 macro_rules! once {
     (@__mcp $ctx:ident, $key:expr; $step:expr) => {
-        match $ctx.once_result($key) {
+        match $ctx.begin_once($key).await {
             ::core::result::Result::Ok(::core::option::Option::Some(done)) => done,
             ::core::result::Result::Ok(::core::option::Option::None) => {
                 let done = $step;

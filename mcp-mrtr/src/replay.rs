@@ -31,6 +31,7 @@ use tracing::Instrument as _;
 use crate::ask::Question;
 use crate::capability;
 use crate::protocol::{ClientCapabilities, InputRequest, InputRequiredResult, JsonObject};
+use crate::state::SingleUse;
 use crate::Error;
 
 /// Rounds after which a multi-round call is abandoned as a loop.
@@ -56,6 +57,22 @@ pub(crate) struct Carried {
     /// How often each key's question changed after being asked.
     #[serde(rename = "c", default, skip_serializing_if = "BTreeMap::is_empty")]
     changes: BTreeMap<String, u32>,
+    /// Who started the call (an opaque number for its client): the single-use guard counts
+    /// the call's states against it, whoever presents them.
+    #[serde(rename = "k", default, skip_serializing_if = "is_zero")]
+    owner: u32,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
+fn is_zero(owner: &u32) -> bool {
+    *owner == 0
+}
+
+impl Carried {
+    /// Who started the call the state belongs to (see [`Replay::new_call`]).
+    pub(crate) fn owner(&self) -> u32 {
+        self.owner
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -70,6 +87,10 @@ struct Stored {
 #[derive(Debug)]
 pub(crate) struct Replay {
     round: Mutex<Round>,
+    /// The state this round opened, to claim before its first `once` step runs.
+    single_use: Option<SingleUse>,
+    /// The claim's outcome, made once per round however many steps it takes.
+    claimed: tokio::sync::OnceCell<Result<(), Error>>,
 }
 
 #[derive(Debug)]
@@ -140,7 +161,34 @@ impl Replay {
             escalation: Escalation::Never,
             task_log: None,
         };
-        Self { round: Mutex::new(round) }
+        Self { round: Mutex::new(round), single_use: None, claimed: tokio::sync::OnceCell::new() }
+    }
+
+    /// The replay of a call's first round (no state yet), started by the client `owner`.
+    pub(crate) fn new_call(responses: JsonObject, owner: u32) -> Self {
+        let replay = Self::new(None, responses);
+        replay.lock().carried.owner = owner;
+        replay
+    }
+
+    /// The replay of a round that opened a state: its `once` steps claim it first.
+    pub(crate) fn opened(carried: Carried, responses: JsonObject, single_use: Option<SingleUse>) -> Self {
+        Self { single_use, ..Self::new(Some(carried), responses) }
+    }
+
+    /// May this round take a side effect now? Claims the state the round opened, once per
+    /// round, atomically with every other request presenting it: `false` (the round
+    /// failed, with the client's error) when another took it first or it cannot be
+    /// recorded. Rounds without a state, or on a server with reusable states, claim nothing.
+    pub(crate) async fn claim_step(&self) -> bool {
+        let Some(single_use) = &self.single_use else { return true };
+        match self.claimed.get_or_init(|| single_use.claim()).await {
+            Ok(()) => true,
+            Err(error) => {
+                self.fail(error.clone());
+                false
+            }
+        }
     }
 
     /// A replay for a request that cannot answer `input_required`: any ask fails it.

@@ -90,7 +90,7 @@ pub struct Server {
     /// environment once, when serving starts. Clones share it.
     pub(crate) state: Arc<OnceLock<StateConfig>>,
     principal: Option<PrincipalFn>,
-    /// Refuses states used before; `None` only after [`Server::reusable_states`].
+    /// Refuses a second claim of one state; `None` only after [`Server::reusable_states`].
     pub(crate) state_guard: Option<Arc<dyn StateGuard>>,
     pub(crate) bridge_answer_timeout: Duration,
     pub(crate) app: AppState,
@@ -302,9 +302,10 @@ impl Server {
         self
     }
 
-    /// Remembers used states with `guard` instead of the default
-    /// [`MemoryGuard`](crate::MemoryGuard): request states are single-use, and the second
-    /// time one is presented it is refused like a tampered one. `MemoryGuard` serves one
+    /// Remembers claimed states with `guard` instead of the default
+    /// [`MemoryGuard`](crate::MemoryGuard): a round claims its request state before its
+    /// first `once!` step runs, and a second claim of the same state is refused like a
+    /// tampered state (rounds that take no step claim nothing). `MemoryGuard` serves one
     /// instance; several instances behind a load balancer need a [`StateGuard`] backed by
     /// a store they share (the `redis` feature's `RedisGuard`), or a state could be
     /// replayed once on each.
@@ -334,9 +335,18 @@ impl Server {
 
     /// How long a task's record is kept after the task is created (default one hour);
     /// `None` keeps it as long as the store does. After that, `tasks/get` no longer
-    /// knows the task.
+    /// knows the task. A task that finished is kept for a shorter time, within this:
+    /// [`TaskLimits::keep_finished`](crate::TaskLimits::keep_finished).
     pub fn task_ttl(mut self, ttl: Option<Duration>) -> Self {
         self.tasks.ttl = ttl;
+        self
+    }
+
+    /// How many tasks this instance holds and runs, for how long, and how big their
+    /// arguments may be: see [`TaskLimits`](crate::TaskLimits) for each bound, its
+    /// default and the memory it allows.
+    pub fn task_limits(mut self, limits: crate::TaskLimits) -> Self {
+        self.tasks = self.tasks.with_limits(limits);
         self
     }
 
@@ -361,11 +371,10 @@ impl Server {
         self.tasks.hand_back().await;
     }
 
-    /// Lets a request state open as often as it is presented within its lifetime. A
-    /// client retrying a round after a network failure then continues instead of starting
-    /// over, but a client replaying an older state also runs that round again, `once!`
-    /// steps after its last ask included. Only for servers whose handlers are harmless to
-    /// re-run.
+    /// Lets a round take its `once!` steps however often its request state is presented
+    /// within its lifetime: a client replaying an older state runs that round's steps
+    /// again. Only for servers whose steps are harmless to re-run. (Rounds without a
+    /// `once!` step may be presented again either way.)
     pub fn reusable_states(mut self) -> Self {
         self.state_guard = None;
         self

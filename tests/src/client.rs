@@ -2,7 +2,7 @@
 //! the bytes they mean (malformed bodies, odd headers) and drop a connection mid-stream.
 
 use std::fmt::Write as _;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -68,8 +68,31 @@ pub async fn send_to(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> HttpResponse {
+    send_from_to(None, addr, method, path, headers, body).await
+}
+
+/// Sends one request to `/mcp` from the loopback address `source` (127.0.0.2, say: a
+/// client of its own for the server's per-client shares) and reads the response.
+pub async fn send_from(
+    source: IpAddr,
+    addr: SocketAddr,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> HttpResponse {
+    send_from_to(Some(source), addr, method, "/mcp", headers, body).await
+}
+
+async fn send_from_to(
+    source: Option<IpAddr>,
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> HttpResponse {
     tokio::time::timeout(TIMEOUT, async {
-        let mut stream = TcpStream::connect(addr).await.expect("connect");
+        let mut stream = connect_from(source, addr).await;
         stream.write_all(&request_head(addr, method, path, headers, body.len())).await.expect("write head");
         stream.write_all(body).await.expect("write body");
         let mut raw = Vec::new();
@@ -80,9 +103,23 @@ pub async fn send_to(
     .expect("the server answered in time")
 }
 
+/// A connection to `addr`, from `source` when given (any loopback address: 127.0.0.2 and
+/// 127.0.0.3 are clients of their own to the server).
+pub async fn connect_from(source: Option<IpAddr>, addr: SocketAddr) -> TcpStream {
+    let Some(source) = source else { return TcpStream::connect(addr).await.expect("connect") };
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket.bind(SocketAddr::new(source, 0)).expect("bind the source address");
+    socket.connect(addr).await.expect("connect")
+}
+
 /// Writes a request and returns the open socket, to read part of the answer and drop it.
 pub async fn open(addr: SocketAddr, headers: &[(&str, &str)], body: &[u8]) -> TcpStream {
-    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    open_from(None, addr, headers, body).await
+}
+
+/// [`open`] from `source` (see [`connect_from`]).
+pub async fn open_from(source: Option<IpAddr>, addr: SocketAddr, headers: &[(&str, &str)], body: &[u8]) -> TcpStream {
+    let mut stream = connect_from(source, addr).await;
     stream.write_all(&request_head(addr, "POST", "/mcp", headers, body.len())).await.expect("write head");
     stream.write_all(body).await.expect("write body");
     stream

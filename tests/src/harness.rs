@@ -72,6 +72,16 @@ impl TestServer {
         response
     }
 
+    /// Sends `rpc` from the loopback address `source` (127.0.0.2, say: a client of its own
+    /// for the server's per-client shares), expects HTTP 200, and returns the reply.
+    pub async fn call_from(&self, source: std::net::IpAddr, rpc: &Rpc) -> Value {
+        let headers = rpc.headers();
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        let response = client::send_from(source, self.addr, "POST", &headers, &rpc.body()).await;
+        assert_eq!(response.status, 200, "{}", response.body);
+        response.reply()
+    }
+
     /// Sends `rpc`, expects HTTP 200, and returns the JSON-RPC reply.
     pub async fn call(&self, rpc: &Rpc) -> Value {
         let response = self.send(rpc).await;

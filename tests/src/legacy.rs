@@ -2,7 +2,7 @@
 //! an SSE reader for the bridge's requests. Every message it reads is checked against the
 //! 2025-11-25 schema.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use serde_json::{json, Value};
 use tokio::io::AsyncReadExt;
@@ -23,17 +23,31 @@ impl Legacy {
     /// Initializes a session declaring `capabilities`; returns the client and the
     /// `initialize` result.
     pub async fn connect(addr: SocketAddr, capabilities: Value) -> (Self, Value) {
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": capabilities,
-            "clientInfo": {"name": "legacy-test", "version": "1"}}});
-        let response =
-            client::send(addr, "POST", &[("content-type", "application/json")], init.to_string().as_bytes()).await;
+        Self::connect_from(None, addr, capabilities).await
+    }
+
+    /// [`connect`](Self::connect) from the loopback address `source`, when given (see
+    /// [`client::connect_from`]).
+    pub async fn connect_from(source: Option<IpAddr>, addr: SocketAddr, capabilities: Value) -> (Self, Value) {
+        let response = Self::initialize_from(source, addr, capabilities).await;
         assert_eq!(response.status, 200, "{}", response.body);
         let session = response.header("mcp-session-id").expect("a session id").to_owned();
         assert!(session.bytes().all(|b| (0x21..=0x7e).contains(&b)), "{session}");
         let reply = response.reply();
         schema::assert_valid_legacy_message("initialize", &reply);
         (Self { addr, session }, reply["result"].clone())
+    }
+
+    /// Sends `initialize` from `source` and returns the raw answer, refused or not.
+    pub async fn initialize_from(source: Option<IpAddr>, addr: SocketAddr, capabilities: Value) -> HttpResponse {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": capabilities,
+            "clientInfo": {"name": "legacy-test", "version": "1"}}});
+        let headers = [("content-type", "application/json")];
+        match source {
+            Some(source) => client::send_from(source, addr, "POST", &headers, init.to_string().as_bytes()).await,
+            None => client::send(addr, "POST", &headers, init.to_string().as_bytes()).await,
+        }
     }
 
     /// The headers of a request on this session.
@@ -48,14 +62,17 @@ impl Legacy {
 
     /// Sends a request accepting JSON and SSE, and reads the whole answer.
     pub async fn send(&self, id: i64, method: &str, params: Value) -> HttpResponse {
+        self.send_from(None, id, method, params).await
+    }
+
+    /// [`send`](Self::send) from `source`, when given.
+    pub async fn send_from(&self, source: Option<IpAddr>, id: i64, method: &str, params: Value) -> HttpResponse {
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let response = client::send(
-            self.addr,
-            "POST",
-            &self.headers("application/json, text/event-stream"),
-            body.to_string().as_bytes(),
-        )
-        .await;
+        let headers = self.headers("application/json, text/event-stream");
+        let response = match source {
+            Some(source) => client::send_from(source, self.addr, "POST", &headers, body.to_string().as_bytes()).await,
+            None => client::send(self.addr, "POST", &headers, body.to_string().as_bytes()).await,
+        };
         for message in response.messages() {
             schema::assert_valid_legacy_message(method, &message);
         }
@@ -71,7 +88,18 @@ impl Legacy {
 
     /// POSTs a notification or a response (an answer to the bridge) on the session.
     pub async fn post(&self, message: &Value) -> HttpResponse {
-        client::send(self.addr, "POST", &self.headers("application/json"), message.to_string().as_bytes()).await
+        self.post_from(None, message).await
+    }
+
+    /// [`post`](Self::post) from `source`, when given.
+    pub async fn post_from(&self, source: Option<IpAddr>, message: &Value) -> HttpResponse {
+        let headers = self.headers("application/json");
+        match source {
+            Some(source) => {
+                client::send_from(source, self.addr, "POST", &headers, message.to_string().as_bytes()).await
+            }
+            None => client::send(self.addr, "POST", &headers, message.to_string().as_bytes()).await,
+        }
     }
 
     /// POSTs `notifications/cancelled` for request `id`.
@@ -83,15 +111,25 @@ impl Legacy {
 
     /// Answers the bridge's request `asked` with `result`; expects 202.
     pub async fn answer(&self, asked: &Value, result: Value) {
-        let posted = self.post(&json!({"jsonrpc": "2.0", "id": asked["id"], "result": result})).await;
+        self.answer_from(None, asked, result).await;
+    }
+
+    /// [`answer`](Self::answer) from `source`, when given.
+    pub async fn answer_from(&self, source: Option<IpAddr>, asked: &Value, result: Value) {
+        let posted = self.post_from(source, &json!({"jsonrpc": "2.0", "id": asked["id"], "result": result})).await;
         assert_eq!(posted.status, 202, "{}", posted.body);
     }
 
     /// Opens a request's SSE stream, to read its messages one by one.
     pub async fn open(&self, id: i64, method: &str, params: Value) -> Stream {
+        self.open_from(None, id, method, params).await
+    }
+
+    /// [`open`](Self::open) from `source`, when given.
+    pub async fn open_from(&self, source: Option<IpAddr>, id: i64, method: &str, params: Value) -> Stream {
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         let accept = "application/json, text/event-stream";
-        let socket = client::open(self.addr, &self.headers(accept), body.to_string().as_bytes()).await;
+        let socket = client::open_from(source, self.addr, &self.headers(accept), body.to_string().as_bytes()).await;
         Stream { socket, method: method.to_owned(), seen: String::new(), read: 0 }
     }
 }
@@ -118,7 +156,7 @@ impl Stream {
                 }
                 let n = self.socket.read(&mut buf).await.unwrap_or(0);
                 if n == 0 {
-                    return None;
+                    return self.take_json_body();
                 }
                 self.seen.push_str(&String::from_utf8_lossy(&buf[..n]));
             }
@@ -134,6 +172,19 @@ impl Stream {
             messages.push(message);
         }
         messages
+    }
+
+    /// The answer when it came as one JSON body (a refusal before anything streamed), once.
+    fn take_json_body(&mut self) -> Option<Value> {
+        let (head, body) = self.seen.split_once("\r\n\r\n")?;
+        let is_json = head.lines().any(|line| line.to_ascii_lowercase().starts_with("content-type: application/json"));
+        if !is_json || self.read >= self.seen.len() {
+            return None;
+        }
+        let message = serde_json::from_str(body.trim()).expect("a JSON answer is one JSON-RPC message");
+        self.read = self.seen.len();
+        schema::assert_valid_legacy_message(&self.method, &message);
+        Some(message)
     }
 
     fn take_line(&mut self) -> Option<Value> {

@@ -1,5 +1,6 @@
 //! The HTTP transport under abuse, with small `Limits`: slow or silent connections are
-//! closed by their deadlines, a connection past the cap is refused with a 503, a stream
+//! closed by their deadlines, a connection past the cap is refused with a 503 when none
+//! can give way for it, a stream
 //! nobody reads is dropped and its handler cancelled, a handler past its time limit
 //! fails, and a request past the handler cap is told the server is busy. Each test also
 //! checks that a normal request is still served.
@@ -82,12 +83,21 @@ async fn a_body_that_stops_arriving_gets_408_and_the_connection_closes() {
 }
 
 #[tokio::test]
-async fn connections_past_the_cap_are_refused_with_503_until_one_closes() {
+async fn connections_past_the_cap_are_refused_with_503_only_when_none_can_give_way() {
     // Long header deadline: the held connections must outlive the test's checks.
     let server = everything_with(small_limits().header_timeout(Duration::from_secs(10))).await;
+    // Idle keep-alive connections give way to a new one: the cap refuses nobody.
+    let mut idle = Vec::new();
+    for _ in 0..8 {
+        idle.push(keep_alive_connection(&server).await);
+    }
+    assert_served(&server).await;
+    drop(idle);
+    // Listen streams of this same client (127.0.0.1) are busy, and nobody holds more than
+    // the newcomer's client would: a connection past the cap is refused.
     let mut held = Vec::new();
     for _ in 0..8 {
-        held.push(keep_alive_connection(&server).await);
+        held.push(listen_stream(&server).await);
     }
     let mut extra = TcpStream::connect(server.addr).await.unwrap();
     let refused = closed_by_server(&mut extra).await.expect("a connection past the cap is left waiting");
@@ -106,6 +116,26 @@ async fn connections_past_the_cap_are_refused_with_503_until_one_closes() {
         assert!(answer.starts_with("HTTP/1.1 503") && attempt < 49, "{answer}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// An acknowledged `subscriptions/listen` stream: a connection that is busy for as long
+/// as it stays open.
+async fn listen_stream(server: &TestServer) -> TcpStream {
+    let listen = Rpc::new("subscriptions/listen").param("notifications", json!({"toolsListChanged": true}));
+    let headers = listen.headers();
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    let mut stream = client::open(server.addr, &headers, &listen.body()).await;
+    let mut seen = Vec::new();
+    let acknowledged = async {
+        let mut chunk = [0u8; 1024];
+        while !String::from_utf8_lossy(&seen).contains("data: ") {
+            let n = stream.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "the listen stream ended: {}", String::from_utf8_lossy(&seen));
+            seen.extend_from_slice(&chunk[..n]);
+        }
+    };
+    tokio::time::timeout(TIMEOUT, acknowledged).await.expect("the listen stream acknowledges");
+    stream
 }
 
 /// A connection the server has certainly accepted: it answered one request on it, and
@@ -252,26 +282,7 @@ async fn listen_streams_take_no_handler_slot() {
         .tool(Tool::new("quick").handler(|_ctx, _: Map<String, Value>| async { Ok::<_, ToolError>("done") }));
     let limits = Limits::default().max_handlers(1);
     let server = TestServer::start_with(server, HttpConfig::default().limits(limits)).await;
-    let listen = Rpc::new("subscriptions/listen").param("notifications", json!({"toolsListChanged": true}));
-    let headers = listen.headers();
-    let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
-    let mut streams = Vec::new();
-    for _ in 0..2 {
-        let mut stream = client::open(server.addr, &headers, &listen.body()).await;
-        // The stream acknowledges first: once that arrives, it is running.
-        let mut seen = Vec::new();
-        let acknowledged = async {
-            let mut chunk = [0u8; 1024];
-            while !String::from_utf8_lossy(&seen).contains("data: ") {
-                let n = stream.read(&mut chunk).await.unwrap();
-                assert!(n > 0, "the listen stream ended: {}", String::from_utf8_lossy(&seen));
-                seen.extend_from_slice(&chunk[..n]);
-            }
-        };
-        tokio::time::timeout(TIMEOUT, acknowledged).await.expect("the listen stream acknowledges");
-        assert!(String::from_utf8_lossy(&seen).starts_with("HTTP/1.1 200"), "{}", String::from_utf8_lossy(&seen));
-        streams.push(stream);
-    }
+    let _streams = (listen_stream(&server).await, listen_stream(&server).await);
     let reply = server.call(&Rpc::call_tool("quick", json!({}))).await;
     assert_eq!(reply["result"]["content"][0]["text"], "done", "{reply}");
 }

@@ -280,19 +280,25 @@ async fn states_are_bound_to_the_caller() {
 }
 
 #[tokio::test]
-async fn single_use_states_open_once() {
+async fn single_use_states_are_claimed_only_by_rounds_that_take_a_once_step() {
     let once = mcp_mrtr_examples::everything::server().single_use_states(mcp_mrtr::MemoryGuard::new());
     let server = TestServer::start(once).await;
     let state = first_state(&server).await;
     let second = second_round(&server, &state, "Ada").await;
     assert_eq!(second["result"]["inputRequests"]["step2"]["method"], "elicitation/create");
-    let replayed = second_round(&server, &state, "Ada").await;
-    assert_eq!(replayed["error"]["message"], REJECTED);
-    assert_eq!(replayed["error"]["message"], second_round(&server, &json!("forged"), "Ada").await["error"]["message"]);
-    // The new state of round 2 still opens, once.
+    // No once! step in this round: presenting its state again runs it again, harmlessly.
+    let again = second_round(&server, &state, "Ada").await;
+    assert_eq!(again["result"]["inputRequests"]["step2"]["method"], "elicitation/create");
+    assert_eq!(second_round(&server, &json!("forged"), "Ada").await["error"]["message"], REJECTED);
     let rpc = Rpc::call_tool("test_input_required_result_multi_round", json!({}))
         .param("inputResponses", json!({ "step2": answer::accept(json!({ "color": "red" })) }))
         .param("requestState", second["result"]["requestState"].clone());
     assert_eq!(server.call(&rpc).await["result"]["content"][0]["text"], "Ada likes red");
-    assert_eq!(server.call(&rpc).await["error"]["message"], REJECTED);
+    // A round that takes a once! step claims its state: the second presentation is refused.
+    let once = Rpc::call_tool("test_once_side_effect", json!({ "call_id": "replay-rs" }));
+    let first = server.call(&once).await["result"]["requestState"].clone();
+    let start = once.param("inputResponses", json!({ "start": answer::accept(json!({ "ok": true })) }));
+    let start = start.param("requestState", first);
+    assert_eq!(server.call(&start).await["result"]["resultType"], "input_required");
+    assert_eq!(server.call(&start).await["error"]["message"], REJECTED);
 }

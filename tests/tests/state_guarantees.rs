@@ -78,26 +78,31 @@ async fn with_reusable_states_a_replay_runs_the_once_step_again() {
 }
 
 #[tokio::test]
-async fn concurrent_presentations_of_one_state_open_exactly_once() {
+async fn concurrent_presentations_of_one_state_take_its_once_step_exactly_once() {
     let server = Arc::new(TestServer::start(fixture()).await);
-    let rpc = Rpc::call_tool("test_input_required_result_multi_round", json!({}));
+    let rpc = Rpc::call_tool("test_once_side_effect", json!({ "call_id": "parallel-claims" }));
     let state = server.call(&rpc).await["result"]["requestState"].clone();
-    let round_two = retry(&rpc, json!({ "step1": answer::accept(json!({ "name": "Ada" })) }), &state);
+    let round_two = retry(&rpc, json!({ "start": ok() }), &state);
     let mut parallel = tokio::task::JoinSet::new();
     for _ in 0..16 {
         let (server, round_two) = (server.clone(), round_two.clone());
         parallel.spawn(async move { server.call(&round_two).await });
     }
-    let mut opened = 0;
+    let mut after_step = Vec::new();
     while let Some(reply) = parallel.join_next().await {
         let reply = reply.unwrap();
         if reply["result"]["resultType"] == "input_required" {
-            opened += 1;
+            after_step.push(reply["result"]["requestState"].clone());
         } else {
             assert_eq!(reply["error"]["message"], REJECTED, "{reply}");
         }
     }
-    assert_eq!(opened, 1);
+    assert_eq!(after_step.len(), 1, "one presentation claims the state");
+    let done = server.call(&retry(&rpc, json!({ "finish": ok() }), &after_step[0])).await;
+    assert_eq!(
+        done["result"]["content"][0]["text"],
+        "call parallel-claims: the once step ran 1 time(s), finished=true"
+    );
 }
 
 /// A server whose states are bound to the `x-user` header, like the uniform test needs.
@@ -123,9 +128,9 @@ async fn every_rejected_state_gets_the_same_answer() {
     let mut tampered = good.clone().into_bytes();
     let middle = tampered.len() - 20;
     tampered[middle] = if tampered[middle] == b'A' { b'B' } else { b'A' };
-    let replayed = state_of(&server, &rpc).await;
+    // A replay is refused only where it would take a `once!` step again, with this same
+    // answer (see the once tests above); this tool takes none.
     let confirm = json!({ "confirm": ok() });
-    assert_eq!(server.call(&retry(&rpc, confirm.clone(), &json!(replayed))).await["result"]["resultType"], "complete");
     let cases: Vec<(&str, Value, Option<&str>)> = vec![
         ("tampered", json!(String::from_utf8(tampered).unwrap()), None),
         ("truncated", json!(&good[..good.len() - 1]), None),
@@ -135,7 +140,6 @@ async fn every_rejected_state_gets_the_same_answer() {
         ("expired", json!(state_of(&expiring, &rpc).await), None),
         ("wrong principal", json!(good), Some("mallory")),
         ("no principal", json!(good), Some("")),
-        ("replayed", json!(replayed), None),
         ("other server", json!(state_of(&other, &rpc).await), None),
     ];
     let mut answers = Vec::new();
@@ -274,25 +278,22 @@ async fn a_state_from_another_server_in_the_same_process_does_not_open() {
 async fn an_endless_ttl_with_single_use_states_keeps_serving() {
     let config = StateConfig::new(KeyRing::new(StateKey::random())).ttl(Duration::MAX);
     let server = TestServer::start(fixture().request_state(config)).await;
-    let rpc = Rpc::call_tool("test_input_required_result_multi_round", json!({}));
-    let state = server.call(&rpc).await["result"]["requestState"].clone();
-    let step1 = json!({ "step1": answer::accept(json!({ "name": "Ada" })) });
-    let second = server.call(&retry(&rpc, step1.clone(), &state)).await;
-    assert_eq!(second["result"]["inputRequests"]["step2"]["method"], "elicitation/create", "{second}");
-    assert_eq!(server.call(&retry(&rpc, step1, &state)).await["error"]["message"], REJECTED);
+    let (rpc, before_step, _) = once_call(&server, "endless").await;
+    assert_eq!(server.call(&retry(&rpc, json!({ "start": ok() }), &before_step)).await["error"]["message"], REJECTED);
 }
 
 #[tokio::test]
-async fn a_full_guard_refuses_new_states_with_a_clear_error() {
+async fn a_full_guard_makes_room_instead_of_refusing_and_still_refuses_replays() {
+    // One entry for everyone: the second call's claim gives up the first's entry, and
+    // the first call's state is refused from then on, never run again.
     let server = TestServer::start(fixture().single_use_states(MemoryGuard::with_capacity(1))).await;
-    let rpc = Rpc::call_tool("test_input_required_result_multi_round", json!({}));
-    let step1 = json!({ "step1": answer::accept(json!({ "name": "Ada" })) });
-    let (first, second) = (server.call(&rpc).await, server.call(&rpc).await);
-    let opened = server.call(&retry(&rpc, step1.clone(), &first["result"]["requestState"])).await;
-    assert_eq!(opened["result"]["resultType"], "input_required");
-    let refused = server.call(&retry(&rpc, step1, &second["result"]["requestState"])).await;
-    assert_eq!(refused["error"]["code"], -32603, "{refused}");
-    assert!(refused["error"]["message"].as_str().unwrap().contains("try again later"), "{refused}");
+    let (first_rpc, first_before, _) = once_call(&server, "full-1").await;
+    let (second_rpc, second_before, second_after) = once_call(&server, "full-2").await;
+    for (rpc, state) in [(&first_rpc, &first_before), (&second_rpc, &second_before)] {
+        assert_eq!(server.call(&retry(rpc, json!({ "start": ok() }), state)).await["error"]["message"], REJECTED);
+    }
+    let done = server.call(&retry(&second_rpc, json!({ "finish": ok() }), &second_after)).await;
+    assert_eq!(done["result"]["content"][0]["text"], "call full-2: the once step ran 1 time(s), finished=true");
 }
 
 #[tokio::test]

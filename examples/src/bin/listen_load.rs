@@ -8,12 +8,17 @@
 //! listen_load --port 3000 --pid $! --listeners 1000 --changes 200
 //! ```
 //!
+//! Listeners connect from many loopback addresses (127.1.0.1 onwards), 16 to an address,
+//! as many clients would.
+//!
 //! Bounded: every wait has a deadline, and the program ends when each listener has seen
 //! every change (or a deadline passes).
 
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
+use mcp_mrtr_examples::process::rss_kib;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::task::JoinSet;
@@ -81,7 +86,7 @@ async fn listen(port: u16, id: usize, changes: usize, acked: tokio::sync::mpsc::
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":{id},"method":"subscriptions/listen","params":{{{META},"notifications":{{"toolsListChanged":true}}}}}}"#
     );
-    let stream = post(port, "subscriptions/listen", None, &body).await?;
+    let stream = post(port, "subscriptions/listen", None, &body, Some(source_for(id))).await?;
     let mut lines = BufReader::new(stream).lines();
     let mut seen = 0;
     let mut acknowledged = false;
@@ -104,7 +109,7 @@ async fn trigger(port: u16) -> anyhow::Result<()> {
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"test_trigger_tool_change","arguments":{{}},{META}}}}}"#
     );
-    let mut stream = post(port, "tools/call", Some("test_trigger_tool_change"), &body).await?;
+    let mut stream = post(port, "tools/call", Some("test_trigger_tool_change"), &body, None).await?;
     let mut answer = Vec::new();
     stream.read_to_end(&mut answer).await?;
     if !String::from_utf8_lossy(&answer).contains("\"resultType\":\"complete\"") {
@@ -113,8 +118,28 @@ async fn trigger(port: u16) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn post(port: u16, method: &str, name: Option<&str>, body: &str) -> anyhow::Result<TcpStream> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).await?;
+/// Listener `id`'s source address: 16 listeners per loopback address, since the server
+/// lets one client hold 32 streams at most (`Listen::max_streams_per_client`).
+fn source_for(id: usize) -> Ipv4Addr {
+    let client = id / 16;
+    Ipv4Addr::new(127, 1, u8::try_from(client / 250).unwrap_or(u8::MAX), u8::try_from(1 + client % 250).unwrap_or(1))
+}
+
+async fn post(
+    port: u16,
+    method: &str,
+    name: Option<&str>,
+    body: &str,
+    from: Option<Ipv4Addr>,
+) -> anyhow::Result<TcpStream> {
+    let mut stream = match from {
+        Some(from) => {
+            let socket = tokio::net::TcpSocket::new_v4()?;
+            socket.bind(SocketAddr::from((from, 0)))?;
+            socket.connect(SocketAddr::from(([127, 0, 0, 1], port))).await?
+        }
+        None => TcpStream::connect(("127.0.0.1", port)).await?,
+    };
     let name = name.map(|n| format!("Mcp-Name: {n}\r\n")).unwrap_or_default();
     let head = format!(
         "POST /mcp HTTP/1.1\r\nHost: localhost:{port}\r\nConnection: close\r\nContent-Type: application/json\r\n\
@@ -125,16 +150,6 @@ async fn post(port: u16, method: &str, name: Option<&str>, body: &str) -> anyhow
     stream.write_all(head.as_bytes()).await?;
     stream.write_all(body.as_bytes()).await?;
     Ok(stream)
-}
-
-/// The resident memory of process `pid`, from /proc (Linux).
-fn rss_kib(pid: u32) -> anyhow::Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).context("read /proc/PID/status")?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .context("no VmRSS line")
 }
 
 fn parse_args() -> anyhow::Result<Options> {

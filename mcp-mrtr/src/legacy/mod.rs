@@ -6,10 +6,13 @@
 //! Entry points: [`initialize`], [`utility`], [`meta`] and [`ask`]; the transports route
 //! legacy requests here, and dispatch calls [`ask`] between rounds. A legacy request
 //! carries its [`Bridge`], which a handler reaches through `Ctx` to complete url
-//! elicitations.
+//! elicitations, and which bounds the call's waits for its client ([`WaitBounds`]): they
+//! hold no handler slot, and a place in a pool with a share per client (see `wait`).
 
+mod room;
 mod session;
 mod table;
+mod wait;
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -18,8 +21,10 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-pub(crate) use self::session::Session;
+pub(crate) use self::session::{Opener, Session};
 pub(crate) use self::table::{SessionLimits, Sessions};
+use self::wait::Parked;
+pub(crate) use self::wait::{HandlerSlot, SlotLease, WaitBounds};
 use crate::envelope::Request;
 use crate::protocol::{meta_keys, InputRequest, JsonObject, LoggingLevel, Notification, Notifier, Outgoing, RequestId};
 use crate::{Error, RequestMeta, Server};
@@ -34,13 +39,24 @@ pub(crate) const ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long the bridge waits before running a handler again that asked to be retried later.
 const RETRY_LATER_PAUSE: Duration = Duration::from_secs(1);
 
-/// Answers `initialize`: opens a session, owned by `owner` (the caller, when one is
-/// known), and says what the server offers.
+/// Answers `initialize` on a transport with one client (stdio): opens a session, owned
+/// by `owner` (the caller, when one is known), and says what the server offers.
 pub(crate) fn initialize(
     server: &Server,
     sessions: &Sessions,
     request: &Request,
     owner: Option<String>,
+) -> Result<(String, Value), Error> {
+    initialize_by(server, sessions, request, Opener { owner, client: crate::fair::ClientId::Unknown })
+}
+
+/// Answers `initialize` for `opener`: opens a session counted against its client's rate
+/// and share of the table (see [`Sessions::open`]), and says what the server offers.
+pub(crate) fn initialize_by(
+    server: &Server,
+    sessions: &Sessions,
+    request: &Request,
+    opener: Opener,
 ) -> Result<(String, Value), Error> {
     let params = request.params.clone().unwrap_or_else(|| json!({}));
     let requested = params
@@ -51,7 +67,7 @@ pub(crate) fn initialize(
     check_declared_size(&params)?;
     let capabilities = params.get("capabilities").cloned().map(serde_json::from_value).transpose().unwrap_or_default();
     let client_info = params.get("clientInfo").cloned().and_then(|info| serde_json::from_value(info).ok());
-    let session = sessions.open(version.to_owned(), capabilities.unwrap_or_default(), client_info, owner)?;
+    let session = sessions.open(version.to_owned(), capabilities.unwrap_or_default(), client_info, opener)?;
     let mut result = json!({
         "protocolVersion": version,
         "capabilities": server.legacy_capabilities(),
@@ -124,6 +140,10 @@ pub(crate) fn meta(session: &Session, request: &Request) -> RequestMeta {
 /// Asks a round's questions as real requests on the request's stream and collects the
 /// answers by key, as `inputResponses` would carry them.
 ///
+/// While it waits, the call holds no handler slot but a place among the bridge waits
+/// (see `wait`); a refused place ends the call before anything is asked, and a place
+/// that must give way to another client ends it with an error that says so.
+///
 /// The client has `timeout` to answer all of them; past it each question still open is
 /// withdrawn with `notifications/cancelled` (so its form or dialog can close) and the
 /// request fails with an error that names the question. They are withdrawn at once when
@@ -135,74 +155,46 @@ pub(crate) async fn ask(
     timeout: Duration,
     shutdown: impl Future<Output = ()>,
 ) -> Result<JsonObject, Error> {
+    let parked = wait::park(bridge.bounds.as_ref())?;
     if questions.is_empty() {
         // The handler asked to be run again later (`retry_later`): a 2026-07-28 client
         // would come back on its own; here the bridge comes back after a pause, so the
         // round cap bounds the wait instead of a busy loop.
-        tokio::time::sleep(RETRY_LATER_PAUSE).await;
+        tokio::select! {
+            () = tokio::time::sleep(RETRY_LATER_PAUSE) => {}
+            () = parked.give_way() => return Err(wait::gave_way()),
+        }
+        parked.resume().await?;
         return Ok(JsonObject::new());
     }
-    let session = &bridge.session;
-    let mut waiting = Waiting { session, asked: Vec::with_capacity(questions.len()) };
+    let mut waiting = Waiting { session: &bridge.session, asked: Vec::with_capacity(questions.len()) };
     for (key, question) in questions {
-        let Value::Object(mut request) = serde_json::to_value(&question).map_err(|e| Error::internal(e.to_string()))?
-        else {
-            return Err(Error::internal("an embedded request is not an object"));
-        };
-        let method = request.remove("method").and_then(|m| m.as_str().map(str::to_owned)).unwrap_or_default();
-        let mut params = request.remove("params").unwrap_or_else(|| json!({}));
-        let (id, answer) = session.expect_answer();
-        if params["mode"] == "url" {
-            // 2025-11-25 url elicitations carry an id that `notifications/elicitation/complete`
-            // names later. A fresh random one: it shows up in clients' logs and UIs, so it
-            // must not reveal the session id, the session's only credential.
-            let elicitation_id = session::random_id()?;
-            params["elicitationId"] = json!(elicitation_id);
-            bridge.issued_url(&key, elicitation_id);
-        }
-        waiting.asked.push(Asked { key, id: id.clone(), method: method.clone(), answer: Some(answer) });
-        if outgoing.send(Outgoing::Request { id, method, params }).await.is_err() {
-            return Err(Error::internal("the client closed the stream before answering"));
-        }
+        waiting.send(bridge, outgoing, key, &question).await?;
     }
-    let now = tokio::time::Instant::now();
-    // A timeout too long to add (`Duration::MAX`: "never") waits a year, not a panic.
-    let deadline = now.checked_add(timeout).unwrap_or_else(|| now + Duration::from_secs(365 * 24 * 3600));
-    let mut answers = JsonObject::new();
-    tokio::pin!(shutdown);
-    for i in 0..waiting.asked.len() {
-        let Some(answer) = waiting.asked[i].answer.take() else { continue };
-        let answered = tokio::select! {
-            answered = tokio::time::timeout_at(deadline, answer) => answered,
-            () = &mut shutdown => return Err(waiting.shut_down(outgoing).await),
-        };
-        match answered {
-            Ok(Ok(Ok(result))) => {
-                answers.insert(waiting.asked[i].key.clone(), result);
-            }
-            Ok(Ok(Err(error))) => {
-                let message = error.get("message").and_then(Value::as_str).unwrap_or("no message");
-                return Err(Error::internal(format!("the client failed {}: {message}", waiting.asked[i].method)));
-            }
-            // The session forgot the question: it ended while we waited.
-            Ok(Err(_)) => return Err(Error::internal("the session ended before the client answered")),
-            Err(_) => return Err(waiting.expire(outgoing, timeout).await),
-        }
-    }
+    let answers = waiting.collect(outgoing, timeout, shutdown, &parked).await?;
+    parked.resume().await?;
     Ok(answers)
 }
 
-/// The legacy side of one request: its session, and the url elicitations the bridge has
-/// issued for it so far (by ask key), so the handler can say when one is complete.
+/// The legacy side of one request: its session, how its waits for the client are
+/// bounded, and the url elicitations the bridge has issued for it so far (by ask key), so
+/// the handler can say when one is complete.
 #[derive(Debug)]
 pub(crate) struct Bridge {
     pub(crate) session: Arc<Session>,
+    /// `None` where the transport has one client and no handler slots (stdio).
+    bounds: Option<WaitBounds>,
     url_elicitations: Mutex<HashMap<String, String>>,
 }
 
 impl Bridge {
     pub(crate) fn new(session: Arc<Session>) -> Self {
-        Self { session, url_elicitations: Mutex::default() }
+        Self { session, bounds: None, url_elicitations: Mutex::default() }
+    }
+
+    /// The same bridge, its waits for the client bounded by `bounds`.
+    pub(crate) fn bounded(self, bounds: WaitBounds) -> Self {
+        Self { bounds: Some(bounds), ..self }
     }
 
     fn issued_url(&self, key: &str, elicitation_id: String) {
@@ -237,6 +229,72 @@ struct Asked {
 }
 
 impl Waiting<'_> {
+    /// Sends one question to the client, as a request on the call's stream.
+    async fn send(
+        &mut self,
+        bridge: &Bridge,
+        outgoing: &Notifier,
+        key: String,
+        question: &InputRequest,
+    ) -> Result<(), Error> {
+        let Value::Object(mut request) = serde_json::to_value(question).map_err(|e| Error::internal(e.to_string()))?
+        else {
+            return Err(Error::internal("an embedded request is not an object"));
+        };
+        let method = request.remove("method").and_then(|m| m.as_str().map(str::to_owned)).unwrap_or_default();
+        let mut params = request.remove("params").unwrap_or_else(|| json!({}));
+        let (id, answer) = self.session.expect_answer();
+        if params["mode"] == "url" {
+            // 2025-11-25 url elicitations carry an id that `notifications/elicitation/complete`
+            // names later. A fresh random one: it shows up in clients' logs and UIs, so it
+            // must not reveal the session id, the session's only credential.
+            let elicitation_id = session::random_id()?;
+            params["elicitationId"] = json!(elicitation_id);
+            bridge.issued_url(&key, elicitation_id);
+        }
+        self.asked.push(Asked { key, id: id.clone(), method: method.clone(), answer: Some(answer) });
+        if outgoing.send(Outgoing::Request { id, method, params }).await.is_err() {
+            return Err(Error::internal("the client closed the stream before answering"));
+        }
+        Ok(())
+    }
+
+    /// The answers to every question sent, by key, as they arrive within `timeout`.
+    async fn collect(
+        &mut self,
+        outgoing: &Notifier,
+        timeout: Duration,
+        shutdown: impl Future<Output = ()>,
+        parked: &Parked<'_>,
+    ) -> Result<JsonObject, Error> {
+        let now = tokio::time::Instant::now();
+        // A timeout too long to add (`Duration::MAX`: "never") waits a year, not a panic.
+        let deadline = now.checked_add(timeout).unwrap_or_else(|| now + Duration::from_secs(365 * 24 * 3600));
+        let mut answers = JsonObject::new();
+        tokio::pin!(shutdown);
+        for i in 0..self.asked.len() {
+            let Some(answer) = self.asked[i].answer.take() else { continue };
+            let answered = tokio::select! {
+                answered = tokio::time::timeout_at(deadline, answer) => answered,
+                () = &mut shutdown => return Err(self.shut_down(outgoing).await),
+                () = parked.give_way() => return Err(self.give_way(outgoing).await),
+            };
+            match answered {
+                Ok(Ok(Ok(result))) => {
+                    answers.insert(self.asked[i].key.clone(), result);
+                }
+                Ok(Ok(Err(error))) => {
+                    let message = error.get("message").and_then(Value::as_str).unwrap_or("no message");
+                    return Err(Error::internal(format!("the client failed {}: {message}", self.asked[i].method)));
+                }
+                // The session forgot the question: it ended while we waited.
+                Ok(Err(_)) => return Err(Error::internal("the session ended before the client answered")),
+                Err(_) => return Err(self.expire(outgoing, timeout).await),
+            }
+        }
+        Ok(answers)
+    }
+
     /// Withdraws the questions still open with `notifications/cancelled`, so their forms
     /// and dialogs close, and returns the method of the first one.
     async fn withdraw(&self, outgoing: &Notifier, reason: &str) -> Option<&str> {
@@ -261,6 +319,13 @@ impl Waiting<'_> {
         Error::internal(format!(
             "the server is shutting down: {method} was withdrawn before the client answered; call again"
         ))
+    }
+
+    /// Withdraws the questions still open because the call's place among the bridge
+    /// waits went to another client.
+    async fn give_way(&self, outgoing: &Notifier) -> Error {
+        self.withdraw(outgoing, "the server needed this wait's place for another client").await;
+        wait::gave_way()
     }
 
     /// Withdraws the questions still open and says which one expired first.

@@ -10,11 +10,20 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::table::SessionLimits;
+use crate::fair::ClientId;
 use crate::inflight::InFlight;
 use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel, RequestId};
 use crate::Error;
 
 type Answer = Result<Value, Value>;
+
+/// Who opens a session: the caller it is bound to (when one is known), and the client
+/// whose share of the table and rate of opening it counts against.
+#[derive(Clone, Debug)]
+pub(crate) struct Opener {
+    pub(crate) owner: Option<String>,
+    pub(crate) client: ClientId,
+}
 
 /// One legacy client session.
 #[derive(Debug)]
@@ -25,6 +34,8 @@ pub(crate) struct Session {
     pub(crate) client_info: Option<Implementation>,
     /// The caller who opened the session; only that caller may use it.
     pub(crate) owner: Option<String>,
+    /// The client that opened it, whose share of the session table it counts against.
+    pub(crate) client: ClientId,
     log_level: Mutex<Option<LoggingLevel>>,
     waiting: Mutex<HashMap<RequestId, oneshot::Sender<Answer>>>,
     /// The client's requests still running, for `notifications/cancelled`.
@@ -41,7 +52,7 @@ impl Session {
         version: String,
         capabilities: ClientCapabilities,
         client_info: Option<Implementation>,
-        owner: Option<String>,
+        opener: Opener,
         now: Instant,
     ) -> Result<Self, Error> {
         Ok(Self {
@@ -49,7 +60,8 @@ impl Session {
             version,
             capabilities,
             client_info,
-            owner,
+            owner: opener.owner,
+            client: opener.client,
             log_level: Mutex::new(None),
             waiting: Mutex::new(HashMap::new()),
             in_flight: InFlight::default(),
@@ -83,6 +95,10 @@ impl Session {
 
     pub(super) fn last_used(&self) -> Instant {
         *lock(&self.last_used)
+    }
+
+    pub(super) fn opened(&self) -> Instant {
+        self.opened
     }
 
     /// A fresh session past `fresh_timeout`, or an idle one past `idle_timeout`; a

@@ -15,6 +15,7 @@ use tokio::sync::broadcast;
 use tokio::sync::mpsc::error::TrySendError;
 
 use crate::context::Transport;
+use crate::fair::{ClientId, FairPool, Refused};
 use crate::handler::{PromptRoute, ResourceRoute, ToolRoute};
 use crate::protocol::{JsonObject, Notification, Outgoing, RequestId};
 use crate::shutdown::Draining;
@@ -85,21 +86,40 @@ impl ChangeFanout for MemoryFanout {
 /// With it, `server/discover` advertises `listChanged` for tools, prompts and resources
 /// and `resources.subscribe` (for the kinds the server has); without it, `subscriptions/listen`
 /// is an unknown method and nothing is advertised.
+///
+/// Streams are a pool of their own, so they never crowd out requests that do work: at
+/// most [`max_streams`](Self::max_streams) (default 1,024, about 33 MB at 33 KiB a
+/// stream) and [`max_streams_per_client`](Self::max_streams_per_client) per client
+/// (default 32). When the pool is full, the oldest stream of the client holding the most
+/// ends (with its result, as at shutdown) to make room; a newcomer is refused only when
+/// nobody holds much more than it would. Every stream also ends after
+/// [`max_lifetime`](Self::max_lifetime) (default 30 min): clients reconnect, and long-held
+/// places are handed out afresh.
 #[derive(Clone)]
 pub struct Listen {
     pub(crate) fanout: Arc<dyn ChangeFanout>,
     pub(crate) keep_alive: Duration,
     pub(crate) max_resource_subscriptions: usize,
+    max_streams: usize,
+    max_streams_per_client: usize,
+    max_lifetime: Duration,
+    /// The open streams, by client.
+    streams: FairPool,
 }
 
 impl Default for Listen {
-    /// An in-memory fanout of 1,024 changes, a keep-alive comment every 15 s, and at
-    /// most 1,024 resource subscriptions per stream.
+    /// An in-memory fanout of 1,024 changes, a keep-alive comment every 15 s, at most
+    /// 1,024 resource subscriptions per stream, and the stream bounds above.
     fn default() -> Self {
+        let (max_streams, max_streams_per_client) = (1024, 32);
         Self {
             fanout: Arc::new(MemoryFanout::new(1024)),
             keep_alive: DEFAULT_KEEP_ALIVE,
             max_resource_subscriptions: 1024,
+            max_streams,
+            max_streams_per_client,
+            max_lifetime: Duration::from_secs(30 * 60),
+            streams: FairPool::new(max_streams, max_streams_per_client),
         }
     }
 }
@@ -124,6 +144,31 @@ impl Listen {
         self.max_resource_subscriptions = max;
         self
     }
+
+    /// The most listen streams open at once, over all clients (default 1,024). Each
+    /// holds a connection and 8–33 KiB.
+    pub fn max_streams(mut self, max: usize) -> Self {
+        self.max_streams = max;
+        self.streams = FairPool::new(self.max_streams, self.max_streams_per_client);
+        self
+    }
+
+    /// The most listen streams one client holds at once (default 32); past it that
+    /// client's new stream is refused with `-32603`. A client is the authenticated
+    /// caller, else its address: behind a proxy, see
+    /// [`HttpConfig::trust_forwarded_for`](crate::HttpConfig::trust_forwarded_for).
+    pub fn max_streams_per_client(mut self, max: usize) -> Self {
+        self.max_streams_per_client = max;
+        self.streams = FairPool::new(self.max_streams, self.max_streams_per_client);
+        self
+    }
+
+    /// How long one stream lasts before it ends with its result (default 30 min); the
+    /// client listens again.
+    pub fn max_lifetime(mut self, lifetime: Duration) -> Self {
+        self.max_lifetime = lifetime;
+        self
+    }
 }
 
 impl std::fmt::Debug for Listen {
@@ -131,6 +176,9 @@ impl std::fmt::Debug for Listen {
         f.debug_struct("Listen")
             .field("keep_alive", &self.keep_alive)
             .field("max_resource_subscriptions", &self.max_resource_subscriptions)
+            .field("max_streams", &self.max_streams)
+            .field("max_streams_per_client", &self.max_streams_per_client)
+            .field("max_lifetime", &self.max_lifetime)
             .finish_non_exhaustive()
     }
 }
@@ -230,6 +278,15 @@ pub(crate) async fn serve_listen(
         _ => return Err(Error::invalid_params("subscriptions/listen needs params.notifications (an object)")),
     };
     let filter = filter.honoured(server);
+    let place = listen.streams.admit(&ClientId::of(&transport.extensions)).map_err(|refused| {
+        Error::internal(match refused {
+            Refused::Share => format!(
+                "too many listen streams from this client (at most {}); end one before listening again",
+                listen.max_streams_per_client
+            ),
+            Refused::Full => format!("the server holds its most listen streams ({}); retry later", listen.max_streams),
+        })
+    })?;
     // Subscribe before acknowledging, so no change after the ack is missed.
     let mut changes = fanout.subscribe();
     let _open = server.live.open_listener();
@@ -245,12 +302,22 @@ pub(crate) async fn serve_listen(
     );
     // A shutdown ends the stream cleanly, with its result, rather than holding the drain open.
     let shutdown = Draining::of(&transport.extensions);
-    tokio::pin!(shutdown);
+    let lifetime = tokio::time::sleep(listen.max_lifetime);
+    let give_way = place.give_way();
+    tokio::pin!(shutdown, lifetime, give_way);
     loop {
         let change = tokio::select! {
             change = changes.recv() => change,
             () = &mut shutdown => {
                 tracing::debug!("ending a listen stream: the server is shutting down");
+                break;
+            }
+            () = &mut lifetime => {
+                tracing::debug!("ending a listen stream at its maximum lifetime");
+                break;
+            }
+            () = &mut give_way => {
+                tracing::info!("ending a listen stream: its client holds the most and another needs the place");
                 break;
             }
         };

@@ -1,11 +1,9 @@
 //! [`RedisGuard`]: single-use request states across instances.
 
-use std::time::Duration;
-
 use futures_util::future::BoxFuture;
 use redis::aio::ConnectionManager;
 
-use crate::{Consumed, StateGuard};
+use crate::{Claim, Consumed, StateGuard};
 
 /// A [`StateGuard`] in Redis: one `SET key 1 NX PX <ms>` per state, so exactly one of
 /// any number of instances presented the same state at once sees it first, and the
@@ -32,10 +30,13 @@ impl RedisGuard {
 }
 
 impl StateGuard for RedisGuard {
-    fn consume<'a>(&'a self, id: &'a str, keep_for: Duration) -> BoxFuture<'a, Consumed> {
+    fn consume<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, Consumed> {
         Box::pin(async move {
             // Redis wants a positive expiry; a state about to expire is kept a moment.
-            let millis = u64::try_from(keep_for.as_millis()).unwrap_or(u64::MAX).clamp(1, i64::MAX as u64);
+            let millis = u64::try_from(claim.keep_for().as_millis()).unwrap_or(u64::MAX).clamp(1, i64::MAX as u64);
+            // The hex of the whole digest: the key the previous release wrote, so a
+            // rolling upgrade keeps every state it recorded.
+            let id = crate::hex::encode(claim.digest());
             let mut connection = self.connection.clone();
             let set: redis::RedisResult<Option<String>> = redis::cmd("SET")
                 .arg(format!("{}{id}", self.prefix))

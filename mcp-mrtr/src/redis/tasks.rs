@@ -24,11 +24,13 @@ if ARGV[4] ~= '' then redis.call('ZADD', KEYS[2], ARGV[4], ARGV[5]) else redis.c
 return 1
 ";
 
-/// Replaces the record if it is still at the expected version (the hash keeps its
-/// expiry). ARGV: json, expected version, new version, lease score or '', id.
+/// Replaces the record if it is still at the expected version, and moves its expiry
+/// when it has one (a finished task's is shortened). ARGV: json, expected version, new
+/// version, lease score or '', id, expire-at ms or ''.
 const REPLACE: &str = r"
 if redis.call('HGET', KEYS[1], 'v') ~= ARGV[2] then return 0 end
 redis.call('HSET', KEYS[1], 'v', ARGV[3], 'r', ARGV[1])
+if ARGV[6] ~= '' then redis.call('PEXPIREAT', KEYS[1], ARGV[6]) end
 if ARGV[4] ~= '' then redis.call('ZADD', KEYS[2], ARGV[4], ARGV[5]) else redis.call('ZREM', KEYS[2], ARGV[5]) end
 return 1
 ";
@@ -93,6 +95,11 @@ fn lease_score(record: &TaskRecord) -> String {
     record.lease_expires_at().map(|at| epoch_ms(at).to_string()).unwrap_or_default()
 }
 
+/// When the record expires, as `PEXPIREAT` takes it, or '' when it does not.
+fn expire_at(record: &TaskRecord) -> String {
+    record.expires_at().map(|at| epoch_ms(at).to_string()).unwrap_or_default()
+}
+
 fn encode(record: &TaskRecord) -> Result<String, StoreError> {
     serde_json::to_string(record).map_err(|e| StoreError::new(format!("cannot encode a task record: {e}")))
 }
@@ -101,7 +108,7 @@ impl TaskStore for RedisTaskStore {
     fn create(&self, record: TaskRecord) -> BoxFuture<'_, Result<(), StoreError>> {
         Box::pin(async move {
             let json = encode(&record)?;
-            let expire_at = record.expires_at().map(|at| epoch_ms(at).to_string()).unwrap_or_default();
+            let expire_at = expire_at(&record);
             let created: i64 = self
                 .create
                 .key(self.key(record.id()))
@@ -150,6 +157,7 @@ impl TaskStore for RedisTaskStore {
                 .arg(expected + 1)
                 .arg(lease_score(&record))
                 .arg(record.id())
+                .arg(expire_at(&record))
                 .invoke_async(&mut self.connection.clone())
                 .await
                 .map_err(unreachable)?;

@@ -14,8 +14,9 @@
 //! - [`StateConfig`]: keys, lifetime (default 10 minutes) and size cap (default 64 KiB).
 //!   [`StateConfig::from_env_or_random`] is the default: the environment's keys, or a
 //!   random key of the server's own.
-//! - [`StateGuard`] and [`MemoryGuard`] (in `guard`): which states were used already.
-//! - `Presented` (in `presented`): a client's state, checked, spent and decoded.
+//! - [`StateGuard`] and [`MemoryGuard`] (in `guard`): which states were claimed already.
+//! - `Presented` (in `presented`): a client's state, checked and decoded; `SingleUse`:
+//!   its claim, made only by a round about to take a `once!` step.
 //! - The crate-private entry points [`StateConfig::seal`] and [`StateConfig::open`], which
 //!   take a [`Binding`]: the method, target, arguments and caller the state belongs to.
 //! - Errors: [`SealError`] (the server produced too large a state: an internal error) and
@@ -59,9 +60,9 @@ use std::fmt;
 use std::sync::Once;
 use std::time::{Duration, SystemTime};
 
-pub use guard::{Consumed, MemoryGuard, StateGuard};
+pub use guard::{Claim, Consumed, MemoryGuard, StateGuard};
 pub use keys::{KeyError, KeyRing, StateKey};
-pub(crate) use presented::Presented;
+pub(crate) use presented::{Presented, SingleUse};
 
 use crate::Error;
 

@@ -7,19 +7,27 @@
 //! journal, on whichever instance. Every write is a compare-and-set [`transition`], and
 //! every write of a run is fenced by its lease (see `lease`): a handler finishing after
 //! a cancel, or after another instance took its task over, changes nothing.
+//!
+//! A task is created only within [`TaskLimits`](super::TaskLimits): its arguments are
+//! cut to what the tool reads and capped, and its client admitted (`admission`). Each
+//! run waits for one of the instance's run slots and is stopped at its time limit.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
+use tokio::sync::Semaphore;
 use tokio::task::AbortHandle;
 
+use super::status::StatusWriter;
 use super::store::{TaskCall, TaskRecord, TaskStatus, TaskStore};
-use super::{lease, new_task_id, store_error, wire, Tasks};
+use super::{admission, arguments, lease, new_task_id, store_error, wire, Tasks};
 use crate::envelope::RequestMeta;
+use crate::fair::ClientId;
 use crate::protocol::{CallToolResult, ClientCapabilities, InputRequest, JsonObject, RequestId};
 use crate::replay::{self, Carried, Outcome, Replay, Step, TaskLog};
 use crate::{Ctx, Error, Server};
@@ -46,6 +54,7 @@ pub(crate) async fn call(
     server: &Server,
     call: TaskCall,
     owner: Option<String>,
+    client: ClientId,
     replay: Arc<Replay>,
     mut handler: ToolFuture,
 ) -> Result<Called, Error> {
@@ -53,29 +62,51 @@ pub(crate) async fn call(
     let caps = call.client_capabilities.clone();
     match replay::step(&replay, &caps, handler.as_mut()).await? {
         Step::Round(outcome) => Ok(Called::Round(outcome)),
-        Step::ContinueAsTask => {
-            let tasks = &server.tasks;
-            let run = lease::new_run()?;
-            let mut record = TaskRecord::new(new_task_id()?, owner, call, replay.carried(), tasks.ttl);
-            record.lease = Some(tasks.lease_for(&run));
-            tasks.store.create(record.clone()).await.map_err(store_error)?;
-            launch(tasks, record.id(), run, caps, replay, handler);
-            Ok(Called::Task(wire::task(&record)))
-        }
+        Step::ContinueAsTask => create(server, call, owner, &client, replay, handler).await,
     }
+}
+
+/// Creates the task the call continues as, and moves its handler into a run. Refused
+/// (the handler is dropped where it stands, as for any failed call) when its arguments
+/// are over the cap, or its client or this instance may not have one more task.
+async fn create(
+    server: &Server,
+    mut call: TaskCall,
+    owner: Option<String>,
+    client: &ClientId,
+    replay: Arc<Replay>,
+    handler: ToolFuture,
+) -> Result<Called, Error> {
+    let tasks = &server.tasks;
+    let route = server.find_tool(&call.tool);
+    if let Some(route) = &route {
+        call.arguments = (route.decoded_arguments)(&call.arguments);
+    }
+    arguments::check_size(&tasks.limits, &call.arguments)?;
+    let caps = call.client_capabilities.clone();
+    let run = lease::new_run()?;
+    let mut record = TaskRecord::new(new_task_id()?, owner, call, replay.carried(), tasks.ttl);
+    record.lease = Some(tasks.lease_for(&run));
+    let admitted = admission::admit(tasks, client, record.id(), record.expires_at()).await?;
+    tasks.store.create(record.clone()).await.map_err(store_error)?;
+    admitted.keep();
+    let limit = route.and_then(|route| route.task_timeout).or(tasks.limits.run_timeout);
+    launch(tasks, record.id(), run, limit, caps, replay, handler);
+    Ok(Called::Task(wire::task(&record)))
 }
 
 /// Runs a `working` task whose lease the run `run` holds: replays its handler from the
 /// top with its journal and the answers received, or fails the task if its tool is gone.
 pub(crate) async fn start(server: &Server, record: &TaskRecord, run: String) -> Result<(), Error> {
+    let tasks = &server.tasks;
     let Some(route) = server.find_tool(&record.call.tool) else {
         let error = Error::internal(format!("the tool {:?} of this task is no longer served", record.call.tool));
-        fenced(&*server.tasks.store, record.id(), &run, |record| {
-            record.status = TaskStatus::Failed;
+        fenced(&*tasks.store, record.id(), &run, |record| {
             record.error = Some(error.to_object());
-            record.lease = None;
+            record.finish(TaskStatus::Failed, tasks.limits.keep_finished);
         })
         .await?;
+        tasks.forget(record.id());
         return Ok(());
     };
     let replay = Arc::new(Replay::new(Some(record.journal.clone()), record.input_responses.clone()));
@@ -89,27 +120,63 @@ pub(crate) async fn start(server: &Server, record: &TaskRecord, run: String) -> 
     let transport = super::transport_for(record.call.caller.as_ref());
     let ctx = Ctx::new(id, meta, transport, server.logging, replay.clone(), server.app.clone());
     let handler = route.run(ctx, record.call.arguments.clone());
-    launch(&server.tasks, record.id(), run, record.call.client_capabilities.clone(), replay, handler);
+    let limit = route.task_timeout.or(tasks.limits.run_timeout);
+    launch(tasks, record.id(), run, limit, record.call.client_capabilities.clone(), replay, handler);
     Ok(())
 }
 
 /// Spawns the handler as the run `run` of the task `id`, keeping its lease while it
-/// runs. The handler is dropped when the lease is lost (the task was cancelled, or
-/// another instance took it over after this one stalled).
-fn launch(tasks: &Tasks, id: &str, run: String, caps: ClientCapabilities, replay: Arc<Replay>, handler: ToolFuture) {
-    let log = StoreLog { store: tasks.store.clone(), id: id.to_owned(), run: run.clone() };
+/// waits for a run slot and runs (for at most `limit`). The handler is dropped when the
+/// lease is lost (the task was cancelled, or another instance took it over after this
+/// one stalled).
+fn launch(
+    tasks: &Tasks,
+    id: &str,
+    run: String,
+    limit: Option<Duration>,
+    caps: ClientCapabilities,
+    replay: Arc<Replay>,
+    handler: ToolFuture,
+) {
+    let status = StatusWriter::new(tasks.store.clone(), id, &run);
+    let log = StoreLog { store: tasks.store.clone(), id: id.to_owned(), run: run.clone(), status: status.clone() };
     replay.enter_task(Arc::new(log));
     let (tasks_here, task_id, holder) = (tasks.clone(), id.to_owned(), run.clone());
     tasks.running.spawn(id, run, async move {
         let settled = tokio::select! {
-            settled = self::run(&replay, &caps, handler) => settled,
+            settled = in_slot(&tasks_here.runs, limit, self::run(&replay, &caps, handler)) => settled,
             () = lease::keep(&tasks_here, &task_id, &holder) => return,
         };
-        let written = transition(&*tasks_here.store, &task_id, |record| settle(record, &settled, &holder)).await;
-        if let Err(error) = written {
-            tracing::warn!(task = %task_id, %error, "could not record how a task ended");
+        // The last status message, if one still waits, goes into the final write.
+        let message = status.take_pending();
+        let keep = tasks_here.limits.keep_finished;
+        let written = transition(&*tasks_here.store, &task_id, |record| {
+            settle(record, &settled, &holder, message.as_ref(), keep)
+        })
+        .await;
+        match written {
+            // Waiting for answers, or taken over by another run: still live.
+            Ok(Some((record, _))) if !record.status.is_terminal() => {}
+            Ok(_) => tasks_here.forget(&task_id),
+            Err(error) => tracing::warn!(task = %task_id, %error, "could not record how a task ended"),
         }
     });
+}
+
+/// Runs `run` once one of the instance's run slots is free (waiting in line for it),
+/// failing it when it takes longer than `limit`.
+async fn in_slot(runs: &Semaphore, limit: Option<Duration>, run: impl Future<Output = Settled>) -> Settled {
+    // The semaphore is never closed.
+    let Ok(_slot) = runs.acquire().await else { return Settled::Failed(Error::internal("task runs are closed")) };
+    let Some(limit) = limit else { return run.await };
+    tokio::time::timeout(limit, run).await.unwrap_or_else(|_| Settled::Failed(timed_out(limit)))
+}
+
+fn timed_out(limit: Duration) -> Error {
+    Error::internal(format!(
+        "the task timed out after {}, the longest one run of this tool may take, and was stopped",
+        crate::deadline::describe(limit)
+    ))
 }
 
 /// How one run of a task's handler ended.
@@ -139,20 +206,25 @@ async fn run(replay: &Arc<Replay>, caps: &ClientCapabilities, mut handler: ToolF
 
 /// The record after a run, written only while the run holds the lease: a final status
 /// (a cancel that came first) is never left, and a run that lost the task changes nothing.
-fn settle(record: &mut TaskRecord, settled: &Settled, run: &str) -> bool {
+/// `message` is the run's last status message, if it was not written yet; a finished
+/// task is kept for `keep`.
+fn settle(record: &mut TaskRecord, settled: &Settled, run: &str, message: Option<&String>, keep: Duration) -> bool {
     if !record.is_held_by(run) {
         return false;
+    }
+    if let Some(message) = message {
+        record.status_message = Some(message.clone());
     }
     record.input_responses.clear();
     record.lease = None;
     match settled {
         Settled::Completed(result) => {
-            record.status = TaskStatus::Completed;
             record.result = Some(result.clone());
+            record.finish(TaskStatus::Completed, keep);
         }
         Settled::Failed(error) => {
-            record.status = TaskStatus::Failed;
             record.error = Some(error.to_object());
+            record.finish(TaskStatus::Failed, keep);
         }
         Settled::Waiting(questions, journal) => {
             record.status = TaskStatus::InputRequired;
@@ -164,11 +236,12 @@ fn settle(record: &mut TaskRecord, settled: &Settled, run: &str) -> bool {
 }
 
 /// A run's status messages and journal, written to the task's record while the run
-/// holds the lease.
+/// holds the lease: the journal at once, status messages coalesced.
 struct StoreLog {
     store: Arc<dyn TaskStore>,
     id: String,
     run: String,
+    status: Arc<StatusWriter>,
 }
 
 impl StoreLog {
@@ -188,10 +261,8 @@ impl StoreLog {
 
 impl TaskLog for StoreLog {
     fn status(&self, message: String) -> BoxFuture<'static, ()> {
-        let written = self.write(move |record| record.status_message = Some(message.clone()));
-        Box::pin(async move {
-            written.await;
-        })
+        let status = self.status.clone();
+        Box::pin(async move { status.status(message).await })
     }
 
     fn journal(&self, journal: Carried) -> BoxFuture<'static, bool> {

@@ -122,14 +122,18 @@ pub(crate) async fn take_over(server: &Server, id: &str) -> Result<(), Error> {
     }
     let run = new_run()?;
     let now = SystemTime::now();
-    let claimed =
-        transition(&*server.tasks.store, id, |record| claim(record, server.tasks.lease_for(&run), now)).await?;
+    let tasks = &server.tasks;
+    let keep = tasks.limits.keep_finished;
+    let claimed = transition(&*tasks.store, id, |record| claim(record, tasks.lease_for(&run), now, keep)).await?;
     match claimed {
         Some((record, true)) if record.status == TaskStatus::Working => {
             tracing::info!(task = %id, takeovers = record.takeovers, "taking over a task whose runner stopped");
             driver::start(server, &record, run).await?;
         }
-        Some((_, true)) => tracing::warn!(task = %id, "failed a task whose runs kept dying"),
+        Some((_, true)) => {
+            tasks.forget(id);
+            tracing::warn!(task = %id, "failed a task whose runs kept dying");
+        }
         _ => {}
     }
     Ok(())
@@ -137,8 +141,8 @@ pub(crate) async fn take_over(server: &Server, id: &str) -> Result<(), Error> {
 
 /// Claims a lapsed task for the run holding `lease`; `false` (nothing to write) when its
 /// lease has not lapsed. A task handed back on shutdown (no lease) is taken freely; one
-/// whose run died counts a takeover, and fails after [`MAX_TAKEOVERS`].
-fn claim(record: &mut TaskRecord, lease: Lease, now: SystemTime) -> bool {
+/// whose run died counts a takeover, and fails after [`MAX_TAKEOVERS`] (kept for `keep`).
+fn claim(record: &mut TaskRecord, lease: Lease, now: SystemTime, keep: Duration) -> bool {
     if !record.lease_lapsed(now) {
         return false;
     }
@@ -148,9 +152,8 @@ fn claim(record: &mut TaskRecord, lease: Lease, now: SystemTime) -> bool {
             let error = Error::internal(format!(
                 "the task stopped {MAX_TAKEOVERS} times while running (its instance died each time); it is not run again"
             ));
-            record.status = TaskStatus::Failed;
             record.error = Some(error.to_object());
-            record.lease = None;
+            record.finish(TaskStatus::Failed, keep);
             return true;
         }
     }
@@ -163,6 +166,8 @@ mod tests {
     use super::*;
     use crate::tasks::store::tests::record;
 
+    const KEEP: Duration = Duration::from_secs(600);
+
     fn lease(holder: &str, until_ms: u64) -> Lease {
         Lease { holder: holder.into(), until_ms }
     }
@@ -172,15 +177,15 @@ mod tests {
         let now = SystemTime::now();
         let mut live = record("live", None);
         live.lease = Some(lease("a", now_ms() + 60_000));
-        assert!(!claim(&mut live, lease("b", 0), now));
+        assert!(!claim(&mut live, lease("b", 0), now, KEEP));
         assert_eq!(live.lease.as_ref().unwrap().holder, "a");
 
         let mut waiting = record("waiting", None);
         waiting.status = TaskStatus::InputRequired;
-        assert!(!claim(&mut waiting, lease("b", 0), now), "a task waiting for a person has no runner to replace");
+        assert!(!claim(&mut waiting, lease("b", 0), now, KEEP), "a task waiting for a person has no runner to replace");
 
         let mut handed_back = record("handed-back", None);
-        assert!(claim(&mut handed_back, lease("b", 1), now));
+        assert!(claim(&mut handed_back, lease("b", 1), now, KEEP));
         assert_eq!((handed_back.lease.unwrap().holder.as_str(), handed_back.takeovers), ("b", 0));
     }
 
@@ -190,11 +195,11 @@ mod tests {
         let mut task = record("crashy", None);
         for takeover in 1..=MAX_TAKEOVERS {
             task.lease = Some(lease("dead", 1));
-            assert!(claim(&mut task, lease(&format!("run{takeover}"), 1), now));
+            assert!(claim(&mut task, lease(&format!("run{takeover}"), 1), now, KEEP));
             assert_eq!((task.status, task.takeovers), (TaskStatus::Working, takeover));
         }
         task.lease = Some(lease("dead", 1));
-        assert!(claim(&mut task, lease("one-too-many", 1), now));
+        assert!(claim(&mut task, lease("one-too-many", 1), now, KEEP));
         assert_eq!(task.status, TaskStatus::Failed);
         assert!(task.lease.is_none());
         assert!(task.error.unwrap().message.contains("stopped 3 times"));

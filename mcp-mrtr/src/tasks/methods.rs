@@ -57,6 +57,10 @@ pub(crate) async fn serve(
         serde_json::from_value(params).map_err(|e| Error::invalid_params(format!("Invalid params: {e}")))?;
     let caller = caller(server, transport);
     let record = find(server, &params.task_id, caller.as_deref()).await?;
+    // It may have ended on another instance: it no longer counts against its client here.
+    if record.status().is_terminal() {
+        server.tasks.forget(record.id());
+    }
     // A client polling a task whose runner died need not wait for the next look.
     if record.lease_lapsed(std::time::SystemTime::now()) {
         lease::take_over(server, record.id()).await?;
@@ -114,18 +118,16 @@ async fn update(server: &Server, record: &TaskRecord, responses: Option<Value>) 
 /// instance at its next lease renewal); a task that already ended keeps its status and
 /// the request is acknowledged all the same.
 async fn cancel(server: &Server, record: &TaskRecord) -> Result<JsonObject, Error> {
+    let keep = server.tasks.limits.keep_finished;
     transition(&*server.tasks.store, record.id(), |record| {
         let live = !record.status.is_terminal();
         if live {
-            record.status = TaskStatus::Cancelled;
-            record.lease = None;
-            record.input_requests.clear();
-            record.handler_keys.clear();
-            record.input_responses.clear();
+            record.finish(TaskStatus::Cancelled, keep);
         }
         live
     })
     .await?;
     server.tasks.running.abort(record.id());
+    server.tasks.forget(record.id());
     Ok(JsonObject::new())
 }

@@ -10,10 +10,20 @@
 //!
 //! Doors in from dispatch: [`call`] for a `tools/call` of a tool that supports tasks,
 //! and [`serve`] for `tasks/*`.
+//!
+//! Bounds (DESIGN §13, [`TaskLimits`]): `admission` decides whether a client may create
+//! one more task (a rate and live caps, per client and in all); `arguments` keeps only
+//! what the tool's argument type reads, within a size cap; runs take a slot of their
+//! own and have a time limit (`driver`); status messages are coalesced (`status`); a
+//! finished record drops its inputs and is kept for a shorter time (`store`).
 
+mod admission;
+mod arguments;
 mod driver;
 mod lease;
+mod limits;
 mod methods;
+mod status;
 mod store;
 mod wire;
 
@@ -21,9 +31,11 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub(crate) use arguments::decoded as decoded_arguments;
 pub(crate) use driver::{call, Called, Running};
 use lease::DEFAULT_LEASE;
 pub(crate) use lease::{watch, MIN_LEASE};
+pub use limits::TaskLimits;
 pub(crate) use methods::{serve, TaskMethod};
 pub(crate) use store::{CallerRecord, TaskCall};
 pub use store::{MemoryTaskStore, StoreError, TaskRecord, TaskStatus, TaskStore};
@@ -63,6 +75,12 @@ pub(crate) struct Tasks {
     pub(crate) store: Arc<dyn TaskStore>,
     pub(crate) ttl: Option<Duration>,
     pub(crate) running: Arc<Running>,
+    pub(crate) limits: TaskLimits,
+    /// Who may create one more task: the creation rate and the live counts.
+    pub(crate) admission: Arc<admission::Admission>,
+    /// One permit per task run at once ([`TaskLimits::max_runs`]); FIFO, so runs
+    /// waiting for one start in the order they came.
+    pub(crate) runs: Arc<tokio::sync::Semaphore>,
     pub(crate) lease: Duration,
     /// Whether this server already looks for tasks to take over (see `lease::watch`).
     pub(crate) watching: Arc<AtomicBool>,
@@ -72,15 +90,42 @@ pub(crate) struct Tasks {
 
 impl Default for Tasks {
     fn default() -> Self {
+        let limits = TaskLimits::default();
         Self {
             store: Arc::new(MemoryTaskStore::new()),
             ttl: Some(DEFAULT_TTL),
             running: Arc::default(),
+            limits,
+            admission: Arc::new(admission::Admission::new(&limits)),
+            runs: Arc::new(tokio::sync::Semaphore::new(limits.max_runs)),
             lease: DEFAULT_LEASE,
             watching: Arc::default(),
             closing: Arc::default(),
         }
     }
+}
+
+impl Tasks {
+    /// The same machinery bounded by `limits`, with fresh counts and run slots (a
+    /// builder step: nothing is counted before the server serves).
+    pub(crate) fn with_limits(self, limits: TaskLimits) -> Self {
+        Self {
+            limits,
+            admission: Arc::new(admission::Admission::new(&limits)),
+            runs: Arc::new(tokio::sync::Semaphore::new(limits.max_runs)),
+            ..self
+        }
+    }
+
+    /// The task `id` ended, or is gone: it no longer counts against its client.
+    pub(crate) fn forget(&self, id: &str) {
+        self.admission.release(id);
+    }
+}
+
+/// Who a request's client is, for the per-client task bounds (see [`TaskLimits`]).
+pub(crate) fn client_of(transport: &Transport) -> crate::fair::ClientId {
+    crate::fair::ClientId::of(&transport.extensions)
 }
 
 /// Whether this `tools/call` may become a task: `Err(-32021)` when the tool needs one and

@@ -227,6 +227,25 @@ impl TaskRecord {
         true
     }
 
+    /// Puts the task in the final `status` and forgets what only a live task needs: its
+    /// arguments, journal, questions, answers and lease (no run will replay it). The
+    /// record is then kept for `keep` from now, never past its TTL from creation, and
+    /// its `ttlMs` says so.
+    pub(crate) fn finish(&mut self, status: TaskStatus, keep: Duration) {
+        debug_assert!(status.is_terminal(), "{status:?} is not final");
+        self.status = status;
+        self.lease = None;
+        self.call.arguments = JsonObject::new();
+        self.journal = Carried::default();
+        self.input_requests.clear();
+        self.handler_keys.clear();
+        self.times_asked.clear();
+        self.input_responses.clear();
+        let keep_ms = u64::try_from(keep.as_millis()).unwrap_or(u64::MAX);
+        let until = now_ms().saturating_sub(self.created_at_ms).saturating_add(keep_ms);
+        self.ttl_ms = Some(self.ttl_ms.map_or(until, |ttl| ttl.min(until)));
+    }
+
     fn is_expired(&self, now: SystemTime) -> bool {
         self.expires_at().is_some_and(|at| at <= now)
     }
@@ -260,7 +279,9 @@ impl std::error::Error for StoreError {}
 ///
 /// Implementations must be strongly consistent per key: once [`create`](Self::create)
 /// or a successful [`replace`](Self::replace) resolves, every [`get`](Self::get) sees it.
-/// Records past [`TaskRecord::expires_at`] must read as absent.
+/// Records past [`TaskRecord::expires_at`] must read as absent; a replace may move that
+/// time earlier (a finished task is kept for a shorter time), so read it from the new
+/// record on every write.
 pub trait TaskStore: Send + Sync + 'static {
     /// Stores a new record.
     fn create(&self, record: TaskRecord) -> BoxFuture<'_, Result<(), StoreError>>;
@@ -450,6 +471,24 @@ pub(crate) mod tests {
         assert_eq!(record.input_requests.keys().collect::<Vec<_>>(), ["roots#2"]);
         assert!(record.answer("roots#2", &serde_json::json!({ "roots": [] })));
         assert_eq!(record.input_responses["roots"], serde_json::json!({ "roots": [] }));
+    }
+
+    #[test]
+    fn a_finished_record_keeps_its_outcome_not_its_inputs_and_expires_sooner() {
+        let mut task = record("f", Some(Duration::from_secs(3600)));
+        task.call.arguments.insert("text".into(), Value::String("x".repeat(1000)));
+        task.input_responses.insert("ok".into(), Value::Bool(true));
+        task.result = Some(serde_json::json!({ "content": [] }));
+        task.finish(TaskStatus::Completed, Duration::from_secs(60));
+        assert_eq!(task.status, TaskStatus::Completed);
+        assert!(task.call.arguments.is_empty() && task.input_responses.is_empty());
+        assert!(task.result.is_some(), "the outcome stays");
+        let ttl = task.ttl_ms.unwrap();
+        assert!((60_000..61_000).contains(&ttl), "kept a minute from now: {ttl}");
+        // Never longer than the TTL it had.
+        let mut short = record("s", Some(Duration::from_millis(10)));
+        short.finish(TaskStatus::Failed, Duration::from_secs(60));
+        assert_eq!(short.ttl_ms, Some(10));
     }
 
     #[test]

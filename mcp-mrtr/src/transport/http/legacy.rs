@@ -1,25 +1,28 @@
 //! Legacy (2025-11-25) sessions over Streamable HTTP: `initialize` opens one and names it
-//! in `Mcp-Session-Id`; later requests carry it; `DELETE` ends it; the client's answers
-//! to the bridge's requests arrive as POSTed JSON-RPC responses.
+//! in `Mcp-Session-Id` (or, for a client opening sessions too fast, gets 429 with
+//! `Retry-After`); later requests carry it; `DELETE` ends it; the client's answers to the
+//! bridge's requests arrive as POSTed JSON-RPC responses.
 
 use std::sync::Arc;
 
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
+use tokio::sync::OwnedSemaphorePermit;
 
 use super::sse::{error_response, json_response};
 use super::{error_message, headers, method_not_allowed, serve_request, Endpoint, Head};
 use crate::envelope::{Era, Request};
-use crate::legacy::{self, Session};
+use crate::fair::ClientId;
+use crate::legacy::{self, Bridge, HandlerSlot, Opener, Session, SlotLease, WaitBounds};
 use crate::protocol::{Outgoing, RequestId, ResultJson};
 use crate::Error;
 
 /// Serves one request of the legacy era.
 pub(super) async fn serve(endpoint: &Endpoint, head: &Head, request: Request) -> Response {
     if request.method == "initialize" {
-        let owner = head.principal(&endpoint.server);
-        return match legacy::initialize(&endpoint.server, &endpoint.sessions, &request, owner) {
+        let opener = Opener { owner: head.principal(&endpoint.server), client: ClientId::of(&head.extensions) };
+        return match legacy::initialize_by(&endpoint.server, &endpoint.sessions, &request, opener) {
             Ok((session_id, result)) => {
                 let mut response =
                     json_response(200, Outgoing::Result { id: request.id, result: ResultJson::from_value(&result) });
@@ -28,6 +31,7 @@ pub(super) async fn serve(endpoint: &Endpoint, head: &Head, request: Request) ->
                 }
                 response
             }
+            Err(error) if error.http_status() == 429 => too_many_sessions(request.id, &error),
             Err(error) => error_response(Era::Legacy, Some(request.id), &error),
         };
     }
@@ -46,6 +50,38 @@ pub(super) async fn serve(endpoint: &Endpoint, head: &Head, request: Request) ->
     }
     let meta = Arc::new(legacy::meta(&session, &request));
     serve_request(endpoint, head, request, meta, Some(session)).await
+}
+
+/// The refusal of an `initialize` from a client that opens sessions too fast: HTTP 429
+/// with `Retry-After`, which HTTP clients and proxies know to wait out, and the JSON-RPC
+/// error naming the wait.
+fn too_many_sessions(id: RequestId, error: &Error) -> Response {
+    let mut response = json_response(429, error_message(Some(id), error));
+    let seconds = error.data().and_then(|data| data.get("retryAfterSeconds")).and_then(Value::as_u64).unwrap_or(1);
+    if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    response
+}
+
+/// The bridge of a legacy call, and the lease on its handler slot (if it holds one).
+///
+/// The slot is shared with the bridge, which gives it back while the call waits for the
+/// client's answers and takes one again to run the next round: a wait holds a place among
+/// the endpoint's bridge waits (with its share per client) instead of a handler slot.
+pub(super) fn bridge(
+    endpoint: &Endpoint,
+    head: &Head,
+    session: &Arc<Session>,
+    permit: Option<OwnedSemaphorePermit>,
+) -> (Arc<Bridge>, Option<SlotLease>) {
+    let slot = permit.map(|permit| HandlerSlot::new(endpoint.handlers.clone(), permit));
+    let bounds = WaitBounds {
+        pool: endpoint.sessions.bridge_waits().clone(),
+        client: ClientId::of(&head.extensions),
+        slot: slot.clone(),
+    };
+    (Arc::new(Bridge::new(session.clone()).bounded(bounds)), slot.map(SlotLease::new))
 }
 
 /// A notification on a session: `notifications/cancelled` stops the request it names

@@ -17,7 +17,7 @@ use crate::legacy::SessionLimits;
 /// |---|---|---|
 /// | [`header_timeout`](Self::header_timeout) | 15 s | a connection waiting for request headers, idle keep-alive included |
 /// | [`write_timeout`](Self::write_timeout) | 30 s | a response (an SSE stream, say) whose client stopped reading |
-/// | [`max_connections`](Self::max_connections) | 512 | open connections; more are answered 503 and closed |
+/// | [`max_connections`](Self::max_connections) | ¾ of the open-files limit, at most 8,192 | open connections; past it the least valuable one is closed (below) |
 /// | [`body_timeout`](Self::body_timeout) | 30 s | reading one request body |
 /// | [`handler_timeout`](Self::handler_timeout) | 60 s | one run of a handler; per tool with [`ToolRoute::timeout`](crate::ToolRoute::timeout) |
 /// | [`max_handlers`](Self::max_handlers) | 256 | requests being handled at once; more get a busy answer |
@@ -25,14 +25,41 @@ use crate::legacy::SessionLimits;
 /// | [`fresh_session_timeout`](Self::fresh_session_timeout) | 60 s | a session that sent no request after `initialize` |
 /// | [`idle_session_timeout`](Self::idle_session_timeout) | 1 h | a used session with no request |
 /// | [`max_calls_per_session`](Self::max_calls_per_session) | 16 | requests running at once on one session |
+/// | [`session_opening_rate`](Self::session_opening_rate) | 60 a minute, bursts of 64 | sessions one client opens; past it `initialize` gets 429 with `Retry-After` |
+/// | [`max_bridge_waits`](Self::max_bridge_waits) | 256 | 2025-11-25 calls waiting for their client's answers (they hold no handler slot); a full pool makes room (below) |
+/// | [`max_bridge_waits_per_client`](Self::max_bridge_waits_per_client) | 32 | such calls of one client; past it a call that asks fails with a clear error |
 /// | [`shutdown_timeout`](Self::shutdown_timeout) | 10 s | requests in flight when a graceful shutdown starts |
 ///
 /// A full session table never turns a new client away because of sessions that are
-/// merely open: the oldest session that sent nothing after `initialize` makes room, else
-/// the least recently used idle one; a session with a request in flight never does. A
-/// flood of `initialize` therefore displaces only its own sessions (and at most one
-/// session a client had used). The bridge's wait for answers is
-/// [`Server::bridge_answer_timeout`](crate::Server::bridge_answer_timeout).
+/// merely open, and never takes a session from a client holding few: room is made by the
+/// client holding the most sessions (the newcomer counted with the one it opens), from
+/// its oldest session that sent nothing after `initialize`, else its least recently used
+/// idle one; a client holding fewer than the newcomer would never gives one up, and a
+/// session with a request in flight never does. A flood of `initialize`, with or without
+/// requests on each session, therefore displaces only its own sessions, and
+/// [`session_opening_rate`](Self::session_opening_rate) slows it down. Who a client is:
+/// the authenticated [`Caller`](crate::Caller), else its address (see
+/// [`HttpConfig::trust_forwarded_for`](crate::HttpConfig::trust_forwarded_for)). Only
+/// clients that each hold no more sessions than the newcomer would (say, a table full of
+/// clients holding one each) lose their least recently used one to it.
+///
+/// A 2025-11-25 call whose handler asks waits for the client's answers (up to
+/// [`Server::bridge_answer_timeout`](crate::Server::bridge_answer_timeout), 5 min by
+/// default) without a handler slot: it gives its slot back, holds a place among the
+/// [`max_bridge_waits`](Self::max_bridge_waits), and takes a slot again (waiting up to
+/// 10 s for one) to run its next round. When that pool is full, the client holding the
+/// most waits gives way: its oldest wait ends with a JSON-RPC error saying so, and its
+/// questions are withdrawn with `notifications/cancelled`. A newcomer is refused only when
+/// no client holds more than one wait beyond what the newcomer would.
+///
+/// A connection past `max_connections` is not refused while another can give way: the
+/// one that has sent no complete request for the longest goes first (a slow-header
+/// client), then the longest-idle keep-alive one, then the oldest listen stream of the
+/// client holding the most connections. A connection running a request that works is
+/// never closed for room; the newcomer gets 503 only when every connection works and no
+/// client holds much more than its own. At start, `serve_*` raise the process's soft
+/// open-files limit to its hard limit (as Go's runtime and most servers do), and the
+/// default cap is derived from it.
 ///
 /// The first three, and the shutdown bound, belong to the listener: [`Server::serve_http`](crate::Server::serve_http)
 /// applies them, and an app that mounts [`Server::into_router_with`](crate::Server::into_router_with)
@@ -42,7 +69,8 @@ use crate::legacy::SessionLimits;
 pub struct Limits {
     pub(crate) header_timeout: Duration,
     pub(crate) write_timeout: Duration,
-    pub(crate) max_connections: usize,
+    /// `None`: derived from the open-files limit when serving starts.
+    pub(crate) max_connections: Option<usize>,
     pub(crate) body_timeout: Duration,
     pub(crate) handler_timeout: Option<Duration>,
     pub(crate) max_handlers: usize,
@@ -55,7 +83,7 @@ impl Default for Limits {
         Self {
             header_timeout: Duration::from_secs(15),
             write_timeout: Duration::from_secs(30),
-            max_connections: 512,
+            max_connections: None,
             body_timeout: Duration::from_secs(30),
             handler_timeout: Some(Duration::from_secs(60)),
             max_handlers: 256,
@@ -81,12 +109,25 @@ impl Limits {
         self
     }
 
-    /// The most connections served at once. Past it a new connection gets a short HTTP
-    /// 503 with `Retry-After` and is closed, rather than waiting unserved. Default 512,
-    /// which stays under the common soft limit of 1,024 file descriptors.
+    /// The most connections served at once. Past it a new connection is served by
+    /// closing the least valuable open one (see above); only when none may give way does
+    /// it get a short HTTP 503 with `Retry-After` and close, rather than wait unserved.
+    ///
+    /// Default: three quarters of the process's open-files limit (raised to its hard
+    /// limit when serving starts), leaving the rest for files, Redis and outgoing calls,
+    /// and at most 8,192: an idle connection holds about 10 KiB, so 80 MB at the cap.
     pub fn max_connections(mut self, max: usize) -> Self {
-        self.max_connections = max;
+        self.max_connections = Some(max);
         self
+    }
+
+    /// The connection cap in force: the one set, or the default derived from the
+    /// open-files limit (raised first).
+    pub(crate) fn connection_cap(&self) -> usize {
+        self.max_connections.unwrap_or_else(|| {
+            let open_files = super::open_files::raise_limit();
+            usize::try_from(open_files.saturating_sub(64) / 4 * 3).unwrap_or(usize::MAX).clamp(64, 8_192)
+        })
     }
 
     /// How long a request body may take to arrive in full: 1 MiB in 30 s is a pace of
@@ -107,15 +148,18 @@ impl Limits {
 
     /// The most requests handled at once. Past it a request is answered "busy": HTTP 503
     /// with `Retry-After` for 2026-07-28, a `-32603` error on HTTP 200 for legacy
-    /// sessions. A legacy call waiting for its client's answers holds its slot; a
-    /// `subscriptions/listen` stream does not (it holds a connection). Default 256.
+    /// sessions. A legacy call waiting for its client's answers does not hold a slot (it
+    /// holds a place among the [`max_bridge_waits`](Self::max_bridge_waits)), nor does
+    /// a `subscriptions/listen` stream (it holds a connection). Default 256.
     pub fn max_handlers(mut self, max: usize) -> Self {
         self.max_handlers = max;
         self
     }
 
     /// The most 2025-11-25 sessions open at once (default 4,096). Each holds about 1 kB
-    /// plus what its client declared in `initialize` (at most 8 KiB).
+    /// plus what its client declared in `initialize` (at most 8 KiB): about 4 MB at the
+    /// cap, 37 MB if every client declared the most. A full table makes room from the
+    /// client holding the most sessions (see above).
     pub fn max_sessions(mut self, max: usize) -> Self {
         self.sessions.max_sessions = max;
         self
@@ -139,6 +183,48 @@ impl Limits {
     /// gets a `-32603` error on HTTP 200, so one session cannot take every handler slot.
     pub fn max_calls_per_session(mut self, max: usize) -> Self {
         self.sessions.max_calls = max;
+        self
+    }
+
+    /// How fast one client may open 2025-11-25 sessions: `burst` at once, then
+    /// `per_minute` on average. Past it `initialize` gets HTTP 429 with `Retry-After` and
+    /// a JSON-RPC error naming the wait (`data.retryAfterSeconds`); its other sessions are
+    /// untouched.
+    ///
+    /// Default 60 a minute, bursts of 64. A client needs one session, and a new one only
+    /// when its old one ends; 64 at once lets an office behind one address start up
+    /// together, and one a second sustains reconnects, while a flood that opened 4,100
+    /// sessions in 2 s now gets 66 of them. Each client that opened a session in the last minute
+    /// or so takes about 100 bytes to track: 400 kB at 4,096 clients, past which full
+    /// buckets are swept out.
+    pub fn session_opening_rate(mut self, per_minute: u32, burst: u32) -> Self {
+        self.sessions.opening_per_minute = per_minute;
+        self.sessions.opening_burst = burst;
+        self
+    }
+
+    /// The most 2025-11-25 calls waiting at once for their client's answers, across every
+    /// session (default 256). Such a call holds no handler slot while it waits, so this
+    /// pool, not [`max_handlers`](Self::max_handlers), bounds them; when it is full, the
+    /// client holding the most waits gives one up (see above).
+    ///
+    /// 256 answers as many waiting people as the default handler slots serve at once. A
+    /// wait holds its call's arguments, the answers gathered so far, and its open stream
+    /// and connection: typically 10 to 20 kB, so about 5 MB at the cap. Arguments and
+    /// answers are each at most one request body ([`HttpConfig::max_body_bytes`](crate::HttpConfig::max_body_bytes)):
+    /// callers sending the largest arguments allowed add 1 MiB per wait, 256 MiB at the cap.
+    pub fn max_bridge_waits(mut self, max: usize) -> Self {
+        self.sessions.max_bridge_waits = max;
+        self
+    }
+
+    /// The most calls waiting for answers that one client may hold (default 32, at most
+    /// [`max_bridge_waits`](Self::max_bridge_waits)). Past it a call whose handler asks
+    /// fails with a JSON-RPC error before anything is asked, and the client's other calls
+    /// go on. 32 is more forms than a person fills in at once, even for an office behind
+    /// one address, and leaves the pool to at least 8 clients.
+    pub fn max_bridge_waits_per_client(mut self, max: usize) -> Self {
+        self.sessions.max_bridge_waits_per_client = max;
         self
     }
 

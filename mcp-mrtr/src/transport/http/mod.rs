@@ -4,27 +4,29 @@
 //! The pipeline of a POST follows spec digest §1.3: host/origin guard → content type →
 //! body size → JSON → JSON-RPC framing → envelope (`_meta`) → MCP headers → dispatch.
 
+mod connections;
 mod guard;
 mod headers;
 mod legacy;
 mod limits;
+mod open_files;
 mod serve;
 mod sse;
 mod status;
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Request as HttpRequest, State};
+use axum::extract::{ConnectInfo, Request as HttpRequest, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use futures_util::FutureExt;
 use tokio::net::{TcpListener, ToSocketAddrs};
-use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, Semaphore};
 
 use self::guard::{Guard, HostPolicy};
 pub(crate) use self::headers::decode_value;
@@ -35,7 +37,7 @@ use self::sse::{error_response, json_response, respond};
 use super::{error_message, read_message};
 use crate::context::Transport;
 use crate::envelope::{classify, names_modern, Era, Incoming, Request, RequestMeta};
-use crate::legacy::Bridge;
+use crate::fair::ClientAddr;
 use crate::{Error, Server};
 
 /// How the HTTP endpoint is mounted and guarded.
@@ -48,6 +50,8 @@ pub struct HttpConfig {
     auth: Option<crate::auth::ResourceServer>,
     /// When `serve_http*` stops; `None`: on SIGTERM or Ctrl-C.
     shutdown: Option<crate::shutdown::Signal>,
+    /// Whether a client's address is the last one in `X-Forwarded-For`.
+    trust_forwarded_for: bool,
 }
 
 impl Default for HttpConfig {
@@ -61,6 +65,7 @@ impl Default for HttpConfig {
             limits: Limits::default(),
             auth: None,
             shutdown: None,
+            trust_forwarded_for: false,
         }
     }
 }
@@ -138,6 +143,19 @@ impl HttpConfig {
     /// ```
     pub fn shutdown_signal(mut self, signal: impl std::future::Future<Output = ()> + Send + 'static) -> Self {
         self.shutdown = Some(crate::shutdown::Signal::new(signal));
+        self
+    }
+
+    /// Takes a client's address from the last entry of `X-Forwarded-For` (the one the
+    /// proxy in front of this server appended) instead of the TCP peer. Off by default:
+    /// only turn it on behind a proxy that always sets the header, since a client that
+    /// reaches the server directly could otherwise claim any address.
+    ///
+    /// The address is who a client is for every per-client share of [`Limits`] when the
+    /// request has no authenticated [`Caller`](crate::Caller). Behind a proxy without this,
+    /// every client shares the proxy's address, so the per-client shares act as totals.
+    pub fn trust_forwarded_for(mut self) -> Self {
+        self.trust_forwarded_for = true;
         self
     }
 
@@ -295,6 +313,9 @@ async fn endpoint_handler(State(endpoint): State<Arc<Endpoint>>, mut request: Ht
     if let Err(reason) = endpoint.config.guard.check(request.headers()) {
         return json_response(403, error_message(None, &Error::invalid_request(format!("Forbidden: {reason}"))));
     }
+    if let Some(address) = client_address(&endpoint.config, &request) {
+        request.extensions_mut().insert(ClientAddr(address));
+    }
     let gate = endpoint.gate.as_deref();
     if let Some(gate) = gate {
         if let Err(refusal) = gate.admit(&mut request).await {
@@ -401,7 +422,15 @@ async fn serve_request(
     } else {
         (None, None)
     };
-    let bridge = session.as_ref().map(|session| Arc::new(Bridge::new(session.clone())));
+    // A legacy call shares its slot with its bridge, which gives it back while the client
+    // answers (see `legacy::bridge`); the lease frees it when the call ends.
+    let (slot, lease, bridge) = match &session {
+        Some(session) => {
+            let (bridge, lease) = legacy::bridge(endpoint, head, session, slot);
+            (None, lease, Some(bridge))
+        }
+        None => (slot, None, None),
+    };
     let handler_timeout = endpoint.config.limits.handler_timeout;
     let transport = Transport {
         notifier,
@@ -413,7 +442,15 @@ async fn serve_request(
     let id = request.id.clone();
     let server = endpoint.server.clone();
     let keep_alive = server.keep_alive();
-    let reply = async move { run_holding(slot, server.handle(request, meta, transport)).await };
+    // A listen stream marks its connection, which may then be closed for room when its
+    // client holds the most connections (see `connections`).
+    let listening = (request.method == "subscriptions/listen")
+        .then(|| head.extensions.get::<Arc<connections::Activity>>().map(connections::Activity::listening))
+        .flatten();
+    let reply = async move {
+        let _listening = listening;
+        run_holding((slot, lease), server.handle(request, meta, transport)).await
+    };
     match session {
         None => respond(Era::Modern, Box::pin(reply.map(Some)), notes, keep_alive).await,
         Some(session) => respond(Era::Legacy, Box::pin(session.in_flight.track(id, reply)), notes, keep_alive).await,
@@ -435,7 +472,7 @@ impl Head {
 }
 
 /// Runs `handler` holding its slot: the slot frees when the handler ends or is dropped.
-async fn run_holding<T>(_slot: Option<OwnedSemaphorePermit>, handler: impl std::future::Future<Output = T>) -> T {
+async fn run_holding<S: Send, T>(_slot: S, handler: impl std::future::Future<Output = T>) -> T {
     handler.await
 }
 
@@ -462,6 +499,23 @@ fn open_envelope(server: &Server, headers: &HeaderMap, request: &Request) -> Res
 fn check_headers(server: &Server, headers: &HeaderMap, request: &Request, meta: &RequestMeta) -> Result<(), Error> {
     headers::check(headers, request, meta)?;
     headers::check_params(server, headers, request)
+}
+
+/// The client's address: the TCP peer (as `serve_*` or axum's `ConnectInfo` recorded it),
+/// or a trusted proxy's forwarded one.
+fn client_address(config: &HttpConfig, request: &HttpRequest) -> Option<IpAddr> {
+    if config.trust_forwarded_for {
+        let forwarded = request.headers().get_all("x-forwarded-for").iter().next_back();
+        let last = forwarded.and_then(|value| value.to_str().ok()).and_then(|list| list.rsplit(',').next());
+        if let Some(address) = last.and_then(|entry| entry.trim().parse().ok()) {
+            return Some(address);
+        }
+    }
+    let extensions = request.extensions();
+    extensions
+        .get::<serve::Peer>()
+        .map(|peer| peer.0.ip())
+        .or_else(|| extensions.get::<ConnectInfo<SocketAddr>>().map(|info| info.0.ip()))
 }
 
 fn method_not_allowed() -> Response {

@@ -12,6 +12,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -28,11 +29,12 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, Sleep};
 
+use super::connections::{Activity, Busy, Connections, Place};
 use super::Limits;
+use crate::fair::ClientId;
 use crate::shutdown::{Drain, Draining};
 
 /// What a connection past [`Limits::max_connections`] reads before it is closed.
@@ -134,6 +136,10 @@ pub(super) async fn serve_app(
     Ok(())
 }
 
+/// The TCP peer of a request's connection, in its extensions.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Peer(pub(super) SocketAddr);
+
 /// What every connection is served with.
 #[derive(Clone)]
 struct Serving<A> {
@@ -150,27 +156,27 @@ async fn accept_until<A: App>(
     serving: &Serving<A>,
     connections: &mut JoinSet<()>,
 ) {
-    let open = Arc::new(Semaphore::new(serving.limits.max_connections));
+    let open = Connections::new(serving.limits.connection_cap());
     tokio::pin!(shutdown);
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             biased;
             () = &mut shutdown => return,
             // Reaps closed connections, so a long-running server does not collect them.
             Some(_) = connections.join_next() => continue,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _peer)) => stream,
+                Ok(accepted) => accepted,
                 Err(error) => {
                     pause_after(&error).await;
                     continue;
                 }
             },
         };
-        match open.clone().try_acquire_owned() {
-            Ok(permit) => {
-                connections.spawn(serve_connection(stream, serving.clone(), permit));
+        match open.admit(ClientId::address(peer.ip())) {
+            Some(place) => {
+                connections.spawn(serve_connection(stream, peer, serving.clone(), place));
             }
-            Err(_) => refuse(&stream),
+            None => refuse(&stream),
         }
     }
 }
@@ -197,17 +203,20 @@ async fn finish(mut connections: JoinSet<()>, requests: &Requests, bound: Durati
 }
 
 /// Serves one connection until it closes, or until it finishes its current response
-/// once the drain starts; its slot is freed when it closes.
-async fn serve_connection<A: App>(stream: TcpStream, serving: Serving<A>, _slot: OwnedSemaphorePermit) {
+/// once the drain starts, or until it must make room for another (it is closed at once:
+/// only connections doing no work, or the heaviest client's listen streams, are asked
+/// to); its place is freed when it closes.
+async fn serve_connection<A: App>(stream: TcpStream, peer: SocketAddr, serving: Serving<A>, place: Place) {
     let _ = stream.set_nodelay(true);
     let io = TokioIo::new(WriteDeadline::new(stream, serving.limits.write_timeout));
     let connection = http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(serving.limits.header_timeout)
-        .serve_connection(io, serving.service());
+        .serve_connection(io, serving.service(peer, &place.activity));
     tokio::pin!(connection);
     let served = tokio::select! {
         served = connection.as_mut() => served,
+        () = place.closed_for_room() => return,
         () = serving.draining.started() => {
             connection.as_mut().graceful_shutdown();
             connection.await
@@ -221,19 +230,28 @@ async fn serve_connection<A: App>(stream: TcpStream, serving: Serving<A>, _slot:
 impl<A: App> Serving<A> {
     /// The app, each request of which carries the drain and is counted until its
     /// response (an SSE stream, say) has been sent in full or dropped.
+    ///
+    /// Each request also carries its connection's peer and [`Activity`], and keeps the
+    /// connection busy (not to be closed for room) until its response is sent.
     fn service(
         &self,
+        peer: SocketAddr,
+        activity: &Arc<Activity>,
     ) -> impl hyper::service::Service<hyper::Request<Incoming>, Response = Response, Error = Infallible, Future: Send>
     {
         let app = self.app.clone();
-        let (draining, requests) = (self.draining.clone(), self.requests.clone());
+        let (draining, requests, activity) = (self.draining.clone(), self.requests.clone(), activity.clone());
         hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
-            request.extensions_mut().insert(draining.clone());
+            let busy = activity.begin();
+            let extensions = request.extensions_mut();
+            extensions.insert(draining.clone());
+            extensions.insert(Peer(peer));
+            extensions.insert(activity.clone());
             let counted = requests.enter();
             let response = app.clone().respond(request);
             async move {
                 let response = response.await;
-                Ok(response.map(|body| Body::new(Counted { body, _counted: counted })))
+                Ok(response.map(|body| Body::new(Counted { body, _counted: (counted, busy) })))
             }
         })
     }
@@ -263,10 +281,11 @@ impl Drop for Entered {
     }
 }
 
-/// A response body that keeps its request counted until hyper drops it.
+/// A response body that keeps its request counted, and its connection busy, until hyper
+/// drops it.
 struct Counted {
     body: Body,
-    _counted: Entered,
+    _counted: (Entered, Busy),
 }
 
 impl HttpBody for Counted {

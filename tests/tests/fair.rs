@@ -1,0 +1,280 @@
+//! Fair under pressure (DESIGN §13), over real sockets on loopback: the single-use guard,
+//! listen streams and connections each have a bound that one client cannot turn into a
+//! lockout. Every test runs an attack and shows an honest client served promptly while
+//! it goes on. The attacker connects from 127.0.0.2 and the honest client from 127.0.0.3
+//! where a test is about per-client shares; the shedding tests also run with both on
+//! 127.0.0.1.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use mcp_mrtr::testing::answer;
+use mcp_mrtr::{HttpConfig, Limits, Listen, MemoryGuard};
+use mcp_mrtr_tests::client::{self, TIMEOUT};
+use mcp_mrtr_tests::harness::{Rpc, TestServer, REJECTED};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const ATTACKER: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
+const HONEST: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3));
+const LOCAL: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+fn ok() -> Value {
+    answer::accept(json!({ "ok": true }))
+}
+
+fn retry(rpc: &Rpc, answers: Value, state: &Value) -> Rpc {
+    rpc.clone().param("inputResponses", answers).param("requestState", state.clone())
+}
+
+/// Runs `test_once_side_effect` from `source` up to its `once!` step and past it: the
+/// state of round 1 and the reply of round 2.
+async fn once_to_the_step(server: &TestServer, source: IpAddr, call_id: &str) -> (Rpc, Value, Value) {
+    let rpc = Rpc::call_tool("test_once_side_effect", json!({ "call_id": call_id }));
+    let first = server.call_from(source, &rpc).await["result"]["requestState"].clone();
+    let second = server.call_from(source, &retry(&rpc, json!({ "start": ok() }), &first)).await;
+    (rpc, first, second)
+}
+
+#[tokio::test]
+async fn rounds_that_take_no_once_step_never_touch_the_guard() {
+    // A guard of one entry: were plain rounds claimed, the second flow would already fail.
+    let server =
+        TestServer::start(mcp_mrtr_examples::everything::server().single_use_states(MemoryGuard::with_capacity(1)))
+            .await;
+    let rpc = Rpc::call_tool("test_input_required_result_multi_round", json!({}));
+    for n in 0..20 {
+        let state = server.call(&rpc).await["result"]["requestState"].clone();
+        let step1 = json!({ "step1": answer::accept(json!({ "name": format!("Ada{n}") })) });
+        let second = server.call(&retry(&rpc, step1.clone(), &state)).await;
+        assert_eq!(second["result"]["resultType"], "input_required", "{second}");
+        // Presenting a side-effect-free round again just runs it again.
+        let again = server.call(&retry(&rpc, step1, &state)).await;
+        assert_eq!(again["result"]["resultType"], "input_required", "{again}");
+        let step2 = json!({ "step2": answer::accept(json!({ "color": "red" })) });
+        let done = server.call(&retry(&rpc, step2, &second["result"]["requestState"])).await;
+        assert_eq!(done["result"]["content"][0]["text"], format!("Ada{n} likes red"), "{done}");
+    }
+}
+
+#[tokio::test]
+async fn a_client_flooding_the_guard_fails_only_its_own_calls() {
+    let guard = MemoryGuard::with_capacity(64).with_share(8);
+    let server = TestServer::start(mcp_mrtr_examples::everything::server().single_use_states(guard)).await;
+    // The attacker keeps one call's first state unpresented, then takes 40 steps.
+    let held = Rpc::call_tool("test_once_side_effect", json!({ "call_id": "attacker-held" }));
+    let held_state = server.call_from(ATTACKER, &held).await["result"]["requestState"].clone();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let honest_call = Rpc::call_tool("test_once_side_effect", json!({ "call_id": "honest" }));
+    let honest_first = server.call_from(HONEST, &honest_call).await["result"]["requestState"].clone();
+    for n in 0..40 {
+        let (_, _, second) = once_to_the_step(&server, ATTACKER, &format!("attacker-{n}")).await;
+        assert_eq!(second["result"]["resultType"], "input_required", "the attacker's own fresh calls go on: {second}");
+    }
+    // The honest client, whose call started before the flood, is not touched by it.
+    let second = server.call_from(HONEST, &retry(&honest_call, json!({ "start": ok() }), &honest_first)).await;
+    assert_eq!(second["result"]["inputRequests"]["finish"]["params"]["message"], "Step 1 done. Finish?", "{second}");
+    let done = server
+        .call_from(HONEST, &retry(&honest_call, json!({ "finish": ok() }), &second["result"]["requestState"]))
+        .await;
+    assert_eq!(done["result"]["content"][0]["text"], "call honest: the once step ran 1 time(s), finished=true");
+    // The attacker's oldest waiting state was given up with its share: refused, never run.
+    let refused = server.call_from(ATTACKER, &retry(&held, json!({ "start": ok() }), &held_state)).await;
+    assert_eq!(refused["error"]["message"], REJECTED, "{refused}");
+}
+
+#[tokio::test]
+async fn a_replayed_state_never_runs_its_once_step_twice_even_past_the_guards_share() {
+    let guard = MemoryGuard::with_capacity(16).with_share(4);
+    let server = TestServer::start(mcp_mrtr_examples::everything::server().single_use_states(guard)).await;
+    let mut firsts = Vec::new();
+    for n in 0..12 {
+        let (rpc, first, second) = once_to_the_step(&server, ATTACKER, &format!("replay-{n}")).await;
+        assert_eq!(second["result"]["resultType"], "input_required");
+        firsts.push((rpc, first));
+    }
+    for (rpc, first) in &firsts {
+        let replayed = server.call_from(ATTACKER, &retry(rpc, json!({ "start": ok() }), first)).await;
+        assert_eq!(replayed["error"]["message"], REJECTED, "used or given up, never run again: {replayed}");
+    }
+}
+
+/// An open `subscriptions/listen` stream from `source`, read to its acknowledgement.
+struct Stream {
+    socket: TcpStream,
+    seen: String,
+}
+
+impl Stream {
+    async fn open(addr: SocketAddr, source: IpAddr) -> Self {
+        Self::open_as(addr, source, None).await
+    }
+
+    /// [`Stream::open`] through a proxy that says the client is `forwarded_for`.
+    async fn open_as(addr: SocketAddr, source: IpAddr, forwarded_for: Option<&str>) -> Self {
+        let rpc = Rpc::new("subscriptions/listen").param("notifications", json!({ "toolsListChanged": true }));
+        let rpc = rpc.header("x-forwarded-for", forwarded_for);
+        let headers = rpc.headers();
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        let socket = client::open_from(Some(source), addr, &headers, &rpc.body()).await;
+        let mut stream = Self { socket, seen: String::new() };
+        stream.read_until("data: ").await;
+        stream
+    }
+
+    /// Reads until `text` arrived, or the stream ended (then `false`).
+    async fn read_until(&mut self, text: &str) -> bool {
+        tokio::time::timeout(TIMEOUT, async {
+            while !self.seen.contains(text) {
+                let mut chunk = [0u8; 4096];
+                let n = self.socket.read(&mut chunk).await.unwrap_or(0);
+                if n == 0 {
+                    return false;
+                }
+                self.seen.push_str(&String::from_utf8_lossy(&chunk[..n]));
+            }
+            true
+        })
+        .await
+        .expect("the stream said something in time")
+    }
+
+    fn acknowledged(&self) -> bool {
+        self.seen.contains("notifications/subscriptions/acknowledged")
+    }
+
+    /// Whether the stream ends with its result (`resultType: complete`) in time.
+    async fn ends_with_result(&mut self) -> bool {
+        self.read_until("\"resultType\":\"complete\"").await
+    }
+}
+
+fn listen_server(listen: Listen, limits: Limits) -> (mcp_mrtr::Server, HttpConfig) {
+    let server = mcp_mrtr_examples::everything::server().listen(listen);
+    (server, HttpConfig::default().limits(limits))
+}
+
+async fn assert_served_from(server: &TestServer, source: IpAddr) {
+    let started = tokio::time::Instant::now();
+    let reply = server.call_from(source, &Rpc::new("tools/list")).await;
+    assert!(reply["result"]["tools"].is_array(), "{reply}");
+    assert!(started.elapsed() < Duration::from_secs(2), "served, but not promptly: {:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn one_client_holds_at_most_its_share_of_listen_streams() {
+    let (server, config) = listen_server(Listen::default().max_streams(8).max_streams_per_client(3), Limits::default());
+    let server = TestServer::start_with(server, config).await;
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        let stream = Stream::open(server.addr, ATTACKER).await;
+        assert!(stream.acknowledged(), "{}", stream.seen);
+        held.push(stream);
+    }
+    let refused = Stream::open(server.addr, ATTACKER).await;
+    assert!(refused.seen.contains("too many listen streams from this client"), "{}", refused.seen);
+    let honest = Stream::open(server.addr, HONEST).await;
+    assert!(honest.acknowledged(), "another client listens: {}", honest.seen);
+    assert_served_from(&server, HONEST).await;
+}
+
+#[tokio::test]
+async fn behind_a_trusted_proxy_each_forwarded_address_has_its_own_share() {
+    let listen = Listen::default().max_streams(8).max_streams_per_client(2);
+    let server = mcp_mrtr_examples::everything::server().listen(listen.clone());
+    let trusting = TestServer::start_with(server, HttpConfig::default().trust_forwarded_for()).await;
+    let mut held = Vec::new();
+    for client in ["198.51.100.7", "198.51.100.8"] {
+        for _ in 0..2 {
+            let stream = Stream::open_as(trusting.addr, LOCAL, Some(&format!("203.0.113.1, {client}"))).await;
+            assert!(stream.acknowledged(), "{client}: {}", stream.seen);
+            held.push(stream);
+        }
+        let refused = Stream::open_as(trusting.addr, LOCAL, Some(client)).await;
+        assert!(refused.seen.contains("too many listen streams"), "{client}: {}", refused.seen);
+    }
+    // Without trust, the header is ignored: one peer, one share.
+    let server = mcp_mrtr_examples::everything::server().listen(listen);
+    let plain = TestServer::start_with(server, HttpConfig::default()).await;
+    let _held = (
+        Stream::open_as(plain.addr, LOCAL, Some("198.51.100.7")).await,
+        Stream::open_as(plain.addr, LOCAL, Some("198.51.100.8")).await,
+    );
+    let refused = Stream::open_as(plain.addr, LOCAL, Some("198.51.100.9")).await;
+    assert!(refused.seen.contains("too many listen streams"), "{}", refused.seen);
+}
+
+#[tokio::test]
+async fn a_full_listen_pool_ends_the_heaviest_clients_oldest_stream() {
+    let (server, config) = listen_server(Listen::default().max_streams(4).max_streams_per_client(4), Limits::default());
+    let server = TestServer::start_with(server, config).await;
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        held.push(Stream::open(server.addr, ATTACKER).await);
+    }
+    let honest = Stream::open(server.addr, HONEST).await;
+    assert!(honest.acknowledged(), "the newcomer is admitted: {}", honest.seen);
+    assert!(
+        held[0].ends_with_result().await,
+        "the oldest stream of the heaviest client ends cleanly: {}",
+        held[0].seen
+    );
+    let honest_too = Stream::open(server.addr, HONEST).await;
+    assert!(honest_too.acknowledged(), "3 against 1: the heaviest gives way again: {}", honest_too.seen);
+}
+
+#[tokio::test]
+async fn a_listen_stream_ends_with_its_result_at_its_maximum_lifetime() {
+    let listen = Listen::default().max_lifetime(Duration::from_millis(300));
+    let (server, config) = listen_server(listen, Limits::default());
+    let server = TestServer::start_with(server, config).await;
+    let mut stream = Stream::open(server.addr, LOCAL).await;
+    assert!(stream.ends_with_result().await, "{}", stream.seen);
+}
+
+/// Connections that started a request head and stalled, from `source`.
+async fn stalled_heads(addr: SocketAddr, source: IpAddr, count: usize) -> Vec<TcpStream> {
+    let mut stalled = Vec::new();
+    for _ in 0..count {
+        let mut socket = client::connect_from(Some(source), addr).await;
+        socket.write_all(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nX-Slow: a").await.unwrap();
+        stalled.push(socket);
+    }
+    stalled
+}
+
+#[tokio::test]
+async fn slow_headers_at_the_connection_cap_give_way_to_a_real_request() {
+    for (attacker, honest) in [(ATTACKER, HONEST), (LOCAL, LOCAL)] {
+        let limits = Limits::default().max_connections(16).header_timeout(Duration::from_secs(30));
+        let server =
+            TestServer::start_with(mcp_mrtr_examples::everything::server(), HttpConfig::default().limits(limits)).await;
+        let _stalled = stalled_heads(server.addr, attacker, 16).await;
+        // The attacker keeps reconnecting; every honest request is still served.
+        for _ in 0..5 {
+            let _more = stalled_heads(server.addr, attacker, 4).await;
+            assert_served_from(&server, honest).await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn listen_streams_at_the_connection_cap_give_way_to_a_lighter_client() {
+    let listen = Listen::default().max_streams(64).max_streams_per_client(64);
+    let limits = Limits::default().max_connections(8).header_timeout(Duration::from_secs(30));
+    let (server, config) = listen_server(listen, limits);
+    let server = TestServer::start_with(server, config).await;
+    let mut held = Vec::new();
+    for _ in 0..8 {
+        held.push(Stream::open(server.addr, ATTACKER).await);
+    }
+    assert_served_from(&server, HONEST).await;
+    // The attacker reconnects the stream it lost; its next connection then finds nobody
+    // heavier than itself to make room: 503.
+    held.push(Stream::open(server.addr, ATTACKER).await);
+    let mut extra = client::connect_from(Some(ATTACKER), server.addr).await;
+    let mut answer = Vec::new();
+    tokio::time::timeout(TIMEOUT, extra.read_to_end(&mut answer)).await.expect("answered").unwrap();
+    assert!(answer.starts_with(b"HTTP/1.1 503"), "{}", String::from_utf8_lossy(&answer));
+}
