@@ -6,13 +6,15 @@
 //! 127.0.0.1.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_mrtr::testing::answer;
-use mcp_mrtr::{HttpConfig, Limits, Listen, MemoryGuard};
+use mcp_mrtr::{HttpConfig, Limits, Listen, MemoryGuard, Server, Tool, ToolError};
 use mcp_mrtr_tests::client::{self, TIMEOUT};
 use mcp_mrtr_tests::harness::{Rpc, TestServer, REJECTED};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -277,4 +279,67 @@ async fn listen_streams_at_the_connection_cap_give_way_to_a_lighter_client() {
     let mut answer = Vec::new();
     tokio::time::timeout(TIMEOUT, extra.read_to_end(&mut answer)).await.expect("answered").unwrap();
     assert!(answer.starts_with(b"HTTP/1.1 503"), "{}", String::from_utf8_lossy(&answer));
+}
+
+/// A server whose `hold` tool sleeps (counting how many started) and `quick` answers.
+fn holding_server(started: Arc<AtomicUsize>) -> Server {
+    let hold = Tool::new("hold").handler(move |_ctx, _: Map<String, Value>| {
+        started.fetch_add(1, Ordering::SeqCst);
+        async {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            Ok::<_, ToolError>("woke up")
+        }
+    });
+    let quick = Tool::new("quick").handler(|_ctx, _: Map<String, Value>| async { Ok::<_, ToolError>("done") });
+    Server::new("slots", "1").tool(hold).tool(quick)
+}
+
+/// Starts `hold` from `source` and leaves it running; the open socket reads its answer.
+async fn hold_from(server: &TestServer, source: IpAddr) -> TcpStream {
+    let hold = Rpc::call_tool("hold", json!({}));
+    let headers = hold.headers();
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    client::open_from(Some(source), server.addr, &headers, &hold.body()).await
+}
+
+async fn running(started: &AtomicUsize, count: usize) {
+    let all = async {
+        while started.load(Ordering::SeqCst) < count {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(TIMEOUT, all).await.expect("the handlers start");
+}
+
+#[tokio::test]
+async fn one_client_runs_at_most_its_share_of_handlers_and_the_heaviest_gives_way_when_all_are_taken() {
+    let started = Arc::new(AtomicUsize::new(0));
+    let limits = Limits::default().max_handlers(4).max_handlers_per_client(3);
+    let server = TestServer::start_with(holding_server(started.clone()), HttpConfig::default().limits(limits)).await;
+    let mut oldest = hold_from(&server, ATTACKER).await;
+    running(&started, 1).await;
+    let _more = (hold_from(&server, ATTACKER).await, hold_from(&server, ATTACKER).await);
+    running(&started, 3).await;
+    let refused = server.send(&Rpc::call_tool("quick", json!({}))).await;
+    assert_eq!(refused.status, 200, "the attacker's share is not 127.0.0.1's: {}", refused.body);
+    let over_share = {
+        let quick = Rpc::call_tool("quick", json!({}));
+        let headers = quick.headers();
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        client::send_from(ATTACKER, server.addr, "POST", &headers, &quick.body()).await
+    };
+    assert_eq!(over_share.status, 503, "{}", over_share.body);
+    assert!(over_share.body.contains("max_handlers_per_client"), "{}", over_share.body);
+    // A second attacker address takes the last slot: every slot is busy.
+    let _fourth = hold_from(&server, IpAddr::V4(Ipv4Addr::new(127, 0, 0, 4))).await;
+    running(&started, 4).await;
+    // The honest client is served: the client running the most gives up its oldest.
+    let started_at = tokio::time::Instant::now();
+    let honest_reply = server.call_from(HONEST, &Rpc::call_tool("quick", json!({}))).await;
+    assert_eq!(honest_reply["result"]["content"][0]["text"], "done", "{honest_reply}");
+    assert!(started_at.elapsed() < Duration::from_secs(2), "{:?}", started_at.elapsed());
+    let mut answer = Vec::new();
+    tokio::time::timeout(TIMEOUT, oldest.read_to_end(&mut answer)).await.expect("answered").unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.contains("make room for another client"), "{answer}");
 }

@@ -226,7 +226,9 @@ async fn a_handler_past_its_time_limit_fails_with_a_clear_error() {
 async fn past_the_handler_cap_requests_are_told_the_server_is_busy() {
     let started = Arc::new(AtomicUsize::new(0));
     let server = Server::new("busy", "1").tool(sleepy("hold", started.clone()));
-    let server = TestServer::start_with(server, HttpConfig::default().limits(Limits::default().max_handlers(2))).await;
+    // The total is the subject here: one client may take every slot.
+    let limits = Limits::default().max_handlers(2).max_handlers_per_client(2);
+    let server = TestServer::start_with(server, HttpConfig::default().limits(limits)).await;
     let hold = Rpc::call_tool("hold", json!({}));
     let headers = hold.headers();
     let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();

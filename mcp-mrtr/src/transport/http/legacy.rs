@@ -75,7 +75,7 @@ pub(super) fn bridge(
     session: &Arc<Session>,
     permit: Option<OwnedSemaphorePermit>,
 ) -> (Arc<Bridge>, Option<SlotLease>) {
-    let slot = permit.map(|permit| HandlerSlot::new(endpoint.handlers.clone(), permit));
+    let slot = permit.map(|permit| HandlerSlot::new(endpoint.slots.total().clone(), permit));
     let bounds = WaitBounds {
         pool: endpoint.sessions.bridge_waits().clone(),
         client: ClientId::of(&head.extensions),

@@ -21,6 +21,7 @@ use crate::legacy::SessionLimits;
 /// | [`body_timeout`](Self::body_timeout) | 30 s | reading one request body |
 /// | [`handler_timeout`](Self::handler_timeout) | 60 s | one run of a handler; per tool with [`ToolRoute::timeout`](crate::ToolRoute::timeout) |
 /// | [`max_handlers`](Self::max_handlers) | 256 | requests being handled at once; more get a busy answer |
+/// | [`max_handlers_per_client`](Self::max_handlers_per_client) | a quarter of `max_handlers` | such requests of one client; when all are taken, the client running the most gives way |
 /// | [`max_sessions`](Self::max_sessions) | 4,096 | open 2025-11-25 sessions; a full table makes room (below) |
 /// | [`fresh_session_timeout`](Self::fresh_session_timeout) | 60 s | a session that sent no request after `initialize` |
 /// | [`idle_session_timeout`](Self::idle_session_timeout) | 1 h | a used session with no request |
@@ -74,6 +75,8 @@ pub struct Limits {
     pub(crate) body_timeout: Duration,
     pub(crate) handler_timeout: Option<Duration>,
     pub(crate) max_handlers: usize,
+    /// `None`: a quarter of `max_handlers`.
+    pub(crate) max_handlers_per_client: Option<usize>,
     pub(crate) sessions: SessionLimits,
     pub(crate) shutdown_timeout: Duration,
 }
@@ -87,6 +90,7 @@ impl Default for Limits {
             body_timeout: Duration::from_secs(30),
             handler_timeout: Some(Duration::from_secs(60)),
             max_handlers: 256,
+            max_handlers_per_client: None,
             sessions: SessionLimits::default(),
             shutdown_timeout: crate::shutdown::DEFAULT_TIMEOUT,
         }
@@ -154,6 +158,25 @@ impl Limits {
     pub fn max_handlers(mut self, max: usize) -> Self {
         self.max_handlers = max;
         self
+    }
+
+    /// The most 2026-07-28 requests of one client handled at once (default a quarter of
+    /// [`max_handlers`](Self::max_handlers), 64): past it that client's requests get the
+    /// busy answer while others' are served. When every slot is taken and another client
+    /// runs more than one request beyond what the newcomer's would, that client's oldest
+    /// request ends with a `-32603` "server busy … make room" error and the newcomer runs;
+    /// the newcomer is refused only when nobody runs much more than its client. A client
+    /// is the authenticated caller, else its address: behind a proxy, see
+    /// [`HttpConfig::trust_forwarded_for`](crate::HttpConfig::trust_forwarded_for), or the
+    /// whole proxy gets one share.
+    pub fn max_handlers_per_client(mut self, max: usize) -> Self {
+        self.max_handlers_per_client = Some(max);
+        self
+    }
+
+    /// The per-client share of handler slots in force.
+    pub(crate) fn handler_share(&self) -> usize {
+        self.max_handlers_per_client.unwrap_or((self.max_handlers / 4).max(1))
     }
 
     /// The most 2025-11-25 sessions open at once (default 4,096). Each holds about 1 kB

@@ -11,6 +11,7 @@ mod legacy;
 mod limits;
 mod open_files;
 mod serve;
+mod slots;
 mod sse;
 mod status;
 
@@ -26,7 +27,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use futures_util::FutureExt;
 use tokio::net::{TcpListener, ToSocketAddrs};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::mpsc;
 
 use self::guard::{Guard, HostPolicy};
 pub(crate) use self::headers::decode_value;
@@ -36,8 +37,9 @@ pub use self::serve::{serve_router, serve_router_with_shutdown};
 use self::sse::{error_response, json_response, respond};
 use super::{error_message, read_message};
 use crate::context::Transport;
+use crate::dispatch::Reply;
 use crate::envelope::{classify, names_modern, Era, Incoming, Request, RequestMeta};
-use crate::fair::ClientAddr;
+use crate::fair::{ClientAddr, ClientId};
 use crate::{Error, Server};
 
 /// How the HTTP endpoint is mounted and guarded.
@@ -173,8 +175,8 @@ struct Endpoint {
     config: HttpConfig,
     /// Sessions of legacy (2025-11-25) clients; modern traffic has none.
     sessions: crate::legacy::Sessions,
-    /// One permit per running handler, [`Limits::max_handlers`] in all.
-    handlers: Arc<Semaphore>,
+    /// One per running handler, [`Limits::max_handlers`] in all, a share per client.
+    slots: slots::Slots,
     /// The resource server checking bearer tokens, when [`HttpConfig::auth`] set one.
     gate: Option<Arc<crate::auth::Gate>>,
 }
@@ -227,7 +229,7 @@ impl Server {
     fn into_endpoint(self, config: HttpConfig) -> io::Result<Arc<Endpoint>> {
         self.check_ready()?;
         let path = config.path.clone();
-        let handlers = Arc::new(Semaphore::new(config.limits.max_handlers));
+        let slots = slots::Slots::new(config.limits.max_handlers, config.limits.handler_share());
         let sessions = crate::legacy::Sessions::new(config.limits.sessions);
         if let Some(auth) = config.auth.as_ref().filter(|auth| !auth.resource().trim_end_matches('/').ends_with(&path))
         {
@@ -237,7 +239,7 @@ impl Server {
         }
         let gate =
             config.auth.as_ref().map(crate::auth::Gate::new).transpose().map_err(io::Error::other)?.map(Arc::new);
-        Ok(Arc::new(Endpoint { server: Arc::new(self), config, sessions, handlers, gate }))
+        Ok(Arc::new(Endpoint { server: Arc::new(self), config, sessions, slots, gate }))
     }
 
     /// Serves Streamable HTTP on `addr` until SIGTERM or Ctrl-C, then shuts down
@@ -405,10 +407,15 @@ async fn serve_request(
     let slot = if request.method == "subscriptions/listen" {
         None
     } else {
-        match endpoint.handlers.clone().try_acquire_owned() {
+        match endpoint.slots.take(&ClientId::of(&head.extensions), session.is_some()).await {
             Ok(slot) => Some(slot),
-            Err(_) => return busy(request.id, session.is_some()),
+            Err(error) => return busy(request.id, session.is_some(), &error),
         }
+    };
+    // A modern request may be asked to give way to another client's (see `slots`).
+    let (slot, place) = match slot {
+        Some(slots::Slot { permit, place }) => (Some(permit), place),
+        None => (None, None),
     };
     // A client that cannot read SSE gets JSON, and so no notifications; nor does a modern
     // call that asked for neither progress nor logs, which has none to get.
@@ -447,9 +454,15 @@ async fn serve_request(
     let listening = (request.method == "subscriptions/listen")
         .then(|| head.extensions.get::<Arc<connections::Activity>>().map(connections::Activity::listening))
         .flatten();
+    let reply_id = id.clone();
     let reply = async move {
         let _listening = listening;
-        run_holding((slot, lease), server.handle(request, meta, transport)).await
+        let handled = run_holding((slot, lease), server.handle(request, meta, transport));
+        let Some(place) = place else { return handled.await };
+        tokio::select! {
+            reply = handled => reply,
+            () = place.give_way() => Reply { id: reply_id, outcome: Err(slots::gave_way()) },
+        }
     };
     match session {
         None => respond(Era::Modern, Box::pin(reply.map(Some)), notes, keep_alive).await,
@@ -478,10 +491,9 @@ async fn run_holding<S: Send, T>(_slot: S, handler: impl std::future::Future<Out
 
 /// Every handler slot is taken. Modern clients get HTTP 503 with `Retry-After`; legacy
 /// sessions, where request errors travel on HTTP 200, a JSON-RPC error.
-fn busy(id: crate::protocol::RequestId, legacy: bool) -> Response {
-    let error = Error::internal("server busy: too many requests running; retry shortly");
+fn busy(id: crate::protocol::RequestId, legacy: bool, error: &Error) -> Response {
     let status = if legacy { 200 } else { 503 };
-    let mut response = json_response(status, error_message(Some(id), &error));
+    let mut response = json_response(status, error_message(Some(id), error));
     if !legacy {
         response.headers_mut().insert(header::RETRY_AFTER, axum::http::HeaderValue::from_static("1"));
     }
