@@ -25,6 +25,8 @@ use tokio::task::JoinSet;
 
 const USAGE: &str = "usage: listen_load --port N --pid SERVER_PID [--listeners 1000] [--changes 200]";
 const DEADLINE: Duration = Duration::from_mins(2);
+/// Listeners opened at once.
+const BATCH: usize = 100;
 const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
 
 struct Options {
@@ -41,12 +43,28 @@ async fn main() -> anyhow::Result<()> {
     let opened = Instant::now();
     let mut listeners = JoinSet::new();
     let (acked_tx, mut acked_rx) = tokio::sync::mpsc::channel(options.listeners);
-    for id in 0..options.listeners {
-        let (port, changes, acked) = (options.port, options.changes, acked_tx.clone());
-        listeners.spawn(async move { listen(port, id, changes, acked).await });
-    }
-    for _ in 0..options.listeners {
-        tokio::time::timeout(DEADLINE, acked_rx.recv()).await.context("listeners not acknowledged in time")?;
+    // In batches, as clients arrive: a thousand connects at once on a small machine
+    // overflow the kernel's accept queue, which measures the kernel, not the server.
+    for batch in (0..options.listeners).collect::<Vec<_>>().chunks(BATCH) {
+        for &id in batch {
+            let (port, changes, acked) = (options.port, options.changes, acked_tx.clone());
+            listeners.spawn(async move {
+                let seen = listen(port, id, changes, &acked).await;
+                // A listener that fails before its acknowledgement says so at once, rather
+                // than leave the wait for acknowledgements to run out its deadline.
+                if let Err(error) = &seen {
+                    let _ = acked.try_send(Err(format!("listener {id}: {error:#}")));
+                }
+                seen
+            });
+        }
+        for _ in batch {
+            let acked =
+                tokio::time::timeout(DEADLINE, acked_rx.recv()).await.context("listeners not acknowledged in time")?;
+            if let Some(Err(failed)) = acked {
+                bail!("{failed}");
+            }
+        }
     }
     let open = rss_kib(options.pid)?;
     println!(
@@ -82,7 +100,12 @@ async fn main() -> anyhow::Result<()> {
 
 /// One listen stream: says when it is acknowledged, then counts tool-list changes until
 /// it has seen `changes` of them.
-async fn listen(port: u16, id: usize, changes: usize, acked: tokio::sync::mpsc::Sender<()>) -> anyhow::Result<usize> {
+async fn listen(
+    port: u16,
+    id: usize,
+    changes: usize,
+    acked: &tokio::sync::mpsc::Sender<Result<(), String>>,
+) -> anyhow::Result<usize> {
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":{id},"method":"subscriptions/listen","params":{{{META},"notifications":{{"toolsListChanged":true}}}}}}"#
     );
@@ -96,7 +119,7 @@ async fn listen(port: u16, id: usize, changes: usize, acked: tokio::sync::mpsc::
         let Some(line) = line else { break };
         if line.contains("notifications/subscriptions/acknowledged") && !acknowledged {
             acknowledged = true;
-            acked.send(()).await?;
+            acked.send(Ok(())).await?;
         } else if line.contains("notifications/tools/list_changed") {
             seen += 1;
         }

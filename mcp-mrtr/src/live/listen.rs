@@ -88,7 +88,7 @@ impl ChangeFanout for MemoryFanout {
 /// is an unknown method and nothing is advertised.
 ///
 /// Streams are a pool of their own, so they never crowd out requests that do work: at
-/// most [`max_streams`](Self::max_streams) (default 1,024, about 33 MB at 33 KiB a
+/// most [`max_streams`](Self::max_streams) (default 1,024, about 36 MB at 36 KiB a
 /// stream) and [`max_streams_per_client`](Self::max_streams_per_client) per client
 /// (default 32). When the pool is full, the oldest stream of the client holding the most
 /// ends (with its result, as at shutdown) to make room; a newcomer is refused only when
@@ -146,7 +146,7 @@ impl Listen {
     }
 
     /// The most listen streams open at once, over all clients (default 1,024). Each
-    /// holds a connection and 8–33 KiB.
+    /// holds a connection: about 36 KiB in all (measured).
     pub fn max_streams(mut self, max: usize) -> Self {
         self.max_streams = max;
         self.streams = FairPool::new(self.max_streams, self.max_streams_per_client);

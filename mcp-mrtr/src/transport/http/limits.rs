@@ -119,7 +119,8 @@ impl Limits {
     ///
     /// Default: three quarters of the process's open-files limit (raised to its hard
     /// limit when serving starts), leaving the rest for files, Redis and outgoing calls,
-    /// and at most 8,192: an idle connection holds about 10 KiB, so 80 MB at the cap.
+    /// and at most 8,192: a connection holds about 21 KiB (measured, idle or mid-header), so
+    /// 170 MB at the cap.
     pub fn max_connections(mut self, max: usize) -> Self {
         self.max_connections = Some(max);
         self
