@@ -110,6 +110,13 @@ impl Ctx {
     /// for the trade-off). Rounds that take no step never touch the guard. What no server
     /// can prevent: a client that starts the call over, without a state, runs it again,
     /// like any new call.
+    ///
+    /// In a task, the run claims the step in the task's record before it runs, in a write
+    /// that lands only while the run holds its lease: a run that stalled past its lease (a
+    /// blocking call, CPU-bound work, a paused VM) or was cancelled stops there, and the
+    /// run that took over takes the step once. Only a step cut off mid-way (the process
+    /// died, or the run stalled inside the step itself) runs again. Handlers must not block
+    /// the runtime: put blocking or CPU-heavy work in `tokio::task::spawn_blocking`.
     pub async fn once<T, F>(&self, key: &str, step: F) -> T
     where
         T: Serialize + DeserializeOwned,
@@ -135,7 +142,7 @@ impl Ctx {
         let halted = || Halted { output: PhantomData };
         let replay = &self.inner.replay;
         let Some(recorded) = replay.once_result(key).map_err(|()| halted())? else {
-            return if replay.claim_step().await { Ok(None) } else { Err(halted()) };
+            return if replay.claim_step(key).await { Ok(None) } else { Err(halted()) };
         };
         // The value comes from sealed state, written by this server. If it no longer
         // decodes, the step's type changed under a live call: running the step again

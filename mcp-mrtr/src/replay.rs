@@ -54,6 +54,10 @@ pub(crate) struct Carried {
     /// Results of `once` steps, by key.
     #[serde(rename = "o", default, skip_serializing_if = "BTreeMap::is_empty")]
     once: BTreeMap<String, Value>,
+    /// `once` steps a task run claimed and has not finished (tasks only): one still here
+    /// when another run replays the task was cut mid-way by a crash or a stall.
+    #[serde(rename = "s", default, skip_serializing_if = "BTreeSet::is_empty")]
+    started: BTreeSet<String>,
     /// How often each key's question changed after being asked.
     #[serde(rename = "c", default, skip_serializing_if = "BTreeMap::is_empty")]
     changes: BTreeMap<String, u32>,
@@ -128,6 +132,12 @@ pub(crate) trait TaskLog: Send + Sync {
     /// that takes the task over does not take the step again. `false` when it could not
     /// be stored (the store is down, or this run lost the task): the run must stop.
     fn journal(&self, journal: Carried) -> BoxFuture<'static, bool>;
+
+    /// Claims a `once` step before it runs: stores the journal (the step marked started)
+    /// in one write that lands only while this run holds a lease that has not lapsed,
+    /// and renews it. `false` when it did not land (cancelled, taken over, lapsed, or the
+    /// store is down): the step must not run, and the run must stop.
+    fn claim(&self, journal: Carried) -> BoxFuture<'static, bool>;
 }
 
 /// Whether, and how far, a call may turn into a task (DESIGN §11).
@@ -176,11 +186,31 @@ impl Replay {
         Self { single_use, ..Self::new(Some(carried), responses) }
     }
 
-    /// May this round take a side effect now? Claims the state the round opened, once per
-    /// round, atomically with every other request presenting it: `false` (the round
-    /// failed, with the client's error) when another took it first or it cannot be
-    /// recorded. Rounds without a state, or on a server with reusable states, claim nothing.
-    pub(crate) async fn claim_step(&self) -> bool {
+    /// May the `once` step `key` take its side effect now? `false` (the call failed, or
+    /// the run must stop) when it may not.
+    ///
+    /// - In a task, the run claims the step in the task's record, fenced on a live lease
+    ///   ([`TaskLog::claim`]): a run that stalled past its lease, or was cancelled, finds
+    ///   out here, before the step, never after it.
+    /// - In an MRTR round, the round claims the state it opened, once per round,
+    ///   atomically with every other request presenting it: another took it first, or it
+    ///   cannot be recorded, and the round fails with the client's error. Rounds without a
+    ///   state, or on a server with reusable states, claim nothing.
+    pub(crate) async fn claim_step(&self, key: &str) -> bool {
+        if let Some(log) = self.task_log() {
+            let journal = {
+                let mut round = self.lock();
+                if !round.carried.started.insert(key.to_owned()) {
+                    tracing::warn!(key, "a once! step was cut mid-way by an earlier run of this task; taking it again");
+                }
+                round.carried.clone()
+            };
+            if !log.claim(journal).await {
+                self.fail(Error::internal(format!("this run lost its task before once step {key:?}; stopping")));
+                return false;
+            }
+            return true;
+        }
         let Some(single_use) = &self.single_use else { return true };
         match self.claimed.get_or_init(|| single_use.claim()).await {
             Ok(()) => true,
@@ -305,6 +335,7 @@ impl Replay {
     pub(crate) fn record_once(&self, key: &str, value: Value) {
         let mut round = self.lock();
         round.ran_once.insert(key.to_owned());
+        round.carried.started.remove(key);
         round.carried.once.insert(key.to_owned(), value);
     }
 

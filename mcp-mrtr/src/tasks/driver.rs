@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
@@ -24,7 +24,7 @@ use tokio::sync::Semaphore;
 use tokio::task::AbortHandle;
 
 use super::status::StatusWriter;
-use super::store::{TaskCall, TaskRecord, TaskStatus, TaskStore};
+use super::store::{Lease, TaskCall, TaskRecord, TaskStatus, TaskStore};
 use super::{admission, arguments, lease, new_task_id, store_error, wire, Tasks};
 use crate::envelope::RequestMeta;
 use crate::fair::ClientId;
@@ -139,7 +139,13 @@ fn launch(
     handler: ToolFuture,
 ) {
     let status = StatusWriter::new(tasks.store.clone(), id, &run);
-    let log = StoreLog { store: tasks.store.clone(), id: id.to_owned(), run: run.clone(), status: status.clone() };
+    let log = StoreLog {
+        store: tasks.store.clone(),
+        id: id.to_owned(),
+        run: run.clone(),
+        status: status.clone(),
+        lease: tasks.lease,
+    };
     replay.enter_task(Arc::new(log));
     let (tasks_here, task_id, holder) = (tasks.clone(), id.to_owned(), run.clone());
     tasks.running.spawn(id, run, async move {
@@ -242,6 +248,8 @@ struct StoreLog {
     id: String,
     run: String,
     status: Arc<StatusWriter>,
+    /// How long a lease lasts: a claim renews it.
+    lease: Duration,
 }
 
 impl StoreLog {
@@ -267,6 +275,29 @@ impl TaskLog for StoreLog {
 
     fn journal(&self, journal: Carried) -> BoxFuture<'static, bool> {
         self.write(move |record| record.journal = journal.clone())
+    }
+
+    fn claim(&self, journal: Carried) -> BoxFuture<'static, bool> {
+        let (store, id, run, lease) = (self.store.clone(), self.id.clone(), self.run.clone(), self.lease);
+        Box::pin(async move {
+            let claimed = transition(&*store, &id, |record| {
+                // Held is not enough: a lease that lapsed may be taken over at any moment.
+                let live = record.is_held_by(&run) && !record.lease_lapsed(SystemTime::now());
+                if live {
+                    record.journal = journal.clone();
+                    record.lease = Some(Lease::new(&run, lease));
+                }
+                live
+            })
+            .await;
+            match claimed {
+                Ok(written) => written.is_some_and(|(_, wrote)| wrote),
+                Err(error) => {
+                    tracing::warn!(task = %id, %error, "could not claim a once! step in a task's record");
+                    false
+                }
+            }
+        })
     }
 }
 

@@ -33,6 +33,14 @@ const MAX_TAKEOVERS: u32 = 3;
 /// (or another instance), so one instance does not take on a dead one's whole load at once.
 const TAKE_PER_LOOK: usize = 32;
 
+impl Lease {
+    /// A lease of `length` for `run`, from now.
+    pub(crate) fn new(run: &str, length: Duration) -> Self {
+        let length = u64::try_from(length.as_millis()).unwrap_or(u64::MAX);
+        Self { holder: run.to_owned(), until_ms: now_ms().saturating_add(length) }
+    }
+}
+
 /// A fresh run id: random, so every run's writes are fenced from every other's.
 pub(crate) fn new_run() -> Result<String, Error> {
     new_task_id()
@@ -41,8 +49,7 @@ pub(crate) fn new_run() -> Result<String, Error> {
 impl Tasks {
     /// A lease for `run`, from now.
     pub(crate) fn lease_for(&self, run: &str) -> Lease {
-        let length = u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX);
-        Lease { holder: run.to_owned(), until_ms: now_ms().saturating_add(length) }
+        Lease::new(run, self.lease)
     }
 
     /// Gives back the tasks running in this process, for a graceful shutdown: their
