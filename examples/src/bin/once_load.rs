@@ -38,6 +38,9 @@ struct Options {
 struct Counts {
     flows: AtomicU64,
     failures: AtomicU64,
+    /// The next call id: zero-padded and rising, so the fixture (which remembers its
+    /// last 10,000 calls and forgets the first id in order) forgets the oldest first.
+    next_call: AtomicU64,
 }
 
 #[tokio::main]
@@ -86,14 +89,18 @@ async fn main() -> anyhow::Result<()> {
 /// One worker: flows back to back on one keep-alive connection (a new one after an error).
 async fn work(port: u16, worker: usize, deadline: Instant, counts: &Counts) -> anyhow::Result<()> {
     let mut connection = None;
-    let mut n = 0u64;
     while Instant::now() < deadline {
-        n += 1;
-        let socket = match connection.take() {
-            Some(socket) => socket,
-            None => BufReader::new(TcpStream::connect(("127.0.0.1", port)).await?),
+        let n = counts.next_call.fetch_add(1, Ordering::Relaxed);
+        let socket = if let Some(socket) = connection.take() {
+            socket
+        } else {
+            let socket = TcpStream::connect(("127.0.0.1", port)).await?;
+            // Small requests back to back: without this, Nagle's algorithm and delayed
+            // ACKs stall every round by tens of milliseconds.
+            socket.set_nodelay(true)?;
+            BufReader::new(socket)
         };
-        match flow(port, socket, &format!("w{worker}-{n}")).await {
+        match flow(port, socket, &format!("{n:012}-w{worker}")).await {
             Ok(socket) => {
                 counts.flows.fetch_add(1, Ordering::Relaxed);
                 connection = Some(socket);
@@ -151,9 +158,9 @@ async fn call(
          test_once_side_effect\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
+    let request = [head.as_bytes(), body.as_bytes()].concat();
     let reply = tokio::time::timeout(REQUEST_DEADLINE, async {
-        socket.get_mut().write_all(head.as_bytes()).await?;
-        socket.get_mut().write_all(body.as_bytes()).await?;
+        socket.get_mut().write_all(&request).await?;
         read_response(&mut socket).await
     })
     .await
