@@ -3,7 +3,8 @@
 //!
 //! `ask!(elicit "…")` becomes `ask!(@__mcp CTX, KEY; elicit "…").await`; inside `join!`
 //! the `.await` is left to the join, so joined asks are polled together and go out in
-//! one round. Keys: an explicit `key = …` wins, else the name the `let` binds, else the
+//! one round. `ask!(fresh, …)` (after `key = …,` if any) appends `.fresh()`: only an
+//! answer to the question as asked counts. Keys: an explicit `key = …` wins, else the name the `let` binds, else the
 //! site's position (`ask1`, `ask2`, … in source order). The rewrite refuses, with an
 //! error on the `ask!`: two sites with one static key, an ask in a loop without a
 //! per-iteration key, and asks inside closures, async blocks, nested items or other
@@ -73,13 +74,17 @@ impl<'e> Rewriter<'e> {
             return None;
         }
         self.ordinal += 1;
-        let (explicit, rest) = match split_key(mac.tokens.clone()) {
-            Ok(parts) => parts,
+        let Options { key: explicit, fresh, rest } = match split_options(mac.tokens.clone()) {
+            Ok(options) => options,
             Err(error) => {
                 self.errors.push(error);
                 return None;
             }
         };
+        if fresh && site == Site::Once {
+            self.error(mac.path.span(), "`fresh` is an option of ask!, not of once!".into());
+            return None;
+        }
         if site == Site::Ask {
             if let Some(span) = unknown_kind(&rest, mac.path.span()) {
                 self.error(span, KIND_HELP.into());
@@ -88,7 +93,11 @@ impl<'e> Rewriter<'e> {
         }
         let key = self.key(mac, name, explicit, let_key)?;
         let (ctx, path, span) = (&self.ctx, &mac.path, mac.path.span());
-        let call = quote_spanned!(span=> #path!(@__mcp #ctx, #key; #rest));
+        let call = if fresh {
+            quote_spanned!(span=> #path!(@__mcp #ctx, #key; #rest).fresh())
+        } else {
+            quote_spanned!(span=> #path!(@__mcp #ctx, #key; #rest))
+        };
         Some(match (site, mode) {
             (Site::Ask, Mode::Await) => quote_spanned!(span=> #call.await),
             _ => call,
@@ -328,8 +337,38 @@ fn is_helper_form(tokens: &TokenStream) -> bool {
     )
 }
 
-/// Splits a leading `key = EXPR,` off an ask's arguments.
+/// Splits the leading options off an ask's arguments: `key = EXPR,`, then `fresh,`.
 fn split_key(tokens: TokenStream) -> syn::Result<(Option<Expr>, TokenStream)> {
+    split_options(tokens).map(|options| (options.key, options.rest))
+}
+
+/// What comes before an ask's kind.
+struct Options {
+    key: Option<Expr>,
+    /// `fresh,`: only an answer to the question as asked counts (`Ask::fresh`).
+    fresh: bool,
+    rest: TokenStream,
+}
+
+fn split_options(tokens: TokenStream) -> syn::Result<Options> {
+    let (key, rest) = split_leading_key(tokens)?;
+    let mut rest = rest.into_iter().peekable();
+    let fresh = matches!(rest.peek(), Some(TokenTree::Ident(flag)) if flag == "fresh");
+    if fresh {
+        rest.next();
+        match rest.next() {
+            Some(TokenTree::Punct(comma)) if comma.as_char() == ',' => {}
+            other => {
+                let span = other.map_or_else(Span::call_site, |token| token.span());
+                return Err(syn::Error::new(span, "expected `,` after `fresh`: ask!(fresh, elicit \"…\")"));
+            }
+        }
+    }
+    Ok(Options { key, fresh, rest: rest.collect() })
+}
+
+/// Splits a leading `key = EXPR,` off an ask's arguments.
+fn split_leading_key(tokens: TokenStream) -> syn::Result<(Option<Expr>, TokenStream)> {
     let parser = |input: ParseStream<'_>| {
         let key = if input.peek(Ident) && input.peek2(Token![=]) && !input.peek2(Token![==]) {
             let fork = input.fork();

@@ -86,7 +86,7 @@ impl Ctx {
     /// runtime ends the round with `input_required` and runs the handler again when the
     /// client answers. Keys must be unique per question within one call.
     pub fn ask<Q: Question + Unpin>(&self, key: impl Into<String>, question: Q) -> Ask<Q> {
-        Ask { replay: self.inner.replay.clone(), key: key.into(), question }
+        Ask { replay: self.inner.replay.clone(), key: key.into(), question, fresh: false }
     }
 
     /// Whether the client declared `capability` on this request.
@@ -338,6 +338,22 @@ pub struct Ask<Q> {
     replay: Arc<Replay>,
     key: String,
     question: Q,
+    fresh: bool,
+}
+
+impl<Q> Ask<Q> {
+    /// Accepts only an answer to this question as the server asked it: never one the
+    /// client sent with its first request, before anything was asked. `ask!(fresh, …)`
+    /// calls this.
+    ///
+    /// Use it for consent (a sign-off, a confirmation of a payment): a client may answer
+    /// a call's first questions before they are asked, which suits a form it fills in
+    /// anyway, but a person must see a consent question first. (Inside a task every ask
+    /// is fresh: only answers to the task's open questions count.)
+    pub fn fresh(mut self) -> Self {
+        self.fresh = true;
+        self
+    }
 }
 
 impl<Q: Question + Unpin> Future for Ask<Q> {
@@ -346,7 +362,7 @@ impl<Q: Question + Unpin> Future for Ask<Q> {
     fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Q::Output> {
         // No waker on purpose: a pending ask is never woken in this round; the replay
         // driver sees the recorded question and ends the round.
-        self.replay.lookup(&self.key, &self.question)
+        self.replay.lookup(&self.key, &self.question, self.fresh)
     }
 }
 

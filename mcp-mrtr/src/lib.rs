@@ -238,8 +238,10 @@ pub mod prelude {
 /// `ask!(ctx, key = "name", elicit "…")`.
 ///
 /// On the first request of a call (no request state yet) an answer the client sent in
-/// advance counts for any ask under its key, even one it was never shown; put server-side
-/// data a consent depends on into the key ([guide](guide::replay)).
+/// advance counts for an ask under its key, even one it was never shown. For consent, make
+/// the ask `fresh` (after `key = …,` if any): `ask!(fresh, elicit "Pay 12 EUR?")` counts
+/// only an answer to the question as asked ([`Ask::fresh`]). Inside a task every ask is
+/// fresh ([guide](guide::replay)).
 #[macro_export]
 macro_rules! ask {
     (@__mcp $ctx:ident, $key:expr; elicit $message:expr $(, $option:ident = $value:expr)* $(,)?) => {
@@ -256,6 +258,9 @@ macro_rules! ask {
     };
     (@__mcp $ctx:ident, $key:expr; $($rest:tt)*) => {
         ::core::compile_error!("ask! expects `elicit MESSAGE`, `elicit_url MESSAGE, URL`, `sample PROMPT[, option = value]` or `roots`")
+    };
+    ($ctx:ident, key = $key:expr, fresh, $($rest:tt)+) => {
+        $crate::ask!(@__mcp $ctx, $key; $($rest)+).fresh().await
     };
     ($ctx:ident, key = $key:expr, $($rest:tt)+) => {
         $crate::ask!(@__mcp $ctx, $key; $($rest)+).await

@@ -234,10 +234,15 @@ impl Replay {
     }
 
     /// Marks this call as running as a task: asks suspend the task, not a round.
+    ///
+    /// From here on an answer counts only for a question the task asked: answers the
+    /// client sent with its first request, before anything was asked, reach no ask inside
+    /// the task (a person must see a task's question before anyone can answer it).
     pub(crate) fn enter_task(&self, log: Arc<dyn TaskLog>) {
         let mut round = self.lock();
         round.escalation = Escalation::InTask;
         round.task_log = Some(Log(log));
+        round.has_state = true;
     }
 
     /// Where the task this call runs as keeps its status and journal; `None` outside tasks.
@@ -279,7 +284,10 @@ impl Replay {
     }
 
     /// The answer to `question` under `key`, or `Pending` after recording the question.
-    pub(crate) fn lookup<Q: Question>(&self, key: &str, question: &Q) -> Poll<Q::Output> {
+    ///
+    /// A `fresh` ask accepts only an answer to the question as the server asked it in the
+    /// round this one continues: never one sent before it was asked.
+    pub(crate) fn lookup<Q: Question>(&self, key: &str, question: &Q, fresh: bool) -> Poll<Q::Output> {
         let Some(mut round) = self.ready() else { return Poll::Pending };
         let digest = match question.digest() {
             Ok(digest) => digest,
@@ -306,7 +314,7 @@ impl Replay {
             // beside the answer never rides along in later states.
             None => {
                 if let Some((output, answer)) =
-                    round.fresh_answer(key, &digest).and_then(|answer| question.decode(answer))
+                    round.fresh_answer(key, &digest, fresh).and_then(|answer| question.decode(answer))
                 {
                     round.carried.answers.insert(key.to_owned(), Stored { digest, answer });
                     return Poll::Ready(output);
@@ -394,20 +402,21 @@ impl Round {
     }
 
     /// The client's answer to this question in this round, if it counts.
-    fn fresh_answer(&mut self, key: &str, digest: &str) -> Option<Value> {
+    fn fresh_answer(&mut self, key: &str, digest: &str, only_if_asked: bool) -> Option<Value> {
         // Taken, not copied: an answer counts (or not) once per round.
-        let fresh = self.responses.remove(key)?;
+        let answer = self.responses.remove(key)?;
         let asked_here = match self.carried.asked.get(key) {
             Some(asked) if asked == digest => true,
             Some(_) => {
                 self.note_change(key);
                 false
             }
-            // Without state, a client may answer before being asked; with state, only
-            // what the closed round asked can be answered.
-            None => !self.has_state,
+            // In a call's first round a client may answer before being asked, unless the
+            // ask wants a fresh answer; with state, or in a task, only what was asked can
+            // be answered.
+            None => !self.has_state && !only_if_asked,
         };
-        asked_here.then_some(fresh)
+        asked_here.then_some(answer)
     }
 
     /// A question that keeps changing after it was asked can never be answered: report
