@@ -26,6 +26,13 @@ pub fn default_caps() -> Value {
     json!({ "sampling": {}, "elicitation": {}, "roots": { "listChanged": true } })
 }
 
+/// [`default_caps`] and the tasks extension.
+pub fn task_caps() -> Value {
+    let mut caps = default_caps();
+    caps["extensions"] = json!({ "io.modelcontextprotocol/tasks": {} });
+    caps
+}
+
 /// A server serving HTTP on an OS-chosen loopback port; stopped when dropped.
 pub struct TestServer {
     /// Where it listens.

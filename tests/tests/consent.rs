@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use mcp_mrtr::prelude::*;
 use mcp_mrtr::testing::answer;
-use mcp_mrtr_tests::harness::{default_caps, Rpc, TestServer};
+use mcp_mrtr_tests::harness::{task_caps, Rpc, TestServer};
 use serde_json::{json, Value};
 
 #[derive(Deserialize, JsonSchema)]
@@ -50,12 +50,6 @@ async fn pay(amount: u32) -> Result<String, ToolError> {
 async fn note(amount: u32) -> Result<String, ToolError> {
     let confirm: Confirm = ask!(elicit format!("Note {amount}?"))?;
     Ok(format!("noted: {}", confirm.ok))
-}
-
-fn task_caps() -> Value {
-    let mut caps = default_caps();
-    caps["extensions"] = json!({ "io.modelcontextprotocol/tasks": {} });
-    caps
 }
 
 fn yes() -> Value {
@@ -101,7 +95,8 @@ async fn an_answer_sent_before_anything_was_asked_does_not_reach_a_question_insi
 async fn a_fresh_ask_counts_only_an_answer_to_the_question_as_asked() {
     let server = TestServer::start(Server::new("consent", "0").tools(tools![deploy, pay, note])).await;
     // Answered before it was asked: a form may be, a payment may not.
-    let early = |tool: &str| Rpc::call_tool(tool, json!({ "amount": 5 })).param("inputResponses", json!({ "confirm": yes() }));
+    let early =
+        |tool: &str| Rpc::call_tool(tool, json!({ "amount": 5 })).param("inputResponses", json!({ "confirm": yes() }));
     let noted = server.call(&early("note")).await;
     assert_eq!(noted["result"]["content"][0]["text"], "noted: true", "{noted}");
     let asked = server.call(&early("pay")).await;

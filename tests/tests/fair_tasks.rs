@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use mcp_mrtr::prelude::*;
 use mcp_mrtr::{TaskLimits, TaskSupport, Tool, ToolRoute};
 use mcp_mrtr_tests::client;
-use mcp_mrtr_tests::harness::{default_caps, Rpc, TestServer};
+use mcp_mrtr_tests::harness::{task_caps, Rpc, TestServer};
 use serde_json::{json, Map, Value};
 
 const ATTACKER: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
@@ -42,12 +42,6 @@ async fn quick(
 
 fn server(limits: TaskLimits) -> Server {
     Server::new("fair-tasks", "0").tools(tools![hold, quick]).task_limits(limits)
-}
-
-fn task_caps() -> Value {
-    let mut caps = default_caps();
-    caps["extensions"] = json!({ "io.modelcontextprotocol/tasks": {} });
-    caps
 }
 
 fn call(name: &str, arguments: Value) -> Rpc {

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use mcp_mrtr::prelude::*;
-use mcp_mrtr_tests::harness::{default_caps, Rpc, TestServer};
+use mcp_mrtr_tests::harness::{task_caps, Rpc, TestServer};
 use serde_json::{json, Value};
 
 const LEASE: Duration = Duration::from_millis(300);
@@ -29,12 +29,6 @@ async fn charge_after_a_stall(ctx: &Ctx) -> Result<String, ToolError> {
     }
     let charge = once!(CHARGES.fetch_add(1, Ordering::SeqCst) + 1);
     Ok(format!("charge #{charge}"))
-}
-
-fn task_caps() -> Value {
-    let mut caps = default_caps();
-    caps["extensions"] = json!({ "io.modelcontextprotocol/tasks": {} });
-    caps
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

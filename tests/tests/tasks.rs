@@ -9,7 +9,7 @@ use std::time::Duration;
 use mcp_mrtr::prelude::*;
 use mcp_mrtr::testing::{answer, TestClient};
 use mcp_mrtr::Error;
-use mcp_mrtr_tests::harness::{default_caps, Rpc, TestServer};
+use mcp_mrtr_tests::harness::{task_caps, Rpc, TestServer};
 use mcp_mrtr_tests::DropFlag;
 use serde_json::{json, Value};
 
@@ -96,12 +96,6 @@ fn server() -> Server {
     Server::new("tasks", "0")
         .tools(tools![interview, confirm_only, long_compute, fails, with_status, escalates])
         .principal(|headers| headers.get("x-user").and_then(|v| v.to_str().ok()).map(str::to_owned))
-}
-
-fn task_caps() -> Value {
-    let mut caps = default_caps();
-    caps["extensions"] = json!({ "io.modelcontextprotocol/tasks": {} });
-    caps
 }
 
 fn call(name: &str, arguments: Value) -> Rpc {
