@@ -1,14 +1,16 @@
 //! The notes example: its handlers driven in-process as a caller, then the real app over
-//! HTTP on 127.0.0.1 with JWTs minted with the development key, then the binary's CLI.
+//! HTTP on 127.0.0.1 with JWTs minted with the development key, then the binary's CLI
+//! (which refuses the published development secret unless `--dev` is given).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use mcp_mrtr::testing::{answer, TestClient};
 use mcp_mrtr::Caller;
-use mcp_mrtr_examples::notes::auth::{app, AuthConfig};
+use mcp_mrtr_examples::notes::auth::{app, limits, AuthConfig, DEV_SECRET};
 use mcp_mrtr_examples::notes::server;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -99,7 +101,7 @@ async fn serve() -> (SocketAddr, AuthConfig) {
     let addr = listener.local_addr().unwrap();
     let config = AuthConfig::dev(addr.port());
     let app = app(&config).unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    tokio::spawn(async move { mcp_mrtr::serve_router(listener, app, limits()).await.unwrap() });
     (addr, config)
 }
 
@@ -182,7 +184,7 @@ fn the_binary_prints_usage_and_mints_tokens() {
     assert!(help.status.success());
     assert!(String::from_utf8_lossy(&help.stdout).contains("--mint-token USER"));
     let minted = Command::new(env!("CARGO_BIN_EXE_notes"))
-        .args(["--port", "3000", "--mint-token", "alice"])
+        .args(["--port", "3000", "--dev", "--mint-token", "alice"])
         .env_remove("NOTES_JWT_SECRET")
         .env_remove("NOTES_ISSUER")
         .env_remove("NOTES_RESOURCE")
@@ -199,4 +201,46 @@ fn the_binary_prints_usage_and_mints_tokens() {
     assert!(verified.caller.has_scope("notes:write"));
     let bad = Command::new(env!("CARGO_BIN_EXE_notes")).arg("--bogus").output().unwrap();
     assert!(!bad.status.success());
+}
+
+/// The binary started with `args` and `NOTES_JWT_SECRET` set to `secret` (or unset): how
+/// it ended and what it said on stderr, or `None` if it was still running after `wait`.
+fn run_notes(args: &[&str], secret: Option<&str>, wait: Duration) -> Option<(bool, String)> {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_notes"));
+    command.args(args).env_remove("NOTES_ISSUER").env_remove("NOTES_RESOURCE");
+    match secret {
+        Some(secret) => command.env("NOTES_JWT_SECRET", secret),
+        None => command.env_remove("NOTES_JWT_SECRET"),
+    };
+    let mut child = command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let deadline = Instant::now() + wait;
+    while Instant::now() < deadline {
+        if child.try_wait().unwrap().is_some() {
+            let output = child.wait_with_output().unwrap();
+            return Some((output.status.success(), String::from_utf8_lossy(&output.stderr).into_owned()));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    None
+}
+
+#[test]
+fn the_binary_refuses_the_published_secret_without_dev() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let wait = Duration::from_secs(10);
+    let unset = run_notes(&["--port", &port], None, wait).expect("notes served with the published secret");
+    assert!(!unset.0, "notes started without NOTES_JWT_SECRET or --dev");
+    assert!(unset.1.contains("NOTES_JWT_SECRET is not set") && unset.1.contains("--dev"), "{}", unset.1);
+    let published = run_notes(&["--port", &port], Some(DEV_SECRET), wait).expect("notes served the published secret");
+    assert!(!published.0);
+    assert!(published.1.contains("published in this repository"), "{}", published.1);
+    let minted = run_notes(&["--port", &port, "--mint-token", "mallory"], None, wait).expect("mint ends");
+    assert!(!minted.0, "a token signed with the published secret, without --dev");
+
+    let own = run_notes(&["--port", &port, "--mint-token", "alice"], Some("a-secret-of-our-own-of-32-bytes!!"), wait);
+    assert_eq!(own.map(|(ok, _)| ok), Some(true), "a secret of one's own needs no --dev");
+    // With --dev it serves, until stopped.
+    assert!(run_notes(&["--port", &port, "--dev"], None, Duration::from_secs(2)).is_none(), "--dev serves");
 }

@@ -216,7 +216,9 @@ impl Ctx {
         self.inner.meta.client_info.as_ref()
     }
 
-    /// The HTTP headers of the request (`None` on stdio).
+    /// The HTTP headers of the request (`None` on stdio). Behind a
+    /// [`ResourceServer`](crate::auth::ResourceServer), `Authorization` is not among them
+    /// unless it [passes the token to handlers](crate::auth::ResourceServer::pass_token_to_handlers).
     pub fn http_headers(&self) -> Option<&HeaderMap> {
         self.inner.transport.headers.as_deref()
     }

@@ -19,7 +19,7 @@ use crate::context::Transport;
 use crate::envelope::{Request, RequestMeta};
 use crate::fair::ClientId;
 use crate::handler::{PromptRoute, ResourceKind, ResourceRoute, ToolRoute};
-use crate::live::{serve_listen, Item, RequestView};
+use crate::live::{serve_listen, RequestView};
 use crate::protocol::{
     CallToolParams, CompleteParams, CompleteResult, Completion, CompletionReference, GetPromptParams, JsonObject,
     ReadResourceParams, RequestId, ResultJson,
@@ -32,6 +32,7 @@ use axum::http::Extensions;
 
 use crate::{deadline, Ctx, Error, Server};
 
+mod access;
 mod call;
 mod stamp;
 
@@ -112,7 +113,8 @@ impl Body {
 impl Server {
     /// Answers one modern request whose envelope has been validated.
     pub(crate) async fn handle(&self, request: Request, meta: Arc<RequestMeta>, transport: Transport) -> Reply {
-        // A serving instance takes over the tasks of instances that died.
+        // Serving started the look for tasks to take over; this starts it where nothing
+        // served first (in-process use, a router built outside a runtime).
         tasks::watch(self);
         let id = request.id.clone();
         // One span per request: what it is, never what it carries (no arguments, answers
@@ -174,7 +176,7 @@ impl Server {
             Method::ResourceTemplatesList => Body::Complete(Text::Prepared(self.list_templates(&params, &view)?)),
             // Runs until the client goes; 2025-11-25 sessions have no such method.
             Method::Listen if !legacy => {
-                Body::Complete(Text::from_object(&serve_listen(self, &id, &params, &transport).await?))
+                Body::Complete(Text::from_object(&serve_listen(self, &id, &params, &transport, &view).await?))
             }
             Method::Listen => return Err(Error::method_not_found(&request.method)),
             Method::ToolsCall => self.call_tool(self.call(id, params, meta, transport)?).await?,
@@ -186,10 +188,12 @@ impl Server {
                 &Box::pin(tasks::serve(self, method, params, &meta, &transport)).await?,
             )),
             Method::Complete => {
+                let params: CompleteParams = parse_params(&params)?;
+                self.may_complete(&view, &params.reference)?;
                 let replay = Arc::new(Replay::disabled());
                 let limit = transport.handler_timeout;
                 let ctx = Ctx::new(id, meta.clone(), transport, self.logging, replay.clone(), self.app.clone());
-                let run = self.complete(ctx, parse_params(&params)?);
+                let run = self.complete(ctx, params);
                 match deadline::within(limit, replay::drive(&replay, &meta.client_capabilities, run)).await? {
                     Outcome::Complete(completion) => {
                         Body::Complete(Text::of(&CompleteResult { completion: completion? })?)
@@ -210,12 +214,9 @@ impl Server {
         let arguments = call.params.arguments.take().unwrap_or_default();
         let name = &call.params.name;
         tracing::Span::current().record("target", name.as_str());
-        let route = self
-            .find_tool(name)
-            .filter(|route| self.sees(&call.view(), Item::Tool(&route.tool)))
-            .ok_or_else(|| Error::invalid_params(format!("Unknown tool: {name}")))?;
+        let route = self.callable_tool(&call.view(), name)?;
+        check_param_headers(&call.transport, &route, &arguments)?;
         call.limit = route.timeout.or(call.limit);
-        crate::auth::authorize(&route.scopes, call.transport.caller())?;
         let target = self.target(&call, "tools/call", name, Some(&arguments));
         let legacy = call.transport.bridge.is_some();
         if !tasks::may_become_task(route.task, &call.meta.client_capabilities, legacy)? {
@@ -248,10 +249,8 @@ impl Server {
         let name = &call.params.name;
         tracing::Span::current().record("target", name.as_str());
         let route = self
-            .find_prompt(name)
-            .filter(|route| self.sees(&call.view(), Item::Prompt(&route.prompt)))
-            .ok_or_else(|| Error::invalid_params(format!("Unknown prompt: {name}")))?;
-        crate::auth::authorize(&route.scopes, call.transport.caller())?;
+            .reach_prompt(&call.view(), name)
+            .map_err(|refused| refused.or_unknown(|| Error::unknown("prompt", name)))?;
         let args = call.params.arguments.clone().unwrap_or_default();
         let required = route.prompt.arguments.iter().filter(|a| a.required == Some(true));
         if let Some(missing) = required.into_iter().find(|a| !args.contains_key(&a.name)) {
@@ -272,12 +271,9 @@ impl Server {
         tracing::Span::current().record("target", uri.as_str());
         let legacy = call.transport.bridge.is_some();
         let catalog = self.catalog();
-        let (route, vars) = catalog
-            .enabled::<ResourceRoute>()
-            .filter(|r| self.sees(&call.view(), r.kind.item()))
-            .find_map(|r| r.kind.matches(uri).map(|vars| (r, vars)))
-            .ok_or_else(|| resource_not_found(uri, legacy))?;
-        crate::auth::authorize(&route.scopes, call.transport.caller())?;
+        let (route, vars) = self
+            .reach_resource(&catalog, &call.view(), uri)
+            .map_err(|refused| refused.or_unknown(|| resource_not_found(uri, legacy)))?;
         let target = self.target(&call, "resources/read", uri, None);
         self.rounds(&target, &call, input, |replay| {
             let run = (route.read)(self.ctx(&call, replay), vars.clone());
@@ -477,7 +473,7 @@ impl Server {
                 let payload = serde_json::to_vec(&carried).map_err(|e| Error::internal(e.to_string()))?;
                 let state =
                     self.state_config()?.seal(target.digest(), &payload, SystemTime::now()).map_err(|error| {
-                        tracing::warn!(target = target.binding.target, %error, "cannot seal a request state");
+                        error.log(target.binding.target);
                         let client = error.to_error();
                         match replay.once_lost() {
                             Some(note) => client.with_note(&note),
@@ -489,14 +485,19 @@ impl Server {
         }
     }
 
-    async fn complete(&self, ctx: Ctx, params: CompleteParams) -> Result<Completion, Error> {
-        let known = match &params.reference {
-            CompletionReference::Prompt { name } => self.find_prompt(name).is_some(),
-            CompletionReference::Resource { uri } => self.catalog().find::<ResourceRoute>(uri).is_some(),
+    /// Refuses a completion for a prompt or resource the request may not get or read, as
+    /// getting or reading it would: a hidden one is an unknown reference.
+    fn may_complete(&self, view: &RequestView<'_>, reference: &CompletionReference) -> Result<(), Error> {
+        let decided = match reference {
+            CompletionReference::Prompt { name } => self.reach_prompt(view, name).map(drop),
+            CompletionReference::Resource { uri } => self.reach_resource_key(view, uri),
         };
-        if !known {
-            return Err(Error::invalid_params("completion/complete: unknown prompt or resource reference"));
-        }
+        decided.map_err(|refused| {
+            refused.or_unknown(|| Error::invalid_params("completion/complete: unknown prompt or resource reference"))
+        })
+    }
+
+    async fn complete(&self, ctx: Ctx, params: CompleteParams) -> Result<Completion, Error> {
         let complete = self.completion.as_ref().ok_or_else(|| Error::method_not_found("completion/complete"))?;
         complete(ctx, params).await.map_err(execution_as_internal)
     }
@@ -522,6 +523,19 @@ impl ResourceKind {
             Self::Template(template, _) => Some(template),
             Self::Static(_) => None,
         }
+    }
+}
+
+/// Checks the `Mcp-Param-*` headers of a modern HTTP `tools/call` against the tool's
+/// mirrored parameters. Only once the tool is known to be reachable: a hidden tool's
+/// header rules would otherwise show that it exists.
+fn check_param_headers(transport: &Transport, route: &ToolRoute, arguments: &JsonObject) -> Result<(), Error> {
+    let modern_http = transport.headers.as_deref().filter(|_| transport.bridge.is_none());
+    match modern_http {
+        Some(headers) if !route.headers.is_empty() => {
+            crate::param_headers::check(&route.headers, headers, Some(&Value::Object(arguments.clone())))
+        }
+        _ => Ok(()),
     }
 }
 

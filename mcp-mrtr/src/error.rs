@@ -88,6 +88,15 @@ impl Error {
         Self::new(ErrorCode::INVALID_PARAMS, detail)
     }
 
+    /// `-32602` "Unknown {what}: {name}", with a client's name cut to 64 characters: a
+    /// megabyte of client text is not sent back to it (nor into a proxy's logs).
+    pub(crate) fn unknown(what: &str, name: &str) -> Self {
+        const SHOWN: usize = 64;
+        let shown: String = name.chars().take(SHOWN).collect();
+        let cut = if shown.len() < name.len() { "…" } else { "" };
+        Self::invalid_params(format!("Unknown {what}: {shown}{cut}"))
+    }
+
     /// `-32603`: the server failed.
     pub fn internal(detail: impl Into<Cow<'static, str>>) -> Self {
         Self::new(ErrorCode::INTERNAL_ERROR, detail)

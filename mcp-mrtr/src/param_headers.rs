@@ -78,14 +78,15 @@ fn is_primitive(property: &JsonObject) -> bool {
 }
 
 /// Checks every mirrored parameter of a call: a value in the body needs its header, a
-/// header needs its value, and the two must agree (integers numerically). Any problem is
-/// `-32020` with HTTP 400.
+/// header needs its value, and the two must agree (integers numerically); a header sent
+/// twice is refused, as the MCP headers are. Any problem is `-32020` with HTTP 400.
 pub(crate) fn check(declared: &[ParamHeader], headers: &HeaderMap, arguments: Option<&Value>) -> Result<(), Error> {
     for param in declared {
         let body = arguments.and_then(|args| param.path.iter().try_fold(args, |v, key| v.get(key)));
         let body = body.filter(|v| !v.is_null());
-        let header = headers.get(param.header.as_str());
         let name = &param.header;
+        crate::transport::http::refuse_repeated(headers, name.as_str(), name)?;
+        let header = headers.get(name.as_str());
         let at = param.path.join(".");
         match (body, header) {
             (None, None) => {}
@@ -193,5 +194,16 @@ mod tests {
         assert!(check(&found, &headers(&[("mcp-param-count", "1")]), Some(&empty)).is_err());
         let error = check(&found, &headers(&[]), Some(&args)).unwrap_err();
         assert_eq!((error.code(), error.http_status()), (crate::ErrorCode::HEADER_MISMATCH, 400));
+    }
+
+    #[test]
+    fn a_repeated_header_is_refused_even_when_its_first_value_agrees() {
+        let region = json!({ "properties": { "region": { "type": "string", "x-mcp-header": "Region" } } });
+        let found = declared(&schema(region)).unwrap();
+        let mut twice = headers(&[("mcp-param-region", "eu")]);
+        twice.append("mcp-param-region", HeaderValue::from_static("us"));
+        let error = check(&found, &twice, Some(&json!({ "region": "eu" }))).unwrap_err();
+        assert_eq!(error.code(), crate::ErrorCode::HEADER_MISMATCH);
+        assert!(error.message().contains("Mcp-Param-Region header sent more than once"), "{}", error.message());
     }
 }

@@ -294,6 +294,10 @@ impl Server {
     /// headers, for requests that carry no authenticated [`Caller`](crate::Caller) (which
     /// binds them by itself): a state issued to one caller does not open for another.
     /// Only for headers a proxy in front has verified: a client can send any header.
+    ///
+    /// The names it returns are its own: `alice` from this hook is never the same caller
+    /// as an authenticated `Caller` with the id `alice`, so a request that reaches the hook
+    /// cannot pass for one that was authenticated.
     pub fn principal<F>(mut self, principal: F) -> Self
     where
         F: Fn(&HeaderMap) -> Option<String> + Send + Sync + 'static,
@@ -407,18 +411,23 @@ impl Server {
         })
     }
 
-    /// Who a request's sealed state (and session) is bound to: its authenticated caller,
-    /// else what the principal hook names.
+    /// Who a request's sealed state (and session, and task) is bound to: its
+    /// authenticated caller, else what the principal hook names.
     pub(crate) fn principal_of(&self, transport: &Transport) -> Option<String> {
         self.principal_from(transport.headers.as_deref(), &transport.extensions)
     }
 
+    /// Each source names principals in a namespace of its own, tagged in front: an
+    /// `x-user: alice` header the hook reads is never the authenticated `Caller("alice")`
+    /// (an app whose middleware sets a `Caller` on only some requests). Neither tag is a
+    /// prefix of the other, so no two names from different sources can be equal.
     pub(crate) fn principal_from(&self, headers: Option<&HeaderMap>, extensions: &Extensions) -> Option<String> {
-        // A panic in the hook is caught with the rest of the request (`Server::handle`).
         if let Some(caller) = extensions.get::<Caller>() {
-            return Some(caller.id().to_owned());
+            return Some(format!("caller:{}", caller.id()));
         }
-        self.principal.as_ref().zip(headers).and_then(|(principal, headers)| principal(headers))
+        // A panic in the hook is caught with the rest of the request (`Server::handle`).
+        let named = self.principal.as_ref().zip(headers).and_then(|(principal, headers)| principal(headers))?;
+        Some(format!("hook:{named}"))
     }
 
     /// Refuses to serve when a handler takes `State<T>` and the server was given no `T`:

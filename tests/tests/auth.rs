@@ -179,6 +179,42 @@ async fn malformed_expired_and_foreign_tokens_get_invalid_token() {
     assert_eq!(good.reply()["result"]["content"][0]["text"], format!("alice via {ISSUER}"));
 }
 
+/// Audit B12: a token of another type (RFC 9068 §4), an issuer list, a life of years or
+/// an issue time in the future is refused, although signed by the trusted issuer.
+#[tokio::test]
+async fn tokens_that_are_not_plain_access_tokens_get_invalid_token() {
+    let (addr, resource) = serve("/mcp").await;
+    let base = json!({"sub": "alice", "scope": "notes:read", "iss": ISSUER, "aud": resource, "exp": now() + 60});
+    let with = |key: &str, value: Value| {
+        let mut claims = base.clone();
+        claims[key] = value;
+        mint(&claims)
+    };
+    let typed = |typ: &str| {
+        let header = Header { typ: Some(typ.to_owned()), ..Header::default() };
+        jsonwebtoken::encode(&header, &base, &EncodingKey::from_secret(SECRET.as_bytes()).unwrap()).unwrap()
+    };
+    let cases = [
+        ("DPoP proof", typed("dpop+jwt"), "access token"),
+        ("ID token", typed("id_token+jwt"), "access token"),
+        ("logout token", typed("logout+jwt"), "access token"),
+        ("issuer list", with("iss", json!([ISSUER])), "`iss`"),
+        ("thirty years", with("exp", json!(now() + 30 * 365 * 24 * 3600)), "longer"),
+        ("issued in an hour", with("iat", json!(now() + 3600)), "future"),
+    ];
+    for (case, bad, why) in cases {
+        let response = post(addr, "/mcp", &Rpc::call_tool("whoami", json!({})), Some(&bad)).await;
+        assert_eq!(response.status, 401, "{case}: {response:?}");
+        let params = challenge(&response);
+        assert_eq!(param(&params, "error"), Some("invalid_token"), "{case}");
+        assert!(param(&params, "error_description").is_some_and(|d| d.contains(why)), "{case}: {params:?}");
+    }
+    for typ in ["at+jwt", "application/at+jwt", "JWT"] {
+        let response = post(addr, "/mcp", &Rpc::call_tool("whoami", json!({})), Some(&typed(typ))).await;
+        assert_eq!(response.status, 200, "{typ}: {response:?}");
+    }
+}
+
 #[tokio::test]
 async fn missing_scopes_get_403_naming_every_scope_the_call_needs() {
     let (addr, resource) = serve("/mcp").await;

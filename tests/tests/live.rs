@@ -10,8 +10,8 @@ use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::Response;
 use mcp_mrtr::{
-    Caller, Item, Listen, MemoryFanout, Prompt, PromptArguments, PromptMessage, Resource, ResourceContents, Server,
-    ServerHandle, Tool, ToolError,
+    Caller, Item, Listen, MemoryFanout, Prompt, PromptArguments, PromptMessage, Resource, ResourceContents,
+    ResourceTemplate, Server, ServerHandle, Tool, ToolError,
 };
 use mcp_mrtr_tests::client::{self, TIMEOUT};
 use mcp_mrtr_tests::harness::{Rpc, TestServer};
@@ -242,14 +242,18 @@ async fn a_listener_that_goes_away_is_dropped() {
 
 #[tokio::test]
 async fn a_listener_that_does_not_read_is_ended_with_the_listen_result() {
-    let server =
-        Server::new("slow", "0").listen(Listen::default().fanout(MemoryFanout::new(64))).resource(resource("r://a"));
+    // A stream honours only URIs its caller may read: long ones are served by a template.
+    let long = ResourceTemplate::new("r://{id}", "long").handler(|_ctx, _: Map<String, Value>| async {
+        Ok::<_, ToolError>(ResourceContents::text("r://long", "text/plain", "content"))
+    });
+    let server = Server::new("slow", "0").listen(Listen::default().fanout(MemoryFanout::new(64))).resource(long);
     let handle = server.server_handle();
     let server = TestServer::start(server).await;
     // Long URIs fill the socket's buffers after a few hundred notifications.
     let uri = format!("r://{}", "x".repeat(16 * 1024));
     let mut listener = Listener::open(server.addr, json!("slow"), json!({"resourceSubscriptions": [uri]})).await;
-    listener.next().await;
+    let ack = listener.next().await;
+    assert_eq!(ack["params"]["notifications"]["resourceSubscriptions"], json!([uri]), "honoured");
     let mut published = 0;
     tokio::time::timeout(TIMEOUT, async {
         while handle.listeners() > 0 {

@@ -73,3 +73,29 @@ fn requests_and_rounds_are_spans_without_the_client_s_data() {
     assert!(log.contains("request answered") && log.contains("elapsed_us"), "{log}");
     assert!(!log.contains("918273"), "an answer leaked into the logs: {log}");
 }
+
+/// Audit B20: a state too large to seal is the client's doing (what it sent), so it is
+/// logged at DEBUG, not WARN: a client cannot write a warning per request.
+#[test]
+fn a_state_too_large_to_seal_is_logged_below_warn() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::DEBUG)
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let tiny = mcp_mrtr::StateConfig::new(mcp_mrtr::KeyRing::new(mcp_mrtr::StateKey::random())).max_bytes(16);
+            let client = TestClient::new(Server::new("t", "1").tool(unlock).request_state(tiny));
+            let refused = client.call_tool("unlock", json!({})).start().await;
+            assert!(refused.error().is_some(), "the state cannot be sealed");
+        });
+    });
+    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains("cannot seal a request state")).collect();
+    assert!(!lines.is_empty(), "{log}");
+    assert!(lines.iter().all(|l| l.contains("DEBUG") && !l.contains("WARN")), "{log}");
+}

@@ -159,6 +159,49 @@ async fn every_rejected_state_gets_the_same_answer() {
     assert_eq!(server.call(&retry(&rpc, confirm, &json!(good))).await["result"]["resultType"], "complete");
 }
 
+/// Audit B18: the app's middleware authenticates some requests (a `Caller` from
+/// `x-auth`), and the principal hook names the others (from `x-user`). A state sealed
+/// for the caller `alice` does not open for a request whose header says `alice`, nor the
+/// other way round.
+#[tokio::test]
+async fn a_principal_named_by_a_header_is_never_the_caller_of_the_same_name() {
+    let server = by_user("namespaces", StateConfig::new(KeyRing::new(StateKey::random())));
+    let app = server.into_router().layer(axum::middleware::from_fn(caller_from_x_auth));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let serving = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let send = |rpc: Rpc| async move {
+        let headers = rpc.headers();
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        mcp_mrtr_tests::client::send(addr, "POST", &headers, &rpc.body()).await.reply()
+    };
+    let rpc = Rpc::call_tool("test_input_required_result_request_state", json!({}));
+    let confirm = json!({ "confirm": ok() });
+    for (sealed_for, presented_by) in [("x-auth", "x-user"), ("x-user", "x-auth")] {
+        let first = send(rpc.clone().header(sealed_for, Some("alice"))).await;
+        let state = first["result"]["requestState"].clone();
+        assert!(state.is_string(), "{first}");
+        let retried = retry(&rpc, confirm.clone(), &state);
+        let other = send(retried.clone().header(presented_by, Some("alice"))).await;
+        assert_eq!(other["error"]["message"], REJECTED, "sealed for {sealed_for}: alice, presented by {presented_by}");
+        let same = send(retried.header(sealed_for, Some("alice"))).await;
+        assert_eq!(same["result"]["resultType"], "complete", "{same}");
+    }
+    serving.abort();
+}
+
+/// The application's own authentication, for some requests only.
+async fn caller_from_x_auth(
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let id = request.headers().get("x-auth").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    if let Some(id) = id {
+        request.extensions_mut().insert(Caller::new(id));
+    }
+    next.run(request).await
+}
+
 async fn state_of(server: &TestServer, rpc: &Rpc) -> String {
     server.call(rpc).await["result"]["requestState"].as_str().expect("a state").to_owned()
 }

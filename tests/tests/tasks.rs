@@ -257,6 +257,49 @@ async fn records_expire_after_their_ttl() {
     panic!("task {id} outlived its ttl");
 }
 
+/// Audit B20: an unknown id is named in the error, cut short: a client's kilobytes of
+/// text are not sent back to it.
+#[tokio::test]
+async fn an_unknown_task_id_is_echoed_cut_short() {
+    let server = TestServer::start(server()).await;
+    let short = get(&server, "no-such-task").await;
+    assert_eq!(short["error"]["message"], "Unknown task: no-such-task", "{short}");
+    let long = get(&server, &"x".repeat(6_000)).await;
+    let message = long["error"]["message"].as_str().expect("an error message");
+    assert_eq!(message, format!("Unknown task: {}…", "x".repeat(64)));
+}
+
+/// Rests a little, then says so.
+#[tool(task = "optional")]
+async fn nap() -> Result<String, ToolError> {
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    Ok("rested".into())
+}
+
+/// Audit B21: an instance looks for tasks to take over from the moment it serves, not
+/// from its first request. Two servers share one store; the first hands its running task
+/// back, and the second, which is sent nothing at all, finishes it.
+#[tokio::test]
+async fn an_instance_that_has_served_nothing_takes_over_a_task_handed_back() {
+    use mcp_mrtr::{MemoryTaskStore, TaskStatus, TaskStore};
+
+    let store = std::sync::Arc::new(MemoryTaskStore::new());
+    let instance = || server().tool(nap).task_store(store.clone()).task_lease(Duration::from_millis(300));
+    let first = instance();
+    let serving_first = TestServer::start(first.clone()).await;
+    let id = create(&serving_first, &call("nap", json!({}))).await;
+    first.hand_back_tasks().await;
+    let _idle = TestServer::start(instance()).await;
+    for _ in 0..250 {
+        let record = store.get(&id).await.unwrap().expect("the task's record");
+        if record.status() == TaskStatus::Completed {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the idle instance never took the task over");
+}
+
 #[tokio::test]
 async fn a_task_is_visible_only_to_its_caller() {
     let server = TestServer::start(server()).await;

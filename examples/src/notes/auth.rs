@@ -5,14 +5,18 @@
 //! | variable | default |
 //! |---|---|
 //! | `NOTES_ISSUER` | `https://issuer.notes.invalid` (no real authorization server: mint tokens with `--mint-token`) |
-//! | `NOTES_JWT_SECRET` | `notes-development-secret-change-me!`: public, so set your own (32+ bytes) for anything shared |
+//! | `NOTES_JWT_SECRET` | none: required (32+ bytes), unless `--dev` asks for the development secret |
 //! | `NOTES_RESOURCE` | `http://127.0.0.1:PORT/mcp` |
+//!
+//! The development secret is published in this repository, so anyone can mint a token
+//! it verifies, for any user: [`AuthConfig::from_env`] refuses it, and only
+//! [`AuthConfig::dev_from_env`] (`notes --dev`) uses it.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use anyhow::Context as _;
+use anyhow::{bail, Context as _};
 use mcp_mrtr::auth::{JwtKeys, JwtVerifier, ResourceServer};
-use mcp_mrtr::HttpConfig;
+use mcp_mrtr::{HttpConfig, Limits};
 use serde_json::json;
 
 /// The development issuer's default name.
@@ -41,8 +45,30 @@ impl AuthConfig {
         Self { issuer: DEV_ISSUER.into(), secret: DEV_SECRET.into(), resource: format!("http://127.0.0.1:{port}/mcp") }
     }
 
-    /// The defaults, overridden by `NOTES_ISSUER`, `NOTES_JWT_SECRET` and `NOTES_RESOURCE`.
-    pub fn from_env(port: u16) -> Self {
+    /// The configuration for anything shared: the signing secret from
+    /// `NOTES_JWT_SECRET`, the rest from `NOTES_ISSUER` and `NOTES_RESOURCE` or the
+    /// defaults. Fails, saying what to do, when the secret is unset or is the published
+    /// development one.
+    pub fn from_env(port: u16) -> anyhow::Result<Self> {
+        let config = Self::dev_from_env(port);
+        if std::env::var_os("NOTES_JWT_SECRET").is_none() {
+            bail!(
+                "NOTES_JWT_SECRET is not set: set it to a secret of 32 bytes or more, or pass --dev to sign \
+                 with the development secret published in this repository (never for anything shared)"
+            );
+        }
+        if config.is_dev_secret() {
+            bail!(
+                "NOTES_JWT_SECRET is the development secret published in this repository: anyone can mint \
+                 tokens with it. Set a secret of your own, or pass --dev on a machine of your own"
+            );
+        }
+        Ok(config)
+    }
+
+    /// The development configuration: `NOTES_ISSUER`, `NOTES_JWT_SECRET` and
+    /// `NOTES_RESOURCE` when set, else the defaults, the published secret among them.
+    pub fn dev_from_env(port: u16) -> Self {
         let dev = Self::dev(port);
         let var = |name: &str, default: String| std::env::var(name).unwrap_or(default);
         Self {
@@ -78,9 +104,17 @@ impl AuthConfig {
     }
 }
 
+/// The bounds notes serves with: the router's (handler slots and deadlines) and
+/// [`mcp_mrtr::serve_router`]'s (header deadline, connection cap) alike.
+pub fn limits() -> Limits {
+    Limits::default()
+}
+
 /// The app: the notes server at `/mcp` behind bearer auth (its metadata at the
-/// well-known URI), and a public `/health`.
+/// well-known URI), and a public `/health`. Serve it with [`mcp_mrtr::serve_router`]
+/// and [`limits`], so its connections are bounded too.
 pub fn app(config: &AuthConfig) -> anyhow::Result<axum::Router> {
-    let mcp = super::server().into_router_with(HttpConfig::default().auth(config.resource_server()?));
+    let http = HttpConfig::default().limits(limits()).auth(config.resource_server()?);
+    let mcp = super::server().into_router_with(http);
     Ok(axum::Router::new().route("/health", axum::routing::get(|| async { "ok" })).merge(mcp))
 }

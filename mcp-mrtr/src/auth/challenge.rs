@@ -88,6 +88,11 @@ impl Gate {
         extensions.insert(verified.claims);
         if self.config.pass_token {
             extensions.insert(AccessToken(token));
+        } else {
+            // Handlers and visibility filters read the request's headers
+            // (`Ctx::http_headers`, `RequestView::http_headers`): the token must not
+            // reach them that way either.
+            request.headers_mut().remove(header::AUTHORIZATION);
         }
         Ok(())
     }

@@ -1,5 +1,8 @@
 //! [`JwtVerifier`]: checks JWT access tokens (RFC 9068) locally, with keys from
-//! configuration: signature, issuer, audience (this resource, RFC 8707), expiry.
+//! configuration: signature, issuer, audience (this resource, RFC 8707), expiry, and
+//! (in `access_token`) the token's type and lifetime.
+
+mod access_token;
 
 use std::fmt;
 use std::time::Duration;
@@ -10,11 +13,12 @@ use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey, Validation};
 use serde_json::Value;
 
+use self::access_token::{AccessTokenRules, DEFAULT_MAX_LIFETIME};
 use super::{Claims, TokenError, TokenVerifier, VerifiedToken};
 use crate::protocol::JsonObject;
 use crate::Caller;
 
-/// Clock skew tolerated on `exp` and `nbf`.
+/// Clock skew tolerated on `exp`, `nbf` and `iat`.
 const DEFAULT_LEEWAY: Duration = Duration::from_secs(30);
 
 /// Shorter HS256 secrets are brute-forceable (RFC 7518 §3.2 wants at least the hash size).
@@ -125,10 +129,27 @@ impl std::error::Error for JwtError {}
 
 /// Verifies JWT access tokens with configured keys.
 ///
-/// A token is accepted when its signature checks with a trusted key, `iss` is the
-/// issuer, `aud` names this resource, `exp` has not passed (30 s of leeway by default)
-/// and `nbf`, if present, has; `sub` becomes the [`Caller`]'s id and `scope`
-/// (space-separated) or `scp` (an array) its scopes.
+/// A token is accepted when:
+///
+/// - its signature checks with a trusted key;
+/// - its `typ` is `at+jwt` (RFC 9068 §4), `JWT` or absent (see
+///   [`require_at_jwt`](Self::require_at_jwt)): a DPoP proof, an ID token or a logout
+///   token is refused even when signed by the same issuer;
+/// - `iss` is the issuer, as one string;
+/// - `aud` names this resource;
+/// - `exp` has not passed and `nbf`, if present, has (30 s of leeway by default);
+/// - `iat`, if present, is not in the future, and the token is valid for at most
+///   [`max_lifetime`](Self::max_lifetime) (24 h by default) from `iat`, or from now
+///   without one.
+///
+/// `sub` becomes the [`Caller`]'s id, and `scope` (space-separated) or `scp` (an array)
+/// its scopes.
+///
+/// One verifier trusts one issuer, so the caller's id is the bare `sub`: subjects are
+/// unique within their issuer (RFC 7519 §4.1.2), and applications key their data by
+/// [`Caller::id`]. A [`TokenVerifier`] that combines verifiers for several issuers must
+/// make the id unique across them itself (say, `iss` and `sub` together): two issuers
+/// may both have a user called `alice`.
 ///
 /// ```
 /// use mcp_mrtr::auth::{JwtKeys, JwtVerifier, ResourceServer};
@@ -144,24 +165,44 @@ pub struct JwtVerifier {
     keys: JwtKeys,
     issuer: String,
     audience: String,
-    leeway: Duration,
+    rules: AccessTokenRules,
 }
 
 impl JwtVerifier {
     /// Accepts tokens signed with `keys`, issued by `issuer` for `audience` (the
     /// resource's canonical URI).
     pub fn new(keys: JwtKeys, issuer: impl Into<String>, audience: impl Into<String>) -> Self {
-        Self { keys, issuer: issuer.into(), audience: audience.into(), leeway: DEFAULT_LEEWAY }
+        let rules =
+            AccessTokenRules { require_at_jwt: false, max_lifetime: DEFAULT_MAX_LIFETIME, leeway: DEFAULT_LEEWAY };
+        Self { keys, issuer: issuer.into(), audience: audience.into(), rules }
     }
 
-    /// Clock skew tolerated on `exp` and `nbf` (default 30 s).
+    /// Clock skew tolerated on `exp`, `nbf` and `iat` (default 30 s).
     pub fn leeway(mut self, leeway: Duration) -> Self {
-        self.leeway = leeway;
+        self.rules.leeway = leeway;
+        self
+    }
+
+    /// Accepts only tokens typed `at+jwt` (or `application/at+jwt`), as RFC 9068 §4
+    /// requires. By default a `typ` of `JWT`, or none, passes too, because many issuers
+    /// mint those; require `at+jwt` when yours types its access tokens.
+    pub fn require_at_jwt(mut self) -> Self {
+        self.rules.require_at_jwt = true;
+        self
+    }
+
+    /// The longest a token may be valid: `exp - iat`, or `exp - now` for a token without
+    /// `iat` (default 24 hours). A longer-lived token is refused, so a leaked or
+    /// mis-issued one is not usable for months or years. Raise it if your issuer's access
+    /// tokens legitimately live longer.
+    pub fn max_lifetime(mut self, max: Duration) -> Self {
+        self.rules.max_lifetime = max;
         self
     }
 
     fn check(&self, token: &str) -> Result<VerifiedToken, TokenError> {
         let header = jsonwebtoken::decode_header(token).map_err(|_| TokenError::invalid("malformed token"))?;
+        self.rules.check_type(header.typ.as_deref())?;
         let trusted = self
             .keys
             .pick(header.kid.as_deref())
@@ -172,9 +213,10 @@ impl JwtVerifier {
         validation.set_audience(&[&self.audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         validation.validate_nbf = true;
-        validation.leeway = self.leeway.as_secs();
+        validation.leeway = self.rules.leeway.as_secs();
         let data = jsonwebtoken::decode::<JsonObject>(token, &trusted.key, &validation).map_err(|e| refusal(&e))?;
         let claims = data.claims;
+        self.rules.check_claims(&claims, jsonwebtoken::get_current_timestamp())?;
         let subject = claims.get("sub").and_then(Value::as_str).filter(|s| !s.is_empty());
         let subject = subject.ok_or_else(|| TokenError::invalid("the token names no subject"))?;
         let caller = Caller::new(subject).with_scopes(scopes(&claims));
@@ -284,6 +326,50 @@ mod tests {
         assert!(JwtKeys::hs256("short").is_err());
         assert!(JwtKeys::jwks("{\"keys\": []}").is_err());
         assert!(JwtKeys::rsa_pem("not a pem").is_err());
+    }
+
+    fn typed(typ: Option<&str>) -> String {
+        let claims = json!({"sub": "alice", "iss": ISSUER, "aud": RESOURCE, "exp": now() + 60});
+        let header = Header { typ: typ.map(str::to_owned), ..Header::default() };
+        encode(&header, &claims, &EncodingKey::from_secret(SECRET.as_bytes()).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn tokens_typed_as_something_other_than_an_access_token_are_refused() {
+        let strict = verifier().require_at_jwt();
+        for typ in ["at+jwt", "application/at+jwt"] {
+            assert!(verifier().check(&typed(Some(typ))).is_ok(), "{typ}");
+            assert!(strict.check(&typed(Some(typ))).is_ok(), "{typ}");
+        }
+        for typ in [Some("JWT"), None] {
+            assert!(verifier().check(&typed(typ)).is_ok(), "{typ:?}: common issuers mint these");
+            assert!(strict.check(&typed(typ)).is_err(), "{typ:?} when at+jwt is required");
+        }
+        for typ in ["dpop+jwt", "id_token+jwt", "logout+jwt", "secevent+jwt"] {
+            let refused = verifier().check(&typed(Some(typ)));
+            assert!(matches!(refused, Err(TokenError::Invalid(ref why)) if why.contains("access token")), "{typ}");
+        }
+    }
+
+    #[test]
+    fn issuer_lists_long_lives_and_future_issue_times_are_refused() {
+        let year = 365 * 24 * 3600;
+        let base = json!({"sub": "alice", "iss": ISSUER, "aud": RESOURCE, "exp": now() + 60, "iat": now()});
+        let with = |key: &str, value: Value| {
+            let mut claims = base.clone();
+            claims[key] = value;
+            claims
+        };
+        assert!(verifier().check(&token(&base)).is_ok());
+        assert!(refused(&with("iss", json!([ISSUER]))).contains("`iss`"));
+        assert!(refused(&with("exp", json!(now() + 30 * year))).contains("longer"));
+        let mut no_iat = with("exp", json!(now() + 30 * year));
+        no_iat.as_object_mut().unwrap().remove("iat");
+        assert!(refused(&no_iat).contains("longer"));
+        assert!(refused(&with("iat", json!(now() + 3600))).contains("future"));
+        // A verifier can accept longer lives.
+        let week = with("exp", json!(now() + 7 * 24 * 3600));
+        assert!(verifier().max_lifetime(Duration::from_secs(8 * 24 * 3600)).check(&token(&week)).is_ok());
     }
 
     // Key pairs generated for these tests only (openssl), never used anywhere else.

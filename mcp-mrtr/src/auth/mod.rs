@@ -15,7 +15,10 @@
 //! - a tool, prompt or resource declared with required scopes
 //!   (`#[tool(scopes = ["notes:write"])]`, [`ToolRoute::requires_scopes`](crate::ToolRoute::requires_scopes))
 //!   refuses a caller without them before its handler runs: `403` with an
-//!   `insufficient_scope` challenge naming every scope the call needs.
+//!   `insufficient_scope` challenge naming every scope the call needs. The same check
+//!   guards every way to a route (`completion/complete` for it, listen subscriptions to a
+//!   resource, `tasks/update` of a task running a tool), with the application's
+//!   visibility filter before it: one decision, `Server::access` in `dispatch/access.rs`.
 //!
 //! ```
 //! use mcp_mrtr::auth::{BoxFuture, ResourceServer, TokenError, TokenVerifier, VerifiedToken};
@@ -44,15 +47,18 @@
 //! ```
 //!
 //! With the `jwt` feature, [`JwtVerifier`] checks JWT access tokens locally: signature
-//! (HS256 secret, RSA/EC public key, or a JWKS document), issuer, audience (this
-//! resource, RFC 8707) and expiry.
+//! (HS256 secret, RSA/EC public key, or a JWKS document), issuer (one string), audience
+//! (this resource, RFC 8707), expiry, that the token is typed as an access token (RFC 9068;
+//! not an ID, DPoP, logout or event token) and that it lives no longer than its maximum
+//! lifetime (24 h by default).
 //!
 //! Scopes are checked against the request's caller, so over stdio (no caller) a route
 //! that declares scopes is refused: it is never open to anonymous callers.
 //!
-//! The raw token is never stored: handlers do not see it unless
-//! [`ResourceServer::pass_token_to_handlers`] asks for it, and even then its `Debug` is
-//! redacted. Scope hierarchies (a scope that implies others) are the verifier's business:
+//! The raw token is never stored: handlers and visibility filters do not see it unless
+//! [`ResourceServer::pass_token_to_handlers`] asks for it (once verified, the
+//! `Authorization` header is removed from the request they read), and even then its
+//! `Debug` is redacted. Scope hierarchies (a scope that implies others) are the verifier's business:
 //! it returns the caller with every scope the token grants, implied ones included.
 
 mod challenge;
@@ -248,8 +254,10 @@ impl ResourceServer {
         self
     }
 
-    /// Also inserts the raw token as an [`AccessToken`] extension. Off by default: an
-    /// MCP server must not pass its client's token on to other services.
+    /// Also inserts the raw token as an [`AccessToken`] extension, and leaves the
+    /// `Authorization` header in the headers handlers and visibility filters read. Off by
+    /// default (the header is removed once verified): an MCP server must not pass its
+    /// client's token on to other services.
     pub fn pass_token_to_handlers(mut self) -> Self {
         self.pass_token = true;
         self
@@ -280,6 +288,9 @@ impl fmt::Debug for ResourceServer {
 /// Refuses a call whose caller lacks one of `required`, before its handler runs. No
 /// caller at all (stdio, or HTTP without authentication) lacks every scope: a route
 /// that declares scopes is never open to anonymous callers.
+///
+/// Entry points do not call this directly: they ask `Server::access` (in
+/// `dispatch/access.rs`), which runs the visibility filter first.
 pub(crate) fn authorize(required: &[String], caller: Option<&Caller>) -> Result<(), Error> {
     let granted = |scope: &String| caller.is_some_and(|c| c.has_scope(scope));
     if required.iter().all(granted) {
@@ -311,6 +322,12 @@ pub(crate) fn required_scopes(error: &Error) -> Option<Vec<String>> {
 
 /// Every scope the server's enabled routes declare now (the catalog can change while
 /// the server runs), in first-declared order.
+///
+/// Hidden routes' scopes included: the metadata is public and asked for without a token,
+/// and a visibility filter decides per request (its caller, capabilities, headers), so no
+/// request here could say whom a route is hidden from, and leaving out what an anonymous
+/// request cannot see would hide the scopes a signed-in client must ask for. A scope's
+/// name is public; name scopes so they do not describe hidden routes.
 pub(crate) fn declared_scopes(server: &crate::Server) -> Vec<String> {
     let catalog = server.catalog();
     let routes = catalog.enabled::<ToolRoute>().map(|t| &t.scopes);

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use tokio::sync::broadcast;
 use tokio::sync::mpsc::error::TrySendError;
 
+use super::RequestView;
 use crate::context::Transport;
 use crate::fair::{ClientId, FairPool, Refused};
 use crate::handler::{PromptRoute, ResourceRoute, ToolRoute};
@@ -198,8 +199,10 @@ struct Filter {
 }
 
 impl Filter {
-    /// The part of the filter this server honours: kinds it has, URIs up to the cap.
-    fn honoured(mut self, server: &Server) -> Self {
+    /// The part of the filter this server honours: kinds it has, and, up to the cap,
+    /// the URIs this request may read (a URI that is hidden from it, needs a scope it
+    /// lacks, or names no resource is left out alike).
+    fn honoured(mut self, server: &Server, view: &RequestView<'_>) -> Self {
         let catalog = server.catalog();
         self.tools_list_changed &= catalog.has::<ToolRoute>();
         self.prompts_list_changed &= catalog.has::<PromptRoute>();
@@ -208,6 +211,7 @@ impl Filter {
         if !resources {
             self.resource_subscriptions.clear();
         }
+        self.resource_subscriptions.retain(|uri| may_read(server, view, uri));
         self.resource_subscriptions.sort_unstable();
         self.resource_subscriptions.dedup();
         self.resource_subscriptions
@@ -232,6 +236,22 @@ impl Filter {
         Value::Object(honoured)
     }
 
+    /// The notification for `change`, tagged with `id`, if this filter asked for it and
+    /// the request may still read the resource it names (the catalog may have changed).
+    fn delivered(
+        &self,
+        change: &Change,
+        id: &RequestId,
+        server: &Server,
+        view: &RequestView<'_>,
+    ) -> Option<Notification> {
+        let note = self.notification(change, id)?;
+        match change {
+            Change::ResourceUpdated(uri) if !may_read(server, view, uri) => None,
+            _ => Some(note),
+        }
+    }
+
     /// The notification for `change`, tagged with `id`, if this filter asked for it.
     fn notification(&self, change: &Change, id: &RequestId) -> Option<Notification> {
         let tag = json!({ SUBSCRIPTION_ID: id });
@@ -252,6 +272,11 @@ impl Filter {
     }
 }
 
+/// Whether the request may read `uri`: the decision `resources/read` takes.
+fn may_read(server: &Server, view: &RequestView<'_>, uri: &str) -> bool {
+    server.reach_resource(&server.catalog(), view, uri).is_ok()
+}
+
 /// Serves one listen request until the client goes (the transport drops this future,
 /// or cancels it on stdio) or the stream must end (the client does not keep up, or the
 /// server shuts down): then the listen result is the last message,
@@ -264,6 +289,7 @@ pub(crate) async fn serve_listen(
     id: &RequestId,
     params: &Value,
     transport: &Transport,
+    view: &RequestView<'_>,
 ) -> Result<JsonObject, Error> {
     let (Some(listen), Some(fanout)) = (&server.live_config.listen, server.live.fanout()) else {
         return Err(Error::method_not_found("subscriptions/listen"));
@@ -277,7 +303,7 @@ pub(crate) async fn serve_listen(
             .map_err(|e| Error::invalid_params(format!("Invalid params: notifications: {e}")))?,
         _ => return Err(Error::invalid_params("subscriptions/listen needs params.notifications (an object)")),
     };
-    let filter = filter.honoured(server);
+    let filter = filter.honoured(server, view);
     let place = listen.streams.admit(&ClientId::of(&transport.extensions)).map_err(|refused| {
         Error::internal(match refused {
             Refused::Share => format!(
@@ -316,25 +342,26 @@ pub(crate) async fn serve_listen(
                 tracing::debug!("ending a listen stream at its maximum lifetime");
                 break;
             }
+            // Client-triggerable, like the two below: DEBUG, so no client can flood the log.
             () = &mut give_way => {
-                tracing::info!("ending a listen stream: its client holds the most and another needs the place");
+                tracing::debug!("ending a listen stream: its client holds the most and another needs the place");
                 break;
             }
         };
         match change {
             Ok(change) => {
-                let Some(note) = filter.notification(&change, id) else { continue };
+                let Some(note) = filter.delivered(&change, id, server, view) else { continue };
                 match notifier.try_send(Outgoing::Notification(note)) {
                     Ok(()) => {}
                     Err(TrySendError::Full(_)) => {
-                        tracing::info!("ending a listen stream whose client does not read it");
+                        tracing::debug!("ending a listen stream whose client does not read it");
                         break;
                     }
                     Err(TrySendError::Closed(_)) => return Err(gone()),
                 }
             }
             Err(broadcast::error::RecvError::Lagged(missed)) => {
-                tracing::info!(missed, "ending a listen stream that fell behind the changes");
+                tracing::debug!(missed, "ending a listen stream that fell behind the changes");
                 break;
             }
             Err(broadcast::error::RecvError::Closed) => break,

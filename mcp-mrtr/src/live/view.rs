@@ -69,7 +69,10 @@ impl<'a> RequestView<'a> {
         self.transport.extensions.get::<T>()
     }
 
-    /// The HTTP headers of the request (`None` on stdio).
+    /// The HTTP headers of the request (`None` on stdio). Behind a
+    /// [`ResourceServer`](crate::auth::ResourceServer), `Authorization` is not among them
+    /// unless it [passes the token to handlers](crate::auth::ResourceServer::pass_token_to_handlers):
+    /// decide on [`caller`](Self::caller), which the verified token established.
     pub fn http_headers(&self) -> Option<&'a HeaderMap> {
         self.transport.headers.as_deref()
     }

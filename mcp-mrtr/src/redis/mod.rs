@@ -46,6 +46,7 @@ const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
 pub struct Redis {
     client: redis::Client,
     connection: ConnectionManager,
+    /// What every key starts with: the prefix as [`namespace`] delimits it.
     prefix: String,
 }
 
@@ -79,8 +80,13 @@ impl Redis {
 
     /// Starts every key with `prefix` instead of `mcp-mrtr:`. Instances of one server
     /// must use the same prefix; different servers on one Redis, different ones.
+    ///
+    /// Different prefixes never share a key, even when one starts with the other (`app:`
+    /// and `app:task:x`): a `:` ends the prefix, and a `:` (or `%`) inside it is written
+    /// `%3A` (`%25`). So `app` and `app:` are the same prefix, and `app:prod:` keys start
+    /// with `app%3Aprod:`.
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into();
+        self.prefix = namespace(&prefix.into());
         self
     }
 
@@ -108,8 +114,41 @@ impl Redis {
     }
 }
 
+/// The start of every key for `prefix`: a `:` that ends it, and no `:` before. The
+/// first `:` of a key then says which prefix it belongs to, so two prefixes never share
+/// a key, whatever follows them (a task id is the client's choice). A single trailing `:`
+/// is taken as that end, so the usual `name:` prefixes keep their keys.
+fn namespace(prefix: &str) -> String {
+    let inside = prefix.strip_suffix(':').unwrap_or(prefix);
+    let mut namespace = inside.replace('%', "%25").replace(':', "%3A");
+    namespace.push(':');
+    namespace
+}
+
 /// A Redis error as the stores report it (details for the server's log only).
 #[allow(clippy::needless_pass_by_value, reason = "called as map_err(unreachable)")]
 fn unreachable(error: redis::RedisError) -> StoreError {
     StoreError::new(format!("redis: {error}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::namespace;
+
+    #[test]
+    fn prefixes_end_at_their_only_colon() {
+        assert_eq!(namespace("mcp-mrtr:"), "mcp-mrtr:", "the default keeps its keys");
+        assert_eq!(namespace("app"), "app:");
+        assert_eq!(namespace("app:prod:"), "app%3Aprod:");
+        assert_eq!(namespace("50%:"), "50%25:");
+        assert_eq!(namespace(""), ":");
+        // Nested prefixes: a key of one never starts with the other's namespace.
+        let (outer, inner) = (namespace("app:"), namespace("app:task:x"));
+        assert!(!inner.starts_with(&outer) && !outer.starts_with(&inner), "{outer} {inner}");
+        for prefix in ["a:b", "a%3Ab", "a%3Ab:", "a::", ":", "a:b:c:"] {
+            let encoded = namespace(prefix);
+            assert_eq!(encoded.find(':'), Some(encoded.len() - 1), "{prefix}: {encoded}");
+        }
+        assert_ne!(namespace("a:b"), namespace("a%3Ab"));
+    }
 }

@@ -69,18 +69,21 @@ use crate::Error;
 /// The one message a client sees for any state that does not open.
 const REJECTED: &str = "Invalid requestState: it is tampered, expired, or belongs to another request";
 
-/// How states are sealed: keys, lifetime, size cap.
+/// How states are sealed: keys, lifetime, size cap, and whether the previous release's
+/// `v2` states still open.
 #[derive(Clone, Debug)]
 pub struct StateConfig {
     keys: KeyRing,
     ttl: Duration,
     max_bytes: usize,
+    accept_v2: bool,
 }
 
 impl StateConfig {
-    /// Seals with `keys`; states live 10 minutes and tokens are at most 64 KiB.
+    /// Seals with `keys`; states live 10 minutes, tokens are at most 64 KiB, and `v2`
+    /// states still open.
     pub fn new(keys: KeyRing) -> Self {
-        Self { keys, ttl: Duration::from_secs(10 * 60), max_bytes: 64 * 1024 }
+        Self { keys, ttl: Duration::from_secs(10 * 60), max_bytes: 64 * 1024, accept_v2: true }
     }
 
     /// How long a sealed state stays valid, to the millisecond. Lifetimes past the year
@@ -94,6 +97,15 @@ impl StateConfig {
     /// a state of `n` payload bytes takes about `4n/3 + 60` bytes.
     pub fn max_bytes(mut self, max: usize) -> Self {
         self.max_bytes = max;
+        self
+    }
+
+    /// Whether states in the previous release's `v2` format still open (default: yes).
+    /// They do so that a rolling upgrade from that release keeps calls that are mid-way.
+    /// Once every instance runs this release and one state TTL has passed, no `v2` state
+    /// can be live, and `false` refuses them as any unknown format is refused.
+    pub fn accept_v2_states(mut self, accept: bool) -> Self {
+        self.accept_v2 = accept;
         self
     }
 
@@ -124,7 +136,8 @@ impl StateConfig {
         binding: &BindingDigest,
         now: SystemTime,
     ) -> Result<(Vec<u8>, SystemTime), OpenError> {
-        seal::open(&self.keys, token, binding, now, self.max_bytes)
+        let versions = if self.accept_v2 { seal::Versions::CurrentAndV2 } else { seal::Versions::Current };
+        seal::open(&self.keys, token, binding, now, self.max_bytes, versions)
     }
 
     /// Not part of the API: lets `benches/state.rs` time a seal and open round trip
@@ -289,6 +302,16 @@ impl SealError {
             Self::TooLarge { .. } => "the request state grew too large to seal; start the call over",
             Self::Random => "cannot seal the request state",
         })
+    }
+
+    /// Logs the failure for the server's operator. A state too large comes from what the
+    /// client sent (answers, arguments), so any client could write a WARN line per request:
+    /// it is logged at DEBUG. A random source that fails is the server's problem: WARN.
+    pub(crate) fn log(&self, target: &str) {
+        match self {
+            Self::TooLarge { .. } => tracing::debug!(target = target, error = %self, "cannot seal a request state"),
+            Self::Random => tracing::warn!(target = target, error = %self, "cannot seal a request state"),
+        }
     }
 }
 

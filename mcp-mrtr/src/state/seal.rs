@@ -63,14 +63,26 @@ pub(super) fn seal(
     Ok(token)
 }
 
-/// Opens a token sealed by [`seal`] (or, before an upgrade, by `v2`) for the same binding,
-/// if it has not expired by `now`: its payload, and when it expires.
+/// The formats [`open`] accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Versions {
+    /// `v3` only.
+    Current,
+    /// `v3`, and `v2` from the previous release (see
+    /// [`StateConfig::accept_v2_states`](super::StateConfig::accept_v2_states)).
+    CurrentAndV2,
+}
+
+/// Opens a token sealed by [`seal`] (or, before an upgrade, by `v2` when `versions`
+/// allows) for the same binding, if it has not expired by `now`: its payload, and when
+/// it expires.
 pub(super) fn open(
     keys: &KeyRing,
     token: &str,
     binding: &BindingDigest,
     now: SystemTime,
     max_bytes: usize,
+    versions: Versions,
 ) -> Result<(Vec<u8>, SystemTime), OpenError> {
     if token.len() > max_bytes {
         return Err(Reason::Oversized.into());
@@ -79,7 +91,7 @@ pub(super) fn open(
     // States of the previous release still open (see `v2`).
     let legacy = match version {
         VERSION => false,
-        v2::VERSION => true,
+        v2::VERSION if versions == Versions::CurrentAndV2 => true,
         _ => return Err(Reason::UnknownVersion.into()),
     };
     let nonce_len = if legacy { v2::NONCE_LEN } else { NONCE_LEN };

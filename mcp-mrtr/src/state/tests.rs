@@ -324,6 +324,21 @@ fn v2_states_still_open_with_the_same_checks() {
     assert!(config.open(&token.replacen("v2.", "v3.", 1), &binding("t", &args), now()).is_err());
 }
 
+/// Audit B20: with `accept_v2_states(false)`, a good `v2` state is refused as an unknown
+/// format, and `v3` states still open.
+#[test]
+fn v2_states_can_be_refused_once_no_instance_seals_them() {
+    let ring = KeyRing::new(StateKey::new("k1", SECRET_A));
+    let strict = StateConfig::new(ring.clone()).accept_v2_states(false);
+    let args = json!({ "city": "Lyon" });
+    let expires = super::seal::unix_millis(now()) + 60_000;
+    let token = super::v2::seal(ring.current(), &binding("t", &args), b"earlier", expires);
+    assert!(StateConfig::new(ring).open(&token, &binding("t", &args), now()).is_ok(), "the default opens it");
+    assert_eq!(reason(strict.open(&token, &binding("t", &args), now())), Reason::UnknownVersion);
+    let current = strict.seal(&binding("t", &args), b"now", now()).unwrap();
+    assert_eq!(strict.open(&current, &binding("t", &args), now()).unwrap().0, b"now");
+}
+
 #[test]
 fn unknown_version_and_malformed_tokens_fail() {
     let config = config("k1", SECRET_A);

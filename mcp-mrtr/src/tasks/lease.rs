@@ -1,10 +1,11 @@
 //! Leases: which run of a handler holds a `working` task, and how another instance
 //! takes the task over when that run's instance dies (DESIGN §11, §12).
 //!
-//! A run renews its lease every third of [`Tasks::lease`]; every instance that serves
-//! requests looks for lapsed leases every half of it ([`watch`]) and takes those tasks
-//! over: it claims the lease by compare-and-set and replays the handler from the
-//! journal. So a task whose instance died resumes within about one and a half leases.
+//! A run renews its lease every third of [`Tasks::lease`]; every serving instance looks
+//! for lapsed leases every half of it, from the moment it starts serving ([`watch`]),
+//! and takes those tasks over: it claims the lease by compare-and-set and replays the
+//! handler from the journal. So a task whose instance died resumes within about one and
+//! a half leases.
 //! A run that finds its lease gone (the task was cancelled, or taken over while this
 //! instance stalled) drops its handler.
 
@@ -89,15 +90,23 @@ pub(crate) async fn keep(tasks: &Tasks, id: &str, run: &str) {
 }
 
 /// Starts, once per server, the look for tasks whose runner died. It ends when the
-/// server (every clone of it) is gone.
+/// server (every clone of it) is gone, or hands its tasks back.
+///
+/// Serving starts it, so an instance that no request has reached yet still takes over
+/// a dead instance's tasks. Each request calls it too, which starts it where serving
+/// could not: in-process use (`TestClient`), or a router built outside a runtime.
 pub(crate) fn watch(server: &Server) {
-    // A load first: after the first request this is a read of a shared cache line.
+    // A load first: once started, this is a read of a shared cache line per request.
     let watching = &server.tasks.watching;
-    if watching.load(Ordering::Relaxed) || watching.swap(true, Ordering::AcqRel) {
+    if watching.load(Ordering::Relaxed) {
+        return;
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+    if watching.swap(true, Ordering::AcqRel) {
         return;
     }
     let server = server.clone();
-    tokio::spawn(async move {
+    runtime.spawn(async move {
         let mut looks = tokio::time::interval(server.tasks.lease / 2);
         looks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {

@@ -3,6 +3,19 @@
 //! Checks, in order: the client declared the extension on this request (`-32021`, even
 //! for an id that does not exist), the params are well-formed, and the task exists and
 //! belongs to the caller (`-32602` for both, so another caller's ids do not leak).
+//!
+//! A task belongs to the principal of the request that created it (its authenticated
+//! caller, else what the server's principal hook names), and is reached only by a
+//! request with exactly that principal. A task created with none is reached only by
+//! requests with none: on a server without authentication everyone shares it, as
+//! before, but a caller with a principal (authenticated, or named by the hook) never
+//! reaches it, however it learned the id.
+//!
+//! `tasks/update` also asks what `tools/call` asks, of the request answering now (see
+//! `dispatch::access`): its caller must still see the task's tool and hold its scopes.
+//! A caller whose token lost a scope since the task began cannot approve it (`403`), and
+//! a tool hidden from it reads as an unknown tool. The replay that the answers start runs
+//! as that caller, with its scopes now, not those recorded at creation.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -14,7 +27,7 @@ use super::{caller, store_error, wire};
 use crate::context::Transport;
 use crate::envelope::RequestMeta;
 use crate::protocol::JsonObject;
-use crate::{Capability, Error, Server};
+use crate::{Capability, Error, RequestView, Server};
 
 /// The task methods this revision has. `tasks/result` and `tasks/list` were removed and
 /// are unknown methods (`-32601`).
@@ -67,7 +80,10 @@ pub(crate) async fn serve(
     }
     match method {
         TaskMethod::Get => Ok(wire::detailed(&record)),
-        TaskMethod::Update => update(server, &record, params.input_responses).await,
+        TaskMethod::Update => {
+            may_answer(server, &record, &RequestView::new(meta, transport))?;
+            update(server, &record, params.input_responses, transport).await
+        }
         TaskMethod::Cancel => cancel(server, &record).await,
     }
 }
@@ -75,14 +91,29 @@ pub(crate) async fn serve(
 /// The caller's task: unknown, expired and someone else's read the same.
 async fn find(server: &Server, id: &str, caller: Option<&str>) -> Result<TaskRecord, Error> {
     let record = server.tasks.store.get(id).await.map_err(store_error)?;
-    record
-        .filter(|record| record.owner.is_none() || record.owner.as_deref() == caller)
-        .ok_or_else(|| Error::invalid_params(format!("Unknown task: {id}")))
+    record.filter(|record| record.owner.as_deref() == caller).ok_or_else(|| unknown_task(id))
+}
+
+/// "Unknown task", with the client's id cut short (ours are 32 characters).
+fn unknown_task(id: &str) -> Error {
+    Error::unknown("task", id)
+}
+
+/// Refuses answers from a caller who may not call the task's tool now, as `tools/call`
+/// would refuse it: `403` for a missing scope, an unknown tool for a hidden (or removed) one.
+fn may_answer(server: &Server, record: &TaskRecord, view: &RequestView<'_>) -> Result<(), Error> {
+    server.callable_tool(view, &record.call.tool).map(drop)
 }
 
 /// Journals the answers to open questions; unknown, answered or late keys are ignored.
-/// When the last open question is answered, the handler is replayed.
-async fn update(server: &Server, record: &TaskRecord, responses: Option<Value>) -> Result<JsonObject, Error> {
+/// When the last open question is answered, the handler is replayed, as the caller of
+/// `transport` (who answered).
+async fn update(
+    server: &Server,
+    record: &TaskRecord,
+    responses: Option<Value>,
+    transport: &Transport,
+) -> Result<JsonObject, Error> {
     let responses = match responses {
         None => JsonObject::new(),
         Some(Value::Object(responses)) => responses,
@@ -91,6 +122,7 @@ async fn update(server: &Server, record: &TaskRecord, responses: Option<Value>) 
     // The run that replays the handler once the last question is answered: it takes the
     // lease in the same write, so exactly one instance runs it.
     let run = lease::new_run()?;
+    let answering = super::caller_record(transport);
     let changed = transition(&*server.tasks.store, record.id(), |record| {
         if record.status != TaskStatus::InputRequired {
             return false;
@@ -98,6 +130,9 @@ async fn update(server: &Server, record: &TaskRecord, responses: Option<Value>) 
         let mut took = false;
         for (key, answer) in &responses {
             took |= record.answer(key, answer);
+        }
+        if took {
+            record.call.caller.clone_from(&answering);
         }
         if took && record.input_requests.is_empty() {
             record.status = TaskStatus::Working;

@@ -22,6 +22,7 @@ mod arguments;
 mod driver;
 mod lease;
 mod limits;
+mod memory;
 mod methods;
 mod status;
 mod store;
@@ -36,9 +37,10 @@ pub(crate) use driver::{call, Called, Running};
 use lease::DEFAULT_LEASE;
 pub(crate) use lease::{watch, MIN_LEASE};
 pub use limits::TaskLimits;
+pub use memory::MemoryTaskStore;
 pub(crate) use methods::{serve, TaskMethod};
 pub(crate) use store::{CallerRecord, TaskCall};
-pub use store::{MemoryTaskStore, StoreError, TaskRecord, TaskStatus, TaskStore};
+pub use store::{StoreError, TaskRecord, TaskStatus, TaskStore};
 
 use crate::context::Transport;
 use crate::protocol::ClientCapabilities;
@@ -158,7 +160,8 @@ pub(crate) fn caller_record(transport: &Transport) -> Option<CallerRecord> {
 }
 
 /// What a replay of a task knows of its request: no stream, no headers, and the caller
-/// that created the task (other request extensions are not kept).
+/// recorded in the task (the one who created it, then whoever answered it last: see
+/// `methods`; other request extensions are not kept).
 pub(crate) fn transport_for(caller: Option<&CallerRecord>) -> Transport {
     let mut extensions = axum::http::Extensions::new();
     if let Some(caller) = caller {

@@ -1,6 +1,6 @@
 //! Where tasks live: [`TaskRecord`] (a task's status, outcome and journal, as plain
-//! serializable data) and the [`TaskStore`] trait, with [`MemoryTaskStore`] as the
-//! single-instance default.
+//! serializable data) and the [`TaskStore`] trait, with
+//! [`MemoryTaskStore`](super::MemoryTaskStore) as the single-instance default.
 //!
 //! A store offers four operations: create, get, a compare-and-set replace keyed by the
 //! record's version, and a list of the tasks whose runner's lease lapsed. Every change
@@ -9,9 +9,8 @@
 //! shared store (Redis, SQL) needs to provide to let several instances serve the same
 //! tasks, and take over those of an instance that died.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures_util::future::BoxFuture;
@@ -104,7 +103,9 @@ pub(crate) struct TaskCall {
     pub(crate) protocol_version: String,
     pub(crate) client_capabilities: ClientCapabilities,
     pub(crate) client_info: Option<Implementation>,
-    /// The authenticated caller of the `tools/call`, handed to the handler's replays.
+    /// The authenticated caller of the `tools/call`, handed to the handler's replays;
+    /// replaced by the caller of each `tasks/update` that answers a question, so a
+    /// replay runs with the scopes of whoever answered, as they are now.
     #[serde(default)]
     pub(crate) caller: Option<CallerRecord>,
 }
@@ -246,7 +247,8 @@ impl TaskRecord {
         self.ttl_ms = Some(self.ttl_ms.map_or(until, |ttl| ttl.min(until)));
     }
 
-    fn is_expired(&self, now: SystemTime) -> bool {
+    /// Whether the record is past its TTL at `now`: a store reads it as absent.
+    pub(crate) fn is_expired(&self, now: SystemTime) -> bool {
         self.expires_at().is_some_and(|at| at <= now)
     }
 }
@@ -320,82 +322,6 @@ impl<T: TaskStore + ?Sized> TaskStore for std::sync::Arc<T> {
     }
 }
 
-/// Task records in this process's memory: for one instance. Expired records are
-/// dropped when read, and swept (at most once a second) when new ones are created.
-#[derive(Debug, Default)]
-pub struct MemoryTaskStore {
-    records: Mutex<HashMap<String, TaskRecord>>,
-    last_sweep: Mutex<Option<SystemTime>>,
-}
-
-impl MemoryTaskStore {
-    /// An empty store.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    fn records(&self) -> std::sync::MutexGuard<'_, HashMap<String, TaskRecord>> {
-        self.records.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl TaskStore for MemoryTaskStore {
-    fn create(&self, record: TaskRecord) -> BoxFuture<'_, Result<(), StoreError>> {
-        let mut records = self.records();
-        let now = SystemTime::now();
-        // A sweep walks every record: once a second keeps creation O(1) amortized.
-        let mut last_sweep = self.last_sweep.lock().unwrap_or_else(PoisonError::into_inner);
-        if last_sweep.is_none_or(|at| now.duration_since(at).unwrap_or_default() >= Duration::from_secs(1)) {
-            records.retain(|_, r| !r.is_expired(now));
-            *last_sweep = Some(now);
-        }
-        let stored = match records.entry(record.id.clone()) {
-            std::collections::hash_map::Entry::Occupied(_) => Err(StoreError::new("a task with this id exists")),
-            std::collections::hash_map::Entry::Vacant(slot) => {
-                slot.insert(record);
-                Ok(())
-            }
-        };
-        Box::pin(std::future::ready(stored))
-    }
-
-    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>> {
-        let mut records = self.records();
-        let found = match records.get(id) {
-            Some(record) if record.is_expired(SystemTime::now()) => {
-                records.remove(id);
-                None
-            }
-            other => other.cloned(),
-        };
-        Box::pin(std::future::ready(Ok(found)))
-    }
-
-    fn replace(&self, expected: u64, mut record: TaskRecord) -> BoxFuture<'_, Result<bool, StoreError>> {
-        let mut records = self.records();
-        let replaced = match records.get_mut(&record.id) {
-            Some(current) if current.version == expected && !current.is_expired(SystemTime::now()) => {
-                record.set_version(expected + 1);
-                *current = record;
-                true
-            }
-            _ => false,
-        };
-        Box::pin(std::future::ready(Ok(replaced)))
-    }
-
-    fn lapsed(&self, now: SystemTime, limit: usize) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
-        let ids = self
-            .records()
-            .values()
-            .filter(|record| !record.is_expired(now) && record.lease_lapsed(now))
-            .take(limit)
-            .map(|record| record.id.clone())
-            .collect();
-        Box::pin(std::future::ready(Ok(ids)))
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -410,53 +336,6 @@ pub(crate) mod tests {
             caller: Some(CallerRecord { id: "alice".into(), scopes: vec!["read".into()] }),
         };
         TaskRecord::new(id.into(), None, call, Carried::default(), ttl)
-    }
-
-    #[tokio::test]
-    async fn replace_is_compare_and_set() {
-        let store = MemoryTaskStore::new();
-        store.create(record("a", None)).await.unwrap();
-        assert!(store.create(record("a", None)).await.is_err(), "ids are unique");
-        let read = store.get("a").await.unwrap().unwrap();
-        let mut changed = read.next();
-        changed.status = TaskStatus::Completed;
-        assert!(store.replace(read.version(), changed.clone()).await.unwrap());
-        // A writer that read before the first write loses.
-        assert!(!store.replace(read.version(), changed).await.unwrap());
-        let now = store.get("a").await.unwrap().unwrap();
-        assert_eq!((now.version(), now.status()), (1, TaskStatus::Completed));
-        assert!(!store.replace(0, record("missing", None)).await.unwrap());
-    }
-
-    #[tokio::test]
-    async fn expired_records_read_as_absent() {
-        let store = MemoryTaskStore::new();
-        store.create(record("gone", Some(Duration::ZERO))).await.unwrap();
-        store.create(record("kept", Some(Duration::from_secs(3600)))).await.unwrap();
-        assert!(store.get("gone").await.unwrap().is_none());
-        assert!(store.get("kept").await.unwrap().is_some());
-    }
-
-    #[tokio::test]
-    async fn working_tasks_whose_lease_lapsed_are_listed() {
-        let store = MemoryTaskStore::new();
-        let now = SystemTime::now();
-        let now_ms = u64::try_from(now.duration_since(UNIX_EPOCH).unwrap().as_millis()).unwrap();
-        let leased = |id: &str, until_ms: u64| {
-            let mut r = record(id, None);
-            r.lease = Some(Lease { holder: format!("run-{id}"), until_ms });
-            r
-        };
-        store.create(leased("alive", now_ms + 60_000)).await.unwrap();
-        store.create(leased("dead", now_ms - 1)).await.unwrap();
-        store.create(record("handed-back", None)).await.unwrap();
-        let mut waiting = leased("waiting", now_ms - 1);
-        waiting.status = TaskStatus::InputRequired;
-        store.create(waiting).await.unwrap();
-        let mut lapsed = store.lapsed(now, 10).await.unwrap();
-        lapsed.sort();
-        assert_eq!(lapsed, ["dead", "handed-back"]);
-        assert_eq!(store.lapsed(now, 1).await.unwrap().len(), 1, "the limit holds");
     }
 
     #[test]

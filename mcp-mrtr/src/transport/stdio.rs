@@ -57,6 +57,8 @@ impl Server {
     {
         // Misconfiguration (a missing State<T>, malformed keys) fails here, before any request.
         self.check_ready()?;
+        // From now on this instance takes over the tasks of instances that died.
+        crate::tasks::watch(&self);
         let tasks = self.tasks.clone();
         let (out_tx, out_rx) = mpsc::channel::<Outgoing>(64);
         let writer = tokio::spawn(write_lines(writer, out_rx));

@@ -1,9 +1,15 @@
 //! The MCP request headers of Streamable HTTP (SEP-2243): `MCP-Protocol-Version`,
-//! `Mcp-Method` and `Mcp-Name` must be present and agree with the body, and so must the
-//! `Mcp-Param-*` headers of a tool's mirrored parameters (see `param_headers`).
+//! `Mcp-Method` and `Mcp-Name` must be present and agree with the body. The `Mcp-Param-*`
+//! headers of a tool's mirrored parameters are checked by dispatch (see `param_headers`),
+//! once it knows the caller may reach the tool: a hidden tool's rules must not show here.
 //!
 //! Order of checks, chosen so each error names the first real problem (spec digest
-//! §1.3): presence, then support of the header's version, then equality with the body.
+//! §1.3): none repeated, presence, then support of the header's version, then equality
+//! with the body.
+//!
+//! A repeated MCP header is refused, not read by its first value: a proxy in front may
+//! route or authorize on the last value, or on the values joined, and so act on a
+//! request other than the one the server checked.
 
 use axum::http::header::{AsHeaderName, HeaderName};
 use axum::http::HeaderMap;
@@ -11,7 +17,7 @@ use base64::Engine as _;
 use serde_json::Value;
 
 use crate::envelope::{check_version, Request, RequestMeta};
-use crate::{Error, Server};
+use crate::Error;
 
 // Names, not strings: a lookup by string parses and checks the name every time.
 pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
@@ -25,8 +31,19 @@ pub(crate) fn header(headers: &HeaderMap, name: impl AsHeaderName) -> Option<&st
     headers.get(name).map(|v| v.to_str().map_or("\u{fffd}", str::trim))
 }
 
+/// Fails with `-32020`, naming the header as `shown`, when `name` is sent more than once.
+pub(crate) fn refuse_repeated(headers: &HeaderMap, name: impl AsHeaderName, shown: &str) -> Result<(), Error> {
+    if headers.get_all(name).iter().nth(1).is_some() {
+        return Err(Error::header_mismatch(format!("{shown} header sent more than once: send it once")));
+    }
+    Ok(())
+}
+
 /// Validates the MCP headers of a modern request against its parsed envelope.
 pub(crate) fn check(headers: &HeaderMap, request: &Request, meta: &RequestMeta) -> Result<(), Error> {
+    refuse_repeated(headers, PROTOCOL_VERSION, "MCP-Protocol-Version")?;
+    refuse_repeated(headers, METHOD, "Mcp-Method")?;
+    refuse_repeated(headers, NAME, "Mcp-Name")?;
     let version = header(headers, PROTOCOL_VERSION)
         .ok_or_else(|| Error::header_mismatch("missing MCP-Protocol-Version header"))?;
     let method = header(headers, METHOD).ok_or_else(|| Error::header_mismatch("missing Mcp-Method header"))?;
@@ -56,18 +73,6 @@ pub(crate) fn check(headers: &HeaderMap, request: &Request, meta: &RequestMeta) 
         }
     }
     Ok(())
-}
-
-/// Checks the `Mcp-Param-*` headers of a `tools/call` against the called tool's mirrored
-/// parameters. An unknown tool has none: dispatch reports it.
-pub(crate) fn check_params(server: &Server, headers: &HeaderMap, request: &Request) -> Result<(), Error> {
-    if request.method != "tools/call" {
-        return Ok(());
-    }
-    let params = request.params.as_ref();
-    let name = params.and_then(|p| p.get("name")).and_then(Value::as_str);
-    let Some(route) = name.and_then(|name| server.find_tool(name)) else { return Ok(()) };
-    crate::param_headers::check(&route.headers, headers, params.and_then(|p| p.get("arguments")))
 }
 
 /// The params field that `Mcp-Name` mirrors, for the methods that require it.

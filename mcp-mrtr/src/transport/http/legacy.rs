@@ -5,7 +5,8 @@
 
 use std::sync::Arc;
 
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::extract::Request as HttpRequest;
+use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
@@ -122,14 +123,16 @@ pub(super) fn deliver(endpoint: &Endpoint, head: &Head, id: &RequestId, outcome:
     }
 }
 
-/// `GET` and `DELETE`: with a live session, no standalone stream (405) and the end of
-/// the session; with an unknown one, 404 so the client starts over; else 405.
-pub(super) fn session_method(endpoint: &Endpoint, method: &Method, headers: &HeaderMap) -> Response {
-    let Some(id) = headers::header(headers, headers::SESSION_ID) else { return method_not_allowed() };
-    if endpoint.sessions.find(id).is_none() {
+/// `GET` and `DELETE`: with a live session of the request's caller, no standalone stream
+/// (405) and the end of the session; with an unknown one, or another caller's, 404 so the
+/// client starts over (as for a POST: see [`session_of`]); else 405.
+pub(super) fn session_method(endpoint: &Endpoint, request: &HttpRequest) -> Response {
+    let Some(id) = headers::header(request.headers(), headers::SESSION_ID) else { return method_not_allowed() };
+    let principal = endpoint.server.principal_from(Some(request.headers()), request.extensions());
+    if owned_session(endpoint, id, principal.as_deref()).is_none() {
         return json_response(404, error_message(None, &session_not_found()));
     }
-    if method == Method::DELETE {
+    if request.method() == Method::DELETE {
         endpoint.sessions.close(id);
         return StatusCode::OK.into_response();
     }
@@ -143,12 +146,17 @@ fn session_of(endpoint: &Endpoint, head: &Head) -> Result<Arc<Session>, (u16, Er
     let id = headers::header(&head.headers, headers::SESSION_ID).ok_or_else(|| {
         (400, Error::invalid_request("missing Mcp-Session-Id header: send initialize first (or use 2026-07-28)"))
     })?;
-    let session = endpoint.sessions.find(id).ok_or_else(|| (404, session_not_found()))?;
-    if session.owner != head.principal(&endpoint.server) {
+    owned_session(endpoint, id, head.principal(&endpoint.server).as_deref()).ok_or_else(|| (404, session_not_found()))
+}
+
+/// The session `id` names, if it exists and `principal` opened it.
+fn owned_session(endpoint: &Endpoint, id: &str, principal: Option<&str>) -> Option<Arc<Session>> {
+    let session = endpoint.sessions.find(id)?;
+    if session.owner.as_deref() != principal {
         tracing::debug!("a session named by a caller other than the one who opened it");
-        return Err((404, session_not_found()));
+        return None;
     }
-    Ok(session)
+    Some(session)
 }
 
 fn session_not_found() -> Error {

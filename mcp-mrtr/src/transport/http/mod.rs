@@ -30,7 +30,7 @@ use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio::sync::mpsc;
 
 use self::guard::{Guard, HostPolicy};
-pub(crate) use self::headers::decode_value;
+pub(crate) use self::headers::{decode_value, refuse_repeated};
 pub use self::limits::Limits;
 use self::serve::App;
 pub use self::serve::{serve_router, serve_router_with_shutdown};
@@ -239,6 +239,9 @@ impl Server {
         }
         let gate =
             config.auth.as_ref().map(crate::auth::Gate::new).transpose().map_err(io::Error::other)?.map(Arc::new);
+        // Every HTTP door comes through here: from now on this instance takes over the
+        // tasks of instances that died, before any request reaches it.
+        crate::tasks::watch(&self);
         Ok(Arc::new(Endpoint { server: Arc::new(self), config, sessions, slots, gate }))
     }
 
@@ -327,7 +330,7 @@ async fn endpoint_handler(State(endpoint): State<Arc<Endpoint>>, mut request: Ht
     let response = match *request.method() {
         Method::POST => post(&endpoint, request).await,
         // Only legacy sessions have anything to GET or DELETE.
-        Method::GET | Method::DELETE => legacy::session_method(&endpoint, request.method(), request.headers()),
+        Method::GET | Method::DELETE => legacy::session_method(&endpoint, &request),
         _ => method_not_allowed(),
     };
     crate::auth::finish(gate, response)
@@ -355,7 +358,7 @@ async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response {
     // client that names a modern version, so 2025-11-25 traffic is not parsed twice.
     if names_modern(header_version) {
         if let Some((request, meta)) = crate::envelope::read_modern(&bytes) {
-            return match check_headers(&endpoint.server, headers, &request, &meta) {
+            return match headers::check(headers, &request, &meta) {
                 Err(error) => error_response(Era::Modern, Some(request.id), &error),
                 Ok(()) => serve_request(endpoint, &head, request, meta, None).await,
             };
@@ -374,11 +377,18 @@ async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response {
         Ok(Incoming::Response { id, outcome }) => legacy::deliver(endpoint, &head, &id, outcome),
         Ok(Incoming::Request(request)) => {
             match classify(&request, header_version, headers.contains_key(headers::SESSION_ID)) {
-                Era::Modern => match open_envelope(&endpoint.server, headers, &request) {
+                Era::Modern => match open_envelope(headers, &request) {
                     Err(error) => error_response(Era::Modern, Some(request.id), &error),
                     Ok(meta) => serve_request(endpoint, &head, request, Arc::new(meta), None).await,
                 },
-                Era::Legacy => legacy::serve(endpoint, &head, request).await,
+                // A 2025-11-25 request is read by its first version header too: a repeat
+                // is refused here as a modern request's is in `headers::check`.
+                Era::Legacy => {
+                    match headers::refuse_repeated(headers, headers::PROTOCOL_VERSION, "MCP-Protocol-Version") {
+                        Err(error) => json_response(400, error_message(Some(request.id), &error)),
+                        Ok(()) => legacy::serve(endpoint, &head, request).await,
+                    }
+                }
                 Era::Unknown => {
                     let error = Error::header_mismatch("missing MCP-Protocol-Version header");
                     error_response(Era::Unknown, Some(request.id), &error)
@@ -500,17 +510,12 @@ fn busy(id: crate::protocol::RequestId, legacy: bool, error: &Error) -> Response
     response
 }
 
-/// Validates a modern request's envelope and MCP headers.
-fn open_envelope(server: &Server, headers: &HeaderMap, request: &Request) -> Result<RequestMeta, Error> {
+/// Validates a modern request's envelope and MCP headers (its `Mcp-Param-*` headers
+/// wait for dispatch, which knows whether the caller may reach the tool).
+fn open_envelope(headers: &HeaderMap, request: &Request) -> Result<RequestMeta, Error> {
     let meta = RequestMeta::parse(request.params.as_ref())?;
-    check_headers(server, headers, request, &meta)?;
+    headers::check(headers, request, &meta)?;
     Ok(meta)
-}
-
-/// Validates a modern request's MCP headers against its envelope and params.
-fn check_headers(server: &Server, headers: &HeaderMap, request: &Request, meta: &RequestMeta) -> Result<(), Error> {
-    headers::check(headers, request, meta)?;
-    headers::check_params(server, headers, request)
 }
 
 /// The client's address: the TCP peer (as `serve_*` or axum's `ConnectInfo` recorded it),

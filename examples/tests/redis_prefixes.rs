@@ -1,0 +1,37 @@
+//! Two servers on one real `redis-server` whose key prefixes nest (audit B22): neither
+//! reaches the other's keys, even through a task id the client chose.
+
+mod common;
+mod instance;
+
+use instance::Redis;
+use mcp_mrtr::prelude::*;
+use mcp_mrtr::testing::TestClient;
+use mcp_mrtr::TaskStore;
+use serde_json::json;
+
+/// Finishes at once, as a task.
+#[tool(task = "required")]
+async fn quick(ctx: &Ctx) -> Result<String, ToolError> {
+    ctx.continue_as_task().await;
+    Ok("done".into())
+}
+
+#[tokio::test]
+async fn servers_whose_prefixes_nest_never_share_a_key() {
+    let Some(redis) = Redis::start() else { return };
+    let connect = |prefix: &'static str| {
+        let url = redis.url();
+        async move { mcp_mrtr::redis::Redis::connect(&url).await.expect("connect to redis").prefix(prefix) }
+    };
+    let (outer, inner) = (connect("app:").await, connect("app:task:x").await);
+    let client = TestClient::new(Server::new("inner", "0").tool(quick).task_store(inner.task_store()));
+    let created = client.call_tool("quick", json!({})).start().await;
+    let id = created.task_id().expect("a task");
+    assert!(inner.task_store().get(id).await.unwrap().is_some(), "the inner server's task is stored");
+    // Undelimited, the outer server's `<prefix>task:<id>` for this id was the inner's key.
+    let reached = outer.task_store().get(&format!("xtask:{id}")).await.unwrap();
+    assert!(reached.is_none(), "the outer server read the inner server's task");
+    // The usual prefix keeps its keys: `app:` and `app` are one prefix.
+    assert!(connect("app").await.task_store().get(&format!("xtask:{id}")).await.unwrap().is_none());
+}

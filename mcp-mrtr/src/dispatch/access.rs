@@ -1,0 +1,138 @@
+//! Who may reach what: the one decision every entry point to a tool, prompt or resource
+//! asks before it acts (`tools/call`, `prompts/get`, `resources/read`,
+//! `completion/complete`, `subscriptions/listen`, `tasks/update`, and the `Mcp-Param-*`
+//! checks, which run only once the tool is known to be reachable).
+//!
+//! [`Server::access`] decides, in this order:
+//!
+//! 1. **Visible?** The application's visibility filter. A hidden route is refused as
+//!    [`Refused::Unknown`], which each entry point answers exactly as it answers a name
+//!    that was never registered: nothing a caller sees tells a hidden route from a
+//!    missing one.
+//! 2. **Granted?** Every scope the route declares, held by the request's caller
+//!    ([`crate::auth::authorize`]). A visible route the caller lacks scopes for is
+//!    [`Refused::Forbidden`]: `403` naming the scopes (the spec's step-up challenge). It
+//!    reveals nothing, since the caller's own lists already show that route.
+//!
+//! The lookups ([`Server::reach_tool`] and friends) find the route a request names and
+//! ask [`Server::access`] about it; entry points use them and never `sees` or
+//! `authorize` directly. [`Server::callable_tool`] also words the refusal as `tools/call`
+//! does, for `tasks/update`, so an answer to a task reads as a call of its tool would.
+
+use std::sync::Arc;
+
+use crate::handler::{PromptRoute, ResourceRoute, ToolRoute};
+use crate::live::{Catalog, Item, RequestView};
+use crate::protocol::JsonObject;
+use crate::{Error, Server};
+
+/// Why a request may not reach a route.
+#[derive(Debug)]
+pub(crate) enum Refused {
+    /// Not registered, disabled, or hidden from this request: answered like a name
+    /// that was never registered.
+    Unknown,
+    /// Visible, but the caller lacks a scope it needs: `403` with `insufficient_scope`.
+    Forbidden(Error),
+}
+
+impl Refused {
+    /// The error the caller gets: `unknown` (the entry point's own "no such thing"), or
+    /// the `403` of a missing scope.
+    pub(crate) fn or_unknown(self, unknown: impl FnOnce() -> Error) -> Error {
+        match self {
+            Self::Unknown => unknown(),
+            Self::Forbidden(error) => error,
+        }
+    }
+}
+
+/// A catalog entry as the decision sees it: what the visibility filter is shown, and
+/// the scopes a caller needs.
+pub(crate) trait Guarded {
+    fn item(&self) -> Item<'_>;
+    fn scopes(&self) -> &[String];
+}
+
+impl Guarded for ToolRoute {
+    fn item(&self) -> Item<'_> {
+        Item::Tool(&self.tool)
+    }
+    fn scopes(&self) -> &[String] {
+        &self.scopes
+    }
+}
+
+impl Guarded for PromptRoute {
+    fn item(&self) -> Item<'_> {
+        Item::Prompt(&self.prompt)
+    }
+    fn scopes(&self) -> &[String] {
+        &self.scopes
+    }
+}
+
+impl Guarded for ResourceRoute {
+    fn item(&self) -> Item<'_> {
+        self.kind.item()
+    }
+    fn scopes(&self) -> &[String] {
+        &self.scopes
+    }
+}
+
+impl Server {
+    /// The decision: whether the request `view` may reach `route` (see the module docs).
+    pub(crate) fn access(&self, view: &RequestView<'_>, route: &impl Guarded) -> Result<(), Refused> {
+        if !self.sees(view, route.item()) {
+            return Err(Refused::Unknown);
+        }
+        crate::auth::authorize(route.scopes(), view.caller()).map_err(Refused::Forbidden)
+    }
+
+    /// The enabled tool `name`, if the request may call it.
+    pub(crate) fn reach_tool(&self, view: &RequestView<'_>, name: &str) -> Result<Arc<ToolRoute>, Refused> {
+        let route = self.find_tool(name).ok_or(Refused::Unknown)?;
+        self.access(view, &*route)?;
+        Ok(route)
+    }
+
+    /// The tool `name` if the request may call it, else the error `tools/call` answers:
+    /// "Unknown tool" (for a hidden one too), or the `403` of a missing scope.
+    pub(crate) fn callable_tool(&self, view: &RequestView<'_>, name: &str) -> Result<Arc<ToolRoute>, Error> {
+        self.reach_tool(view, name).map_err(|refused| refused.or_unknown(|| Error::unknown("tool", name)))
+    }
+
+    /// The enabled prompt `name`, if the request may get it.
+    pub(crate) fn reach_prompt(&self, view: &RequestView<'_>, name: &str) -> Result<Arc<PromptRoute>, Refused> {
+        let route = self.find_prompt(name).ok_or(Refused::Unknown)?;
+        self.access(view, &*route)?;
+        Ok(route)
+    }
+
+    /// The resource that serves `uri` for this request, with the template's variables:
+    /// the first route that matches and is visible (a hidden one is passed over, as if
+    /// it were not there), if the request may read it.
+    pub(crate) fn reach_resource<'c>(
+        &self,
+        catalog: &'c Catalog,
+        view: &RequestView<'_>,
+        uri: &str,
+    ) -> Result<(&'c Arc<ResourceRoute>, JsonObject), Refused> {
+        for route in catalog.enabled::<ResourceRoute>() {
+            let Some(vars) = route.kind.matches(uri) else { continue };
+            match self.access(view, &**route) {
+                Err(Refused::Unknown) => {}
+                decided => return decided.map(|()| (route, vars)),
+            }
+        }
+        Err(Refused::Unknown)
+    }
+
+    /// The resource or template registered as `key` (its URI, or its URI template, as
+    /// `completion/complete` names it), if the request may read it.
+    pub(crate) fn reach_resource_key(&self, view: &RequestView<'_>, key: &str) -> Result<(), Refused> {
+        let route = self.catalog().find::<ResourceRoute>(key).ok_or(Refused::Unknown)?;
+        self.access(view, &*route)
+    }
+}
