@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 
-use jsonwebtoken::{EncodingKey, Header};
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use mcp_mrtr::auth::{JwtKeys, JwtVerifier, ResourceServer};
 use mcp_mrtr::prelude::*;
 use mcp_mrtr::testing::TestClient;
@@ -97,6 +97,19 @@ fn token(sub: &str, scope: &str, audience: &str) -> String {
     mint(&json!({"sub": sub, "scope": scope, "iss": ISSUER, "aud": audience, "exp": now() + 60}))
 }
 
+/// `claims` signed with the test secret under `algorithm` (the server trusts HS256 only).
+fn signed_with(algorithm: Algorithm, claims: &Value) -> String {
+    let key = EncodingKey::from_secret(SECRET.as_bytes()).unwrap();
+    jsonwebtoken::encode(&Header::new(algorithm), claims, &key).unwrap()
+}
+
+/// `claims` as an `alg: none` token: no signature at all.
+fn unsigned(claims: &Value) -> String {
+    use base64::Engine as _;
+    let encode = |part: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(part.to_string());
+    format!("{}.{}.", encode(&json!({"alg": "none", "typ": "JWT"})), encode(claims))
+}
+
 fn mint(claims: &Value) -> String {
     jsonwebtoken::encode(&Header::default(), claims, &EncodingKey::from_secret(SECRET.as_bytes()).unwrap()).unwrap()
 }
@@ -165,6 +178,9 @@ async fn malformed_expired_and_foreign_tokens_get_invalid_token() {
         ("expired", with("exp", json!(now() - 3600)), "expired"),
         ("wrong audience", with("aud", json!("http://127.0.0.1:1/other")), "not issued for this resource"),
         ("wrong issuer", with("iss", json!("https://evil.example")), "issuer"),
+        ("no algorithm", unsigned(&base), "malformed"),
+        ("another algorithm", signed_with(Algorithm::HS512, &base), "algorithm"),
+        ("a not-before in words", with("nbf", json!("yesterday")), "malformed"),
     ];
     for (case, bad, why) in cases {
         let response = post(addr, "/mcp", &Rpc::call_tool("whoami", json!({})), Some(&bad)).await;

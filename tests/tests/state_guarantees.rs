@@ -77,7 +77,9 @@ async fn with_reusable_states_a_replay_runs_the_once_step_again() {
     );
 }
 
-#[tokio::test]
+/// On four worker threads, so a race inside the guard itself (not only between awaits)
+/// would show (audit 2026-12-01, test quality).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_presentations_of_one_state_take_its_once_step_exactly_once() {
     let server = Arc::new(TestServer::start(fixture()).await);
     let rpc = Rpc::call_tool("test_once_side_effect", json!({ "call_id": "parallel-claims" }));

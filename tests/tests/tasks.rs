@@ -300,6 +300,28 @@ async fn an_instance_that_has_served_nothing_takes_over_a_task_handed_back() {
     panic!("the idle instance never took the task over");
 }
 
+/// Audit B15: an instance that is shutting down starts no run when the last answer of a
+/// task arrives: it leaves the task without a lease, and another instance finishes it.
+#[tokio::test]
+async fn an_answer_that_lands_on_a_closing_instance_is_run_elsewhere() {
+    use mcp_mrtr::{MemoryTaskStore, TaskStatus, TaskStore};
+
+    let store = std::sync::Arc::new(MemoryTaskStore::new());
+    let instance = || server().task_store(store.clone()).task_lease(Duration::from_millis(300));
+    let closing = instance();
+    let serving = TestServer::start(closing.clone()).await;
+    let id = create(&serving, &call("confirm_only", json!({}))).await;
+    wait_for(&serving, &id, "input_required").await;
+    closing.hand_back_tasks().await;
+    update(&serving, &id, json!({ "ok": answer::accept(json!({ "yes": true })) })).await;
+    let record = store.get(&id).await.unwrap().expect("the task's record");
+    assert_eq!(record.status(), TaskStatus::Working);
+    assert_eq!(record.lease_expires_at(), Some(std::time::UNIX_EPOCH), "the closing instance took the run");
+    let other = TestServer::start(instance()).await;
+    let done = wait_for(&other, &id, "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "proceed: true", "{done}");
+}
+
 #[tokio::test]
 async fn a_task_is_visible_only_to_its_caller() {
     let server = TestServer::start(server()).await;

@@ -399,6 +399,20 @@ mod tests {
         assert!(rsa_verifier.check(&signed(Algorithm::HS256, None, &confused)).is_err());
     }
 
+    /// The library also refuses the confusion above, so that assertion alone cannot fail
+    /// because of our code: this one checks our own restriction, the algorithms each key
+    /// lets a token pick (audit 2026-12-01, test quality).
+    #[test]
+    fn each_key_lets_a_token_pick_only_algorithms_of_its_own_kind() {
+        let family =
+            |keys: &JwtKeys| keys.keys.iter().flat_map(|key| key.algorithms.iter().copied()).collect::<Vec<_>>();
+        let rsa = family(&JwtKeys::rsa_pem(RSA_PUBLIC).unwrap());
+        assert!(!rsa.is_empty() && rsa.iter().all(|alg| AlgorithmFamily::Rsa.algorithms().contains(alg)), "{rsa:?}");
+        let ec = family(&JwtKeys::ec_pem(EC_PUBLIC).unwrap());
+        assert!(!ec.is_empty() && ec.iter().all(|alg| AlgorithmFamily::Ec.algorithms().contains(alg)), "{ec:?}");
+        assert_eq!(family(&JwtKeys::hs256(SECRET).unwrap()), [Algorithm::HS256]);
+    }
+
     #[test]
     fn a_jwks_document_picks_the_key_by_kid() {
         let rsa = EncodingKey::from_rsa_pem(RSA_PRIVATE.as_bytes()).unwrap();

@@ -123,6 +123,9 @@ async fn update(
     // lease in the same write, so exactly one instance runs it.
     let run = lease::new_run()?;
     let answering = super::caller_record(transport);
+    // An instance shutting down runs nothing new: the task is left without a lease (handed
+    // back), and another instance takes it over at its next look (audit B15).
+    let closing = server.tasks.closing.load(std::sync::atomic::Ordering::Acquire);
     let changed = transition(&*server.tasks.store, record.id(), |record| {
         if record.status != TaskStatus::InputRequired {
             return false;
@@ -136,13 +139,13 @@ async fn update(
         }
         if took && record.input_requests.is_empty() {
             record.status = TaskStatus::Working;
-            record.lease = Some(server.tasks.lease_for(&run));
+            record.lease = (!closing).then(|| server.tasks.lease_for(&run));
         }
         took
     })
     .await?;
     if let Some((record, true)) = changed {
-        if record.status == TaskStatus::Working {
+        if record.status == TaskStatus::Working && !closing {
             driver::start(server, &record, run).await?;
         }
     }
