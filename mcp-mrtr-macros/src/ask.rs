@@ -4,8 +4,11 @@
 //! `ask!(elicit "…")` becomes `ask!(@__mcp CTX, KEY; elicit "…").await`; inside `join!`
 //! the `.await` is left to the join, so joined asks are polled together and go out in
 //! one round. `ask!(fresh, …)` (after `key = …,` if any) appends `.fresh()`: only an
-//! answer to the question as asked counts. Keys: an explicit `key = …` wins, else the name the `let` binds, else the
-//! site's position (`ask1`, `ask2`, … in source order). The rewrite refuses, with an
+//! answer to the question as asked counts.
+//!
+//! Keys: an explicit `key = …` wins, else the name the `let` binds (through `?`,
+//! `.await`, method calls, and the scrutinee of a `match` or `if let`), else the site's
+//! position (`ask1`, `ask2`, … in source order). The rewrite refuses, with an
 //! error on the `ask!`: two sites with one static key, an ask in a loop without a
 //! per-iteration key, and asks inside closures, async blocks, nested items or other
 //! macros (there the handler's round cannot end; bind the result to a variable first).
@@ -302,7 +305,8 @@ fn bound_name(pat: &Pat) -> Option<&Ident> {
 }
 
 /// The ask/once site an initializer starts from, looking through `?`, `.await`,
-/// parentheses, method calls and field accesses (`ask!(…)?.text()`).
+/// parentheses, method calls and field accesses (`ask!(…)?.text()`), and into the
+/// scrutinee of a `match` or `if let`.
 fn spine_site(expr: &mut Expr) -> Option<&mut Expr> {
     match expr {
         Expr::Macro(m) if site_of(&m.mac).is_some() => Some(expr),
@@ -311,6 +315,14 @@ fn spine_site(expr: &mut Expr) -> Option<&mut Expr> {
         Expr::Paren(e) => spine_site(&mut e.expr),
         Expr::MethodCall(e) => spine_site(&mut e.receiver),
         Expr::Field(e) => spine_site(&mut e.base),
+        // `let target = match ask!(…) { … }` and `let target = if let Ok(t) = ask!(…) { … }`
+        // name the ask as `let target = ask!(…)?` does: a refactor between the shapes keeps
+        // the key, and so the wire contract.
+        Expr::Match(e) => spine_site(&mut e.expr),
+        Expr::If(e) => match &mut *e.cond {
+            Expr::Let(condition) => spine_site(&mut condition.expr),
+            _ => None,
+        },
         _ => None,
     }
 }

@@ -233,7 +233,31 @@ pub mod prelude {
 ///
 /// Options after `sample` call the [`ask::Sample`] builder methods of the same name.
 /// `key = "…"` first sets the key the answer travels under; otherwise it is the name the
-/// `let` binds, or the ask's position. In a loop, give a per-iteration key. Asks inside
+/// `let` binds (through `?`, `.await`, and a `match` or `if let` on the ask), or the
+/// ask's position. The key is part of the wire contract, so reshaping the code keeps it:
+///
+/// ```
+/// use mcp_mrtr::prelude::*;
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct Target {
+///     name: String,
+/// }
+///
+/// /// Deploys where the user says, or stays put if they decline.
+/// #[tool]
+/// async fn deploy() -> Result<String, ToolError> {
+///     // Answered under `target`, as `let target: Target = ask!(…)?` would be.
+///     let target = match ask!(elicit "Where to?") {
+///         Ok(Target { name }) => name,
+///         Err(_declined) => return Ok("staying".into()),
+///     };
+///     Ok(format!("deploying to {target}"))
+/// }
+/// # let _server = Server::new("docs", "0").tool(deploy);
+/// ```
+///
+/// In a loop, give a per-iteration key. Asks inside
 /// [`join!`] go out together in one round. In a helper `async fn`, pass the context:
 /// `ask!(ctx, key = "name", elicit "…")`.
 ///
