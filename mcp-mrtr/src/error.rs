@@ -88,13 +88,9 @@ impl Error {
         Self::new(ErrorCode::INVALID_PARAMS, detail)
     }
 
-    /// `-32602` "Unknown {what}: {name}", with a client's name cut to 64 characters: a
-    /// megabyte of client text is not sent back to it (nor into a proxy's logs).
+    /// `-32602` "Unknown {what}: {name}", with the client's name [`shown`] short.
     pub(crate) fn unknown(what: &str, name: &str) -> Self {
-        const SHOWN: usize = 64;
-        let shown: String = name.chars().take(SHOWN).collect();
-        let cut = if shown.len() < name.len() { "…" } else { "" };
-        Self::invalid_params(format!("Unknown {what}: {shown}{cut}"))
+        Self::invalid_params(format!("Unknown {what}: {}", shown(name)))
     }
 
     /// `-32603`: the server failed.
@@ -245,4 +241,15 @@ where
             Err(other) => Self::new(other),
         }
     }
+}
+
+/// Client text as an error may repeat it: cut to 64 characters (with `…`), so a megabyte
+/// of it is not sent back to the client (nor into a proxy's logs).
+pub(crate) fn shown(text: &str) -> String {
+    const SHOWN: usize = 64;
+    let mut shown: String = text.chars().take(SHOWN).collect();
+    if shown.len() < text.len() {
+        shown.push('…');
+    }
+    shown
 }

@@ -88,22 +88,44 @@ pub(crate) fn check(declared: &[ParamHeader], headers: &HeaderMap, arguments: Op
         crate::transport::http::refuse_repeated(headers, name.as_str(), name)?;
         let header = headers.get(name.as_str());
         let at = param.path.join(".");
+        // Errors say what to send: the argument's value as the header carries it.
+        let send = |body: &Value| format!("send `{name}: {}`", crate::error::shown(&header_text(body)));
         match (body, header) {
             (None, None) => {}
-            (Some(_), None) => return Err(Error::header_mismatch(format!("missing {name} header for arguments.{at}"))),
-            (None, Some(_)) => return Err(Error::header_mismatch(format!("{name} header without arguments.{at}"))),
+            (Some(body), None) => {
+                return Err(Error::header_mismatch(format!("missing {name} header for arguments.{at}: {}", send(body))))
+            }
+            (None, Some(_)) => {
+                return Err(Error::header_mismatch(format!(
+                    "{name} header without arguments.{at}: leave the header out, or pass the argument"
+                )))
+            }
             (Some(body), Some(header)) => {
                 let text = header.to_str().map_err(|_| {
                     Error::header_mismatch(format!("{name} header has characters headers cannot carry"))
                 })?;
                 let decoded = crate::transport::http::decode_value(text)?;
                 if !agrees(body, &decoded) {
-                    return Err(Error::header_mismatch(format!("{name} header does not match arguments.{at}")));
+                    return Err(Error::header_mismatch(format!(
+                        "{name} header does not match arguments.{at}: {}",
+                        send(body)
+                    )));
                 }
             }
         }
     }
     Ok(())
+}
+
+/// How a header states `body`: the text itself, `true`/`false`, the number; base64 in the
+/// `=?base64?…?=` form where the text is not plain header text.
+fn header_text(body: &Value) -> String {
+    use base64::Engine as _;
+    match body {
+        Value::String(text) if text.bytes().all(|b| (0x20..0x7f).contains(&b)) && text.trim() == text => text.clone(),
+        Value::String(text) => format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode(text)),
+        other => other.to_string(),
+    }
 }
 
 /// Whether a decoded header value states the body's value.

@@ -54,6 +54,15 @@ async fn headers_must_match_the_arguments() {
     ] {
         assert_eq!(status_and_code(&server, args.clone(), &headers).await, refused, "{headers:?}");
     }
+    // The error says what to send: the argument as the header carries it.
+    for (arguments, says) in [
+        (args.clone(), "send `Mcp-Param-Region: eu west`"),
+        (json!({ "region": "é", "workers": 3 }), "send `Mcp-Param-Region: =?base64?w6k=?=`"),
+    ] {
+        let rpc = Rpc::call_tool("route_job", arguments).header("Mcp-Param-Workers", Some("3"));
+        let message = server.send(&rpc).await.reply()["error"]["message"].as_str().unwrap_or_default().to_owned();
+        assert!(message.contains(says), "{message}");
+    }
     // An absent optional argument expects no header, and refuses one.
     let only_region = json!({ "region": "north" });
     let fine = status_and_code(&server, only_region.clone(), &[("Mcp-Param-Region", Some("north"))]).await;

@@ -46,18 +46,26 @@ async fn client_info_is_optional() {
 async fn missing_or_mismatched_headers_are_header_mismatch() {
     let server = TestServer::everything().await;
     let tool = || Rpc::call_tool("test_simple_text", json!({})).id(json!(7));
+    // Each case, and what the error must tell the client to send (nothing to add where the
+    // value itself is broken).
+    let version = mcp_mrtr::PROTOCOL_VERSION;
     let cases = [
-        tool().header("mcp-protocol-version", None),
-        tool().header("mcp-method", None),
-        tool().header("mcp-name", None),
-        tool().header("mcp-method", Some("TOOLS/CALL")),
-        tool().header("mcp-name", Some("test_image_content")),
-        tool().header("mcp-name", Some("=?base64?!!?=")),
-        Rpc::new("server/discover").meta_key("io.modelcontextprotocol/protocolVersion", json!("v999.0.0")),
+        (tool().header("mcp-protocol-version", None), format!("`MCP-Protocol-Version: {version}`")),
+        (tool().header("mcp-method", None), "`Mcp-Method: tools/call`".to_owned()),
+        (tool().header("mcp-name", None), "`Mcp-Name: test_simple_text`".to_owned()),
+        (tool().header("mcp-method", Some("TOOLS/CALL")), "`Mcp-Method: tools/call`".to_owned()),
+        (tool().header("mcp-name", Some("test_image_content")), "`Mcp-Name: test_simple_text`".to_owned()),
+        (tool().header("mcp-name", Some("=?base64?!!?=")), "base64".to_owned()),
+        (
+            Rpc::new("server/discover").meta_key("io.modelcontextprotocol/protocolVersion", json!("v999.0.0")),
+            String::new(),
+        ),
     ];
-    for rpc in cases {
+    for (rpc, says) in cases {
         let reply = expect_error(&server, &rpc, 400, -32020).await;
         assert_eq!(reply["id"], rpc.body().as_slice().pipe_id());
+        let message = reply["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(&says), "the error should say {says}: {message}");
     }
 }
 

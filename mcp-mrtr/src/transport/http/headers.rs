@@ -17,6 +17,7 @@ use base64::Engine as _;
 use serde_json::Value;
 
 use crate::envelope::{check_version, Request, RequestMeta};
+use crate::error::shown;
 use crate::Error;
 
 // Names, not strings: a lookup by string parses and checks the name every time.
@@ -44,35 +45,62 @@ pub(crate) fn check(headers: &HeaderMap, request: &Request, meta: &RequestMeta) 
     refuse_repeated(headers, PROTOCOL_VERSION, "MCP-Protocol-Version")?;
     refuse_repeated(headers, METHOD, "Mcp-Method")?;
     refuse_repeated(headers, NAME, "Mcp-Name")?;
-    let version = header(headers, PROTOCOL_VERSION)
-        .ok_or_else(|| Error::header_mismatch("missing MCP-Protocol-Version header"))?;
-    let method = header(headers, METHOD).ok_or_else(|| Error::header_mismatch("missing Mcp-Method header"))?;
+    // Each error says what to send: a client written by hand learns the header's value
+    // from the error, not from the spec.
+    let version = header(headers, PROTOCOL_VERSION).ok_or_else(|| {
+        Error::header_mismatch(format!(
+            "missing MCP-Protocol-Version header: send `MCP-Protocol-Version: {}` (the version in _meta)",
+            shown(&meta.protocol_version)
+        ))
+    })?;
+    let method = header(headers, METHOD).ok_or_else(|| {
+        Error::header_mismatch(format!("missing Mcp-Method header: send `Mcp-Method: {}`", shown(&request.method)))
+    })?;
     let name_source = name_source(&request.method);
     let name = match name_source {
-        Some(_) => Some(header(headers, NAME).ok_or_else(|| Error::header_mismatch("missing Mcp-Name header"))?),
+        Some(field) => Some(header(headers, NAME).ok_or_else(|| {
+            Error::header_mismatch(format!(
+                "missing Mcp-Name header: {} needs `Mcp-Name: {}` (its params.{field}; base64 as \
+                 `=?base64?…?=` when it is not plain header text)",
+                request.method,
+                shown(param(request, field).unwrap_or("…")),
+            ))
+        })?),
         None => None,
     };
     check_version(version)?;
     if version != meta.protocol_version {
         return Err(Error::header_mismatch(format!(
-            "MCP-Protocol-Version header {version:?} does not match _meta protocolVersion {:?}",
-            meta.protocol_version
+            "MCP-Protocol-Version header {:?} does not match _meta protocolVersion {:?}: send the same in both",
+            shown(version),
+            shown(&meta.protocol_version)
         )));
     }
     if method != request.method {
         return Err(Error::header_mismatch(format!(
-            "Mcp-Method header {method:?} does not match method {:?}",
-            request.method
+            "Mcp-Method header {:?} does not match method {:?}: send `Mcp-Method: {}`",
+            shown(method),
+            shown(&request.method),
+            shown(&request.method)
         )));
     }
     if let (Some(field), Some(name)) = (name_source, name) {
         let name = decode_value(name)?;
-        let body = request.params.as_ref().and_then(|p| p.get(field)).and_then(Value::as_str);
+        let body = param(request, field);
         if body != Some(name.as_str()) {
-            return Err(Error::header_mismatch(format!("Mcp-Name header does not match params.{field}")));
+            return Err(Error::header_mismatch(format!(
+                "Mcp-Name header {:?} does not match params.{field}: send `Mcp-Name: {}`",
+                shown(&name),
+                shown(body.unwrap_or("…")),
+            )));
         }
     }
     Ok(())
+}
+
+/// The string param `field` of `request`.
+fn param<'r>(request: &'r Request, field: &str) -> Option<&'r str> {
+    request.params.as_ref().and_then(|p| p.get(field)).and_then(Value::as_str)
 }
 
 /// The params field that `Mcp-Name` mirrors, for the methods that require it.
