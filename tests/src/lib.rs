@@ -8,6 +8,7 @@ pub mod client;
 mod drop_flag;
 pub mod harness;
 pub mod legacy;
+pub mod listen;
 pub mod schema;
 
 pub use drop_flag::DropFlag;

@@ -14,11 +14,10 @@ use mcp_mrtr::{
     Completion, HttpConfig, Item, Listen, Prompt, PromptMessage, RequestView, Resource, ResourceContents,
     ResourceTemplate, ServerHandle,
 };
-use mcp_mrtr_tests::client::{self, HttpResponse, TIMEOUT};
+use mcp_mrtr_tests::client::{self, HttpResponse};
 use mcp_mrtr_tests::harness::{task_caps, Rpc};
+use mcp_mrtr_tests::listen::ListenStream;
 use serde_json::{json, Map, Value};
-use tokio::io::AsyncReadExt as _;
-use tokio::net::TcpStream;
 
 const SECRET: &str = "test-secret-of-at-least-32-bytes!";
 const ISSUER: &str = "https://auth.test.example";
@@ -234,39 +233,17 @@ async fn completion_answers_only_for_prompts_and_resources_the_caller_may_get() 
     assert_eq!(open["result"]["completion"]["values"], json!(["one", "two"]));
 }
 
-/// One open `subscriptions/listen` stream, read message by message.
-struct Listener {
-    stream: TcpStream,
-    buffer: String,
-}
+/// One open `subscriptions/listen` stream of a caller, to the resources it names.
+struct Listener(ListenStream);
 
 impl Listener {
     async fn open(addr: SocketAddr, bearer: &str, uris: &[&str]) -> Self {
         let rpc = Rpc::new("subscriptions/listen").param("notifications", json!({ "resourceSubscriptions": uris }));
-        let headers = headers_with(&rpc, bearer);
-        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
-        Self { stream: client::open(addr, &headers, &rpc.body()).await, buffer: String::new() }
+        Self(ListenStream::open(addr, None, &rpc.header("authorization", Some(&format!("Bearer {bearer}")))).await)
     }
 
-    /// The next JSON-RPC message on the stream.
     async fn next(&mut self) -> Value {
-        tokio::time::timeout(TIMEOUT, async {
-            loop {
-                if let Some(start) = self.buffer.find("data: ") {
-                    if let Some(end) = self.buffer[start..].find('\n').map(|end| start + end) {
-                        let message = serde_json::from_str(&self.buffer[start + 6..end]).expect("one line of JSON");
-                        self.buffer.drain(..=end);
-                        return message;
-                    }
-                }
-                let mut chunk = [0u8; 4096];
-                let n = self.stream.read(&mut chunk).await.expect("read the stream");
-                assert!(n > 0, "the stream ended; so far: {}", self.buffer);
-                self.buffer.push_str(&String::from_utf8_lossy(&chunk[..n]));
-            }
-        })
-        .await
-        .expect("a message in time")
+        self.0.next().await
     }
 
     /// The URIs the acknowledgement says are honoured.

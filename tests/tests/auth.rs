@@ -110,6 +110,13 @@ fn unsigned(claims: &Value) -> String {
     format!("{}.{}.", encode(&json!({"alg": "none", "typ": "JWT"})), encode(claims))
 }
 
+/// `base` with `key` set to `value`, minted.
+fn minted_with(base: &Value, key: &str, value: Value) -> String {
+    let mut claims = base.clone();
+    claims[key] = value;
+    mint(&claims)
+}
+
 fn mint(claims: &Value) -> String {
     jsonwebtoken::encode(&Header::default(), claims, &EncodingKey::from_secret(SECRET.as_bytes()).unwrap()).unwrap()
 }
@@ -168,11 +175,7 @@ async fn a_request_without_a_token_gets_a_challenge_leading_to_the_metadata() {
 async fn malformed_expired_and_foreign_tokens_get_invalid_token() {
     let (addr, resource) = serve("/mcp").await;
     let base = json!({"sub": "alice", "scope": "notes:read", "iss": ISSUER, "aud": resource, "exp": now() + 60});
-    let with = |key: &str, value: Value| {
-        let mut claims = base.clone();
-        claims[key] = value;
-        mint(&claims)
-    };
+    let with = |key: &str, value: Value| minted_with(&base, key, value);
     let cases = [
         ("malformed", "not-a-jwt".to_owned(), "malformed"),
         ("expired", with("exp", json!(now() - 3600)), "expired"),
@@ -201,11 +204,7 @@ async fn malformed_expired_and_foreign_tokens_get_invalid_token() {
 async fn tokens_that_are_not_plain_access_tokens_get_invalid_token() {
     let (addr, resource) = serve("/mcp").await;
     let base = json!({"sub": "alice", "scope": "notes:read", "iss": ISSUER, "aud": resource, "exp": now() + 60});
-    let with = |key: &str, value: Value| {
-        let mut claims = base.clone();
-        claims[key] = value;
-        mint(&claims)
-    };
+    let with = |key: &str, value: Value| minted_with(&base, key, value);
     let typed = |typ: &str| {
         let header = Header { typ: Some(typ.to_owned()), ..Header::default() };
         jsonwebtoken::encode(&header, &base, &EncodingKey::from_secret(SECRET.as_bytes()).unwrap()).unwrap()

@@ -14,6 +14,7 @@ use mcp_mrtr::testing::answer;
 use mcp_mrtr::{HttpConfig, Limits, Listen, MemoryGuard, Server, Tool, ToolError};
 use mcp_mrtr_tests::client::{self, TIMEOUT};
 use mcp_mrtr_tests::harness::{Rpc, TestServer, REJECTED};
+use mcp_mrtr_tests::listen::ListenStream;
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -102,11 +103,9 @@ async fn a_replayed_state_never_runs_its_once_step_twice_even_past_the_guards_sh
     }
 }
 
-/// An open `subscriptions/listen` stream from `source`, read to its acknowledgement.
-struct Stream {
-    socket: TcpStream,
-    seen: String,
-}
+/// An open `subscriptions/listen` stream from `source`, read to its acknowledgement (or
+/// its refusal).
+struct Stream(ListenStream);
 
 impl Stream {
     async fn open(addr: SocketAddr, source: IpAddr) -> Self {
@@ -116,39 +115,22 @@ impl Stream {
     /// [`Stream::open`] through a proxy that says the client is `forwarded_for`.
     async fn open_as(addr: SocketAddr, source: IpAddr, forwarded_for: Option<&str>) -> Self {
         let rpc = Rpc::new("subscriptions/listen").param("notifications", json!({ "toolsListChanged": true }));
-        let rpc = rpc.header("x-forwarded-for", forwarded_for);
-        let headers = rpc.headers();
-        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
-        let socket = client::open_from(Some(source), addr, &headers, &rpc.body()).await;
-        let mut stream = Self { socket, seen: String::new() };
+        let mut stream = ListenStream::open(addr, Some(source), &rpc.header("x-forwarded-for", forwarded_for)).await;
         stream.read_until("data: ").await;
-        stream
+        Self(stream)
     }
 
-    /// Reads until `text` arrived, or the stream ended (then `false`).
-    async fn read_until(&mut self, text: &str) -> bool {
-        tokio::time::timeout(TIMEOUT, async {
-            while !self.seen.contains(text) {
-                let mut chunk = [0u8; 4096];
-                let n = self.socket.read(&mut chunk).await.unwrap_or(0);
-                if n == 0 {
-                    return false;
-                }
-                self.seen.push_str(&String::from_utf8_lossy(&chunk[..n]));
-            }
-            true
-        })
-        .await
-        .expect("the stream said something in time")
+    fn seen(&self) -> &str {
+        self.0.seen()
     }
 
     fn acknowledged(&self) -> bool {
-        self.seen.contains("notifications/subscriptions/acknowledged")
+        self.seen().contains("notifications/subscriptions/acknowledged")
     }
 
     /// Whether the stream ends with its result (`resultType: complete`) in time.
     async fn ends_with_result(&mut self) -> bool {
-        self.read_until("\"resultType\":\"complete\"").await
+        self.0.read_until("\"resultType\":\"complete\"").await
     }
 }
 
@@ -171,13 +153,13 @@ async fn one_client_holds_at_most_its_share_of_listen_streams() {
     let mut held = Vec::new();
     for _ in 0..3 {
         let stream = Stream::open(server.addr, ATTACKER).await;
-        assert!(stream.acknowledged(), "{}", stream.seen);
+        assert!(stream.acknowledged(), "{}", stream.seen());
         held.push(stream);
     }
     let refused = Stream::open(server.addr, ATTACKER).await;
-    assert!(refused.seen.contains("too many listen streams from this client"), "{}", refused.seen);
+    assert!(refused.seen().contains("too many listen streams from this client"), "{}", refused.seen());
     let honest = Stream::open(server.addr, HONEST).await;
-    assert!(honest.acknowledged(), "another client listens: {}", honest.seen);
+    assert!(honest.acknowledged(), "another client listens: {}", honest.seen());
     assert_served_from(&server, HONEST).await;
 }
 
@@ -190,11 +172,11 @@ async fn behind_a_trusted_proxy_each_forwarded_address_has_its_own_share() {
     for client in ["198.51.100.7", "198.51.100.8"] {
         for _ in 0..2 {
             let stream = Stream::open_as(trusting.addr, LOCAL, Some(&format!("203.0.113.1, {client}"))).await;
-            assert!(stream.acknowledged(), "{client}: {}", stream.seen);
+            assert!(stream.acknowledged(), "{client}: {}", stream.seen());
             held.push(stream);
         }
         let refused = Stream::open_as(trusting.addr, LOCAL, Some(client)).await;
-        assert!(refused.seen.contains("too many listen streams"), "{client}: {}", refused.seen);
+        assert!(refused.seen().contains("too many listen streams"), "{client}: {}", refused.seen());
     }
     // Without trust, the header is ignored: one peer, one share.
     let server = mcp_mrtr_examples::everything::server().listen(listen);
@@ -204,7 +186,7 @@ async fn behind_a_trusted_proxy_each_forwarded_address_has_its_own_share() {
         Stream::open_as(plain.addr, LOCAL, Some("198.51.100.8")).await,
     );
     let refused = Stream::open_as(plain.addr, LOCAL, Some("198.51.100.9")).await;
-    assert!(refused.seen.contains("too many listen streams"), "{}", refused.seen);
+    assert!(refused.seen().contains("too many listen streams"), "{}", refused.seen());
 }
 
 #[tokio::test]
@@ -216,14 +198,14 @@ async fn a_full_listen_pool_ends_the_heaviest_clients_oldest_stream() {
         held.push(Stream::open(server.addr, ATTACKER).await);
     }
     let honest = Stream::open(server.addr, HONEST).await;
-    assert!(honest.acknowledged(), "the newcomer is admitted: {}", honest.seen);
+    assert!(honest.acknowledged(), "the newcomer is admitted: {}", honest.seen());
     assert!(
         held[0].ends_with_result().await,
         "the oldest stream of the heaviest client ends cleanly: {}",
-        held[0].seen
+        held[0].seen()
     );
     let honest_too = Stream::open(server.addr, HONEST).await;
-    assert!(honest_too.acknowledged(), "3 against 1: the heaviest gives way again: {}", honest_too.seen);
+    assert!(honest_too.acknowledged(), "3 against 1: the heaviest gives way again: {}", honest_too.seen());
 }
 
 #[tokio::test]
@@ -232,7 +214,7 @@ async fn a_listen_stream_ends_with_its_result_at_its_maximum_lifetime() {
     let (server, config) = listen_server(listen, Limits::default());
     let server = TestServer::start_with(server, config).await;
     let mut stream = Stream::open(server.addr, LOCAL).await;
-    assert!(stream.ends_with_result().await, "{}", stream.seen);
+    assert!(stream.ends_with_result().await, "{}", stream.seen());
 }
 
 /// Connections that started a request head and stalled, from `source`.

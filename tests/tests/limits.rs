@@ -12,6 +12,7 @@ use std::time::Duration;
 use mcp_mrtr::{HttpConfig, Limits, Server, Tool, ToolError};
 use mcp_mrtr_tests::client::{self, TIMEOUT};
 use mcp_mrtr_tests::harness::{Rpc, TestServer};
+use mcp_mrtr_tests::listen::ListenStream;
 use mcp_mrtr_tests::DropFlag;
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -120,21 +121,10 @@ async fn connections_past_the_cap_are_refused_with_503_only_when_none_can_give_w
 
 /// An acknowledged `subscriptions/listen` stream: a connection that is busy for as long
 /// as it stays open.
-async fn listen_stream(server: &TestServer) -> TcpStream {
+async fn listen_stream(server: &TestServer) -> ListenStream {
     let listen = Rpc::new("subscriptions/listen").param("notifications", json!({"toolsListChanged": true}));
-    let headers = listen.headers();
-    let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
-    let mut stream = client::open(server.addr, &headers, &listen.body()).await;
-    let mut seen = Vec::new();
-    let acknowledged = async {
-        let mut chunk = [0u8; 1024];
-        while !String::from_utf8_lossy(&seen).contains("data: ") {
-            let n = stream.read(&mut chunk).await.unwrap();
-            assert!(n > 0, "the listen stream ended: {}", String::from_utf8_lossy(&seen));
-            seen.extend_from_slice(&chunk[..n]);
-        }
-    };
-    tokio::time::timeout(TIMEOUT, acknowledged).await.expect("the listen stream acknowledges");
+    let mut stream = ListenStream::open(server.addr, None, &listen).await;
+    assert_eq!(stream.next().await["method"], "notifications/subscriptions/acknowledged", "{}", stream.seen());
     stream
 }
 

@@ -15,10 +15,10 @@ use mcp_mrtr::{
 };
 use mcp_mrtr_tests::client::{self, TIMEOUT};
 use mcp_mrtr_tests::harness::{Rpc, TestServer};
+use mcp_mrtr_tests::listen::ListenStream;
 use mcp_mrtr_tests::schema;
 use serde_json::{json, Map, Value};
-use tokio::io::{AsyncBufReadExt as _, AsyncReadExt};
-use tokio::net::TcpStream;
+use tokio::io::AsyncBufReadExt as _;
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
@@ -53,60 +53,10 @@ fn live_server() -> Server {
         .resource(resource("r://a"))
 }
 
-/// One open `subscriptions/listen` stream, read message by message.
-struct Listener {
-    stream: TcpStream,
-    buffer: String,
-}
-
-impl Listener {
-    async fn open(addr: std::net::SocketAddr, id: Value, filter: Value) -> Self {
-        let rpc = Rpc::new("subscriptions/listen").id(id).param("notifications", filter);
-        let headers = rpc.headers();
-        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
-        Self { stream: client::open(addr, &headers, &rpc.body()).await, buffer: String::new() }
-    }
-
-    /// The next JSON-RPC message (keep-alive comments skipped), schema-checked.
-    async fn next(&mut self) -> Value {
-        tokio::time::timeout(TIMEOUT, async {
-            loop {
-                if let Some(message) = self.take_message() {
-                    schema::assert_valid_message("subscriptions/listen", &message);
-                    return message;
-                }
-                let mut chunk = [0u8; 4096];
-                let n = self.stream.read(&mut chunk).await.expect("read the stream");
-                assert!(n > 0, "the stream ended; so far: {}", self.buffer);
-                self.buffer.push_str(&String::from_utf8_lossy(&chunk[..n]));
-            }
-        })
-        .await
-        .expect("a message in time")
-    }
-
-    /// Reads until `text` has arrived (a keep-alive comment, say).
-    async fn read_until(&mut self, text: &str) {
-        tokio::time::timeout(TIMEOUT, async {
-            while !self.buffer.contains(text) {
-                let mut chunk = [0u8; 4096];
-                let n = self.stream.read(&mut chunk).await.expect("read the stream");
-                assert!(n > 0, "the stream ended; so far: {}", self.buffer);
-                self.buffer.push_str(&String::from_utf8_lossy(&chunk[..n]));
-            }
-        })
-        .await
-        .expect("the text in time");
-    }
-
-    /// A `data:` line already received, if a whole one is there.
-    fn take_message(&mut self) -> Option<Value> {
-        let start = self.buffer.find("data: ")?;
-        let end = start + self.buffer[start..].find('\n')?;
-        let message = serde_json::from_str(&self.buffer[start + 6..end]).expect("one line of JSON");
-        self.buffer.drain(..=end);
-        Some(message)
-    }
+/// A listen stream from 127.0.0.1 with request id `id` and this filter.
+async fn listen(addr: std::net::SocketAddr, id: Value, filter: Value) -> ListenStream {
+    let rpc = Rpc::new("subscriptions/listen").id(id).param("notifications", filter);
+    ListenStream::open(addr, None, &rpc).await
 }
 
 fn tag(message: &Value) -> &Value {
@@ -119,7 +69,7 @@ async fn a_stream_is_acknowledged_first_and_carries_only_what_its_filter_asked_f
     let handle = server.server_handle();
     let server = TestServer::start(server).await;
     let filter = json!({"toolsListChanged": true, "resourceSubscriptions": ["r://a"], "unknownKind": true});
-    let mut listener = Listener::open(server.addr, json!("listen-1"), filter).await;
+    let mut listener = listen(server.addr, json!("listen-1"), filter).await;
     let ack = listener.next().await;
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
     assert_eq!(tag(&ack), "listen-1");
@@ -146,7 +96,7 @@ async fn the_subscription_id_keeps_the_json_type_of_the_listen_request_id() {
     let server = live_server();
     let handle = server.server_handle();
     let server = TestServer::start(server).await;
-    let mut listener = Listener::open(server.addr, json!(7), json!({"promptsListChanged": true})).await;
+    let mut listener = listen(server.addr, json!(7), json!({"promptsListChanged": true})).await;
     assert_eq!(tag(&listener.next().await), &json!(7));
     handle.remove_prompt("p");
     let changed = listener.next().await;
@@ -159,9 +109,9 @@ async fn an_idle_stream_gets_keep_alive_comments() {
     let server =
         Server::new("idle", "0").listen(Listen::default().keep_alive(Duration::from_millis(20))).tool(noop_tool("a"));
     let server = TestServer::start(server).await;
-    let mut listener = Listener::open(server.addr, json!(1), json!({"toolsListChanged": true})).await;
+    let mut listener = listen(server.addr, json!(1), json!({"toolsListChanged": true})).await;
     listener.next().await;
-    listener.read_until("\n: keep-alive\n\n").await;
+    assert!(listener.read_until("\n: keep-alive\n\n").await, "{}", listener.seen());
 }
 
 #[tokio::test]
@@ -170,7 +120,7 @@ async fn add_remove_enable_and_disable_change_what_requests_see_and_are_announce
     let handle = server.server_handle();
     let server = TestServer::start(server).await;
     let filter = json!({"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true});
-    let mut listener = Listener::open(server.addr, json!(1), filter).await;
+    let mut listener = listen(server.addr, json!(1), filter).await;
     listener.next().await;
     let names = || async {
         let list = server.call(&Rpc::new("tools/list")).await;
@@ -217,7 +167,7 @@ async fn a_listener_that_goes_away_is_dropped() {
     let server = live_server();
     let handle = server.server_handle();
     let server = TestServer::start(server).await;
-    let mut listener = Listener::open(server.addr, json!(1), json!({"toolsListChanged": true})).await;
+    let mut listener = listen(server.addr, json!(1), json!({"toolsListChanged": true})).await;
     listener.next().await;
     assert_eq!(handle.listeners(), 1);
     drop(listener);
@@ -251,7 +201,7 @@ async fn a_listener_that_does_not_read_is_ended_with_the_listen_result() {
     let server = TestServer::start(server).await;
     // Long URIs fill the socket's buffers after a few hundred notifications.
     let uri = format!("r://{}", "x".repeat(16 * 1024));
-    let mut listener = Listener::open(server.addr, json!("slow"), json!({"resourceSubscriptions": [uri]})).await;
+    let mut listener = listen(server.addr, json!("slow"), json!({"resourceSubscriptions": [uri]})).await;
     let ack = listener.next().await;
     assert_eq!(ack["params"]["notifications"]["resourceSubscriptions"], json!([uri]), "honoured");
     let mut published = 0;
@@ -409,7 +359,7 @@ async fn a_handler_changes_the_catalog_through_its_context() {
         },
     ));
     let server = TestServer::start(server).await;
-    let mut listener = Listener::open(server.addr, json!(3), json!({"toolsListChanged": true})).await;
+    let mut listener = listen(server.addr, json!(3), json!({"toolsListChanged": true})).await;
     listener.next().await;
     assert_eq!(server.call(&Rpc::call_tool("grow", json!({}))).await["result"]["content"][0]["text"], "grown");
     assert_eq!(listener.next().await["method"], "notifications/tools/list_changed");

@@ -36,8 +36,8 @@ impl Write for Captured {
     }
 }
 
-#[test]
-fn requests_and_rounds_are_spans_without_the_client_s_data() {
+/// What is logged at DEBUG (span closings included) while `work` runs.
+fn logged_while(work: impl std::future::Future<Output = ()>) -> String {
     let captured = Captured::default();
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
@@ -48,15 +48,21 @@ fn requests_and_rounds_are_spans_without_the_client_s_data() {
         .finish();
     tracing::subscriber::with_default(subscriber, || {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        runtime.block_on(async {
-            let client = TestClient::new(Server::new("t", "1").tool(unlock));
-            let mut call = client.call_tool("unlock", json!({}));
-            call.start().await;
-            let done = call.answer([("secret", answer::accept(json!({"pin": "918273"})))]).await;
-            assert_eq!(done.text().as_deref(), Some("unlocked with a 6-digit PIN"));
-        });
+        runtime.block_on(work);
     });
-    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let log = captured.0.lock().unwrap().clone();
+    String::from_utf8(log).unwrap()
+}
+
+#[test]
+fn requests_and_rounds_are_spans_without_the_client_s_data() {
+    let log = logged_while(async {
+        let client = TestClient::new(Server::new("t", "1").tool(unlock));
+        let mut call = client.call_tool("unlock", json!({}));
+        call.start().await;
+        let done = call.answer([("secret", answer::accept(json!({"pin": "918273"})))]).await;
+        assert_eq!(done.text().as_deref(), Some("unlocked with a 6-digit PIN"));
+    });
     let closed: Vec<&str> = log.lines().filter(|l| l.contains("close")).collect();
     assert!(
         closed.iter().any(|l| l.contains("mcp.request")
@@ -78,23 +84,12 @@ fn requests_and_rounds_are_spans_without_the_client_s_data() {
 /// logged at DEBUG, not WARN: a client cannot write a warning per request.
 #[test]
 fn a_state_too_large_to_seal_is_logged_below_warn() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::DEBUG)
-        .finish();
-    tracing::subscriber::with_default(subscriber, || {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        runtime.block_on(async {
-            let tiny = mcp_mrtr::StateConfig::new(mcp_mrtr::KeyRing::new(mcp_mrtr::StateKey::random())).max_bytes(16);
-            let client = TestClient::new(Server::new("t", "1").tool(unlock).request_state(tiny));
-            let refused = client.call_tool("unlock", json!({})).start().await;
-            assert!(refused.error().is_some(), "the state cannot be sealed");
-        });
+    let log = logged_while(async {
+        let tiny = mcp_mrtr::StateConfig::new(mcp_mrtr::KeyRing::new(mcp_mrtr::StateKey::random())).max_bytes(16);
+        let client = TestClient::new(Server::new("t", "1").tool(unlock).request_state(tiny));
+        let refused = client.call_tool("unlock", json!({})).start().await;
+        assert!(refused.error().is_some(), "the state cannot be sealed");
     });
-    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
     let lines: Vec<&str> = log.lines().filter(|l| l.contains("cannot seal a request state")).collect();
     assert!(!lines.is_empty(), "{log}");
     assert!(lines.iter().all(|l| l.contains("DEBUG") && !l.contains("WARN")), "{log}");
