@@ -97,6 +97,17 @@ fn token(sub: &str, scope: &str, audience: &str) -> String {
     mint(&json!({"sub": sub, "scope": scope, "iss": ISSUER, "aud": audience, "exp": now() + 60}))
 }
 
+/// Calls with `bad` and expects 401 `invalid_token` whose description says `why`; the
+/// challenge's parameters.
+async fn refused_as_invalid(addr: SocketAddr, case: &str, bad: &str, why: &str) -> Vec<(String, String)> {
+    let response = post(addr, "/mcp", &Rpc::call_tool("whoami", json!({})), Some(bad)).await;
+    assert_eq!(response.status, 401, "{case}: {response:?}");
+    let params = challenge(&response);
+    assert_eq!(param(&params, "error"), Some("invalid_token"), "{case}");
+    assert!(param(&params, "error_description").is_some_and(|d| d.contains(why)), "{case}: {params:?}");
+    params
+}
+
 /// `claims` signed with the test secret under `algorithm` (the server trusts HS256 only).
 fn signed_with(algorithm: Algorithm, claims: &Value) -> String {
     let key = EncodingKey::from_secret(SECRET.as_bytes()).unwrap();
@@ -186,11 +197,7 @@ async fn malformed_expired_and_foreign_tokens_get_invalid_token() {
         ("a not-before in words", with("nbf", json!("yesterday")), "malformed"),
     ];
     for (case, bad, why) in cases {
-        let response = post(addr, "/mcp", &Rpc::call_tool("whoami", json!({})), Some(&bad)).await;
-        assert_eq!(response.status, 401, "{case}: {response:?}");
-        let params = challenge(&response);
-        assert_eq!(param(&params, "error"), Some("invalid_token"), "{case}");
-        assert!(param(&params, "error_description").is_some_and(|d| d.contains(why)), "{case}: {params:?}");
+        let params = refused_as_invalid(addr, case, &bad, why).await;
         assert_eq!(follow(addr, &params).await["resource"], json!(resource), "{case}");
     }
     let good = post(addr, "/mcp", &Rpc::call_tool("whoami", json!({})), Some(&mint(&base))).await;
@@ -218,11 +225,7 @@ async fn tokens_that_are_not_plain_access_tokens_get_invalid_token() {
         ("issued in an hour", with("iat", json!(now() + 3600)), "future"),
     ];
     for (case, bad, why) in cases {
-        let response = post(addr, "/mcp", &Rpc::call_tool("whoami", json!({})), Some(&bad)).await;
-        assert_eq!(response.status, 401, "{case}: {response:?}");
-        let params = challenge(&response);
-        assert_eq!(param(&params, "error"), Some("invalid_token"), "{case}");
-        assert!(param(&params, "error_description").is_some_and(|d| d.contains(why)), "{case}: {params:?}");
+        refused_as_invalid(addr, case, &bad, why).await;
     }
     for typ in ["at+jwt", "application/at+jwt", "JWT"] {
         let response = post(addr, "/mcp", &Rpc::call_tool("whoami", json!({})), Some(&typed(typ))).await;

@@ -69,6 +69,14 @@ impl ClientId {
     }
 }
 
+#[cfg(test)]
+impl ClientId {
+    /// The client at 127.0.0.`n`, for tests of the pools.
+    pub(crate) fn loopback(n: u8) -> Self {
+        Self::address(IpAddr::from([127, 0, 0, n]))
+    }
+}
+
 impl fmt::Display for ClientId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -180,29 +180,25 @@ mod tests {
 
     use super::*;
 
-    fn client(n: u8) -> ClientId {
-        ClientId::address(std::net::IpAddr::from([127, 0, 0, n]))
-    }
-
     #[test]
     fn a_client_takes_at_most_its_share_and_frees_it_on_drop() {
         let pool = FairPool::new(10, 2);
-        let (a1, _a2) = (pool.admit(&client(1)).unwrap(), pool.admit(&client(1)).unwrap());
-        assert_eq!(pool.admit(&client(1)).unwrap_err(), Refused::Share);
-        let _b = pool.admit(&client(2)).expect("another client has its own share");
+        let (a1, _a2) = (pool.admit(&ClientId::loopback(1)).unwrap(), pool.admit(&ClientId::loopback(1)).unwrap());
+        assert_eq!(pool.admit(&ClientId::loopback(1)).unwrap_err(), Refused::Share);
+        let _b = pool.admit(&ClientId::loopback(2)).expect("another client has its own share");
         drop(a1);
         assert_eq!(pool.len(), 2);
-        pool.admit(&client(1)).expect("a dropped place is free again");
+        pool.admit(&ClientId::loopback(1)).expect("a dropped place is free again");
     }
 
     #[tokio::test]
     async fn a_full_pool_makes_the_heaviest_client_give_way() {
         let pool = FairPool::new(4, 4);
-        let heavy: Vec<Held> = (0..3).map(|_| pool.admit(&client(1)).unwrap()).collect();
-        let light = pool.admit(&client(2)).unwrap();
-        let newcomer = pool.admit(&client(3)).expect("the heaviest gives way");
+        let heavy: Vec<Held> = (0..3).map(|_| pool.admit(&ClientId::loopback(1)).unwrap()).collect();
+        let light = pool.admit(&ClientId::loopback(2)).unwrap();
+        let newcomer = pool.admit(&ClientId::loopback(3)).expect("the heaviest gives way");
         tokio::time::timeout(Duration::from_secs(1), heavy[0].give_way()).await.expect("the oldest is told");
-        assert_eq!((pool.len(), pool.held_by(&client(1))), (4, 2));
+        assert_eq!((pool.len(), pool.held_by(&ClientId::loopback(1))), (4, 2));
         drop(heavy);
         assert_eq!(pool.len(), 2, "an evicted place is not freed twice");
         drop((light, newcomer));
@@ -212,13 +208,13 @@ mod tests {
     #[test]
     fn a_newcomer_is_refused_only_when_nobody_holds_much_more() {
         let pool = FairPool::new(4, 4);
-        let _held: Vec<Held> = (1..=4).map(|n| pool.admit(&client(n)).unwrap()).collect();
-        assert_eq!(pool.admit(&client(5)).unwrap_err(), Refused::Full, "one each: nobody gives way");
+        let _held: Vec<Held> = (1..=4).map(|n| pool.admit(&ClientId::loopback(n)).unwrap()).collect();
+        assert_eq!(pool.admit(&ClientId::loopback(5)).unwrap_err(), Refused::Full, "one each: nobody gives way");
         let two = FairPool::new(4, 4);
-        let _a: Vec<Held> = (0..2).map(|_| two.admit(&client(1)).unwrap()).collect();
-        let _b: Vec<Held> = (0..2).map(|_| two.admit(&client(2)).unwrap()).collect();
-        let third = two.admit(&client(3));
+        let _a: Vec<Held> = (0..2).map(|_| two.admit(&ClientId::loopback(1)).unwrap()).collect();
+        let _b: Vec<Held> = (0..2).map(|_| two.admit(&ClientId::loopback(2)).unwrap()).collect();
+        let third = two.admit(&ClientId::loopback(3));
         assert!(third.is_ok(), "2 > 0 + 1: the heaviest gives one up");
-        assert_eq!(two.admit(&client(3)).unwrap_err(), Refused::Full, "2, 1 and 1 against 1: no churn");
+        assert_eq!(two.admit(&ClientId::loopback(3)).unwrap_err(), Refused::Full, "2, 1 and 1 against 1: no churn");
     }
 }

@@ -243,10 +243,6 @@ mod tests {
         SessionLimits { max_sessions, ..SessionLimits::default() }
     }
 
-    fn client(n: u8) -> ClientId {
-        ClientId::address(std::net::IpAddr::from([127, 0, 0, n]))
-    }
-
     /// A request on session `id` at `now`, if the session is still there.
     fn request(table: &mut Table, id: &str, limits: &SessionLimits, now: Instant) -> Option<Arc<Session>> {
         let session = table.find(id, limits, now)?;
@@ -318,31 +314,33 @@ mod tests {
     fn a_flood_of_used_sessions_makes_room_from_its_own_client() {
         let (limits, start) = (limits(4), Instant::now());
         let mut table = Table::default();
-        let honest = open_by(&mut table, &client(3), &limits, start).unwrap();
+        let honest = open_by(&mut table, &ClientId::loopback(3), &limits, start).unwrap();
         request(&mut table, &honest.id, &limits, start).unwrap();
         let mut at = start;
         for _ in 0..100 {
             at += Duration::from_millis(1);
-            let flood = open_by(&mut table, &client(2), &limits, at).unwrap();
+            let flood = open_by(&mut table, &ClientId::loopback(2), &limits, at).unwrap();
             request(&mut table, &flood.id, &limits, at).expect("the flood's session was just opened");
         }
-        assert_eq!((table.open.len(), table.by_client[&client(2)].len()), (4, 3));
+        assert_eq!((table.open.len(), table.by_client[&ClientId::loopback(2)].len()), (4, 3));
         assert!(
             request(&mut table, &honest.id, &limits, at).is_some(),
             "the flood pushed out another client's session"
         );
-        let newcomer = open_by(&mut table, &client(4), &limits, at).expect("the heaviest client makes room");
+        let newcomer =
+            open_by(&mut table, &ClientId::loopback(4), &limits, at).expect("the heaviest client makes room");
         assert!(request(&mut table, &newcomer.id, &limits, at).is_some());
         assert!(request(&mut table, &honest.id, &limits, at).is_some());
-        assert_eq!(table.by_client[&client(2)].len(), 2);
+        assert_eq!(table.by_client[&ClientId::loopback(2)].len(), 2);
     }
 
     #[tokio::test]
     async fn a_client_holding_few_never_makes_room_for_a_heavier_one() {
         let (limits, start) = (limits(3), Instant::now());
         let mut table = Table::default();
-        let light = open_by(&mut table, &client(3), &limits, start).unwrap();
-        let heavy: Vec<_> = (0..2).map(|_| open_by(&mut table, &client(2), &limits, start).unwrap()).collect();
+        let light = open_by(&mut table, &ClientId::loopback(3), &limits, start).unwrap();
+        let heavy: Vec<_> =
+            (0..2).map(|_| open_by(&mut table, &ClientId::loopback(2), &limits, start).unwrap()).collect();
         let running: Vec<_> = heavy
             .iter()
             .map(|session| {
@@ -350,7 +348,10 @@ mod tests {
                 session.in_flight.track(crate::protocol::RequestId::from(1), std::future::pending::<()>())
             })
             .collect();
-        assert!(open_by(&mut table, &client(2), &limits, start).is_err(), "the light client's session made room");
+        assert!(
+            open_by(&mut table, &ClientId::loopback(2), &limits, start).is_err(),
+            "the light client's session made room"
+        );
         assert!(request(&mut table, &light.id, &limits, start).is_some());
         drop(running);
     }
@@ -359,11 +360,11 @@ mod tests {
     fn clients_holding_one_each_give_the_least_recently_used_to_a_newcomer() {
         let (limits, start) = (limits(2), Instant::now());
         let mut table = Table::default();
-        let older = open_by(&mut table, &client(2), &limits, start).unwrap();
-        let newer = open_by(&mut table, &client(3), &limits, start).unwrap();
+        let older = open_by(&mut table, &ClientId::loopback(2), &limits, start).unwrap();
+        let newer = open_by(&mut table, &ClientId::loopback(3), &limits, start).unwrap();
         request(&mut table, &older.id, &limits, start + Duration::from_secs(1)).unwrap();
         request(&mut table, &newer.id, &limits, start + Duration::from_secs(2)).unwrap();
-        open_by(&mut table, &client(4), &limits, start + Duration::from_secs(3)).unwrap();
+        open_by(&mut table, &ClientId::loopback(4), &limits, start + Duration::from_secs(3)).unwrap();
         assert!(request(&mut table, &older.id, &limits, start).is_none());
         assert!(request(&mut table, &newer.id, &limits, start).is_some());
     }
@@ -372,7 +373,7 @@ mod tests {
     fn opening_too_fast_is_refused_with_when_to_retry() {
         let limits = SessionLimits { opening_per_minute: 60, opening_burst: 2, ..SessionLimits::default() };
         let sessions = Sessions::new(limits);
-        let opener = |n| Opener { owner: None, client: client(n) };
+        let opener = |n| Opener { owner: None, client: ClientId::loopback(n) };
         let open = |n| sessions.open("2025-11-25".into(), ClientCapabilities::default(), None, opener(n));
         open(2).unwrap();
         open(2).unwrap();

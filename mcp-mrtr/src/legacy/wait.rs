@@ -160,7 +160,7 @@ mod tests {
     /// The bounds of a call of `client` that took one of `slots`.
     fn call(slots: &Arc<Semaphore>, pool: &FairPool, client: u8) -> WaitBounds {
         let permit = slots.clone().try_acquire_owned().expect("a free slot");
-        let client = ClientId::address(std::net::IpAddr::from([127, 0, 0, client]));
+        let client = ClientId::loopback(client);
         WaitBounds { pool: pool.clone(), client, slot: Some(HandlerSlot::new(slots.clone(), permit)) }
     }
 

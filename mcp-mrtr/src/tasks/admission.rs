@@ -252,15 +252,10 @@ fn refused(full: Full) -> Error {
 
 #[cfg(test)]
 mod tests {
-    use std::net::IpAddr;
 
     use super::*;
     use crate::tasks::store::tests::record;
     use crate::tasks::{MemoryTaskStore, TaskStatus, TaskStore};
-
-    fn client(n: u8) -> ClientId {
-        ClientId::address(IpAddr::from([127, 0, 0, n]))
-    }
 
     fn admission(total: usize, share: usize) -> Admission {
         Admission::new(&TaskLimits::default().max_live_tasks(total).max_live_tasks_per_client(share))
@@ -269,25 +264,25 @@ mod tests {
     #[test]
     fn a_client_holds_at_most_its_share_and_the_instance_its_total() {
         let live = admission(3, 2);
-        live.hold(&client(1), "a1", None).unwrap();
-        live.hold(&client(1), "a2", None).unwrap();
-        assert_eq!(live.hold(&client(1), "a3", None), Err(Full::Client(2)));
-        live.hold(&client(2), "b1", None).expect("another client has its own share");
-        assert_eq!(live.hold(&client(3), "c1", None), Err(Full::Total(3)), "refused, nobody evicted");
+        live.hold(&ClientId::loopback(1), "a1", None).unwrap();
+        live.hold(&ClientId::loopback(1), "a2", None).unwrap();
+        assert_eq!(live.hold(&ClientId::loopback(1), "a3", None), Err(Full::Client(2)));
+        live.hold(&ClientId::loopback(2), "b1", None).expect("another client has its own share");
+        assert_eq!(live.hold(&ClientId::loopback(3), "c1", None), Err(Full::Total(3)), "refused, nobody evicted");
         live.release("a1");
         live.release("a1");
         assert_eq!(live.live(), 2, "a release counts once");
-        live.hold(&client(3), "c1", None).expect("an ended task frees its place");
+        live.hold(&ClientId::loopback(3), "c1", None).expect("an ended task frees its place");
     }
 
     #[test]
     fn expired_tasks_stop_counting() {
         let live = admission(2, 1);
         let past = SystemTime::now() - Duration::from_secs(1);
-        live.hold(&client(1), "old", Some(past)).unwrap();
-        live.hold(&client(1), "new", None).expect("the expired task no longer counts against its client");
-        live.hold(&client(2), "expired", Some(past)).unwrap();
-        live.hold(&client(3), "late", None).expect("the expired task no longer counts against the total");
+        live.hold(&ClientId::loopback(1), "old", Some(past)).unwrap();
+        live.hold(&ClientId::loopback(1), "new", None).expect("the expired task no longer counts against its client");
+        live.hold(&ClientId::loopback(2), "expired", Some(past)).unwrap();
+        live.hold(&ClientId::loopback(3), "late", None).expect("the expired task no longer counts against the total");
     }
 
     #[tokio::test]
@@ -299,22 +294,22 @@ mod tests {
         let mut ended = record("ended-elsewhere", None);
         ended.status = TaskStatus::Completed;
         store.create(ended).await.unwrap();
-        admit(&tasks, &client(1), "ended-elsewhere", None).await.unwrap().keep();
+        admit(&tasks, &ClientId::loopback(1), "ended-elsewhere", None).await.unwrap().keep();
         // Its record says it ended (on another instance): the count catches up.
-        admit(&tasks, &client(1), "second", None).await.unwrap().keep();
-        let full = admit(&tasks, &client(1), "third", None).await.unwrap_err();
+        admit(&tasks, &ClientId::loopback(1), "second", None).await.unwrap().keep();
+        let full = admit(&tasks, &ClientId::loopback(1), "third", None).await.unwrap_err();
         assert_eq!(full.data().unwrap()["limit"], "liveTasksPerClient");
         assert!(full.message().contains("cancel one with tasks/cancel"), "{}", full.message());
-        let fast = admit(&tasks, &client(1), "fourth", None).await.unwrap_err();
+        let fast = admit(&tasks, &ClientId::loopback(1), "fourth", None).await.unwrap_err();
         assert_eq!(fast.data().unwrap()["limit"], "taskCreationRate", "a burst of 3, no refill");
     }
 
     #[tokio::test]
     async fn a_task_whose_creation_failed_stops_counting() {
         let tasks = Tasks::default();
-        drop(admit(&tasks, &client(1), "never-stored", None).await.unwrap());
+        drop(admit(&tasks, &ClientId::loopback(1), "never-stored", None).await.unwrap());
         assert_eq!(tasks.admission.live(), 0);
-        admit(&tasks, &client(1), "stored", None).await.unwrap().keep();
+        admit(&tasks, &ClientId::loopback(1), "stored", None).await.unwrap().keep();
         assert_eq!(tasks.admission.live(), 1);
     }
 }

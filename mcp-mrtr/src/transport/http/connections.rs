@@ -188,24 +188,20 @@ fn millis_since_epoch() -> u64 {
 mod tests {
     use super::*;
 
-    fn client(n: u8) -> ClientId {
-        ClientId::address(std::net::IpAddr::from([127, 0, 0, n]))
-    }
-
     #[test]
     fn a_silent_connection_goes_before_an_idle_one_and_busy_ones_never_do() {
         let connections = Connections::new(3);
-        let busy = connections.admit(client(1)).unwrap();
+        let busy = connections.admit(ClientId::loopback(1)).unwrap();
         let _working = busy.activity.begin();
-        let idle = connections.admit(client(1)).unwrap();
+        let idle = connections.admit(ClientId::loopback(1)).unwrap();
         drop(idle.activity.begin());
-        let _silent = connections.admit(client(2)).unwrap();
-        let newcomer = connections.admit(client(3)).expect("the silent one gives way");
+        let _silent = connections.admit(ClientId::loopback(2)).unwrap();
+        let newcomer = connections.admit(ClientId::loopback(3)).expect("the silent one gives way");
         assert_eq!(connections.lock().len(), 3);
         let _newcomer_working = newcomer.activity.begin();
-        let next = connections.admit(client(3)).expect("then the idle one");
+        let next = connections.admit(ClientId::loopback(3)).expect("then the idle one");
         let _next_working = next.activity.begin();
-        assert!(connections.admit(client(4)).is_none(), "every connection is busy: refused");
+        assert!(connections.admit(ClientId::loopback(4)).is_none(), "every connection is busy: refused");
     }
 
     #[test]
@@ -213,13 +209,13 @@ mod tests {
         let connections = Connections::new(3);
         let streams: Vec<(Place, Busy, Listening)> = (0..3)
             .map(|_| {
-                let place = connections.admit(client(2)).unwrap();
+                let place = connections.admit(ClientId::loopback(2)).unwrap();
                 let (busy, listening) = (place.activity.begin(), place.activity.listening());
                 (place, busy, listening)
             })
             .collect();
-        assert!(connections.admit(client(2)).is_none(), "the heaviest client is not made room for");
-        let newcomer = connections.admit(client(3));
+        assert!(connections.admit(ClientId::loopback(2)).is_none(), "the heaviest client is not made room for");
+        let newcomer = connections.admit(ClientId::loopback(3));
         assert!(newcomer.is_some(), "3 > 0 + 1: its oldest stream closes");
         drop(streams);
         assert_eq!(connections.lock().len(), 1);

@@ -86,23 +86,19 @@ pub(super) fn gave_way() -> Error {
 mod tests {
     use super::*;
 
-    fn client(n: u8) -> ClientId {
-        ClientId::address(std::net::IpAddr::from([127, 0, 0, n]))
-    }
-
     #[tokio::test]
     async fn a_client_runs_at_most_its_share_and_the_heaviest_gives_way() {
         let slots = Slots::new(4, 3);
         let mut heavy = Vec::new();
         for _ in 0..3 {
-            heavy.push(slots.take(&client(2), false).await.unwrap());
+            heavy.push(slots.take(&ClientId::loopback(2), false).await.unwrap());
         }
-        let error = slots.take(&client(2), false).await.err().unwrap();
+        let error = slots.take(&ClientId::loopback(2), false).await.err().unwrap();
         assert!(error.message().contains("max_handlers_per_client"), "{}", error.message());
-        let _light = slots.take(&client(3), false).await.unwrap();
+        let _light = slots.take(&ClientId::loopback(3), false).await.unwrap();
         // Full: the heaviest client's oldest request is told to give way; once it has, the
         // newcomer runs.
-        let fourth = client(4);
+        let fourth = ClientId::loopback(4);
         let newcomer = slots.take(&fourth, false);
         let oldest = heavy.remove(0);
         let gives_way = async move {
@@ -116,8 +112,8 @@ mod tests {
     #[tokio::test]
     async fn legacy_calls_take_only_the_total() {
         let slots = Slots::new(1, 1);
-        let legacy = slots.take(&client(2), true).await.unwrap();
+        let legacy = slots.take(&ClientId::loopback(2), true).await.unwrap();
         assert!(legacy.place.is_none());
-        assert!(slots.take(&client(2), true).await.is_err());
+        assert!(slots.take(&ClientId::loopback(2), true).await.is_err());
     }
 }
