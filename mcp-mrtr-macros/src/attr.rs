@@ -6,7 +6,23 @@ use syn::meta::ParseNestedMeta;
 use syn::punctuated::Punctuated;
 use syn::{Expr, ExprLit, Ident, Lit, LitStr, Path, Token};
 
-use crate::model::Kind;
+/// Which attribute is being expanded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Tool,
+    Prompt,
+    Resource,
+}
+
+impl Kind {
+    pub(crate) fn attr(self) -> &'static str {
+        match self {
+            Self::Tool => "tool",
+            Self::Prompt => "prompt",
+            Self::Resource => "resource",
+        }
+    }
+}
 
 /// The arguments of one attribute.
 #[derive(Default)]

@@ -15,19 +15,19 @@ use proc_macro::TokenStream;
 /// See `mcp_mrtr::tool`.
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
-    emit::expand(model::Kind::Tool, args.into(), item.into()).into()
+    emit::expand(attr::Kind::Tool, args.into(), item.into()).into()
 }
 
 /// See `mcp_mrtr::prompt`.
 #[proc_macro_attribute]
 pub fn prompt(args: TokenStream, item: TokenStream) -> TokenStream {
-    emit::expand(model::Kind::Prompt, args.into(), item.into()).into()
+    emit::expand(attr::Kind::Prompt, args.into(), item.into()).into()
 }
 
 /// See `mcp_mrtr::resource`.
 #[proc_macro_attribute]
 pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
-    emit::expand(model::Kind::Resource, args.into(), item.into()).into()
+    emit::expand(attr::Kind::Resource, args.into(), item.into()).into()
 }
 
 /// See `mcp_mrtr::toolbox`.

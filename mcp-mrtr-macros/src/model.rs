@@ -4,25 +4,7 @@
 use quote::ToTokens;
 use syn::{Attribute, Block, FnArg, Ident, ItemFn, LitStr, Pat, ReturnType, Token, Type, Visibility};
 
-use crate::attr::Args;
-
-/// Which attribute is being expanded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Tool,
-    Prompt,
-    Resource,
-}
-
-impl Kind {
-    pub(crate) fn attr(self) -> &'static str {
-        match self {
-            Self::Tool => "tool",
-            Self::Prompt => "prompt",
-            Self::Resource => "resource",
-        }
-    }
-}
+use crate::attr::{Args, Kind};
 
 /// A handler parameter that is an argument of the call.
 pub(crate) struct Param {

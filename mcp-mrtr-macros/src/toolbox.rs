@@ -11,7 +11,8 @@ use syn::{Attribute, ImplItem, ImplItemFn, ItemFn, ItemImpl, Meta};
 
 use crate::attr::Args;
 use crate::emit::{self, Prepared};
-use crate::model::{Handler, Kind};
+use crate::attr::Kind;
+use crate::model::Handler;
 
 /// Expands `#[toolbox]`.
 pub(crate) fn expand(args: &TokenStream, item: TokenStream) -> TokenStream {

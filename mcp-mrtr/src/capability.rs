@@ -37,7 +37,7 @@ impl Capability {
             Self::Sampling => caps.sampling.is_some(),
             Self::SamplingTools => caps.sampling.as_ref().is_some_and(|s| s.tools.is_some()),
             Self::Roots => caps.roots.is_some(),
-            Self::Tasks => caps.extensions.as_ref().is_some_and(|e| e.contains_key(crate::tasks::EXTENSION)),
+            Self::Tasks => caps.extensions.as_ref().is_some_and(|e| e.contains_key(crate::protocol::TASKS_EXTENSION)),
         }
     }
 
@@ -49,7 +49,7 @@ impl Capability {
             Self::Sampling => json!({ "sampling": {} }),
             Self::SamplingTools => json!({ "sampling": { "tools": {} } }),
             Self::Roots => json!({ "roots": {} }),
-            Self::Tasks => json!({ "extensions": { crate::tasks::EXTENSION: {} } }),
+            Self::Tasks => json!({ "extensions": { crate::protocol::TASKS_EXTENSION: {} } }),
         }
     }
 }

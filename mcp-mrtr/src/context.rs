@@ -1,6 +1,7 @@
 //! [`Ctx`]: what a handler knows about the request it serves, and its channel for
 //! progress and log notifications.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
@@ -10,13 +11,16 @@ use std::task::{Context, Poll};
 use axum::http::{Extensions, HeaderMap};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 
 use crate::ask::Question;
 use crate::envelope::RequestMeta;
-use crate::extract::AppState;
-use crate::legacy::Bridge;
-use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel, Notification, Notifier, Outgoing, RequestId};
+use crate::app_state::AppState;
+use crate::protocol::{
+    ClientCapabilities, Implementation, InputRequest, JsonObject, LoggingLevel, Notification, Notifier, Outgoing,
+    RequestId,
+};
 use crate::replay::Replay;
 use crate::{Caller, Capability, Error};
 
@@ -30,12 +34,35 @@ pub(crate) struct Transport {
     /// What the application attached to the request: HTTP middleware's extensions (the
     /// authenticated [`Caller`] among them), or a test's.
     pub(crate) extensions: Arc<Extensions>,
-    /// The legacy (2025-11-25) side of the request: its session and the bridge's
-    /// bookkeeping; `None` for modern requests.
-    pub(crate) bridge: Option<Arc<Bridge>>,
+    /// The legacy (2025-11-25) side of the request: how it asks its client; `None` for
+    /// modern requests.
+    pub(crate) bridge: Option<Arc<dyn Bridge>>,
     /// How long one run of a handler may take unless its route says otherwise
     /// ([`Limits::handler_timeout`](crate::Limits::handler_timeout) on HTTP).
     pub(crate) handler_timeout: Option<std::time::Duration>,
+}
+
+/// How long a bridge waits, by default, for a client to answer a round's questions: a
+/// person may be filling in a form. `Server::bridge_answer_timeout` changes it.
+pub(crate) const ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// How a 2025-11-25 request asks its client in the middle of a call: as real
+/// server-to-client requests. The core defines this door and the legacy transport
+/// (`legacy`) goes through it, so the core never names the legacy session machinery.
+pub(crate) trait Bridge: Send + Sync + std::fmt::Debug {
+    /// Sends one round's questions to the client on `outgoing` and waits for their
+    /// answers (keyed as the questions are), at most `timeout`, or until `shutdown`.
+    fn ask<'a>(
+        &'a self,
+        outgoing: &'a Notifier,
+        questions: BTreeMap<String, InputRequest>,
+        timeout: std::time::Duration,
+        shutdown: BoxFuture<'a, ()>,
+    ) -> BoxFuture<'a, Result<JsonObject, Error>>;
+
+    /// `notifications/elicitation/complete` for the url elicitation asked under `key`;
+    /// `None` if this bridge never asked one under that key.
+    fn url_complete(&self, key: &str) -> Option<Notification>;
 }
 
 impl Transport {
@@ -238,17 +265,6 @@ impl Ctx {
     /// [`Server::with_state`](crate::Server::with_state).
     pub fn state<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
         self.inner.app.get::<T>()
-    }
-
-    /// The handle to the server serving this request: add or remove tools, prompts and
-    /// resources, or announce a resource update, from inside a handler.
-    pub fn server_handle(&self) -> crate::ServerHandle {
-        match self.inner.app.get::<crate::ServerHandle>() {
-            Some(handle) => crate::ServerHandle::clone(&handle),
-            // Every server puts its handle in its state; a context built elsewhere (a
-            // test's) gets a handle to an empty catalog of its own.
-            None => crate::ServerHandle { live: Arc::default() },
-        }
     }
 
     /// Reports progress, if the request asked for it (`_meta.progressToken`).

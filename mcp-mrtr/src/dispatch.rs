@@ -436,9 +436,8 @@ impl Server {
                             "this handler asks for input, which needs a client that accepts text/event-stream",
                         )
                     })?;
-                    let shutdown = crate::shutdown::Draining::of(&call.transport.extensions);
-                    let timeout = self.bridge_answer_timeout;
-                    let answers = crate::legacy::ask(bridge, outgoing, questions, timeout, shutdown).await?;
+                    let shutdown = Box::pin(crate::shutdown::Draining::of(&call.transport.extensions));
+                    let answers = bridge.ask(outgoing, questions, self.bridge_answer_timeout, shutdown).await?;
                     replay = Arc::new(Replay::new(Some(carried), answers));
                 }
             }

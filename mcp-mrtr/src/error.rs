@@ -9,7 +9,7 @@ use std::fmt;
 
 use serde_json::{json, Value};
 
-use crate::protocol::ErrorObject;
+use crate::protocol::{ErrorObject, Outgoing, RequestId};
 
 /// A JSON-RPC error code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -162,6 +162,11 @@ impl Error {
 
     pub(crate) fn to_object(&self) -> ErrorObject {
         ErrorObject { code: self.code.0, message: self.message.to_string(), data: self.data.clone() }
+    }
+
+    /// The JSON-RPC error message answering request `id` (`None` when it is unknown).
+    pub(crate) fn to_message(&self, id: Option<RequestId>) -> Outgoing {
+        Outgoing::Error { id, error: self.to_object() }
     }
 }
 

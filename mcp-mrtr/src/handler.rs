@@ -14,14 +14,29 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::extract::StateNeed;
+use crate::app_state::StateNeed;
 use crate::protocol::{
     CallToolResult, ContentBlock, GetPromptResult, JsonObject, Prompt, PromptMessage, ReadResourceResult, Resource,
     ResourceContents, ResourceTemplate, Tool,
 };
-use crate::{Ctx, Error, TaskSupport, ToolError};
+use crate::{Ctx, Error, ToolError};
 
 type HandlerFn<I, O> = Arc<dyn Fn(Ctx, I) -> BoxFuture<'static, Result<O, ToolError>> + Send + Sync>;
+
+/// Whether a tool may run as a task (`#[tool(task = "…")]`, [`ToolRoute::task`](crate::ToolRoute::task)).
+///
+/// A task is only ever created for a client that declared the tasks extension on the
+/// `tools/call` itself; others get the result in rounds (or `-32021` for a required one).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// Never a task: the call runs in rounds.
+    #[default]
+    Forbidden,
+    /// A task when the client declared tasks; rounds otherwise.
+    Optional,
+    /// Only as a task: a client that did not declare tasks gets `-32021`.
+    Required,
+}
 
 /// A tool and the function that runs it. Register it with [`Server::tool`](crate::Server::tool).
 #[derive(Clone)]
@@ -205,7 +220,7 @@ impl Tool {
             timeout: None,
             task: TaskSupport::Forbidden,
             task_timeout: None,
-            decoded_arguments: crate::tasks::decoded_arguments::<A>,
+            decoded_arguments: crate::kept_arguments::decoded::<A>,
             headers: Vec::new(),
             scopes: Vec::new(),
         }
@@ -392,3 +407,9 @@ impl IntoResourceResult for Vec<ResourceContents> {
 
 /// Prompt arguments as a plain map, for prompts that take them raw.
 pub type PromptArguments = BTreeMap<String, String>;
+
+/// Whether `name` may name a tool: 1 to 64 characters of `A-Z a-z 0-9 _ . / -`.
+pub(crate) fn valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '/' | '-'))
+}

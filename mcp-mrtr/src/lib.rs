@@ -60,6 +60,7 @@
 
 #![warn(missing_docs)]
 
+mod app_state;
 pub mod ask;
 pub mod auth;
 mod caller;
@@ -75,6 +76,7 @@ mod form_schema;
 mod handler;
 mod hex;
 mod inflight;
+mod kept_arguments;
 mod legacy;
 mod live;
 mod param_headers;
@@ -100,7 +102,7 @@ pub use error::{Error, ErrorCode, ToolError};
 pub use extract::{Extension, State};
 pub use handler::{
     IntoPromptResult, IntoResourceResult, IntoToolResult, Json, PromptArguments, PromptRoute, ResourceRoute, Routes,
-    ToolRoute, Toolbox,
+    TaskSupport, ToolRoute, Toolbox,
 };
 pub use live::{CatalogError, Change, ChangeFanout, Item, Listen, MemoryFanout, RequestView, ServerHandle};
 pub use protocol::{
@@ -111,7 +113,7 @@ pub use protocol::{
 pub use server::{CacheHints, CacheScope, Server};
 pub use shutdown::shutdown_signal;
 pub use state::{Claim, Consumed, KeyError, KeyRing, MemoryGuard, StateConfig, StateGuard, StateKey};
-pub use tasks::{MemoryTaskStore, StoreError, TaskLimits, TaskRecord, TaskStatus, TaskStore, TaskSupport};
+pub use tasks::{MemoryTaskStore, StoreError, TaskLimits, TaskRecord, TaskStatus, TaskStore};
 pub use transport::http::{serve_router, serve_router_with_shutdown, HttpConfig, Limits};
 
 /// Turns an `async fn` into a tool: `server.tool(my_fn)`.

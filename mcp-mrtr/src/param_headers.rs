@@ -6,7 +6,9 @@
 //! ones the spec forbids; [`check`] compares each declared header of a `tools/call` with
 //! its argument.
 
+use axum::http::header::AsHeaderName;
 use axum::http::HeaderMap;
+use base64::Engine as _;
 use serde_json::Value;
 
 use crate::protocol::JsonObject;
@@ -85,7 +87,7 @@ pub(crate) fn check(declared: &[ParamHeader], headers: &HeaderMap, arguments: Op
         let body = arguments.and_then(|args| param.path.iter().try_fold(args, |v, key| v.get(key)));
         let body = body.filter(|v| !v.is_null());
         let name = &param.header;
-        crate::transport::http::refuse_repeated(headers, name.as_str(), name)?;
+        refuse_repeated(headers, name.as_str(), name)?;
         let header = headers.get(name.as_str());
         let at = param.path.join(".");
         // Errors say what to send: the argument's value as the header carries it.
@@ -104,7 +106,7 @@ pub(crate) fn check(declared: &[ParamHeader], headers: &HeaderMap, arguments: Op
                 let text = header.to_str().map_err(|_| {
                     Error::header_mismatch(format!("{name} header has characters headers cannot carry"))
                 })?;
-                let decoded = crate::transport::http::decode_value(text)?;
+                let decoded = decode_value(text)?;
                 if !agrees(body, &decoded) {
                     return Err(Error::header_mismatch(format!(
                         "{name} header does not match arguments.{at}: {}",
@@ -140,6 +142,26 @@ fn agrees(body: &Value, header: &str) -> bool {
         },
         _ => false,
     }
+}
+
+/// Fails with `-32020`, naming the header as `shown`, when `name` is sent more than once.
+pub(crate) fn refuse_repeated(headers: &HeaderMap, name: impl AsHeaderName, shown: &str) -> Result<(), Error> {
+    if headers.get_all(name).iter().nth(1).is_some() {
+        return Err(Error::header_mismatch(format!("{shown} header sent more than once: send it once")));
+    }
+    Ok(())
+}
+
+/// Decodes the `=?base64?…?=` sentinel clients use for values that are not safe header
+/// text; anything else is the literal value.
+pub(crate) fn decode_value(value: &str) -> Result<String, Error> {
+    let Some(encoded) = value.strip_prefix("=?base64?").and_then(|v| v.strip_suffix("?=")) else {
+        return Ok(value.to_owned());
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .map_err(|e| Error::header_mismatch(format!("invalid base64 in header value: {e}")))?;
+    String::from_utf8(bytes).map_err(|_| Error::header_mismatch("base64 header value is not UTF-8"))
 }
 
 #[cfg(test)]

@@ -8,15 +8,15 @@ use axum::http::{Extensions, HeaderMap};
 use futures_util::future::BoxFuture;
 
 use crate::context::Transport;
-use crate::extract::AppState;
-use crate::handler::{PromptRoute, ResourceKind, ResourceRoute, Routes, ToolRoute, Toolbox};
+use crate::app_state::AppState;
+use crate::handler::{TaskSupport, PromptRoute, ResourceKind, ResourceRoute, Routes, ToolRoute, Toolbox};
 use crate::live::{Item, Listen, Live, LiveConfig, Prepared, RequestView, ServerHandle};
 use crate::protocol::{
     CompleteParams, Completion, Implementation, JsonObject, PromptsCapability, ResourcesCapability, ServerCapabilities,
     ToolsCapability,
 };
 use crate::state::KeyError;
-use crate::{Caller, Ctx, Error, MemoryGuard, StateConfig, StateGuard, TaskStore, TaskSupport, ToolError};
+use crate::{Caller, Ctx, Error, MemoryGuard, StateConfig, StateGuard, TaskStore, ToolError};
 
 pub(crate) type PrincipalFn = Arc<dyn Fn(&HeaderMap) -> Option<String> + Send + Sync>;
 
@@ -120,7 +120,7 @@ impl Server {
             state: Arc::default(),
             principal: None,
             state_guard: Some(Arc::new(MemoryGuard::new())),
-            bridge_answer_timeout: crate::legacy::ANSWER_TIMEOUT,
+            bridge_answer_timeout: crate::context::ANSWER_TIMEOUT,
             app,
             tasks: crate::tasks::Tasks::default(),
         }
@@ -467,7 +467,7 @@ impl Server {
             logging: present(self.logging),
             extensions: self.serves_tasks().then(|| {
                 let mut extensions = JsonObject::new();
-                extensions.insert(crate::tasks::EXTENSION.into(), serde_json::json!({}));
+                extensions.insert(crate::protocol::TASKS_EXTENSION.into(), serde_json::json!({}));
                 extensions
             }),
             ..ServerCapabilities::default()
@@ -516,10 +516,6 @@ impl ResourceKind {
     }
 }
 
-pub(crate) fn valid_tool_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '/' | '-'))
-}
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

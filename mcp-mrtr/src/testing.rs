@@ -109,7 +109,7 @@ impl TestClient {
             "elicitation": { "form": {}, "url": {} },
             "sampling": { "tools": {} },
             "roots": {},
-            "extensions": { crate::tasks::EXTENSION: {} },
+            "extensions": { crate::protocol::TASKS_EXTENSION: {} },
         });
         Self { server, capabilities, extensions: Arc::default() }
     }

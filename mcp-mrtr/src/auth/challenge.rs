@@ -9,7 +9,6 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::{metadata, AccessToken, ResourceServer, TokenError, TokenVerifier};
-use crate::transport::error_message;
 use crate::Error;
 
 /// A [`ResourceServer`] ready to serve.
@@ -80,7 +79,7 @@ impl Gate {
                 return Err(body(StatusCode::SERVICE_UNAVAILABLE, &error));
             }
         };
-        if let Err(error) = super::authorize(&self.config.scopes, Some(&verified.caller)) {
+        if let Err(error) = crate::caller::authorize(&self.config.scopes, Some(&verified.caller)) {
             return Err(self.forbidden(&self.config.scopes, &error));
         }
         let extensions = request.extensions_mut();
@@ -136,7 +135,7 @@ impl Gate {
 
 /// Marks a response refused for insufficient scope, for [`finish`].
 pub(crate) fn mark(response: &mut Response, error: &Error) {
-    if let Some(scopes) = super::required_scopes(error) {
+    if let Some(scopes) = crate::caller::required_scopes(error) {
         response.extensions_mut().insert(NeedsScopes(scopes));
     }
 }
@@ -184,7 +183,7 @@ fn challenge(params: &[(&str, String)]) -> HeaderValue {
 /// An id-less JSON-RPC error as the body, as for the transport's other refusals.
 fn body(status: StatusCode, error: &Error) -> Response {
     let headers = [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))];
-    (status, headers, error_message(None, error).into_json()).into_response()
+    (status, headers, error.to_message(None).into_json()).into_response()
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 //!    that was never registered: nothing a caller sees tells a hidden route from a
 //!    missing one.
 //! 2. **Granted?** Every scope the route declares, held by the request's caller
-//!    ([`crate::auth::authorize`]). A visible route the caller lacks scopes for is
+//!    ([`crate::caller::authorize`]). A visible route the caller lacks scopes for is
 //!    [`Refused::Forbidden`]: `403` naming the scopes (the spec's step-up challenge). It
 //!    reveals nothing, since the caller's own lists already show that route.
 //!
@@ -87,7 +87,7 @@ impl Server {
         if !self.sees(view, route.item()) {
             return Err(Refused::Unknown);
         }
-        crate::auth::authorize(route.scopes(), view.caller()).map_err(Refused::Forbidden)
+        crate::caller::authorize(route.scopes(), view.caller()).map_err(Refused::Forbidden)
     }
 
     /// The enabled tool `name`, if the request may call it.

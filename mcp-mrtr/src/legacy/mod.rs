@@ -3,9 +3,9 @@
 //! clients, asking each round's questions as real server-to-client requests on the
 //! request's SSE stream and replaying the handler with the answers.
 //!
-//! Entry points: [`initialize`], [`utility`], [`meta`] and [`ask`]; the transports route
-//! legacy requests here, and dispatch calls [`ask`] between rounds. A legacy request
-//! carries its [`Bridge`], which a handler reaches through `Ctx` to complete url
+//! Entry points: [`initialize`], [`utility`] and [`meta`]; the transports route legacy
+//! requests here, and dispatch asks through the bridge between rounds. A legacy request
+//! carries its [`SessionBridge`] (the core's `context::Bridge`), which a handler reaches through `Ctx` to complete url
 //! elicitations, and which bounds the call's waits for its client ([`WaitBounds`]): they
 //! hold no handler slot, and a place in a pool with a share per client (see `wait`).
 
@@ -19,6 +19,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 
 pub(crate) use self::session::{Opener, Session};
@@ -32,9 +33,6 @@ use crate::{Error, RequestMeta, Server};
 /// The newest legacy revision, offered to clients that ask for one this server does not know.
 pub(crate) const LATEST: &str = "2025-11-25";
 
-/// How long the bridge waits, by default, for a client to answer a round's questions: a
-/// person may be filling in a form. `Server::bridge_answer_timeout` changes it.
-pub(crate) const ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// How long the bridge waits before running a handler again that asked to be retried later.
 const RETRY_LATER_PAUSE: Duration = Duration::from_secs(1);
@@ -148,8 +146,8 @@ pub(crate) fn meta(session: &Session, request: &Request) -> RequestMeta {
 /// withdrawn with `notifications/cancelled` (so its form or dialog can close) and the
 /// request fails with an error that names the question. They are withdrawn at once when
 /// `shutdown` resolves: a person may take minutes to answer, and the server is going.
-pub(crate) async fn ask(
-    bridge: &Bridge,
+async fn ask(
+    bridge: &SessionBridge,
     outgoing: &Notifier,
     questions: BTreeMap<String, InputRequest>,
     timeout: Duration,
@@ -180,14 +178,14 @@ pub(crate) async fn ask(
 /// bounded, and the url elicitations the bridge has issued for it so far (by ask key), so
 /// the handler can say when one is complete.
 #[derive(Debug)]
-pub(crate) struct Bridge {
+pub(crate) struct SessionBridge {
     pub(crate) session: Arc<Session>,
     /// `None` where the transport has one client and no handler slots (stdio).
     bounds: Option<WaitBounds>,
     url_elicitations: Mutex<HashMap<String, String>>,
 }
 
-impl Bridge {
+impl SessionBridge {
     pub(crate) fn new(session: Arc<Session>) -> Self {
         Self { session, bounds: None, url_elicitations: Mutex::default() }
     }
@@ -201,9 +199,20 @@ impl Bridge {
         self.url_elicitations.lock().unwrap_or_else(PoisonError::into_inner).insert(key.to_owned(), elicitation_id);
     }
 
-    /// `notifications/elicitation/complete` for the url elicitation asked under `key`;
-    /// `None` if the bridge never asked one under that key.
-    pub(crate) fn url_complete(&self, key: &str) -> Option<Notification> {
+}
+
+impl crate::context::Bridge for SessionBridge {
+    fn ask<'a>(
+        &'a self,
+        outgoing: &'a Notifier,
+        questions: BTreeMap<String, InputRequest>,
+        timeout: Duration,
+        shutdown: BoxFuture<'a, ()>,
+    ) -> BoxFuture<'a, Result<JsonObject, Error>> {
+        Box::pin(ask(self, outgoing, questions, timeout, shutdown))
+    }
+
+    fn url_complete(&self, key: &str) -> Option<Notification> {
         let urls = self.url_elicitations.lock().unwrap_or_else(PoisonError::into_inner);
         let elicitation_id = urls.get(key)?;
         Some(Notification {
@@ -232,7 +241,7 @@ impl Waiting<'_> {
     /// Sends one question to the client, as a request on the call's stream.
     async fn send(
         &mut self,
-        bridge: &Bridge,
+        bridge: &SessionBridge,
         outgoing: &Notifier,
         key: String,
         question: &InputRequest,

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::{Change, Live};
 use crate::handler::{PromptRoute, ResourceRoute, ToolRoute};
+use crate::Ctx;
 
 /// A handle to a server's catalog: adds, removes, enables and disables tools, prompts
 /// and resources while the server runs, and announces resource updates.
@@ -43,7 +44,7 @@ impl ServerHandle {
     /// the handler takes: such a handler fails its calls with `-32603` instead.
     pub fn add_tool(&self, tool: impl Into<ToolRoute>) -> Result<(), CatalogError> {
         let mut route = tool.into();
-        if !crate::server::valid_tool_name(&route.tool.name) {
+        if !crate::handler::valid_tool_name(&route.tool.name) {
             return Err(CatalogError::InvalidName(route.tool.name));
         }
         match crate::param_headers::declared(&route.tool.input_schema) {
@@ -163,3 +164,18 @@ impl fmt::Display for CatalogError {
 }
 
 impl std::error::Error for CatalogError {}
+
+// The handle is the catalog's: `Ctx` (the core) does not know the catalog, so the
+// method lives here.
+impl Ctx {
+    /// The handle to the server serving this request: add or remove tools, prompts and
+    /// resources, or announce a resource update, from inside a handler.
+    pub fn server_handle(&self) -> ServerHandle {
+        match self.state::<ServerHandle>() {
+            Some(handle) => ServerHandle::clone(&handle),
+            // Every server puts its handle in its state; a context built elsewhere (a
+            // test's) gets a handle to an empty catalog of its own.
+            None => ServerHandle { live: Arc::default() },
+        }
+    }
+}

@@ -106,3 +106,6 @@ pub struct ToolsCapability {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub list_changed: Option<bool>,
 }
+
+/// The tasks extension's id (SEP-2663), in `capabilities.extensions` of both sides.
+pub(crate) const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";

@@ -32,6 +32,7 @@ pub use input_required::{
     InputRequiredResult, ListRootsResult, ModelHint, ModelPreferences, Root, SamplingMessage, ToolChoice,
 };
 pub use jsonrpc::{ErrorObject, Notification, RequestId};
+pub(crate) use capabilities::TASKS_EXTENSION;
 pub(crate) use jsonrpc::{Notifier, Outgoing, ResultJson};
 pub use prompts::{GetPromptParams, GetPromptResult, ListPromptsResult, Prompt, PromptArgument, PromptMessage};
 pub use resources::{

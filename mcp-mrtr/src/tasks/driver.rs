@@ -25,7 +25,7 @@ use tokio::task::AbortHandle;
 
 use super::status::StatusWriter;
 use super::store::{Lease, TaskCall, TaskRecord, TaskStatus, TaskStore};
-use super::{admission, arguments, lease, new_task_id, store_error, wire, Tasks};
+use super::{admission, lease, new_task_id, store_error, wire, Tasks};
 use crate::envelope::RequestMeta;
 use crate::fair::ClientId;
 use crate::protocol::{CallToolResult, ClientCapabilities, InputRequest, JsonObject, RequestId};
@@ -82,7 +82,7 @@ async fn create(
     if let Some(route) = &route {
         call.arguments = (route.decoded_arguments)(&call.arguments);
     }
-    arguments::check_size(&tasks.limits, &call.arguments)?;
+    super::limits::check_arguments(&tasks.limits, &call.arguments)?;
     let caps = call.client_capabilities.clone();
     let run = lease::new_run()?;
     let mut record = TaskRecord::new(new_task_id()?, owner, call, replay.carried(), tasks.ttl);

@@ -2,6 +2,11 @@
 
 use std::time::Duration;
 
+use serde_json::json;
+
+use crate::protocol::JsonObject;
+use crate::Error;
+
 /// The bounds that keep one client, or many, from filling a server with tasks (DESIGN
 /// §13). Set them with [`Server::task_limits`](crate::Server::task_limits).
 ///
@@ -150,5 +155,46 @@ impl TaskLimits {
     pub fn keep_finished(mut self, keep: Duration) -> Self {
         self.keep_finished = keep;
         self
+    }
+}
+
+/// `Err(-32602)` naming the cap when `arguments` (as kept) take more than
+/// [`TaskLimits::max_arguments`] bytes of JSON.
+pub(crate) fn check_arguments(limits: &TaskLimits, arguments: &JsonObject) -> Result<(), Error> {
+    let size = crate::kept_arguments::json_size(arguments);
+    if size <= limits.max_arguments {
+        return Ok(());
+    }
+    Err(Error::invalid_params(format!(
+        "the arguments of this task take {size} bytes (counting only the fields the tool reads), more than the \
+         {} a task may keep; send less, or pass large inputs by reference (a resource the tool reads)",
+        limits.max_arguments
+    ))
+    .with_data(json!({ "limit": "taskArguments", "max": limits.max_arguments, "size": size })))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::*;
+    use crate::kept_arguments::json_size;
+
+    fn object(value: Value) -> JsonObject {
+        let Value::Object(object) = value else { panic!("not an object") };
+        object
+    }
+
+    #[test]
+    fn arguments_over_the_cap_are_refused_naming_it() {
+        let limits = TaskLimits::default().max_arguments(64);
+        let small = object(json!({ "label": "x" }));
+        assert!(check_arguments(&limits, &small).is_ok());
+        let large = object(json!({ "label": "x".repeat(100) }));
+        let refused = check_arguments(&limits, &large).unwrap_err();
+        assert_eq!(refused.code(), crate::ErrorCode::INVALID_PARAMS);
+        assert_eq!(refused.data().unwrap()["limit"], "taskArguments");
+        assert_eq!(refused.data().unwrap()["size"], json_size(&large));
+        assert!(refused.message().contains("more than the 64 a task may keep"), "{}", refused.message());
     }
 }

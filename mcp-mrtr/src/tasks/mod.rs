@@ -18,7 +18,6 @@
 //! finished record drops its inputs and is kept for a shorter time (`store`).
 
 mod admission;
-mod arguments;
 mod driver;
 mod lease;
 mod limits;
@@ -32,7 +31,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub(crate) use arguments::decoded as decoded_arguments;
 pub(crate) use driver::{call, Called, Running};
 use lease::DEFAULT_LEASE;
 pub(crate) use lease::{watch, MIN_LEASE};
@@ -43,32 +41,18 @@ pub(crate) use store::{CallerRecord, TaskCall};
 pub use store::{StoreError, TaskRecord, TaskStatus, TaskStore};
 
 use crate::context::Transport;
+use crate::handler::TaskSupport;
 use crate::protocol::ClientCapabilities;
 use crate::{Capability, Error, Server};
 
 /// The extension's id, in `capabilities.extensions` of both sides.
-pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+pub(crate) use crate::protocol::TASKS_EXTENSION as EXTENSION;
 
 /// How long a task's record is kept after it is created, unless the server says otherwise.
 const DEFAULT_TTL: Duration = Duration::from_secs(60 * 60);
 
 /// How often clients are told to poll `tasks/get`.
 const POLL_INTERVAL_MS: u64 = 500;
-
-/// Whether a tool may run as a task (`#[tool(task = "…")]`, [`ToolRoute::task`](crate::ToolRoute::task)).
-///
-/// A task is only ever created for a client that declared the tasks extension on the
-/// `tools/call` itself; others get the result in rounds (or `-32021` for a required one).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum TaskSupport {
-    /// Never a task: the call runs in rounds.
-    #[default]
-    Forbidden,
-    /// A task when the client declared tasks; rounds otherwise.
-    Optional,
-    /// Only as a task: a client that did not declare tasks gets `-32021`.
-    Required,
-}
 
 /// The server's task machinery: where records live, how long, which tasks run here,
 /// and how long a run's lease on its task lasts.

@@ -27,5 +27,5 @@ impl Reply {
 }
 
 pub(crate) fn error_message(id: Option<RequestId>, error: &Error) -> Outgoing {
-    Outgoing::Error { id, error: error.to_object() }
+    error.to_message(id)
 }

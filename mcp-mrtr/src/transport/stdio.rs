@@ -21,7 +21,7 @@ use super::{error_message, read_message};
 use crate::context::Transport;
 use crate::envelope::{check_version, classify, Era, Incoming, Request, RequestMeta};
 use crate::inflight::InFlight;
-use crate::legacy::{self, Bridge, Session, Sessions};
+use crate::legacy::{self, SessionBridge, Session, Sessions};
 use crate::protocol::{Outgoing, RequestId, ResultJson};
 use crate::shutdown::{self, Drain};
 use crate::{Error, Server};
@@ -190,7 +190,7 @@ impl StdioSession {
             Err(error) => return self.send(error_message(Some(request.id), &error)).await,
         };
         let (server, out, id) = (self.server.clone(), self.out.clone(), request.id.clone());
-        let bridge = session.map(|session| Arc::new(Bridge::new(session)));
+        let bridge = session.map(|session| Arc::new(SessionBridge::new(session)) as Arc<dyn crate::context::Bridge>);
         let (note_tx, mut note_rx) = mpsc::channel(16);
         // Only per-tool time limits apply: the one client is a local process that can cancel.
         let transport = Transport {

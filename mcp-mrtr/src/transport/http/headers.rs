@@ -13,11 +13,11 @@
 
 use axum::http::header::{AsHeaderName, HeaderName};
 use axum::http::HeaderMap;
-use base64::Engine as _;
 use serde_json::Value;
 
 use crate::envelope::{check_version, Request, RequestMeta};
 use crate::error::shown;
+use crate::param_headers::{decode_value, refuse_repeated};
 use crate::Error;
 
 // Names, not strings: a lookup by string parses and checks the name every time.
@@ -30,14 +30,6 @@ const NAME: HeaderName = HeaderName::from_static("mcp-name");
 /// A value that is not visible ASCII is treated as present but unreadable.
 pub(crate) fn header(headers: &HeaderMap, name: impl AsHeaderName) -> Option<&str> {
     headers.get(name).map(|v| v.to_str().map_or("\u{fffd}", str::trim))
-}
-
-/// Fails with `-32020`, naming the header as `shown`, when `name` is sent more than once.
-pub(crate) fn refuse_repeated(headers: &HeaderMap, name: impl AsHeaderName, shown: &str) -> Result<(), Error> {
-    if headers.get_all(name).iter().nth(1).is_some() {
-        return Err(Error::header_mismatch(format!("{shown} header sent more than once: send it once")));
-    }
-    Ok(())
 }
 
 /// Validates the MCP headers of a modern request against its parsed envelope.
@@ -111,18 +103,6 @@ fn name_source(method: &str) -> Option<&'static str> {
         "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
         _ => None,
     }
-}
-
-/// Decodes the `=?base64?…?=` sentinel clients use for values that are not safe header
-/// text; anything else is the literal value.
-pub(crate) fn decode_value(value: &str) -> Result<String, Error> {
-    let Some(encoded) = value.strip_prefix("=?base64?").and_then(|v| v.strip_suffix("?=")) else {
-        return Ok(value.to_owned());
-    };
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(encoded)
-        .map_err(|e| Error::header_mismatch(format!("invalid base64 in header value: {e}")))?;
-    String::from_utf8(bytes).map_err(|_| Error::header_mismatch("base64 header value is not UTF-8"))
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use super::sse::{error_response, json_response};
 use super::{error_message, headers, method_not_allowed, serve_request, Endpoint, Head};
 use crate::envelope::{Era, Request};
 use crate::fair::ClientId;
-use crate::legacy::{self, Bridge, HandlerSlot, Opener, Session, SlotLease, WaitBounds};
+use crate::legacy::{self, SessionBridge, HandlerSlot, Opener, Session, SlotLease, WaitBounds};
 use crate::protocol::{Outgoing, RequestId, ResultJson};
 use crate::Error;
 
@@ -75,14 +75,14 @@ pub(super) fn bridge(
     head: &Head,
     session: &Arc<Session>,
     permit: Option<OwnedSemaphorePermit>,
-) -> (Arc<Bridge>, Option<SlotLease>) {
+) -> (Arc<SessionBridge>, Option<SlotLease>) {
     let slot = permit.map(|permit| HandlerSlot::new(endpoint.slots.total().clone(), permit));
     let bounds = WaitBounds {
         pool: endpoint.sessions.bridge_waits().clone(),
         client: ClientId::of(&head.extensions),
         slot: slot.clone(),
     };
-    (Arc::new(Bridge::new(session.clone()).bounded(bounds)), slot.map(SlotLease::new))
+    (Arc::new(SessionBridge::new(session.clone()).bounded(bounds)), slot.map(SlotLease::new))
 }
 
 /// A notification on a session: `notifications/cancelled` stops the request it names

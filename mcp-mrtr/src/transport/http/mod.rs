@@ -30,7 +30,6 @@ use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio::sync::mpsc;
 
 use self::guard::{Guard, HostPolicy};
-pub(crate) use self::headers::{decode_value, refuse_repeated};
 pub use self::limits::Limits;
 use self::serve::App;
 pub use self::serve::{serve_router, serve_router_with_shutdown};
@@ -384,7 +383,7 @@ async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response {
                 // A 2025-11-25 request is read by its first version header too: a repeat
                 // is refused here as a modern request's is in `headers::check`.
                 Era::Legacy => {
-                    match headers::refuse_repeated(headers, headers::PROTOCOL_VERSION, "MCP-Protocol-Version") {
+                    match crate::param_headers::refuse_repeated(headers, headers::PROTOCOL_VERSION, "MCP-Protocol-Version") {
                         Err(error) => json_response(400, error_message(Some(request.id), &error)),
                         Ok(()) => legacy::serve(endpoint, &head, request).await,
                     }
@@ -453,7 +452,7 @@ async fn serve_request(
         notifier,
         headers: Some(head.headers.clone()),
         extensions: head.extensions.clone(),
-        bridge,
+        bridge: bridge.map(|bridge| bridge as Arc<dyn crate::context::Bridge>),
         handler_timeout,
     };
     let id = request.id.clone();

@@ -1,11 +1,13 @@
-//! What a task keeps of its call's arguments: what the tool's argument type reads.
+//! What a tool's argument type reads of its arguments: what a task keeps of its call.
 //!
 //! A task's record is replayed from its arguments, so it must keep them; it need not
-//! keep fields the handler never reads (a client can send megabytes of them).
+//! keep fields the handler never reads (a client can send megabytes of them). Each
+//! route holds [`decoded`] for its argument type (`handler`), and the tasks extension
+//! calls it when a call becomes a task.
 //! [`decoded`] decodes the arguments into the tool's type through [`Tracked`], a
 //! deserializer that notes every field the type skips (serde asks for such a value as
 //! `ignored_any`), and returns the arguments without those fields. [`json_size`] is the
-//! size the cap of [`TaskLimits::max_arguments`](super::TaskLimits::max_arguments) counts.
+//! size the cap of `TaskLimits::max_arguments` counts.
 //!
 //! Only fields a type explicitly skips are dropped; wherever a type takes values whole
 //! (a `serde_json::Value` or map field, `flatten`, enums, untagged data) everything is
@@ -19,11 +21,9 @@ use std::rc::Rc;
 use serde::de::value::BorrowedStrDeserializer;
 use serde::de::{DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::Deserializer;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
-use super::TaskLimits;
 use crate::protocol::JsonObject;
-use crate::Error;
 
 /// The arguments that `A`, a tool's argument type, reads: `arguments` without the
 /// fields `A` skips. Everything when `A` does not decode from them (the handler then
@@ -49,21 +49,6 @@ pub(crate) fn decoded<A: DeserializeOwned>(arguments: &JsonObject) -> JsonObject
         return arguments.clone();
     }
     kept
-}
-
-/// `Err(-32602)` naming the cap when `arguments` (as kept) take more than
-/// [`TaskLimits::max_arguments`] bytes of JSON.
-pub(crate) fn check_size(limits: &TaskLimits, arguments: &JsonObject) -> Result<(), Error> {
-    let size = json_size(arguments);
-    if size <= limits.max_arguments {
-        return Ok(());
-    }
-    Err(Error::invalid_params(format!(
-        "the arguments of this task take {size} bytes (counting only the fields the tool reads), more than the \
-         {} a task may keep; send less, or pass large inputs by reference (a resource the tool reads)",
-        limits.max_arguments
-    ))
-    .with_data(json!({ "limit": "taskArguments", "max": limits.max_arguments, "size": size })))
 }
 
 /// The size of `value` as compact JSON, without writing it anywhere.
@@ -345,19 +330,6 @@ mod tests {
         );
         assert!(json_size(&kept) < 100);
         assert_eq!(json_size(&sent), serde_json::to_vec(&sent).unwrap().len());
-    }
-
-    #[test]
-    fn arguments_over_the_cap_are_refused_naming_it() {
-        let limits = TaskLimits::default().max_arguments(64);
-        let small = object(json!({ "label": "x" }));
-        assert!(check_size(&limits, &small).is_ok());
-        let large = object(json!({ "label": "x".repeat(100) }));
-        let refused = check_size(&limits, &large).unwrap_err();
-        assert_eq!(refused.code(), crate::ErrorCode::INVALID_PARAMS);
-        assert_eq!(refused.data().unwrap()["limit"], "taskArguments");
-        assert_eq!(refused.data().unwrap()["size"], json_size(&large));
-        assert!(refused.message().contains("more than the 64 a task may keep"), "{}", refused.message());
     }
 
     #[derive(Deserialize)]
