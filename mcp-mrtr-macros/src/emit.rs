@@ -9,8 +9,8 @@ use syn::{Ident, ItemFn, LitStr, Path};
 
 use crate::ask::Rewriter;
 use crate::attr::Args;
-use crate::docs;
 use crate::attr::Kind;
+use crate::docs;
 use crate::model::{self, Handler};
 
 /// Expands one attribute. Errors never lose the item's name: on failure the unit struct

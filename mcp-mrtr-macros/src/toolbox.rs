@@ -10,8 +10,8 @@ use quote::{format_ident, quote};
 use syn::{Attribute, ImplItem, ImplItemFn, ItemFn, ItemImpl, Meta};
 
 use crate::attr::Args;
-use crate::emit::{self, Prepared};
 use crate::attr::Kind;
+use crate::emit::{self, Prepared};
 use crate::model::Handler;
 
 /// Expands `#[toolbox]`.

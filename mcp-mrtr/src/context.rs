@@ -9,14 +9,14 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use axum::http::{Extensions, HeaderMap};
+use futures_util::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 
+use crate::app_state::AppState;
 use crate::ask::Question;
 use crate::envelope::RequestMeta;
-use crate::app_state::AppState;
 use crate::protocol::{
     ClientCapabilities, Implementation, InputRequest, JsonObject, LoggingLevel, Notification, Notifier, Outgoing,
     RequestId,

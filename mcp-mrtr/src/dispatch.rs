@@ -1,7 +1,9 @@
 //! One dispatch path for every transport: method → handler, then central result
 //! stamping (`resultType`, `serverInfo`, caching hints).
 //!
-//! Entry point: [`Server::handle`], called by the transports once the envelope is valid.
+//! Entry point: [`Engine::handle`], called by the transports once the envelope is valid.
+//! The [`Engine`] is the runtime state this reads (the `Server` builder makes it); the
+//! tasks extension plugs in through [`TaskHook`].
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -15,26 +17,33 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use tracing::Instrument as _;
 
+use self::listen::serve_listen;
 use crate::context::Transport;
 use crate::envelope::{Request, RequestMeta};
 use crate::fair::ClientId;
 use crate::handler::{PromptRoute, ResourceKind, ResourceRoute, ToolRoute};
-use crate::live::{serve_listen, RequestView};
+use crate::live::RequestView;
 use crate::protocol::{
     CallToolParams, CompleteParams, CompleteResult, Completion, CompletionReference, GetPromptParams, JsonObject,
     ReadResourceParams, RequestId, ResultJson,
 };
 use crate::replay::{self, Carried, Outcome, Replay};
-use crate::server::{CacheHints, CacheScope};
 use crate::state::{Binding, Presented, SingleUse};
-use crate::tasks::{self, TaskCall, TaskMethod};
 use axum::http::Extensions;
 
-use crate::{deadline, Ctx, Error, Server};
+use crate::{deadline, Ctx, Error};
 
 mod access;
 mod call;
+mod engine;
+mod listen;
+mod lists;
 mod stamp;
+mod task_hook;
+
+pub(crate) use self::engine::Engine;
+pub use self::engine::{CacheHints, CacheScope};
+pub(crate) use self::task_hook::{Called, TaskHook, TaskRequest, ToolFuture};
 
 use self::call::{input_responses, Call, RoundInput, Target};
 use self::stamp::Text;
@@ -59,11 +68,12 @@ enum Method {
     ResourcesRead,
     Complete,
     Listen,
-    Task(TaskMethod),
+    /// One of the tasks extension's methods.
+    Task,
 }
 
 impl Method {
-    fn parse(name: &str) -> Option<Self> {
+    fn parse(name: &str, tasks: Option<&dyn TaskHook>) -> Option<Self> {
         Some(match name {
             "server/discover" => Self::Discover,
             "tools/list" => Self::ToolsList,
@@ -75,13 +85,14 @@ impl Method {
             "resources/read" => Self::ResourcesRead,
             "completion/complete" => Self::Complete,
             "subscriptions/listen" => Self::Listen,
-            other => Self::Task(TaskMethod::parse(other)?),
+            other if tasks.is_some_and(|tasks| tasks.answers(other)) => Self::Task,
+            _ => return None,
         })
     }
 
     /// Results of these methods carry caching hints when complete.
     fn is_cacheable(self) -> bool {
-        !matches!(self, Self::ToolsCall | Self::PromptsGet | Self::Complete | Self::Listen | Self::Task(_))
+        !matches!(self, Self::ToolsCall | Self::PromptsGet | Self::Complete | Self::Listen | Self::Task)
     }
 }
 
@@ -110,12 +121,12 @@ impl Body {
     }
 }
 
-impl Server {
+impl Engine {
     /// Answers one modern request whose envelope has been validated.
     pub(crate) async fn handle(&self, request: Request, meta: Arc<RequestMeta>, transport: Transport) -> Reply {
         // Serving started the look for tasks to take over; this starts it where nothing
         // served first (in-process use, a router built outside a runtime).
-        tasks::watch(self);
+        self.start();
         let id = request.id.clone();
         // One span per request: what it is, never what it carries (no arguments, answers
         // or tokens). Handlers' events and each round's span nest under it. At debug, as
@@ -161,7 +172,7 @@ impl Server {
         transport: Transport,
     ) -> Result<ResultJson, Error> {
         let id = request.id.clone();
-        let method = Method::parse(&request.method)
+        let method = Method::parse(&request.method, self.tasks.as_deref())
             .filter(|m| self.serves(*m))
             .ok_or_else(|| Error::method_not_found(&request.method))?;
         let params = request.params.unwrap_or_else(|| json!({}));
@@ -183,10 +194,11 @@ impl Server {
             Method::PromptsGet => self.get_prompt(self.call(id, params, meta, transport)?).await?,
             Method::ResourcesRead => self.read_resource(self.call(id, params, meta, transport)?).await?,
             // The extension does not exist in 2025-11-25.
-            Method::Task(_) if legacy => return Err(Error::method_not_found(&request.method)),
-            Method::Task(method) => Body::Complete(Text::from_object(
-                &Box::pin(tasks::serve(self, method, params, &meta, &transport)).await?,
-            )),
+            Method::Task if legacy => return Err(Error::method_not_found(&request.method)),
+            Method::Task => {
+                let tasks = self.tasks.as_ref().ok_or_else(|| Error::method_not_found(&request.method))?;
+                Body::Complete(Text::from_object(&tasks.serve(self, &request.method, params, &meta, &transport).await?))
+            }
             Method::Complete => {
                 let params: CompleteParams = parse_params(&params)?;
                 self.may_complete(&view, &params.reference)?;
@@ -219,28 +231,22 @@ impl Server {
         call.limit = route.timeout.or(call.limit);
         let target = self.target(&call, "tools/call", name, Some(&arguments));
         let legacy = call.transport.bridge.is_some();
-        if !tasks::may_become_task(route.task, &call.meta.client_capabilities, legacy)? {
-            let round = |replay: &Arc<Replay>| route.run(self.ctx(&call, replay), arguments.clone());
-            return self.rounds(&target, &call, input, round).await;
-        }
+        let tasks = match &self.tasks {
+            Some(tasks) if task_hook::may_become_task(route.task, &call.meta.client_capabilities, legacy)? => tasks,
+            _ => {
+                let round = |replay: &Arc<Replay>| route.run(self.ctx(&call, replay), arguments.clone());
+                return self.rounds(&target, &call, input, round).await;
+            }
+        };
         let replay = self.open_replay(&target, input, &call.transport.extensions)?;
         let handler = route.run(self.ctx(&call, &replay), arguments.clone());
-        let task_call = TaskCall {
-            tool: name.clone(),
-            arguments: arguments.clone(),
-            protocol_version: call.meta.protocol_version.clone(),
-            client_capabilities: call.meta.client_capabilities.clone(),
-            client_info: call.meta.client_info.clone(),
-            caller: tasks::caller_record(&call.transport),
-        };
-        let owner = tasks::caller(self, &call.transport);
-        let client = tasks::client_of(&call.transport);
+        let request = TaskRequest { tool: name, arguments: &arguments, meta: &call.meta, transport: &call.transport };
         // The time limit covers the call up to the task's creation; the task then runs on
         // its own, under the task limits (`TaskLimits::run_timeout`; cancel it to stop it).
-        let create = tasks::call(self, task_call, owner, client, replay.clone(), handler);
-        match deadline::within(call.limit, Box::pin(create)).await? {
-            tasks::Called::Round(outcome) => self.seal(&target, &replay, outcome),
-            tasks::Called::Task(created) => Ok(Body::Task(Text::from_object(&created))),
+        let create = tasks.call(self, request, replay.clone(), handler);
+        match deadline::within(call.limit, create).await? {
+            Called::Round(outcome) => self.seal(&target, &replay, outcome),
+            Called::Task(created) => Ok(Body::Task(Text::from_object(&created))),
         }
     }
 
@@ -344,7 +350,7 @@ impl Server {
             }
             Method::Complete => self.completion.is_some(),
             Method::Listen => self.live_config.listen.is_some(),
-            Method::Task(_) => self.serves_tasks(),
+            Method::Task => self.serves_tasks(),
         }
     }
 

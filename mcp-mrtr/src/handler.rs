@@ -413,3 +413,13 @@ pub(crate) fn valid_tool_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '/' | '-'))
 }
+
+impl ResourceKind {
+    /// The URI or URI template that identifies this route.
+    pub(crate) fn key(&self) -> &str {
+        match self {
+            Self::Static(resource) => &resource.uri,
+            Self::Template(template, _) => &template.uri_template,
+        }
+    }
+}

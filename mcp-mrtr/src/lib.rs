@@ -97,6 +97,7 @@ pub use ask::{Declined, ElicitForm};
 pub use caller::Caller;
 pub use capability::Capability;
 pub use context::{Ask, ContinueAsTask, Ctx, Halted, RetryLater};
+pub use dispatch::{CacheHints, CacheScope};
 pub use envelope::{RequestMeta, PROTOCOL_VERSION};
 pub use error::{Error, ErrorCode, ToolError};
 pub use extract::{Extension, State};
@@ -110,7 +111,7 @@ pub use protocol::{
     Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role,
     Tool,
 };
-pub use server::{CacheHints, CacheScope, Server};
+pub use server::Server;
 pub use shutdown::shutdown_signal;
 pub use state::{Claim, Consumed, KeyError, KeyRing, MemoryGuard, StateConfig, StateGuard, StateKey};
 pub use tasks::{MemoryTaskStore, StoreError, TaskLimits, TaskRecord, TaskStatus, TaskStore};

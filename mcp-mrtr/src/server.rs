@@ -1,59 +1,20 @@
-//! [`Server`]: the builder that registers handlers and describes the server.
+//! [`Server`]: the builder that registers handlers and describes the server. It fills
+//! in an `Engine` (dispatch's runtime state) and plugs the extensions into it; the
+//! transports take the engine when they serve.
 
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use axum::http::{Extensions, HeaderMap};
-use futures_util::future::BoxFuture;
+use axum::http::HeaderMap;
 
-use crate::context::Transport;
-use crate::app_state::AppState;
-use crate::handler::{TaskSupport, PromptRoute, ResourceKind, ResourceRoute, Routes, ToolRoute, Toolbox};
-use crate::live::{Item, Listen, Live, LiveConfig, Prepared, RequestView, ServerHandle};
-use crate::protocol::{
-    CompleteParams, Completion, Implementation, JsonObject, PromptsCapability, ResourcesCapability, ServerCapabilities,
-    ToolsCapability,
-};
-use crate::state::KeyError;
-use crate::{Caller, Ctx, Error, MemoryGuard, StateConfig, StateGuard, TaskStore, ToolError};
-
-pub(crate) type PrincipalFn = Arc<dyn Fn(&HeaderMap) -> Option<String> + Send + Sync>;
-
-pub(crate) type CompletionFn =
-    Arc<dyn Fn(Ctx, CompleteParams) -> BoxFuture<'static, Result<Completion, ToolError>> + Send + Sync>;
-
-/// Who may cache a cacheable result (`cacheScope`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum CacheScope {
-    /// Identical for every caller; intermediaries may share it.
-    Public,
-    /// Specific to the caller's authorization context.
-    #[default]
-    Private,
-}
-
-impl CacheScope {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Self::Public => "public",
-            Self::Private => "private",
-        }
-    }
-}
-
-/// The caching hints (`ttlMs`, `cacheScope`) stamped on complete results of
-/// `server/discover`, the `*/list` methods and `resources/read`.
-///
-/// The default, `ttlMs: 0` and `private`, lets no one reuse a result: opt in to caching
-/// when your lists are stable.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CacheHints {
-    /// How long the result stays fresh, in milliseconds.
-    pub ttl_ms: u64,
-    /// Who may share it.
-    pub scope: CacheScope,
-}
+use crate::dispatch::CacheHints;
+use crate::dispatch::Engine;
+use crate::handler::{PromptRoute, ResourceRoute, Routes, ToolRoute, Toolbox};
+use crate::live::{Item, Listen, RequestView, ServerHandle};
+use crate::protocol::{CompleteParams, Completion, ServerCapabilities};
+use crate::tasks::Tasks;
+use crate::{Ctx, StateConfig, StateGuard, TaskStore, ToolError};
 
 /// An MCP server: its identity and its tools, prompts and resources.
 ///
@@ -74,61 +35,21 @@ pub struct CacheHints {
 /// ```
 #[derive(Clone)]
 pub struct Server {
-    pub(crate) info: Implementation,
-    /// `info` as JSON, stamped on every modern result.
-    pub(crate) info_json: Arc<str>,
-    pub(crate) instructions: Option<String>,
-    /// Tools, prompts and resources: shared with every clone and [`ServerHandle`].
-    pub(crate) live: Arc<Live>,
-    pub(crate) live_config: LiveConfig,
-    /// The list and discovery bodies of the current catalog, serialized once.
-    pub(crate) prepared: Prepared,
-    pub(crate) completion: Option<CompletionFn>,
-    pub(crate) logging: bool,
-    pub(crate) cache: CacheHints,
-    /// The sealing configuration: set with [`Server::request_state`], or resolved from the
-    /// environment once, when serving starts. Clones share it.
-    pub(crate) state: Arc<OnceLock<StateConfig>>,
-    principal: Option<PrincipalFn>,
-    /// Refuses a second claim of one state; `None` only after [`Server::reusable_states`].
-    pub(crate) state_guard: Option<Arc<dyn StateGuard>>,
-    pub(crate) bridge_answer_timeout: Duration,
-    pub(crate) app: AppState,
-    pub(crate) tasks: crate::tasks::Tasks,
+    /// What serving runs: the builder's methods write into it.
+    engine: Engine,
+    /// The tasks extension's machinery, plugged into the engine when it is taken.
+    tasks: Tasks,
 }
 
 impl Server {
     /// A server with this name and version and nothing registered yet.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
-        let live = Arc::new(Live::default());
-        let mut app = AppState::default();
-        // Handlers reach the handle like any state: `ctx.server_handle()` or `State<ServerHandle>`.
-        app.insert(ServerHandle { live: live.clone() });
-        let info = Implementation::new(name, version);
-        // Strings only: it serializes (the fallback is never taken).
-        let info_json = serde_json::to_string(&info).unwrap_or_else(|_| "{}".into()).into();
-        Self {
-            info,
-            info_json,
-            instructions: None,
-            live,
-            live_config: LiveConfig::default(),
-            prepared: Prepared::default(),
-            completion: None,
-            logging: false,
-            cache: CacheHints::default(),
-            state: Arc::default(),
-            principal: None,
-            state_guard: Some(Arc::new(MemoryGuard::new())),
-            bridge_answer_timeout: crate::context::ANSWER_TIMEOUT,
-            app,
-            tasks: crate::tasks::Tasks::default(),
-        }
+        Self { engine: Engine::new(name, version), tasks: Tasks::default() }
     }
 
     /// Free text telling the model how to use this server, sent by `server/discover`.
     pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
-        self.instructions = Some(instructions.into());
+        self.engine.instructions = Some(instructions.into());
         self
     }
 
@@ -205,14 +126,14 @@ impl Server {
     /// and announces resource updates (see [`ServerHandle`]). Handlers get the same
     /// handle from [`Ctx::server_handle`].
     pub fn server_handle(&self) -> ServerHandle {
-        ServerHandle { live: self.live.clone() }
+        ServerHandle { live: self.engine.live.clone() }
     }
 
     /// Serves `subscriptions/listen`, so clients hear of list changes and resource
     /// updates, and advertises `listChanged` (and `resources.subscribe`) accordingly.
     pub fn listen(mut self, listen: Listen) -> Self {
-        self.live.set_fanout(listen.fanout.clone());
-        self.live_config.listen = Some(listen);
+        self.engine.live.set_fanout(listen.fanout.clone());
+        self.engine.live_config.listen = Some(listen);
         self
     }
 
@@ -238,7 +159,7 @@ impl Server {
     where
         F: Fn(&RequestView<'_>, Item<'_>) -> bool + Send + Sync + 'static,
     {
-        self.live_config.visible = Some(Arc::new(filter));
+        self.engine.live_config.visible = Some(Arc::new(filter));
         self
     }
 
@@ -246,7 +167,7 @@ impl Server {
     /// `resources/templates/list` holds (default 100); clients follow `nextCursor` for
     /// the rest. `usize::MAX` sends every list whole.
     pub fn page_size(mut self, entries: usize) -> Self {
-        self.live_config.page_size = entries.max(1);
+        self.engine.live_config.page_size = entries.max(1);
         self
     }
 
@@ -256,19 +177,19 @@ impl Server {
         F: Fn(Ctx, CompleteParams) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Completion, ToolError>> + Send + 'static,
     {
-        self.completion = Some(Arc::new(move |ctx, params| Box::pin(f(ctx, params))));
+        self.engine.completion = Some(Arc::new(move |ctx, params| Box::pin(f(ctx, params))));
         self
     }
 
     /// Advertises `logging`, so [`Ctx::log`] reaches requests that opt in.
     pub fn logging(mut self, enabled: bool) -> Self {
-        self.logging = enabled;
+        self.engine.logging = enabled;
         self
     }
 
     /// Sets the caching hints of cacheable results.
     pub fn cache_hints(mut self, hints: CacheHints) -> Self {
-        self.cache = hints;
+        self.engine.cache = hints;
         self
     }
 
@@ -277,7 +198,7 @@ impl Server {
     /// this server, until it restarts). The environment is read when serving starts,
     /// and a malformed value fails it there.
     pub fn request_state(mut self, config: StateConfig) -> Self {
-        self.state = Arc::new(OnceLock::from(config));
+        self.engine.state = Arc::new(OnceLock::from(config));
         self
     }
 
@@ -286,7 +207,7 @@ impl Server {
     /// type; giving a second `T` replaces the first. Handlers share the one value behind
     /// an `Arc`, so use interior mutability (a `Mutex`, a pool) for anything they change.
     pub fn with_state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
-        self.app.insert(value);
+        self.engine.app.insert(value);
         self
     }
 
@@ -302,7 +223,7 @@ impl Server {
     where
         F: Fn(&HeaderMap) -> Option<String> + Send + Sync + 'static,
     {
-        self.principal = Some(Arc::new(principal));
+        self.engine.principal = Some(Arc::new(principal));
         self
     }
 
@@ -314,7 +235,7 @@ impl Server {
     /// a store they share (the `redis` feature's `RedisGuard`), or a state could be
     /// replayed once on each.
     pub fn single_use_states(mut self, guard: impl StateGuard) -> Self {
-        self.state_guard = Some(Arc::new(guard));
+        self.engine.state_guard = Some(Arc::new(guard));
         self
     }
 
@@ -325,7 +246,7 @@ impl Server {
     /// future) while it waits, so a shorter limit frees abandoned calls sooner.
     /// 2026-07-28 clients are not affected: their rounds hold nothing on the server.
     pub fn bridge_answer_timeout(mut self, timeout: Duration) -> Self {
-        self.bridge_answer_timeout = timeout;
+        self.engine.bridge_answer_timeout = timeout;
         self
     }
 
@@ -380,151 +301,37 @@ impl Server {
     /// again. Only for servers whose steps are harmless to re-run. (Rounds without a
     /// `once!` step may be presented again either way.)
     pub fn reusable_states(mut self) -> Self {
-        self.state_guard = None;
+        self.engine.state_guard = None;
         self
-    }
-
-    /// Everything that must hold before serving: every `State<T>` given, and the
-    /// request-state keys usable. Each way of serving calls this first.
-    pub(crate) fn check_ready(&self) -> std::io::Result<()> {
-        self.check_state().map_err(std::io::Error::other)?;
-        self.resolve_state().map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidInput, error))?;
-        Ok(())
-    }
-
-    /// Resolves the sealing configuration now: the one given, or the environment's keys,
-    /// or a random key (announced once on stderr). Every way of serving calls this before
-    /// the first request, so a malformed `MCP_MRTR_STATE_KEYS` fails at start-up.
-    pub(crate) fn resolve_state(&self) -> Result<&StateConfig, KeyError> {
-        if let Some(config) = self.state.get() {
-            return Ok(config);
-        }
-        let config = StateConfig::from_env_or_random()?;
-        Ok(self.state.get_or_init(|| config))
-    }
-
-    /// The sealing configuration, for a request.
-    pub(crate) fn state_config(&self) -> Result<&StateConfig, Error> {
-        self.resolve_state().map_err(|error| {
-            tracing::error!(%error, "cannot seal request states");
-            Error::internal("the server's request-state keys are misconfigured")
-        })
-    }
-
-    /// Who a request's sealed state (and session, and task) is bound to: its
-    /// authenticated caller, else what the principal hook names.
-    pub(crate) fn principal_of(&self, transport: &Transport) -> Option<String> {
-        self.principal_from(transport.headers.as_deref(), &transport.extensions)
-    }
-
-    /// Each source names principals in a namespace of its own, tagged in front: an
-    /// `x-user: alice` header the hook reads is never the authenticated `Caller("alice")`
-    /// (an app whose middleware sets a `Caller` on only some requests). Neither tag is a
-    /// prefix of the other, so no two names from different sources can be equal.
-    pub(crate) fn principal_from(&self, headers: Option<&HeaderMap>, extensions: &Extensions) -> Option<String> {
-        if let Some(caller) = extensions.get::<Caller>() {
-            return Some(format!("caller:{}", caller.id()));
-        }
-        // A panic in the hook is caught with the rest of the request (`Server::handle`).
-        let named = self.principal.as_ref().zip(headers).and_then(|(principal, headers)| principal(headers))?;
-        Some(format!("hook:{named}"))
-    }
-
-    /// Refuses to serve when a handler takes `State<T>` and the server was given no `T`:
-    /// found when serving starts, never on a client's call.
-    pub(crate) fn check_state(&self) -> Result<(), String> {
-        let catalog = self.catalog();
-        let routes = catalog.tools.iter().map(|t| ("tool", t.route.tool.name.as_str(), &t.route.needs));
-        let routes =
-            routes.chain(catalog.prompts.iter().map(|p| ("prompt", p.route.prompt.name.as_str(), &p.route.needs)));
-        let mut routes =
-            routes.chain(catalog.resources.iter().map(|r| ("resource", r.route.kind.key(), &r.route.needs)));
-        routes
-            .find_map(|(kind, name, needs)| {
-                needs.iter().find(|need| !self.app.has(need)).map(|need| {
-                    format!(
-                    "{kind} `{name}` takes State<{0}>, but the server was given no {0}: call .with_state(…) with one",
-                    need.type_name
-                )
-                })
-            })
-            .map_or(Ok(()), Err)
     }
 
     /// The capabilities `server/discover` reports, derived from what is registered so
     /// that they always match the methods the server answers.
     pub fn capabilities(&self) -> ServerCapabilities {
-        let present = |yes: bool| yes.then(JsonObject::new);
-        let catalog = self.catalog();
-        let live = self.live_config.listen.is_some().then_some(true);
-        ServerCapabilities {
-            tools: catalog.has::<ToolRoute>().then_some(ToolsCapability { list_changed: live }),
-            prompts: catalog.has::<PromptRoute>().then_some(PromptsCapability { list_changed: live }),
-            resources: catalog
-                .has::<ResourceRoute>()
-                .then_some(ResourcesCapability { subscribe: live, list_changed: live }),
-            completions: present(self.completion.is_some()),
-            logging: present(self.logging),
-            extensions: self.serves_tasks().then(|| {
-                let mut extensions = JsonObject::new();
-                extensions.insert(crate::protocol::TASKS_EXTENSION.into(), serde_json::json!({}));
-                extensions
-            }),
-            ..ServerCapabilities::default()
-        }
+        self.engine().capabilities()
     }
 
-    /// The capabilities a 2025-11-25 session gets: that era hears of changes on a
-    /// standalone GET stream, which this server does not offer, so it promises none.
-    pub(crate) fn legacy_capabilities(&self) -> ServerCapabilities {
-        let mut capabilities = self.capabilities();
-        if let Some(tools) = &mut capabilities.tools {
-            tools.list_changed = None;
-        }
-        if let Some(prompts) = &mut capabilities.prompts {
-            prompts.list_changed = None;
-        }
-        if let Some(resources) = &mut capabilities.resources {
-            *resources = ResourcesCapability::default();
-        }
-        capabilities
+    /// Whether a [`StateConfig`] was given (or resolved) already.
+    pub(crate) fn has_state_config(&self) -> bool {
+        self.engine.state.get().is_some()
     }
 
-    /// Whether any tool may run as a task: only then is the extension advertised.
-    pub(crate) fn serves_tasks(&self) -> bool {
-        self.catalog().tools.iter().any(|t| t.route.task != TaskSupport::Forbidden)
+    /// The engine serving runs, with the extensions plugged in. Clones share the
+    /// catalog, keys, guard and tasks with this builder.
+    pub(crate) fn engine(&self) -> Engine {
+        self.clone().into_engine()
     }
 
-    /// The enabled tool named `name`, as the catalog stands now.
-    pub(crate) fn find_tool(&self, name: &str) -> Option<Arc<ToolRoute>> {
-        self.catalog().find(name)
-    }
-
-    /// The enabled prompt named `name`, as the catalog stands now.
-    pub(crate) fn find_prompt(&self, name: &str) -> Option<Arc<PromptRoute>> {
-        self.catalog().find(name)
+    /// As [`Server::engine`], taking the builder.
+    pub(crate) fn into_engine(self) -> Engine {
+        let mut engine = self.engine;
+        engine.tasks = Some(Arc::new(self.tasks));
+        engine
     }
 }
-
-impl ResourceKind {
-    /// The URI or URI template that identifies this route.
-    pub(crate) fn key(&self) -> &str {
-        match self {
-            Self::Static(resource) => &resource.uri,
-            Self::Template(template, _) => &template.uri_template,
-        }
-    }
-}
-
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let catalog = self.catalog();
-        f.debug_struct("Server")
-            .field("info", &self.info)
-            .field("tools", &catalog.tools.iter().map(|t| &t.route.tool.name).collect::<Vec<_>>())
-            .field("prompts", &catalog.prompts.iter().map(|p| &p.route.prompt.name).collect::<Vec<_>>())
-            .field("resources", &catalog.resources.iter().map(|r| r.route.kind.key()).collect::<Vec<_>>())
-            .finish_non_exhaustive()
+        self.engine.fmt(f)
     }
 }

@@ -35,6 +35,7 @@ use serde_json::{json, Value};
 
 use crate::capability::{self, Capability};
 use crate::context::Transport;
+use crate::dispatch::Engine;
 use crate::envelope::{Request, RequestMeta, PROTOCOL_VERSION};
 use crate::protocol::{InputRequest, InputRequiredResult, JsonObject, RequestId};
 use crate::{Caller, Error, KeyRing, Server, StateConfig, StateKey};
@@ -43,7 +44,7 @@ use crate::{Caller, Error, KeyRing, Server, StateConfig, StateKey};
 /// [`StateConfig`] already: a test then never depends on (or breaks on) a
 /// `MCP_MRTR_STATE_KEYS` set in the shell that runs it. [`TestClient::new`] does this.
 pub fn with_own_keys(server: Server) -> Server {
-    if server.state.get().is_some() {
+    if server.has_state_config() {
         return server;
     }
     server.request_state(StateConfig::new(KeyRing::new(StateKey::random())))
@@ -88,7 +89,7 @@ pub mod answer {
 
 /// An in-process client for one server.
 pub struct TestClient {
-    server: Server,
+    server: Engine,
     capabilities: Value,
     extensions: Arc<Extensions>,
 }
@@ -101,10 +102,10 @@ impl TestClient {
     ///
     /// If a handler takes `State<T>` and the server was given no `T`, as serving would.
     pub fn new(server: Server) -> Self {
+        let server = with_own_keys(server).into_engine();
         if let Err(problem) = server.check_state() {
             panic!("{problem}");
         }
-        let server = with_own_keys(server);
         let capabilities = json!({
             "elicitation": { "form": {}, "url": {} },
             "sampling": { "tools": {} },

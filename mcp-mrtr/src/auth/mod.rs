@@ -293,7 +293,7 @@ impl fmt::Debug for ResourceServer {
 /// request here could say whom a route is hidden from, and leaving out what an anonymous
 /// request cannot see would hide the scopes a signed-in client must ask for. A scope's
 /// name is public; name scopes so they do not describe hidden routes.
-pub(crate) fn declared_scopes(server: &crate::Server) -> Vec<String> {
+pub(crate) fn declared_scopes(server: &crate::dispatch::Engine) -> Vec<String> {
     let catalog = server.catalog();
     let routes = catalog.enabled::<ToolRoute>().map(|t| &t.scopes);
     let routes = routes.chain(catalog.enabled::<PromptRoute>().map(|p| &p.scopes));

@@ -21,10 +21,11 @@
 
 use std::sync::Arc;
 
+use super::Engine;
 use crate::handler::{PromptRoute, ResourceRoute, ToolRoute};
 use crate::live::{Catalog, Item, RequestView};
 use crate::protocol::JsonObject;
-use crate::{Error, Server};
+use crate::Error;
 
 /// Why a request may not reach a route.
 #[derive(Debug)]
@@ -81,7 +82,7 @@ impl Guarded for ResourceRoute {
     }
 }
 
-impl Server {
+impl Engine {
     /// The decision: whether the request `view` may reach `route` (see the module docs).
     pub(crate) fn access(&self, view: &RequestView<'_>, route: &impl Guarded) -> Result<(), Refused> {
         if !self.sees(view, route.item()) {

@@ -9,9 +9,9 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use super::CacheHints;
 use crate::live::PreparedBody;
 use crate::protocol::{meta_keys, Implementation, JsonObject, ResultJson};
-use crate::server::CacheHints;
 use crate::Error;
 
 /// A result body as JSON text (always one object), before stamping.
@@ -124,7 +124,7 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
-    use crate::server::CacheScope;
+    use crate::dispatch::CacheScope;
 
     fn stamped(body: &str, hints: Option<CacheHints>) -> Value {
         let info = Implementation::new("s", "1");

@@ -26,13 +26,13 @@ pub(crate) use self::session::{Opener, Session};
 pub(crate) use self::table::{SessionLimits, Sessions};
 use self::wait::Parked;
 pub(crate) use self::wait::{HandlerSlot, SlotLease, WaitBounds};
+use crate::dispatch::Engine;
 use crate::envelope::Request;
 use crate::protocol::{meta_keys, InputRequest, JsonObject, LoggingLevel, Notification, Notifier, Outgoing, RequestId};
-use crate::{Error, RequestMeta, Server};
+use crate::{Error, RequestMeta};
 
 /// The newest legacy revision, offered to clients that ask for one this server does not know.
 pub(crate) const LATEST: &str = "2025-11-25";
-
 
 /// How long the bridge waits before running a handler again that asked to be retried later.
 const RETRY_LATER_PAUSE: Duration = Duration::from_secs(1);
@@ -40,7 +40,7 @@ const RETRY_LATER_PAUSE: Duration = Duration::from_secs(1);
 /// Answers `initialize` on a transport with one client (stdio): opens a session, owned
 /// by `owner` (the caller, when one is known), and says what the server offers.
 pub(crate) fn initialize(
-    server: &Server,
+    server: &Engine,
     sessions: &Sessions,
     request: &Request,
     owner: Option<String>,
@@ -51,7 +51,7 @@ pub(crate) fn initialize(
 /// Answers `initialize` for `opener`: opens a session counted against its client's rate
 /// and share of the table (see [`Sessions::open`]), and says what the server offers.
 pub(crate) fn initialize_by(
-    server: &Server,
+    server: &Engine,
     sessions: &Sessions,
     request: &Request,
     opener: Opener,
@@ -198,7 +198,6 @@ impl SessionBridge {
     fn issued_url(&self, key: &str, elicitation_id: String) {
         self.url_elicitations.lock().unwrap_or_else(PoisonError::into_inner).insert(key.to_owned(), elicitation_id);
     }
-
 }
 
 impl crate::context::Bridge for SessionBridge {

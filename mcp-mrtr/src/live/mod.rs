@@ -2,9 +2,9 @@
 //! runs, `subscriptions/listen` streams that hear about the changes, a per-request view
 //! of the lists, and their pagination.
 //!
-//! One door in: the [`Server`](crate::Server) holds an `Arc<Live>`; everything else reaches
-//! the catalog through a [`ServerHandle`] (changes) or the dispatcher's snapshot accessors
-//! (`Server::catalog`, `find_tool`, …). A request reads one immutable [`Catalog`] snapshot;
+//! One door in: the engine (`dispatch::Engine`) holds an `Arc<Live>`; everything else
+//! reaches the catalog through a [`ServerHandle`] (changes) or the engine's snapshot
+//! accessors (`Engine::catalog`, `find_tool`, …), which dispatch defines on top of this. A request reads one immutable [`Catalog`] snapshot;
 //! a change clones the (small: `Arc`s only) catalog, edits the copy, swaps it in and then
 //! tells listeners through the [`ChangeFanout`].
 
@@ -17,9 +17,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 pub use self::handle::{CatalogError, ServerHandle};
-pub(crate) use self::listen::serve_listen;
+pub(crate) use self::listen::DEFAULT_KEEP_ALIVE;
 pub use self::listen::{Change, ChangeFanout, Listen, MemoryFanout};
-pub(crate) use self::prepared::{Prepared, PreparedBody};
+pub(crate) use self::prepared::{is_set, mask, BodyKey, List, Prepared, PreparedBody};
 pub(crate) use self::view::LiveConfig;
 pub use self::view::{Item, RequestView};
 use crate::handler::{PromptRoute, ResourceRoute, ToolRoute};

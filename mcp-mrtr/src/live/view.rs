@@ -1,27 +1,15 @@
 //! What one request sees of the catalog: the application's visibility filter (by caller,
-//! capabilities, extensions), and the `*/list` pages with their cursors.
-//!
-//! A cursor names the position (registration sequence) of the last entry sent, never an
-//! index: entries keep their positions while others come and go, so paging through a
-//! list that changes meanwhile sends no entry twice and skips none that existed
-//! throughout.
+//! capabilities, extensions). Dispatch builds the `*/list` pages from it (`dispatch/lists.rs`).
 
 use std::sync::Arc;
 
 use axum::http::HeaderMap;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine as _;
-use serde::ser::SerializeMap as _;
-use serde::{Deserialize as _, Serialize};
-use serde_json::Value;
 
-use super::prepared::{is_set, mask, BodyKey, List, PreparedBody};
-use super::{Catalog, Kind, Listen};
+use super::Listen;
 use crate::context::Transport;
-use crate::envelope::SUPPORTED_VERSIONS;
-use crate::handler::{PromptRoute, ResourceKind, ResourceRoute, ToolRoute};
-use crate::protocol::{ClientCapabilities, DiscoverResult, ListParams, Prompt, Resource, ResourceTemplate, Tool};
-use crate::{Caller, Error, RequestMeta, Server};
+use crate::handler::ResourceKind;
+use crate::protocol::{ClientCapabilities, Prompt, Resource, ResourceTemplate, Tool};
+use crate::{Caller, RequestMeta};
 
 pub(crate) type VisibleFn = Arc<dyn Fn(&RequestView<'_>, Item<'_>) -> bool + Send + Sync>;
 
@@ -97,151 +85,6 @@ impl ResourceKind {
         match self {
             Self::Static(resource) => Item::Resource(resource),
             Self::Template(template, _) => Item::ResourceTemplate(template),
-        }
-    }
-}
-
-impl Server {
-    /// The catalog as it stands: read it once per request.
-    pub(crate) fn catalog(&self) -> Arc<Catalog> {
-        self.live.snapshot()
-    }
-
-    /// Whether the request may see (list, call, get, read) `item`.
-    pub(crate) fn sees(&self, view: &RequestView<'_>, item: Item<'_>) -> bool {
-        self.live_config.visible.as_ref().is_none_or(|visible| visible(view, item))
-    }
-
-    /// How often an idle SSE stream gets a keep-alive comment.
-    pub(crate) fn keep_alive(&self) -> std::time::Duration {
-        self.live_config.listen.as_ref().map_or(super::listen::DEFAULT_KEEP_ALIVE, |listen| listen.keep_alive)
-    }
-
-    /// Lists may differ between callers when a visibility filter is set.
-    pub(crate) fn lists_vary_by_caller(&self) -> bool {
-        self.live_config.visible.is_some()
-    }
-
-    /// The `tools/list` page the request asked for, as prepared bytes.
-    pub(crate) fn list_tools(&self, params: &Value, view: &RequestView<'_>) -> Result<PreparedBody, Error> {
-        self.page::<ToolRoute, _>(List::Tools, params, view, |r| Some((Item::Tool(&r.tool), &r.tool)))
-    }
-
-    pub(crate) fn list_prompts(&self, params: &Value, view: &RequestView<'_>) -> Result<PreparedBody, Error> {
-        self.page::<PromptRoute, _>(List::Prompts, params, view, |r| Some((Item::Prompt(&r.prompt), &r.prompt)))
-    }
-
-    pub(crate) fn list_resources(&self, params: &Value, view: &RequestView<'_>) -> Result<PreparedBody, Error> {
-        self.page::<ResourceRoute, _>(List::Resources, params, view, |r| {
-            r.kind.as_static().map(|resource| (r.kind.item(), resource))
-        })
-    }
-
-    pub(crate) fn list_templates(&self, params: &Value, view: &RequestView<'_>) -> Result<PreparedBody, Error> {
-        self.page::<ResourceRoute, _>(List::Templates, params, view, |r| {
-            r.kind.as_template().map(|template| (r.kind.item(), template))
-        })
-    }
-
-    /// The `server/discover` body, as prepared bytes: it changes with the catalog only
-    /// (which kinds are registered decides the capabilities).
-    pub(crate) fn discover(&self) -> Result<PreparedBody, Error> {
-        let generation = self.catalog().generation;
-        let key = BodyKey { list: List::Discover, after: 0, visible: None };
-        self.prepared.get_or_build(generation, key, || {
-            to_json(&DiscoverResult {
-                supported_versions: SUPPORTED_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),
-                capabilities: self.capabilities(),
-                instructions: self.instructions.clone(),
-            })
-        })
-    }
-
-    /// One page of a list: the visible entries after the cursor's position, and the
-    /// cursor of the next page when there is more. Built once per catalog generation,
-    /// cursor and visible set; a request with a filter pays one filter call per entry.
-    fn page<K: Kind, T: Serialize>(
-        &self,
-        list: List,
-        params: &Value,
-        view: &RequestView<'_>,
-        pick: impl for<'e> Fn(&'e K) -> Option<(Item<'e>, &'e T)>,
-    ) -> Result<PreparedBody, Error> {
-        let ListParams { cursor } =
-            ListParams::deserialize(params).map_err(|e| Error::invalid_params(format!("Invalid params: {e}")))?;
-        let after = match cursor {
-            None => 0,
-            Some(cursor) => decode_cursor(&cursor, list.cursor_name())
-                .filter(|seq| *seq <= self.live.last_seq())
-                .ok_or_else(|| Error::invalid_params("Invalid cursor: not one this server issued for this list"))?,
-        };
-        let catalog = self.catalog();
-        let entries = K::entries(&catalog);
-        let visible = self.live_config.visible.as_ref().map(|visible| {
-            let seen = entries.iter().map(|e| e.enabled && pick(&e.route).is_some_and(|(item, _)| visible(view, item)));
-            mask(seen)
-        });
-        let key = BodyKey { list, after, visible };
-        let visible_at = |index: usize| key.visible.as_ref().is_none_or(|visible| is_set(visible, index));
-        self.prepared.get_or_build(catalog.generation, key.clone(), || {
-            let mut shown = entries
-                .iter()
-                .enumerate()
-                .filter(|(index, entry)| entry.enabled && entry.seq > after && visible_at(*index))
-                .filter_map(|(_, entry)| pick(&entry.route).map(|(_, value)| (entry.seq, value)));
-            let page: Vec<(u64, &T)> = shown.by_ref().take(self.live_config.page_size.max(1)).collect();
-            let more = shown.next().is_some();
-            let next_cursor = page.last().filter(|_| more).map(|(seq, _)| encode_cursor(list.cursor_name(), *seq));
-            let entries = page.into_iter().map(|(_, value)| value).collect();
-            to_json(&Page { member: list.member(), entries, next_cursor })
-        })
-    }
-}
-
-/// A list result's body: its entries under the list's member, and the next cursor.
-struct Page<'a, T> {
-    member: &'static str,
-    entries: Vec<&'a T>,
-    next_cursor: Option<String>,
-}
-
-impl<T: Serialize> Serialize for Page<'_, T> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry(self.member, &self.entries)?;
-        if let Some(cursor) = &self.next_cursor {
-            map.serialize_entry("nextCursor", cursor)?;
-        }
-        map.end()
-    }
-}
-
-fn to_json<T: Serialize>(body: &T) -> Result<String, Error> {
-    serde_json::to_string(body).map_err(|e| Error::internal(format!("cannot serialize a result: {e}")))
-}
-
-fn encode_cursor(list: &str, seq: u64) -> String {
-    URL_SAFE_NO_PAD.encode(format!("{list}:{seq}"))
-}
-
-fn decode_cursor(cursor: &str, list: &str) -> Option<u64> {
-    let bytes = URL_SAFE_NO_PAD.decode(cursor).ok()?;
-    let text = std::str::from_utf8(&bytes).ok()?;
-    let (named, seq) = text.split_once(':')?;
-    (named == list).then(|| seq.parse().ok()).flatten()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cursors_name_their_list_and_position() {
-        let cursor = encode_cursor("tools", 42);
-        assert_eq!(decode_cursor(&cursor, "tools"), Some(42));
-        assert_eq!(decode_cursor(&cursor, "prompts"), None, "a cursor of another list is refused");
-        for bad in ["", "not base64!", &URL_SAFE_NO_PAD.encode("tools:x"), &URL_SAFE_NO_PAD.encode("tools")] {
-            assert_eq!(decode_cursor(bad, "tools"), None, "{bad:?}");
         }
     }
 }

@@ -15,6 +15,7 @@ mod prompts;
 mod resources;
 mod tools;
 
+pub(crate) use capabilities::TASKS_EXTENSION;
 pub use capabilities::{
     ClientCapabilities, ElicitationCapability, PromptsCapability, ResourcesCapability, SamplingCapability,
     ServerCapabilities, ToolsCapability,
@@ -32,7 +33,6 @@ pub use input_required::{
     InputRequiredResult, ListRootsResult, ModelHint, ModelPreferences, Root, SamplingMessage, ToolChoice,
 };
 pub use jsonrpc::{ErrorObject, Notification, RequestId};
-pub(crate) use capabilities::TASKS_EXTENSION;
 pub(crate) use jsonrpc::{Notifier, Outgoing, ResultJson};
 pub use prompts::{GetPromptParams, GetPromptResult, ListPromptsResult, Prompt, PromptArgument, PromptMessage};
 pub use resources::{

@@ -25,33 +25,24 @@ use tokio::task::AbortHandle;
 
 use super::status::StatusWriter;
 use super::store::{Lease, TaskCall, TaskRecord, TaskStatus, TaskStore};
+use super::Host;
 use super::{admission, lease, new_task_id, store_error, wire, Tasks};
+use crate::dispatch::{Called, ToolFuture};
 use crate::envelope::RequestMeta;
 use crate::fair::ClientId;
-use crate::protocol::{CallToolResult, ClientCapabilities, InputRequest, JsonObject, RequestId};
+use crate::protocol::{ClientCapabilities, InputRequest, RequestId};
 use crate::replay::{self, Carried, Outcome, Replay, Step, TaskLog};
-use crate::{Ctx, Error, Server};
-
-/// A tool handler's future, as tasks hold it.
-pub(crate) type ToolFuture = BoxFuture<'static, Result<CallToolResult, Error>>;
+use crate::{Ctx, Error};
 
 /// Writers that lose a compare-and-set race retry from a fresh read, this many times.
 const MAX_RACES: u32 = 16;
-
-/// What a `tools/call` that may become a task turned into.
-pub(crate) enum Called {
-    /// An ordinary round: the result, or the questions of an MRTR round.
-    Round(Outcome<Result<CallToolResult, Error>>),
-    /// A task: the `CreateTaskResult` body.
-    Task(JsonObject),
-}
 
 /// Runs one round of a call that may become a task. When the handler asks to continue
 /// as a task, or waits on its own work, the task is created (durably, before anything
 /// is answered) with the answers and `once!` results gathered so far, and the live
 /// handler moves into it, holding the task's lease.
 pub(crate) async fn call(
-    server: &Server,
+    server: &Host<'_>,
     call: TaskCall,
     owner: Option<String>,
     client: ClientId,
@@ -70,7 +61,7 @@ pub(crate) async fn call(
 /// (the handler is dropped where it stands, as for any failed call) when its arguments
 /// are over the cap, or its client or this instance may not have one more task.
 async fn create(
-    server: &Server,
+    server: &Host<'_>,
     mut call: TaskCall,
     owner: Option<String>,
     client: &ClientId,
@@ -97,7 +88,7 @@ async fn create(
 
 /// Runs a `working` task whose lease the run `run` holds: replays its handler from the
 /// top with its journal and the answers received, or fails the task if its tool is gone.
-pub(crate) async fn start(server: &Server, record: &TaskRecord, run: String) -> Result<(), Error> {
+pub(crate) async fn start(server: &Host<'_>, record: &TaskRecord, run: String) -> Result<(), Error> {
     let tasks = &server.tasks;
     let Some(route) = server.find_tool(&record.call.tool) else {
         let error = Error::internal(format!("the tool {:?} of this task is no longer served", record.call.tool));

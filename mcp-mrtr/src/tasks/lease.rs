@@ -15,8 +15,10 @@ use std::time::{Duration, SystemTime};
 
 use super::driver::{self, fenced, transition};
 use super::store::{now_ms, Lease, TaskRecord, TaskStatus};
+use super::Host;
 use super::{new_task_id, Tasks};
-use crate::{Error, Server};
+use crate::dispatch::Engine;
+use crate::Error;
 
 /// How long a run's hold on a task lasts unless renewed, by default: short, so a dead
 /// instance's tasks resume within seconds; long enough that a busy instance renews in time.
@@ -95,7 +97,7 @@ pub(crate) async fn keep(tasks: &Tasks, id: &str, run: &str) {
 /// Serving starts it, so an instance that no request has reached yet still takes over
 /// a dead instance's tasks. Each request calls it too, which starts it where serving
 /// could not: in-process use (`TestClient`), or a router built outside a runtime.
-pub(crate) fn watch(server: &Server) {
+pub(crate) fn watch(server: &Host<'_>) {
     // A load first: once started, this is a read of a shared cache line per request.
     let watching = &server.tasks.watching;
     if watching.load(Ordering::Relaxed) {
@@ -105,8 +107,12 @@ pub(crate) fn watch(server: &Server) {
     if watching.swap(true, Ordering::AcqRel) {
         return;
     }
-    let server = server.clone();
+    // The loop's engine holds no hook: the tasks' `running` then counts only the
+    // engines that serve, and this loop's own clone of the machinery.
+    let engine = crate::dispatch::Engine { tasks: None, ..Engine::clone(server) };
+    let tasks = server.tasks.clone();
     runtime.spawn(async move {
+        let server = Host { engine: &engine, tasks: &tasks };
         let mut looks = tokio::time::interval(server.tasks.lease / 2);
         looks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -132,7 +138,7 @@ pub(crate) fn watch(server: &Server) {
 
 /// Takes the task `id` over if its lease has lapsed: claims the lease (only one instance
 /// can, by compare-and-set) and replays the handler from the journal.
-pub(crate) async fn take_over(server: &Server, id: &str) -> Result<(), Error> {
+pub(crate) async fn take_over(server: &Host<'_>, id: &str) -> Result<(), Error> {
     if server.tasks.closing.load(Ordering::Acquire) {
         return Ok(());
     }

@@ -23,11 +23,12 @@ use serde_json::Value;
 use super::driver::{self, transition};
 use super::lease;
 use super::store::{TaskRecord, TaskStatus};
+use super::Host;
 use super::{caller, store_error, wire};
 use crate::context::Transport;
 use crate::envelope::RequestMeta;
 use crate::protocol::JsonObject;
-use crate::{Capability, Error, RequestView, Server};
+use crate::{Capability, Error, RequestView};
 
 /// The task methods this revision has. `tasks/result` and `tasks/list` were removed and
 /// are unknown methods (`-32601`).
@@ -59,7 +60,7 @@ struct TaskParams {
 
 /// Answers one `tasks/*` request; the body is stamped by dispatch.
 pub(crate) async fn serve(
-    server: &Server,
+    server: &Host<'_>,
     method: TaskMethod,
     params: Value,
     meta: &RequestMeta,
@@ -89,7 +90,7 @@ pub(crate) async fn serve(
 }
 
 /// The caller's task: unknown, expired and someone else's read the same.
-async fn find(server: &Server, id: &str, caller: Option<&str>) -> Result<TaskRecord, Error> {
+async fn find(server: &Host<'_>, id: &str, caller: Option<&str>) -> Result<TaskRecord, Error> {
     let record = server.tasks.store.get(id).await.map_err(store_error)?;
     record.filter(|record| record.owner.as_deref() == caller).ok_or_else(|| unknown_task(id))
 }
@@ -101,7 +102,7 @@ fn unknown_task(id: &str) -> Error {
 
 /// Refuses answers from a caller who may not call the task's tool now, as `tools/call`
 /// would refuse it: `403` for a missing scope, an unknown tool for a hidden (or removed) one.
-fn may_answer(server: &Server, record: &TaskRecord, view: &RequestView<'_>) -> Result<(), Error> {
+fn may_answer(server: &Host<'_>, record: &TaskRecord, view: &RequestView<'_>) -> Result<(), Error> {
     server.callable_tool(view, &record.call.tool).map(drop)
 }
 
@@ -109,7 +110,7 @@ fn may_answer(server: &Server, record: &TaskRecord, view: &RequestView<'_>) -> R
 /// When the last open question is answered, the handler is replayed, as the caller of
 /// `transport` (who answered).
 async fn update(
-    server: &Server,
+    server: &Host<'_>,
     record: &TaskRecord,
     responses: Option<Value>,
     transport: &Transport,
@@ -155,7 +156,7 @@ async fn update(
 /// Cancels the task and drops its handler where it stands (at once here; on another
 /// instance at its next lease renewal); a task that already ended keeps its status and
 /// the request is acknowledged all the same.
-async fn cancel(server: &Server, record: &TaskRecord) -> Result<JsonObject, Error> {
+async fn cancel(server: &Host<'_>, record: &TaskRecord) -> Result<JsonObject, Error> {
     let keep = server.tasks.limits.keep_finished;
     transition(&*server.tasks.store, record.id(), |record| {
         let live = !record.status.is_terminal();

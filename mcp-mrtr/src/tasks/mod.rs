@@ -8,8 +8,9 @@
 //! for a person holds no future: `tasks/update` journals the answers and replays the
 //! handler from the top.
 //!
-//! Doors in from dispatch: [`call`] for a `tools/call` of a tool that supports tasks,
-//! and [`serve`] for `tasks/*`.
+//! One door in: [`Tasks`] is dispatch's `TaskHook` (a `tools/call` of a tool that
+//! supports tasks goes to `driver::call`, and `tasks/*` to `methods::serve`). Code here
+//! sees the server as a [`Host`]: the engine, and the task machinery.
 //!
 //! Bounds (DESIGN §13, [`TaskLimits`]): `admission` decides whether a client may create
 //! one more task (a rate and live caps, per client and in all); `arguments` keeps only
@@ -31,22 +32,18 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub(crate) use driver::{call, Called, Running};
+pub(crate) use driver::Running;
 use lease::DEFAULT_LEASE;
-pub(crate) use lease::{watch, MIN_LEASE};
+pub(crate) use lease::MIN_LEASE;
 pub use limits::TaskLimits;
 pub use memory::MemoryTaskStore;
-pub(crate) use methods::{serve, TaskMethod};
+
 pub(crate) use store::{CallerRecord, TaskCall};
 pub use store::{StoreError, TaskRecord, TaskStatus, TaskStore};
 
 use crate::context::Transport;
-use crate::handler::TaskSupport;
-use crate::protocol::ClientCapabilities;
-use crate::{Capability, Error, Server};
-
-/// The extension's id, in `capabilities.extensions` of both sides.
-pub(crate) use crate::protocol::TASKS_EXTENSION as EXTENSION;
+use crate::dispatch::{Called, Engine, TaskHook, TaskRequest, ToolFuture};
+use crate::Error;
 
 /// How long a task's record is kept after it is created, unless the server says otherwise.
 const DEFAULT_TTL: Duration = Duration::from_secs(60 * 60);
@@ -114,26 +111,9 @@ pub(crate) fn client_of(transport: &Transport) -> crate::fair::ClientId {
     crate::fair::ClientId::of(&transport.extensions)
 }
 
-/// Whether this `tools/call` may become a task: `Err(-32021)` when the tool needs one and
-/// the client did not declare tasks on this request. Legacy (2025-11-25) calls never
-/// become tasks: the extension does not exist in that revision, so a tool that needs one
-/// cannot be served there (`-32603`, as declaring anything would not help).
-pub(crate) fn may_become_task(support: TaskSupport, caps: &ClientCapabilities, legacy: bool) -> Result<bool, Error> {
-    let declared = !legacy && Capability::Tasks.is_declared_in(caps);
-    match support {
-        TaskSupport::Forbidden => Ok(false),
-        TaskSupport::Optional => Ok(declared),
-        TaskSupport::Required if declared => Ok(true),
-        TaskSupport::Required if legacy => {
-            Err(Error::internal("this tool runs only as a task, and tasks need protocol version 2026-07-28"))
-        }
-        TaskSupport::Required => Err(Error::missing_client_capability(Capability::Tasks.as_object())),
-    }
-}
-
 /// Who is asking: tasks are visible only to the caller that created them. With
 /// [`caller_record`] and [`transport_for`], the one place tasks learn the caller.
-pub(crate) fn caller(server: &Server, transport: &Transport) -> Option<String> {
+pub(crate) fn caller(server: &Engine, transport: &Transport) -> Option<String> {
     server.principal_of(transport)
 }
 
@@ -168,31 +148,72 @@ fn store_error(error: StoreError) -> Error {
     Error::internal("the task store is unavailable")
 }
 
+/// The server as the task machinery sees it: the engine that runs handlers (reached
+/// through `Deref`), and the machinery's own state.
+pub(crate) struct Host<'a> {
+    engine: &'a Engine,
+    pub(crate) tasks: &'a Tasks,
+}
+
+impl std::ops::Deref for Host<'_> {
+    type Target = Engine;
+
+    fn deref(&self) -> &Engine {
+        self.engine
+    }
+}
+
+impl TaskHook for Tasks {
+    fn watch(&self, engine: &Engine) {
+        lease::watch(&Host { engine, tasks: self });
+    }
+
+    fn hand_back(&self) -> futures_util::future::BoxFuture<'_, ()> {
+        Box::pin(Tasks::hand_back(self))
+    }
+
+    fn answers(&self, method: &str) -> bool {
+        methods::TaskMethod::parse(method).is_some()
+    }
+
+    fn serve<'a>(
+        &'a self,
+        engine: &'a Engine,
+        method: &'a str,
+        params: serde_json::Value,
+        meta: &'a crate::envelope::RequestMeta,
+        transport: &'a Transport,
+    ) -> futures_util::future::BoxFuture<'a, Result<crate::protocol::JsonObject, Error>> {
+        Box::pin(async move {
+            let method = methods::TaskMethod::parse(method).ok_or_else(|| Error::method_not_found(method))?;
+            methods::serve(&Host { engine, tasks: self }, method, params, meta, transport).await
+        })
+    }
+
+    fn call<'a>(
+        &'a self,
+        engine: &'a Engine,
+        request: TaskRequest<'a>,
+        replay: Arc<crate::replay::Replay>,
+        handler: ToolFuture,
+    ) -> futures_util::future::BoxFuture<'a, Result<Called, Error>> {
+        let call = TaskCall {
+            tool: request.tool.to_owned(),
+            arguments: request.arguments.clone(),
+            protocol_version: request.meta.protocol_version.clone(),
+            client_capabilities: request.meta.client_capabilities.clone(),
+            client_info: request.meta.client_info.clone(),
+            caller: caller_record(request.transport),
+        };
+        let owner = caller(engine, request.transport);
+        let client = client_of(request.transport);
+        Box::pin(async move { driver::call(&Host { engine, tasks: self }, call, owner, client, replay, handler).await })
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
-
-    fn caps(value: serde_json::Value) -> ClientCapabilities {
-        serde_json::from_value(value).unwrap()
-    }
-
-    #[test]
-    fn tasks_only_for_clients_that_declare_them_on_a_modern_request() {
-        let declared = caps(json!({ "extensions": { EXTENSION: {} } }));
-        let silent = caps(json!({}));
-        assert!(may_become_task(TaskSupport::Optional, &declared, false).unwrap());
-        assert!(!may_become_task(TaskSupport::Optional, &declared, true).unwrap());
-        assert!(!may_become_task(TaskSupport::Optional, &silent, false).unwrap());
-        assert!(!may_become_task(TaskSupport::Forbidden, &declared, false).unwrap());
-        assert!(may_become_task(TaskSupport::Required, &declared, false).unwrap());
-        let refused = may_become_task(TaskSupport::Required, &silent, false).unwrap_err();
-        assert_eq!(refused.code(), crate::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
-        assert_eq!(refused.data().unwrap()["requiredCapabilities"], json!({ "extensions": { EXTENSION: {} } }));
-        let legacy = may_become_task(TaskSupport::Required, &declared, true).unwrap_err();
-        assert_eq!(legacy.code(), crate::ErrorCode::INTERNAL_ERROR);
-    }
 
     #[test]
     fn task_ids_are_distinct_128_bit_hex() {

@@ -19,9 +19,10 @@ use tokio::task::JoinSet;
 
 use super::{error_message, read_message};
 use crate::context::Transport;
+use crate::dispatch::Engine;
 use crate::envelope::{check_version, classify, Era, Incoming, Request, RequestMeta};
 use crate::inflight::InFlight;
-use crate::legacy::{self, SessionBridge, Session, Sessions};
+use crate::legacy::{self, Session, SessionBridge, Sessions};
 use crate::protocol::{Outgoing, RequestId, ResultJson};
 use crate::shutdown::{self, Drain};
 use crate::{Error, Server};
@@ -56,16 +57,16 @@ impl Server {
         W: AsyncWrite + Unpin + Send + 'static,
     {
         // Misconfiguration (a missing State<T>, malformed keys) fails here, before any request.
-        self.check_ready()?;
+        let engine = Arc::new(self.into_engine());
+        engine.check_ready()?;
         // From now on this instance takes over the tasks of instances that died.
-        crate::tasks::watch(&self);
-        let tasks = self.tasks.clone();
+        engine.start();
         let (out_tx, out_rx) = mpsc::channel::<Outgoing>(64);
         let writer = tokio::spawn(write_lines(writer, out_rx));
-        let mut session = StdioSession::new(Arc::new(self), out_tx);
+        let mut session = StdioSession::new(engine.clone(), out_tx);
         let read = session.read_until(BufReader::new(reader), shutdown).await;
         session.finish(shutdown::DEFAULT_TIMEOUT).await;
-        tasks.hand_back().await;
+        engine.hand_back_tasks().await;
         read?;
         writer.await.map_err(io::Error::other)?
     }
@@ -102,7 +103,7 @@ fn stdin_pipe() -> DuplexStream {
 
 /// The state of one stdio connection: requests in flight, by id, for cancellation.
 struct StdioSession {
-    server: Arc<Server>,
+    server: Arc<Engine>,
     out: mpsc::Sender<Outgoing>,
     tasks: JoinSet<()>,
     /// Requests still running, for `notifications/cancelled`: modern and legacy alike,
@@ -123,7 +124,7 @@ enum Line {
 }
 
 impl StdioSession {
-    fn new(server: Arc<Server>, out: mpsc::Sender<Outgoing>) -> Self {
+    fn new(server: Arc<Engine>, out: mpsc::Sender<Outgoing>) -> Self {
         let drain = Drain::new();
         let mut extensions = Extensions::new();
         extensions.insert(drain.watch());

@@ -15,7 +15,7 @@ use super::sse::{error_response, json_response};
 use super::{error_message, headers, method_not_allowed, serve_request, Endpoint, Head};
 use crate::envelope::{Era, Request};
 use crate::fair::ClientId;
-use crate::legacy::{self, SessionBridge, HandlerSlot, Opener, Session, SlotLease, WaitBounds};
+use crate::legacy::{self, HandlerSlot, Opener, Session, SessionBridge, SlotLease, WaitBounds};
 use crate::protocol::{Outgoing, RequestId, ResultJson};
 use crate::Error;
 

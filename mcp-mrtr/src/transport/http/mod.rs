@@ -36,6 +36,7 @@ pub use self::serve::{serve_router, serve_router_with_shutdown};
 use self::sse::{error_response, json_response, respond};
 use super::{error_message, read_message};
 use crate::context::Transport;
+use crate::dispatch::Engine;
 use crate::dispatch::Reply;
 use crate::envelope::{classify, names_modern, Era, Incoming, Request, RequestMeta};
 use crate::fair::{ClientAddr, ClientId};
@@ -170,7 +171,7 @@ impl HttpConfig {
 }
 
 struct Endpoint {
-    server: Arc<Server>,
+    server: Arc<Engine>,
     config: HttpConfig,
     /// Sessions of legacy (2025-11-25) clients; modern traffic has none.
     sessions: crate::legacy::Sessions,
@@ -226,7 +227,8 @@ impl Server {
 
     /// The endpoint `config` describes, checked.
     fn into_endpoint(self, config: HttpConfig) -> io::Result<Arc<Endpoint>> {
-        self.check_ready()?;
+        let engine = self.into_engine();
+        engine.check_ready()?;
         let path = config.path.clone();
         let slots = slots::Slots::new(config.limits.max_handlers, config.limits.handler_share());
         let sessions = crate::legacy::Sessions::new(config.limits.sessions);
@@ -240,8 +242,8 @@ impl Server {
             config.auth.as_ref().map(crate::auth::Gate::new).transpose().map_err(io::Error::other)?.map(Arc::new);
         // Every HTTP door comes through here: from now on this instance takes over the
         // tasks of instances that died, before any request reaches it.
-        crate::tasks::watch(&self);
-        Ok(Arc::new(Endpoint { server: Arc::new(self), config, sessions, slots, gate }))
+        engine.start();
+        Ok(Arc::new(Endpoint { server: Arc::new(engine), config, sessions, slots, gate }))
     }
 
     /// Serves Streamable HTTP on `addr` until SIGTERM or Ctrl-C, then shuts down
@@ -280,12 +282,13 @@ impl Server {
         // Installed before the first connection is accepted, so a SIGTERM sent to a server
         // that answers is always a graceful shutdown.
         let shutdown = config.shutdown.take().unwrap_or_else(|| crate::shutdown::Signal::new(crate::shutdown_signal()));
-        let (tasks, path) = (self.tasks.clone(), config.path.clone());
+        let path = config.path.clone();
         // Served without a router: two paths need no routing table, nor its per-request layers.
         let endpoint = self.into_endpoint(config)?;
+        let engine = endpoint.server.clone();
         tracing::info!(%local, %path, "serving MCP over HTTP");
         serve::serve_app(listener, endpoint, limits, shutdown.received()).await?;
-        tasks.hand_back().await;
+        engine.hand_back_tasks().await;
         tracing::info!(%local, "shut down: tasks running here handed back");
         Ok(())
     }
@@ -383,7 +386,11 @@ async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response {
                 // A 2025-11-25 request is read by its first version header too: a repeat
                 // is refused here as a modern request's is in `headers::check`.
                 Era::Legacy => {
-                    match crate::param_headers::refuse_repeated(headers, headers::PROTOCOL_VERSION, "MCP-Protocol-Version") {
+                    match crate::param_headers::refuse_repeated(
+                        headers,
+                        headers::PROTOCOL_VERSION,
+                        "MCP-Protocol-Version",
+                    ) {
                         Err(error) => json_response(400, error_message(Some(request.id), &error)),
                         Ok(()) => legacy::serve(endpoint, &head, request).await,
                     }
@@ -488,7 +495,7 @@ struct Head {
 
 impl Head {
     /// Who the request's state and session are bound to.
-    fn principal(&self, server: &Server) -> Option<String> {
+    fn principal(&self, server: &Engine) -> Option<String> {
         server.principal_from(Some(&self.headers), &self.extensions)
     }
 }

@@ -1,0 +1,266 @@
+//! [`Engine`]: the running server as dispatch reads it (the catalog, how states are
+//! sealed and guarded, the application's values, the hooks of the extensions), apart
+//! from the [`Server`](crate::Server) builder users touch. The builder makes one when it
+//! serves; every transport and extension holds the engine, never the builder.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use axum::http::{Extensions, HeaderMap};
+use futures_util::future::BoxFuture;
+
+use super::TaskHook;
+use crate::app_state::AppState;
+use crate::context::Transport;
+use crate::handler::{PromptRoute, ResourceRoute, TaskSupport, ToolRoute};
+use crate::live::{Live, LiveConfig, Prepared, ServerHandle};
+use crate::protocol::{
+    CompleteParams, Completion, Implementation, JsonObject, PromptsCapability, ResourcesCapability, ServerCapabilities,
+    ToolsCapability,
+};
+use crate::state::KeyError;
+use crate::{Caller, Ctx, Error, MemoryGuard, StateConfig, StateGuard, ToolError};
+
+pub(crate) type PrincipalFn = Arc<dyn Fn(&HeaderMap) -> Option<String> + Send + Sync>;
+
+pub(crate) type CompletionFn =
+    Arc<dyn Fn(Ctx, CompleteParams) -> BoxFuture<'static, Result<Completion, ToolError>> + Send + Sync>;
+
+/// Who may cache a cacheable result (`cacheScope`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CacheScope {
+    /// Identical for every caller; intermediaries may share it.
+    Public,
+    /// Specific to the caller's authorization context.
+    #[default]
+    Private,
+}
+
+impl CacheScope {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Public => "public",
+            Self::Private => "private",
+        }
+    }
+}
+
+/// The caching hints (`ttlMs`, `cacheScope`) stamped on complete results of
+/// `server/discover`, the `*/list` methods and `resources/read`.
+///
+/// The default, `ttlMs: 0` and `private`, lets no one reuse a result: opt in to caching
+/// when your lists are stable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheHints {
+    /// How long the result stays fresh, in milliseconds.
+    pub ttl_ms: u64,
+    /// Who may share it.
+    pub scope: CacheScope,
+}
+
+/// The running server: what every request reads. Cheap to clone (shared parts behind
+/// `Arc`s); clones share the catalog, the sealing keys and the guard.
+#[derive(Clone)]
+pub(crate) struct Engine {
+    pub(crate) info: Implementation,
+    /// `info` as JSON, stamped on every modern result.
+    pub(crate) info_json: Arc<str>,
+    pub(crate) instructions: Option<String>,
+    /// Tools, prompts and resources: shared with every clone and [`ServerHandle`].
+    pub(crate) live: Arc<Live>,
+    pub(crate) live_config: LiveConfig,
+    /// The list and discovery bodies of the current catalog, serialized once.
+    pub(crate) prepared: Prepared,
+    pub(crate) completion: Option<CompletionFn>,
+    pub(crate) logging: bool,
+    pub(crate) cache: CacheHints,
+    /// The sealing configuration: set with `Server::request_state`, or resolved from the
+    /// environment once, when serving starts. Clones share it.
+    pub(crate) state: Arc<OnceLock<StateConfig>>,
+    pub(crate) principal: Option<PrincipalFn>,
+    /// Refuses a second claim of one state; `None` only after [`Server::reusable_states`].
+    pub(crate) state_guard: Option<Arc<dyn StateGuard>>,
+    pub(crate) bridge_answer_timeout: Duration,
+    pub(crate) app: AppState,
+    /// The tasks extension, when the server serves it (the builder plugs it in).
+    pub(crate) tasks: Option<Arc<dyn TaskHook>>,
+}
+
+impl Engine {
+    /// An engine with this name and version, nothing registered and no extension.
+    pub(crate) fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        let live = Arc::new(Live::default());
+        let mut app = AppState::default();
+        // Handlers reach the handle like any state: `ctx.server_handle()` or `State<ServerHandle>`.
+        app.insert(ServerHandle { live: live.clone() });
+        let info = Implementation::new(name, version);
+        // Strings only: it serializes (the fallback is never taken).
+        let info_json = serde_json::to_string(&info).unwrap_or_else(|_| "{}".into()).into();
+        Self {
+            info,
+            info_json,
+            instructions: None,
+            live,
+            live_config: LiveConfig::default(),
+            prepared: Prepared::default(),
+            completion: None,
+            logging: false,
+            cache: CacheHints::default(),
+            state: Arc::default(),
+            principal: None,
+            state_guard: Some(Arc::new(MemoryGuard::new())),
+            bridge_answer_timeout: crate::context::ANSWER_TIMEOUT,
+            app,
+            tasks: None,
+        }
+    }
+
+    /// Starts what runs beside the requests: the tasks extension's look for the tasks of
+    /// instances that died. Serving calls it, and each request (for in-process use).
+    pub(crate) fn start(&self) {
+        if let Some(tasks) = &self.tasks {
+            tasks.watch(self);
+        }
+    }
+
+    /// Gives back the tasks running here, as a graceful shutdown does.
+    pub(crate) async fn hand_back_tasks(&self) {
+        if let Some(tasks) = &self.tasks {
+            tasks.hand_back().await;
+        }
+    }
+
+    /// Everything that must hold before serving: every `State<T>` given, and the
+    /// request-state keys usable. Each way of serving calls this first.
+    pub(crate) fn check_ready(&self) -> std::io::Result<()> {
+        self.check_state().map_err(std::io::Error::other)?;
+        self.resolve_state().map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidInput, error))?;
+        Ok(())
+    }
+
+    /// Resolves the sealing configuration now: the one given, or the environment's keys,
+    /// or a random key (announced once on stderr). Every way of serving calls this before
+    /// the first request, so a malformed `MCP_MRTR_STATE_KEYS` fails at start-up.
+    pub(crate) fn resolve_state(&self) -> Result<&StateConfig, KeyError> {
+        if let Some(config) = self.state.get() {
+            return Ok(config);
+        }
+        let config = StateConfig::from_env_or_random()?;
+        Ok(self.state.get_or_init(|| config))
+    }
+
+    /// The sealing configuration, for a request.
+    pub(crate) fn state_config(&self) -> Result<&StateConfig, Error> {
+        self.resolve_state().map_err(|error| {
+            tracing::error!(%error, "cannot seal request states");
+            Error::internal("the server's request-state keys are misconfigured")
+        })
+    }
+
+    /// Who a request's sealed state (and session, and task) is bound to: its
+    /// authenticated caller, else what the principal hook names.
+    pub(crate) fn principal_of(&self, transport: &Transport) -> Option<String> {
+        self.principal_from(transport.headers.as_deref(), &transport.extensions)
+    }
+
+    /// Each source names principals in a namespace of its own, tagged in front: an
+    /// `x-user: alice` header the hook reads is never the authenticated `Caller("alice")`
+    /// (an app whose middleware sets a `Caller` on only some requests). Neither tag is a
+    /// prefix of the other, so no two names from different sources can be equal.
+    pub(crate) fn principal_from(&self, headers: Option<&HeaderMap>, extensions: &Extensions) -> Option<String> {
+        if let Some(caller) = extensions.get::<Caller>() {
+            return Some(format!("caller:{}", caller.id()));
+        }
+        // A panic in the hook is caught with the rest of the request (`Server::handle`).
+        let named = self.principal.as_ref().zip(headers).and_then(|(principal, headers)| principal(headers))?;
+        Some(format!("hook:{named}"))
+    }
+
+    /// Refuses to serve when a handler takes `State<T>` and the server was given no `T`:
+    /// found when serving starts, never on a client's call.
+    pub(crate) fn check_state(&self) -> Result<(), String> {
+        let catalog = self.catalog();
+        let routes = catalog.tools.iter().map(|t| ("tool", t.route.tool.name.as_str(), &t.route.needs));
+        let routes =
+            routes.chain(catalog.prompts.iter().map(|p| ("prompt", p.route.prompt.name.as_str(), &p.route.needs)));
+        let mut routes =
+            routes.chain(catalog.resources.iter().map(|r| ("resource", r.route.kind.key(), &r.route.needs)));
+        routes
+            .find_map(|(kind, name, needs)| {
+                needs.iter().find(|need| !self.app.has(need)).map(|need| {
+                    format!(
+                    "{kind} `{name}` takes State<{0}>, but the server was given no {0}: call .with_state(…) with one",
+                    need.type_name
+                )
+                })
+            })
+            .map_or(Ok(()), Err)
+    }
+
+    /// The capabilities `server/discover` reports, derived from what is registered so
+    /// that they always match the methods the server answers.
+    pub(crate) fn capabilities(&self) -> ServerCapabilities {
+        let present = |yes: bool| yes.then(JsonObject::new);
+        let catalog = self.catalog();
+        let live = self.live_config.listen.is_some().then_some(true);
+        ServerCapabilities {
+            tools: catalog.has::<ToolRoute>().then_some(ToolsCapability { list_changed: live }),
+            prompts: catalog.has::<PromptRoute>().then_some(PromptsCapability { list_changed: live }),
+            resources: catalog
+                .has::<ResourceRoute>()
+                .then_some(ResourcesCapability { subscribe: live, list_changed: live }),
+            completions: present(self.completion.is_some()),
+            logging: present(self.logging),
+            extensions: self.serves_tasks().then(|| {
+                let mut extensions = JsonObject::new();
+                extensions.insert(crate::protocol::TASKS_EXTENSION.into(), serde_json::json!({}));
+                extensions
+            }),
+            ..ServerCapabilities::default()
+        }
+    }
+
+    /// The capabilities a 2025-11-25 session gets: that era hears of changes on a
+    /// standalone GET stream, which this server does not offer, so it promises none.
+    pub(crate) fn legacy_capabilities(&self) -> ServerCapabilities {
+        let mut capabilities = self.capabilities();
+        if let Some(tools) = &mut capabilities.tools {
+            tools.list_changed = None;
+        }
+        if let Some(prompts) = &mut capabilities.prompts {
+            prompts.list_changed = None;
+        }
+        if let Some(resources) = &mut capabilities.resources {
+            *resources = ResourcesCapability::default();
+        }
+        capabilities
+    }
+
+    /// Whether any tool may run as a task, with the extension plugged in: only then is
+    /// it advertised and are its methods answered.
+    pub(crate) fn serves_tasks(&self) -> bool {
+        self.tasks.is_some() && self.catalog().tools.iter().any(|t| t.route.task != TaskSupport::Forbidden)
+    }
+
+    /// The enabled tool named `name`, as the catalog stands now.
+    pub(crate) fn find_tool(&self, name: &str) -> Option<Arc<ToolRoute>> {
+        self.catalog().find(name)
+    }
+
+    /// The enabled prompt named `name`, as the catalog stands now.
+    pub(crate) fn find_prompt(&self, name: &str) -> Option<Arc<PromptRoute>> {
+        self.catalog().find(name)
+    }
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let catalog = self.catalog();
+        f.debug_struct("Server")
+            .field("info", &self.info)
+            .field("tools", &catalog.tools.iter().map(|t| &t.route.tool.name).collect::<Vec<_>>())
+            .field("prompts", &catalog.prompts.iter().map(|p| &p.route.prompt.name).collect::<Vec<_>>())
+            .field("resources", &catalog.resources.iter().map(|r| r.route.kind.key()).collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
