@@ -18,7 +18,7 @@
 //!   `insufficient_scope` challenge naming every scope the call needs. The same check
 //!   guards every way to a route (`completion/complete` for it, listen subscriptions to a
 //!   resource, `tasks/update` of a task running a tool), with the application's
-//!   visibility filter before it: one decision, `Server::access` in `dispatch/access.rs`.
+//!   visibility filter before it: one decision, `Engine::access` in `dispatch/access.rs`.
 //!
 //! ```
 //! use mcp_mrtr::auth::{BoxFuture, ResourceServer, TokenError, TokenVerifier, VerifiedToken};

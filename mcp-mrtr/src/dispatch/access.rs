@@ -3,7 +3,7 @@
 //! `completion/complete`, `subscriptions/listen`, `tasks/update`, and the `Mcp-Param-*`
 //! checks, which run only once the tool is known to be reachable).
 //!
-//! [`Server::access`] decides, in this order:
+//! [`Engine::access`] decides, in this order:
 //!
 //! 1. **Visible?** The application's visibility filter. A hidden route is refused as
 //!    [`Refused::Unknown`], which each entry point answers exactly as it answers a name
@@ -14,9 +14,9 @@
 //!    [`Refused::Forbidden`]: `403` naming the scopes (the spec's step-up challenge). It
 //!    reveals nothing, since the caller's own lists already show that route.
 //!
-//! The lookups ([`Server::reach_tool`] and friends) find the route a request names and
-//! ask [`Server::access`] about it; entry points use them and never `sees` or
-//! `authorize` directly. [`Server::callable_tool`] also words the refusal as `tools/call`
+//! The lookups ([`Engine::reach_tool`] and friends) find the route a request names and
+//! ask [`Engine::access`] about it; entry points use them and never `sees` or
+//! `authorize` directly. [`Engine::callable_tool`] also words the refusal as `tools/call`
 //! does, for `tasks/update`, so an answer to a task reads as a call of its tool would.
 
 use std::sync::Arc;

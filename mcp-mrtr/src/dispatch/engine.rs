@@ -171,7 +171,7 @@ impl Engine {
         if let Some(caller) = extensions.get::<Caller>() {
             return Some(format!("caller:{}", caller.id()));
         }
-        // A panic in the hook is caught with the rest of the request (`Server::handle`).
+        // A panic in the hook is caught with the rest of the request (`Engine::handle`).
         let named = self.principal.as_ref().zip(headers).and_then(|(principal, headers)| principal(headers))?;
         Some(format!("hook:{named}"))
     }

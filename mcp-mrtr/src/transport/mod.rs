@@ -1,7 +1,7 @@
 //! Transports: newline-delimited JSON over stdio, and Streamable HTTP.
 //!
 //! Both read a message with [`read_message`], validate its envelope, then hand it to
-//! the one dispatch path ([`Server::handle`](crate::Server)).
+//! the one dispatch path (`dispatch::Engine::handle`).
 
 pub(crate) mod http;
 pub(crate) mod stdio;

@@ -11,12 +11,15 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
 
+use super::call::{serve_request, Head};
+use super::endpoint::{method_not_allowed, Endpoint};
+use super::headers;
 use super::sse::{error_response, json_response};
-use super::{error_message, headers, method_not_allowed, serve_request, Endpoint, Head};
 use crate::envelope::{Era, Request};
 use crate::fair::ClientId;
 use crate::legacy::{self, HandlerSlot, Opener, Session, SessionBridge, SlotLease, WaitBounds};
 use crate::protocol::{Outgoing, RequestId, ResultJson};
+use crate::transport::error_message;
 use crate::Error;
 
 /// Serves one request of the legacy era.

@@ -1,0 +1,142 @@
+//! One request through dispatch: a handler slot (a share per client, `slots`), JSON or
+//! SSE, the request's `Transport` (a legacy call's with its bridge), then
+//! [`Engine::handle`](crate::dispatch::Engine), its reply framed by `sse`. Modern POSTs
+//! come here from `post`, 2025-11-25 ones from `legacy`.
+
+use std::sync::Arc;
+
+use axum::http::{header, HeaderMap};
+use axum::response::Response;
+use futures_util::FutureExt;
+use tokio::sync::mpsc;
+
+use super::endpoint::Endpoint;
+use super::sse::{error_response, json_response, respond};
+use super::{connections, legacy, slots};
+use crate::context::Transport;
+use crate::dispatch::{Engine, Reply};
+use crate::envelope::{Era, Request, RequestMeta};
+use crate::fair::ClientId;
+use crate::transport::error_message;
+use crate::Error;
+
+/// Runs a request through dispatch and answers it, if one of the
+/// [`Limits::max_handlers`] slots is free: a modern one as it stands, a legacy one (with
+/// its session) as a request of that session that `notifications/cancelled` can stop.
+pub(super) async fn serve_request(
+    endpoint: &Endpoint,
+    head: &Head,
+    request: Request,
+    meta: Arc<RequestMeta>,
+    session: Option<Arc<crate::legacy::Session>>,
+) -> Response {
+    if session.as_ref().is_some_and(|session| session.in_flight.len() >= endpoint.sessions.limits().max_calls) {
+        let error = Error::internal("too many requests running on this session; wait for one to finish");
+        return error_response(Era::Legacy, Some(request.id), &error);
+    }
+    // A `subscriptions/listen` stream idles for hours: it holds a connection (bounded by
+    // `max_connections`), not one of the handler slots meant for work.
+    let slot = if request.method == "subscriptions/listen" {
+        None
+    } else {
+        match endpoint.slots.take(&ClientId::of(&head.extensions), session.is_some()).await {
+            Ok(slot) => Some(slot),
+            Err(error) => return busy(request.id, session.is_some(), &error),
+        }
+    };
+    // A modern request may be asked to give way to another client's (see `slots`).
+    let (slot, place) = match slot {
+        Some(slots::Slot { permit, place }) => (Some(permit), place),
+        None => (None, None),
+    };
+    // A client that cannot read SSE gets JSON, and so no notifications; nor does a modern
+    // call that asked for neither progress nor logs, which has none to get.
+    let may_notify = session.is_some()
+        || request.method == "subscriptions/listen"
+        || meta.progress_token.is_some()
+        || meta.log_level.is_some();
+    let (notifier, notes) = if may_notify && accepts_event_stream(&head.headers) {
+        let (tx, rx) = mpsc::channel(32);
+        (Some(tx), Some(rx))
+    } else {
+        (None, None)
+    };
+    // A legacy call shares its slot with its bridge, which gives it back while the client
+    // answers (see `legacy::bridge`); the lease frees it when the call ends.
+    let (slot, lease, bridge) = match &session {
+        Some(session) => {
+            let (bridge, lease) = legacy::bridge(endpoint, head, session, slot);
+            (None, lease, Some(bridge))
+        }
+        None => (slot, None, None),
+    };
+    let handler_timeout = endpoint.config.limits.handler_timeout;
+    let transport = Transport {
+        notifier,
+        headers: Some(head.headers.clone()),
+        extensions: head.extensions.clone(),
+        bridge: bridge.map(|bridge| bridge as Arc<dyn crate::context::Bridge>),
+        handler_timeout,
+    };
+    let id = request.id.clone();
+    let server = endpoint.server.clone();
+    let keep_alive = server.keep_alive();
+    // A listen stream marks its connection, which may then be closed for room when its
+    // client holds the most connections (see `connections`).
+    let listening = (request.method == "subscriptions/listen")
+        .then(|| head.extensions.get::<Arc<connections::Activity>>().map(connections::Activity::listening))
+        .flatten();
+    let reply_id = id.clone();
+    let reply = async move {
+        let _listening = listening;
+        let handled = run_holding((slot, lease), server.handle(request, meta, transport));
+        let Some(place) = place else { return handled.await };
+        tokio::select! {
+            reply = handled => reply,
+            () = place.give_way() => Reply { id: reply_id, outcome: Err(slots::gave_way()) },
+        }
+    };
+    match session {
+        None => respond(Era::Modern, Box::pin(reply.map(Some)), notes, keep_alive).await,
+        Some(session) => respond(Era::Legacy, Box::pin(session.in_flight.track(id, reply)), notes, keep_alive).await,
+    }
+}
+
+/// A POST's head, shared by everything that serves it: the headers, and the extensions
+/// the application's middleware set (the authenticated caller among them).
+pub(super) struct Head {
+    pub(super) headers: Arc<HeaderMap>,
+    pub(super) extensions: Arc<axum::http::Extensions>,
+}
+
+impl Head {
+    /// Who the request's state and session are bound to.
+    pub(super) fn principal(&self, server: &Engine) -> Option<String> {
+        server.principal_from(Some(&self.headers), &self.extensions)
+    }
+}
+
+/// Runs `handler` holding its slot: the slot frees when the handler ends or is dropped.
+async fn run_holding<S: Send, T>(_slot: S, handler: impl std::future::Future<Output = T>) -> T {
+    handler.await
+}
+
+/// Every handler slot is taken. Modern clients get HTTP 503 with `Retry-After`; legacy
+/// sessions, where request errors travel on HTTP 200, a JSON-RPC error.
+fn busy(id: crate::protocol::RequestId, legacy: bool, error: &Error) -> Response {
+    let status = if legacy { 200 } else { 503 };
+    let mut response = json_response(status, error_message(Some(id), error));
+    if !legacy {
+        response.headers_mut().insert(header::RETRY_AFTER, axum::http::HeaderValue::from_static("1"));
+    }
+    response
+}
+
+fn accepts_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| matches!(t.split(';').next().map(str::trim), Some("text/event-stream" | "*/*" | "text/*")))
+}

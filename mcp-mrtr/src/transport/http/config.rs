@@ -1,0 +1,157 @@
+//! [`HttpConfig`]: how the HTTP endpoint is mounted (path, body cap), which hosts and
+//! origins it answers, its [`Limits`], its shutdown signal, and the OAuth resource server
+//! in front of it.
+
+use std::net::SocketAddr;
+
+use super::guard::{Guard, HostPolicy};
+use super::Limits;
+
+/// How the HTTP endpoint is mounted and guarded.
+#[derive(Clone, Debug)]
+pub struct HttpConfig {
+    pub(super) path: String,
+    pub(super) max_body_bytes: usize,
+    pub(super) guard: Guard,
+    pub(super) limits: Limits,
+    pub(super) auth: Option<crate::auth::ResourceServer>,
+    /// When `serve_http*` stops; `None`: on SIGTERM or Ctrl-C.
+    pub(super) shutdown: Option<crate::shutdown::Signal>,
+    /// Whether a client's address is the last one in `X-Forwarded-For`.
+    pub(super) trust_forwarded_for: bool,
+}
+
+impl Default for HttpConfig {
+    /// `/mcp`, 1 MiB bodies, only `localhost`, `127.0.0.1` and `[::1]` as hosts,
+    /// browser requests only from pages on those hosts, and the default [`Limits`].
+    fn default() -> Self {
+        Self {
+            path: "/mcp".into(),
+            max_body_bytes: 1024 * 1024,
+            guard: Guard::default(),
+            limits: Limits::default(),
+            auth: None,
+            shutdown: None,
+            trust_forwarded_for: false,
+        }
+    }
+}
+
+impl HttpConfig {
+    /// The endpoint's path (default `/mcp`).
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// The largest request body accepted (default 1 MiB); larger ones get HTTP 413.
+    pub fn max_body_bytes(mut self, limit: usize) -> Self {
+        self.max_body_bytes = limit;
+        self
+    }
+
+    /// Answers only requests whose `Host` names one of these hosts (without port), and
+    /// browser requests from pages on them, protecting local servers from DNS
+    /// rebinding. The default allows the loopback names only.
+    pub fn allowed_hosts<S: Into<String>>(mut self, hosts: impl IntoIterator<Item = S>) -> Self {
+        self.guard.hosts = HostPolicy::Only(hosts.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Answers any `Host`: for servers behind a proxy that checks it, or reached by names
+    /// not known in advance. `Origin` is still checked: browser requests are answered
+    /// only from loopback pages and [`allowed_origins`](Self::allowed_origins).
+    pub fn allow_any_host(mut self) -> Self {
+        self.guard.hosts = HostPolicy::Any;
+        self
+    }
+
+    /// The bounds on connections, bodies and handlers (see [`Limits`] for the defaults).
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Also answers browser requests from pages of these origins, written as the browser
+    /// sends them: `https://app.example.com`, or with a port, `http://intranet:8080`.
+    /// Any other `Origin` gets 403, whatever the `Host` settings. Default: none beyond
+    /// the loopback hosts and [`allowed_hosts`](Self::allowed_hosts).
+    pub fn allowed_origins<S: Into<String>>(mut self, origins: impl IntoIterator<Item = S>) -> Self {
+        let origins = origins.into_iter().map(|o| o.into().trim_end_matches('/').to_ascii_lowercase());
+        self.guard.origins.extend(origins);
+        self
+    }
+
+    /// The configuration `serve_http` uses on `local`: loopback hosts only on a loopback
+    /// address; any host elsewhere (the names a LAN or container address is reached by
+    /// are not known), with the `Origin` check kept.
+    pub(super) fn for_address(local: SocketAddr) -> Self {
+        if local.ip().is_loopback() {
+            Self::default()
+        } else {
+            Self::default().allow_any_host()
+        }
+    }
+
+    /// Makes [`Server::serve_http_with`] shut down gracefully when `signal` resolves,
+    /// instead of on SIGTERM or Ctrl-C (the default): for an application that decides
+    /// itself when to stop. `std::future::pending()` serves until the process ends.
+    /// Routers ([`Server::into_router_with`]) do not read it; see
+    /// [`serve_router_with_shutdown`] for them.
+    ///
+    /// ```
+    /// use mcp_mrtr::HttpConfig;
+    ///
+    /// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    /// let config = HttpConfig::default().shutdown_signal(async move {
+    ///     let _ = stopped.await;
+    /// });
+    /// # drop((stop, config));
+    /// ```
+    pub fn shutdown_signal(mut self, signal: impl std::future::Future<Output = ()> + Send + 'static) -> Self {
+        self.shutdown = Some(crate::shutdown::Signal::new(signal));
+        self
+    }
+
+    /// Takes a client's address from the last entry of `X-Forwarded-For` (the one the
+    /// proxy in front of this server appended) instead of the TCP peer. Off by default:
+    /// only turn it on behind a proxy that always sets the header, since a client that
+    /// reaches the server directly could otherwise claim any address.
+    ///
+    /// The address is who a client is for every per-client share of [`Limits`] when the
+    /// request has no authenticated [`Caller`](crate::Caller). Behind a proxy without this,
+    /// every client shares the proxy's address, so the per-client shares act as totals.
+    pub fn trust_forwarded_for(mut self) -> Self {
+        self.trust_forwarded_for = true;
+        self
+    }
+
+    /// Protects the endpoint as an OAuth 2.1 resource server: every request needs a
+    /// bearer token the server's verifier accepts, and the protected resource metadata
+    /// is served at its well-known URI. See [`crate::auth`].
+    pub fn auth(mut self, resource_server: crate::auth::ResourceServer) -> Self {
+        self.auth = Some(resource_server);
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::{header, HeaderMap};
+
+    use super::*;
+
+    #[test]
+    fn only_loopback_addresses_check_hosts_and_every_address_checks_origins() {
+        let loopback = HttpConfig::for_address("127.0.0.1:3000".parse().unwrap());
+        assert_eq!(loopback.guard, Guard::default());
+        for address in ["0.0.0.0:3000", "192.168.1.5:3000", "[::]:3000"] {
+            let config = HttpConfig::for_address(address.parse().unwrap());
+            assert_eq!(config.guard.hosts, HostPolicy::Any, "{address}");
+            let mut foreign = HeaderMap::new();
+            foreign.insert(header::HOST, "attacker.example".parse().unwrap());
+            foreign.insert(header::ORIGIN, "http://attacker.example".parse().unwrap());
+            assert_eq!(config.guard.check(&foreign), Err("Origin not allowed"), "{address}");
+        }
+    }
+}
