@@ -84,8 +84,39 @@ for revision in 2026-07-28 2025-11-25; do
     failed=1
   fi
 done
+# The Skills extension's scenarios are outside the spec timeline: run by name, forced.
+# Against a server that does not declare the extension they skip every `sep-2640-*`
+# check and pass on the schema check alone, so a skipped check fails here too.
+SKILLS_SCENARIOS=(sep-2640-skills-enumeration sep-2640-skills-manifest sep-2640-skills-directory)
+for scenario in "${SKILLS_SCENARIOS[@]}"; do
+  "$NODE" "$CLI" server --url "$URL" --scenario "$scenario" --spec-version 2026-07-28 --force \
+    -o "$OUT/skills" > "$OUT/$scenario.log" 2>&1 || true
+done
+if ! python3 - "$OUT/skills" "${SKILLS_SCENARIOS[@]}" <<'PY'
+import glob, json, os, sys
+out, names = sys.argv[1], sys.argv[2:]
+bad, passed = [], 0
+for name in names:
+    runs = glob.glob(os.path.join(out, f"server-{name}-*", "checks.json"))
+    if not runs:
+        bad.append(f"{name}: did not run")
+    for run in runs:
+        for check in json.load(open(run)):
+            status, cid = check.get("status"), check.get("id", "")
+            if status in ("FAILURE", "WARNING") or (status == "SKIPPED" and cid.startswith("sep-2640")):
+                bad.append(f"{name}: {cid} {status}: {check.get('errorMessage', '')}")
+            elif status == "SUCCESS" and cid.startswith("sep-2640"):
+                passed += 1
+print(f"== skills (SEP-2640): {passed} sep-2640 checks passed")
+for line in bad:
+    print(f"  skills scenario failed: {line}", file=sys.stderr)
+sys.exit(1 if bad or not passed else 0)
+PY
+then
+  failed=1
+fi
 [ "$failed" -eq 0 ] || exit 1
-echo "conformance: every scored scenario of 2026-07-28 and 2025-11-25 passed, and every required unscored one"
+echo "conformance: every scored scenario of 2026-07-28 and 2025-11-25 passed, every required unscored one, and the skills scenarios"
 
 # The most used 2025-11-25 client, the TypeScript SDK the suite ships, against the same
 # server: errors, session survival and cancellation as that revision defines them.

@@ -241,6 +241,12 @@ impl Question for ElicitUrl {
 }
 
 /// `sampling/createMessage`: ask the client's model.
+///
+/// **Deprecated in 2026-07-28** (SEP-2577), still served: clients of that revision may
+/// stop offering `sampling`, and a call that needs it then fails with `-32021`. For new
+/// tools, call a model provider from the server itself; to ask the person, use
+/// [`Elicit`]. Existing tools keep working, and no compiler warning marks them (a
+/// `#[deprecated]` would break `-D warnings` builds that must still support older clients).
 pub struct Sample {
     params: CreateMessageParams,
 }
@@ -315,6 +321,9 @@ impl Question for Sample {
 }
 
 /// `roots/list`: the client's roots.
+///
+/// **Deprecated in 2026-07-28** (SEP-2577), still served: clients may stop offering
+/// `roots`. For new tools, take the paths as arguments, or ask for them with [`Elicit`].
 pub struct Roots;
 
 impl Question for Roots {

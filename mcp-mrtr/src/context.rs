@@ -227,6 +227,13 @@ impl Ctx {
         &self.inner.id
     }
 
+    /// The request's `_meta`, read: the envelope, the trace context
+    /// ([`RequestMeta::trace`]: `traceparent`, `tracestate`, `baggage`) and any other
+    /// keys the client sent ([`RequestMeta::extra`]). All of it is client data.
+    pub fn meta(&self) -> &RequestMeta {
+        &self.inner.meta
+    }
+
     /// The protocol version the request was made with.
     pub fn protocol_version(&self) -> &str {
         &self.inner.meta.protocol_version
@@ -305,7 +312,8 @@ impl Ctx {
 
     /// Sends a log message, if the server enabled logging and the request opted in at
     /// this level or below (`_meta["io.modelcontextprotocol/logLevel"]`). Nothing is sent
-    /// from a task: the extension has no log notifications.
+    /// from a task: the extension has no log notifications. Deprecated in 2026-07-28
+    /// (SEP-2577), still served: see [`Server::logging`](crate::Server::logging).
     pub async fn log(&self, level: LoggingLevel, logger: Option<&str>, data: impl Serialize) {
         let in_task = self.inner.replay.task_log().is_some();
         if in_task || !self.inner.logging || self.inner.meta.log_level.is_none_or(|min| level < min) {

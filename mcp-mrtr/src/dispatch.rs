@@ -19,10 +19,11 @@ use tracing::Instrument as _;
 
 use self::listen::serve_listen;
 use crate::context::Transport;
-use crate::envelope::{Request, RequestMeta};
+use crate::envelope::{Request, RequestMeta, TraceContext};
 use crate::fair::ClientId;
-use crate::handler::{PromptRoute, ResourceKind, ResourceRoute, ToolRoute};
+use crate::handler::{MethodRoute, PromptRoute, ResourceKind, ResourceRoute, ToolRoute};
 use crate::live::RequestView;
+use crate::protocol::{CacheHints, CacheScope};
 use crate::protocol::{
     CallToolParams, CompleteParams, CompleteResult, Completion, CompletionReference, GetPromptParams, JsonObject,
     ReadResourceParams, RequestId, ResultJson,
@@ -42,7 +43,6 @@ mod stamp;
 mod task_hook;
 
 pub(crate) use self::engine::Engine;
-pub use self::engine::{CacheHints, CacheScope};
 pub(crate) use self::task_hook::{Called, TaskHook, TaskRequest, ToolFuture};
 
 use self::call::{input_responses, Call, RoundInput, Target};
@@ -70,10 +70,12 @@ enum Method {
     Listen,
     /// One of the tasks extension's methods.
     Task,
+    /// A method of the server's own ([`MethodRoute`]).
+    Custom,
 }
 
 impl Method {
-    fn parse(name: &str, tasks: Option<&dyn TaskHook>) -> Option<Self> {
+    fn parse(name: &str, engine: &Engine) -> Option<Self> {
         Some(match name {
             "server/discover" => Self::Discover,
             "tools/list" => Self::ToolsList,
@@ -85,14 +87,15 @@ impl Method {
             "resources/read" => Self::ResourcesRead,
             "completion/complete" => Self::Complete,
             "subscriptions/listen" => Self::Listen,
-            other if tasks.is_some_and(|tasks| tasks.answers(other)) => Self::Task,
+            other if engine.tasks.as_ref().is_some_and(|tasks| tasks.answers(other)) => Self::Task,
+            other if engine.methods.contains_key(other) => Self::Custom,
             _ => return None,
         })
     }
 
     /// Results of these methods carry caching hints when complete.
     fn is_cacheable(self) -> bool {
-        !matches!(self, Self::ToolsCall | Self::PromptsGet | Self::Complete | Self::Listen | Self::Task)
+        !matches!(self, Self::ToolsCall | Self::PromptsGet | Self::Complete | Self::Listen | Self::Task | Self::Custom)
     }
 }
 
@@ -141,6 +144,8 @@ impl Engine {
             era,
             target = tracing::field::Empty,
             outcome = tracing::field::Empty,
+            trace_id = meta.trace.traceparent().map(crate::TraceParent::trace_id),
+            flow = tracing::field::Empty,
         );
         let started = std::time::Instant::now();
         // Application code runs in here (handlers, their synchronous prologues, the
@@ -172,11 +177,11 @@ impl Engine {
         transport: Transport,
     ) -> Result<ResultJson, Error> {
         let id = request.id.clone();
-        let method = Method::parse(&request.method, self.tasks.as_deref())
+        let method = Method::parse(&request.method, self)
             .filter(|m| self.serves(*m))
             .ok_or_else(|| Error::method_not_found(&request.method))?;
         let params = request.params.unwrap_or_else(|| json!({}));
-        let hints = method.is_cacheable().then(|| self.cache_hints_for(method, &params));
+        let mut hints = method.is_cacheable().then(|| self.cache_hints_for(method, &params));
         let legacy = transport.bridge.is_some();
         let view = RequestView::new(&meta, &transport);
         let body = match method {
@@ -198,6 +203,11 @@ impl Engine {
             Method::Task => {
                 let tasks = self.tasks.as_ref().ok_or_else(|| Error::method_not_found(&request.method))?;
                 Body::Complete(Text::from_object(&tasks.serve(self, &request.method, params, &meta, &transport).await?))
+            }
+            Method::Custom => {
+                let route = self.reach_method(&view, &request.method)?;
+                hints = route.cache.map(|hints| retried_or(&params, hints));
+                self.call_method(route, self.call(id, params, meta, transport)?).await?
             }
             Method::Complete => {
                 let params: CompleteParams = parse_params(&params)?;
@@ -238,7 +248,7 @@ impl Engine {
                 return self.rounds(&target, &call, input, round).await;
             }
         };
-        let replay = self.open_replay(&target, input, &call.transport.extensions)?;
+        let replay = self.open_replay(&target, input, &call.transport.extensions, &call.meta.trace)?;
         let handler = route.run(self.ctx(&call, &replay), arguments.clone());
         let request = TaskRequest { tool: name, arguments: &arguments, meta: &call.meta, transport: &call.transport };
         // The time limit covers the call up to the task's creation; the task then runs on
@@ -296,6 +306,22 @@ impl Engine {
         .await
     }
 
+    /// A method of the server's own: its params (without `_meta`) go to the handler,
+    /// which may ask in rounds like a tool's; its states are bound to the method's name
+    /// and these params.
+    async fn call_method(&self, route: Arc<MethodRoute>, mut call: Call<JsonObject>) -> Result<Body, Error> {
+        let input = std::mem::take(&mut call.input);
+        call.params.remove("_meta");
+        let name = route.name.as_str();
+        tracing::Span::current().record("target", name);
+        let target = self.target(&call, name, name, Some(&call.params));
+        self.rounds(&target, &call, input, |replay| {
+            let run = (route.run)(self.ctx(&call, replay), Value::Object(call.params.clone()));
+            async move { run.await.map_err(execution_as_internal) }
+        })
+        .await
+    }
+
     /// The call of a method that may ask: the round input taken out of its params, the
     /// rest read into `P` (moved out of the tree, not copied).
     fn call<P: DeserializeOwned>(
@@ -332,7 +358,7 @@ impl Engine {
     fn target<'a, P>(
         &'a self,
         call: &'a Call<P>,
-        method: &'static str,
+        method: &'a str,
         name: &'a str,
         arguments: Option<&'a JsonObject>,
     ) -> Target<'a> {
@@ -342,7 +368,7 @@ impl Engine {
 
     fn serves(&self, method: Method) -> bool {
         match method {
-            Method::Discover => true,
+            Method::Discover | Method::Custom => true,
             Method::ToolsList | Method::ToolsCall => self.catalog().has::<ToolRoute>(),
             Method::PromptsList | Method::PromptsGet => self.catalog().has::<PromptRoute>(),
             Method::ResourcesList | Method::ResourceTemplatesList | Method::ResourcesRead => {
@@ -354,17 +380,13 @@ impl Engine {
         }
     }
 
-    /// A result computed from a multi-round retry depends on the caller's answers, so it
-    /// must not be shared, whatever the configured hints say.
-    /// Lists filtered per caller are private too.
+    /// The hints of a cacheable method's result: lists filtered per caller are private,
+    /// and so is anything computed from a retry.
     fn cache_hints_for(&self, method: Method, params: &Value) -> CacheHints {
-        let is_retry = params.get("inputResponses").is_some() || params.get("requestState").is_some();
-        if is_retry {
-            CacheHints { ttl_ms: 0, scope: CacheScope::Private }
-        } else if self.lists_vary_by_caller() && method != Method::Discover {
-            CacheHints { scope: CacheScope::Private, ..self.cache }
+        if self.lists_vary_by_caller() && method != Method::Discover {
+            retried_or(params, CacheHints { scope: CacheScope::Private, ..self.cache })
         } else {
-            self.cache
+            retried_or(params, self.cache)
         }
     }
 
@@ -389,10 +411,12 @@ impl Engine {
         target: &Target<'_>,
         input: RoundInput,
         extensions: &Extensions,
+        trace: &TraceContext,
     ) -> Result<Arc<Replay>, Error> {
         let responses = input_responses(input.responses)?;
         let Some(token) = input.state else {
-            return Ok(Arc::new(Replay::new_call(responses, ClientId::of(extensions).owner_key())));
+            let origin = trace.traceparent().map(|parent| format!("{}-{}", parent.trace_id(), parent.parent_id()));
+            return Ok(Arc::new(Replay::new_call(responses, ClientId::of(extensions).owner_key(), origin)));
         };
         let presented = Presented {
             token: &token,
@@ -401,6 +425,9 @@ impl Engine {
             target: target.binding.target,
         };
         let (carried, expires) = presented.open(|payload| serde_json::from_slice::<Carried>(payload).ok())?;
+        if let Some(origin) = carried.origin() {
+            tracing::Span::current().record("flow", origin);
+        }
         let single_use = self
             .state_guard
             .as_ref()
@@ -426,7 +453,7 @@ impl Engine {
         Fut: Future<Output = Result<T, Error>>,
     {
         let Some(bridge) = &call.transport.bridge else {
-            let replay = self.open_replay(target, input, &call.transport.extensions)?;
+            let replay = self.open_replay(target, input, &call.transport.extensions, &call.meta.trace)?;
             return self.run_round(target, &replay, call, round(&replay)).await;
         };
         let caps = &call.meta.client_capabilities;
@@ -541,6 +568,17 @@ fn check_param_headers(transport: &Transport, route: &ToolRoute, arguments: &Jso
             crate::param_headers::check(&route.headers, headers, Some(&Value::Object(arguments.clone())))
         }
         _ => Ok(()),
+    }
+}
+
+/// A result computed from a multi-round retry depends on the caller's answers, so it
+/// must not be shared, whatever the configured hints say.
+fn retried_or(params: &Value, hints: CacheHints) -> CacheHints {
+    let is_retry = params.get("inputResponses").is_some() || params.get("requestState").is_some();
+    if is_retry {
+        CacheHints { ttl_ms: 0, scope: CacheScope::Private }
+    } else {
+        hints
     }
 }
 

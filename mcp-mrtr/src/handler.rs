@@ -16,8 +16,8 @@ use serde_json::Value;
 
 use crate::app_state::StateNeed;
 use crate::protocol::{
-    CallToolResult, ContentBlock, GetPromptResult, JsonObject, Prompt, PromptMessage, ReadResourceResult, Resource,
-    ResourceContents, ResourceTemplate, Tool,
+    CacheHints, CallToolResult, ContentBlock, GetPromptResult, JsonObject, Prompt, PromptMessage, ReadResourceResult,
+    Resource, ResourceContents, ResourceTemplate, Tool,
 };
 use crate::{Ctx, Error, ToolError};
 
@@ -150,7 +150,88 @@ macro_rules! requirements {
     )*};
 }
 
-requirements!(ToolRoute, PromptRoute, ResourceRoute);
+requirements!(ToolRoute, PromptRoute, ResourceRoute, MethodRoute);
+
+/// A request method of the server's own, for an extension it declares
+/// ([`Server::extension`](crate::Server::extension)): its name, its handler, and what a
+/// caller needs to reach it. Register it with [`Server::method`](crate::Server::method).
+///
+/// It is served like the built-in methods: on both protocol revisions and every
+/// transport, through the same limits, authorization ([`requires_scopes`](Self::requires_scopes))
+/// and visibility filter ([`Item::Method`](crate::Item::Method)); its complete results
+/// are stamped with `resultType` and `serverInfo`, and with caching hints when
+/// [`cache_hints`](Self::cache_hints) says so. The handler may ask (through
+/// [`Ctx::ask`]), in rounds like a tool's.
+///
+/// ```
+/// use mcp_mrtr::{MethodRoute, Server, ToolError};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Deserialize)]
+/// struct Search { query: String }
+///
+/// #[derive(Serialize)]
+/// struct Hits { hits: Vec<String> }
+///
+/// let server = Server::new("acme", "1.0.0")
+///     .extension("com.acme/search", serde_json::json!({}))
+///     .method(MethodRoute::new("acme/search", |_ctx, params: Search| async move {
+///         Ok::<_, ToolError>(Hits { hits: vec![format!("found {}", params.query)] })
+///     }));
+/// # let _ = server;
+/// ```
+#[derive(Clone)]
+pub struct MethodRoute {
+    pub(crate) name: String,
+    pub(crate) run: HandlerFn<Value, Value>,
+    pub(crate) needs: Vec<StateNeed>,
+    /// Scopes a caller needs to reach the handler (see [`crate::auth`]).
+    pub(crate) scopes: Vec<String>,
+    /// The hints its complete results carry; none when `None`.
+    pub(crate) cache: Option<CacheHints>,
+}
+
+impl MethodRoute {
+    /// The method `name`, answered by `handler`: its params (without `_meta` and the
+    /// round's `inputResponses`/`requestState`) decode into `P`, `-32602` when they do
+    /// not; its result must serialize to a JSON object. A `ToolError` from the handler is
+    /// a JSON-RPC error (`-32603`, or the protocol error it carries).
+    pub fn new<P, R, F, Fut>(name: impl Into<String>, handler: F) -> Self
+    where
+        P: DeserializeOwned + Send + 'static,
+        R: Serialize + Send + 'static,
+        F: Fn(Ctx, P) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        let run: HandlerFn<Value, Value> = Arc::new(move |ctx, params| {
+            let handler = handler.clone();
+            Box::pin(async move {
+                let params =
+                    P::deserialize(params).map_err(|e| ToolError::invalid_params(format!("Invalid params: {e}")))?;
+                let result = serde_json::to_value(handler(ctx, params).await?)
+                    .map_err(|e| ToolError::protocol(Error::internal(format!("cannot serialize a result: {e}"))))?;
+                if !result.is_object() {
+                    return Err(ToolError::protocol(Error::internal("a method's result must be a JSON object")));
+                }
+                Ok(result)
+            })
+        });
+        Self { name: name.into(), run, needs: Vec::new(), scopes: Vec::new(), cache: None }
+    }
+
+    /// Stamps `ttlMs` and `cacheScope` on its complete results, as on the built-in lists
+    /// (a result that took answers is never shared: `private`, 0).
+    pub fn cache_hints(mut self, hints: CacheHints) -> Self {
+        self.cache = Some(hints);
+        self
+    }
+
+    /// The method's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
 
 #[derive(Clone)]
 pub(crate) enum ResourceKind {
@@ -422,4 +503,40 @@ impl ResourceKind {
             Self::Template(template, _) => &template.uri_template,
         }
     }
+}
+
+/// The methods of the protocol itself (and of the extensions the server implements):
+/// no [`MethodRoute`] may take one of these names.
+const PROTOCOL_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "server/discover",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "completion/complete",
+    "logging/setLevel",
+    "subscriptions/listen",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+    "tasks/list",
+    "tasks/result",
+];
+
+/// Why `name` cannot name a method of the server's own, if it cannot.
+pub(crate) fn check_method_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("{name:?} is not a method name: it must be non-empty, without spaces"));
+    }
+    if PROTOCOL_METHODS.contains(&name) || name.starts_with("notifications/") {
+        return Err(format!("{name:?} is one of the protocol's own methods"));
+    }
+    Ok(())
 }

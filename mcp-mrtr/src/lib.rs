@@ -87,6 +87,7 @@ pub mod redis;
 mod replay;
 mod server;
 mod shutdown;
+mod skills;
 mod state;
 mod tasks;
 pub mod testing;
@@ -97,22 +98,22 @@ pub use ask::{Declined, ElicitForm};
 pub use caller::Caller;
 pub use capability::Capability;
 pub use context::{Ask, ContinueAsTask, Ctx, Halted, RetryLater};
-pub use dispatch::{CacheHints, CacheScope};
-pub use envelope::{RequestMeta, PROTOCOL_VERSION};
+pub use envelope::{RequestMeta, TraceContext, TraceParent, PROTOCOL_VERSION};
 pub use error::{Error, ErrorCode, ToolError};
 pub use extract::{Extension, State};
 pub use handler::{
-    IntoPromptResult, IntoResourceResult, IntoToolResult, Json, PromptArguments, PromptRoute, ResourceRoute, Routes,
-    TaskSupport, ToolRoute, Toolbox,
+    IntoPromptResult, IntoResourceResult, IntoToolResult, Json, MethodRoute, PromptArguments, PromptRoute,
+    ResourceRoute, Routes, TaskSupport, ToolRoute, Toolbox,
 };
 pub use live::{CatalogError, Change, ChangeFanout, Item, Listen, MemoryFanout, RequestView, ServerHandle};
 pub use protocol::{
-    CallToolResult, ClientCapabilities, CompleteParams, Completion, ContentBlock, GetPromptResult, LoggingLevel,
-    Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role,
-    Tool,
+    CacheHints, CacheScope, CallToolResult, ClientCapabilities, CompleteParams, Completion, ContentBlock,
+    GetPromptResult, LoggingLevel, Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate, Role, Tool,
 };
 pub use server::Server;
 pub use shutdown::shutdown_signal;
+pub use skills::{Skill, Skills};
 pub use state::{Claim, Consumed, KeyError, KeyRing, MemoryGuard, StateConfig, StateGuard, StateKey};
 pub use tasks::{MemoryTaskStore, StoreError, TaskLimits, TaskRecord, TaskStatus, TaskStore};
 pub use transport::http::{serve_router, serve_router_with_shutdown, HttpConfig, Limits};
@@ -231,10 +232,15 @@ pub mod prelude {
 /// |---|---|---|
 /// | `ask!(elicit MESSAGE)` | a form for the `T` the result is used as | `Result<T, Declined>` |
 /// | `ask!(elicit_url MESSAGE, URL)` | the user to open a URL | `Result<(), Declined>` |
-/// | `ask!(sample PROMPT, max_tokens = 50, system = "…")` | the client's model | [`protocol::CreateMessageResult`] |
-/// | `ask!(roots)` | the client's roots | `Vec<protocol::Root>` |
+/// | `ask!(sample PROMPT, max_tokens = 50, system = "…")` | the client's model (deprecated, see below) | [`protocol::CreateMessageResult`] |
+/// | `ask!(roots)` | the client's roots (deprecated, see below) | `Vec<protocol::Root>` |
 ///
 /// Options after `sample` call the [`ask::Sample`] builder methods of the same name.
+/// Sampling and roots are deprecated in 2026-07-28 (SEP-2577) and still served: clients
+/// may stop offering them (the ask then fails with `-32021`), so new tools call a model
+/// provider themselves and take paths as arguments or through `elicit` (see
+/// [`ask::Sample`], [`ask::Roots`]). No compiler warning marks them.
+///
 /// `key = "…"` first sets the key the answer travels under; otherwise it is the name the
 /// `let` binds (through `?`, `.await`, and a `match` or `if let` on the ask), or the
 /// ask's position. The key is part of the wire contract, so reshaping the code keeps it:

@@ -65,6 +65,11 @@ pub(crate) struct Carried {
     /// the call's states against it, whoever presents them.
     #[serde(rename = "k", default, skip_serializing_if = "is_zero")]
     owner: u32,
+    /// Where the call started in its client's trace (`{trace-id}-{span-id}` of the first
+    /// round's `traceparent`), when it carried one: each later round's span, and each run
+    /// of the task it became, records it, so one flow reads as one trace.
+    #[serde(rename = "t", default, skip_serializing_if = "Option::is_none")]
+    origin: Option<String>,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
@@ -76,6 +81,11 @@ impl Carried {
     /// Who started the call the state belongs to (see [`Replay::new_call`]).
     pub(crate) fn owner(&self) -> u32 {
         self.owner
+    }
+
+    /// Where the call started in its client's trace, if it was traced.
+    pub(crate) fn origin(&self) -> Option<&str> {
+        self.origin.as_deref()
     }
 }
 
@@ -175,9 +185,12 @@ impl Replay {
     }
 
     /// The replay of a call's first round (no state yet), started by the client `owner`.
-    pub(crate) fn new_call(responses: JsonObject, owner: u32) -> Self {
+    pub(crate) fn new_call(responses: JsonObject, owner: u32, origin: Option<String>) -> Self {
         let replay = Self::new(None, responses);
-        replay.lock().carried.owner = owner;
+        let mut round = replay.lock();
+        round.carried.owner = owner;
+        round.carried.origin = origin;
+        drop(round);
         replay
     }
 

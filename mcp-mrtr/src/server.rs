@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use axum::http::HeaderMap;
 
-use crate::dispatch::CacheHints;
 use crate::dispatch::Engine;
-use crate::handler::{PromptRoute, ResourceRoute, Routes, ToolRoute, Toolbox};
+use crate::handler::{MethodRoute, PromptRoute, ResourceRoute, Routes, ToolRoute, Toolbox};
 use crate::live::{Item, Listen, RequestView, ServerHandle};
-use crate::protocol::{CompleteParams, Completion, ServerCapabilities};
+use crate::protocol::{CacheHints, CompleteParams, Completion, ServerCapabilities};
+use crate::skills::Skills;
 use crate::tasks::Tasks;
 use crate::{Ctx, StateConfig, StateGuard, TaskStore, ToolError};
 
@@ -182,6 +182,10 @@ impl Server {
     }
 
     /// Advertises `logging`, so [`Ctx::log`] reaches requests that opt in.
+    ///
+    /// Logging to the client is **deprecated in 2026-07-28** (SEP-2577), still served
+    /// (with `logging/setLevel` for 2025-11-25 sessions). Log with `tracing` on the
+    /// server instead, and tell the person how a call goes with [`Ctx::progress`].
     pub fn logging(mut self, enabled: bool) -> Self {
         self.engine.logging = enabled;
         self
@@ -303,6 +307,59 @@ impl Server {
     pub fn reusable_states(mut self) -> Self {
         self.engine.state_guard = None;
         self
+    }
+
+    /// Serves a request method of the server's own (see [`MethodRoute`]), on both
+    /// protocol revisions and every transport. Declare the extension it belongs to with
+    /// [`Server::extension`].
+    ///
+    /// # Panics
+    ///
+    /// If the name is taken, empty, or one of the protocol's own methods (`tools/call`,
+    /// `initialize`, …; tasks' and notifications' included).
+    pub fn method(mut self, route: MethodRoute) -> Self {
+        if let Err(problem) = crate::handler::check_method_name(&route.name) {
+            panic!("{problem}");
+        }
+        assert!(!self.engine.methods.contains_key(&route.name), "the method {:?} is registered already", route.name);
+        Arc::make_mut(&mut self.engine.methods).insert(route.name.clone(), Arc::new(route));
+        self
+    }
+
+    /// Declares an extension (SEP-2133) in `capabilities.extensions` of `server/discover`
+    /// (and of `initialize` for 2025-11-25 clients), with its settings: `{}` when it has
+    /// none. The id is the extension's, such as `com.example/search`; serve its methods
+    /// with [`Server::method`]. Declaring an id again replaces its settings.
+    ///
+    /// # Panics
+    ///
+    /// If `settings` is not a JSON object, or the id is empty or the tasks extension's
+    /// (declared by the server itself, when a tool may run as a task).
+    pub fn extension(mut self, id: impl Into<String>, settings: serde_json::Value) -> Self {
+        let id = id.into();
+        assert!(!id.is_empty(), "an extension id cannot be empty");
+        assert!(
+            id != crate::protocol::TASKS_EXTENSION,
+            "the tasks extension is declared by the server when a tool may run as a task"
+        );
+        let serde_json::Value::Object(settings) = settings else {
+            panic!("the settings of the extension {id:?} must be a JSON object ({{}} for none)");
+        };
+        self.engine.extensions.insert(id, serde_json::Value::Object(settings));
+        self
+    }
+
+    /// Serves `skills` (SEP-2640): declares the `io.modelcontextprotocol/skills`
+    /// extension, answers `skills/list`, `skills/get` and (unless turned off)
+    /// `resources/directory/read`, lists every `SKILL.md` as a resource and serves every
+    /// skill file through `resources/read`. See [`Skills`].
+    ///
+    /// # Panics
+    ///
+    /// When the server serves skills already (or a method of the same name).
+    pub fn skills(self, skills: Skills) -> Self {
+        let (settings, methods) = skills.serve(self.server_handle());
+        methods.into_iter().fold(self.extension(crate::skills::EXTENSION, settings), Self::method)
     }
 
     /// The capabilities `server/discover` reports, derived from what is registered so

@@ -1,6 +1,7 @@
-//! Matching URIs against the simple (level 1) RFC 6570 templates resource templates use:
-//! literal text and `{name}` variables, each variable matching one or more characters
-//! other than `/`.
+//! Matching URIs against the simple RFC 6570 templates resource templates use: literal
+//! text, `{name}` variables (level 1: one or more characters other than `/`, decoded),
+//! and `{+name}` (level 2, reserved expansion: one or more of any characters, `/`
+//! included, kept as written).
 
 use std::fmt;
 
@@ -12,6 +13,8 @@ use crate::protocol::JsonObject;
 enum Part {
     Literal(String),
     Var(String),
+    /// `{+name}`: may span `/`, and is not decoded.
+    Reserved(String),
 }
 
 /// A parsed URI template.
@@ -39,17 +42,20 @@ impl UriTemplate {
                 parts.push(Part::Literal(rest[..open].to_owned()));
             }
             let close = rest[open..].find('}').ok_or(TemplateError("unclosed `{`"))? + open;
-            let name = &rest[open + 1..close];
+            let (reserved, name) = match rest[open + 1..close].strip_prefix('+') {
+                Some(name) => (true, name),
+                None => (false, &rest[open + 1..close]),
+            };
             if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
                 return Err(TemplateError("variables must be non-empty names of [A-Za-z0-9_]"));
             }
-            if matches!(parts.last(), Some(Part::Var(_))) {
+            if matches!(parts.last(), Some(Part::Var(_) | Part::Reserved(_))) {
                 return Err(TemplateError("two variables must be separated by literal text"));
             }
-            if parts.iter().any(|p| matches!(p, Part::Var(v) if v == name)) {
+            if parts.iter().any(|p| matches!(p, Part::Var(v) | Part::Reserved(v) if v == name)) {
                 return Err(TemplateError("a variable appears twice"));
             }
-            parts.push(Part::Var(name.to_owned()));
+            parts.push(if reserved { Part::Reserved(name.to_owned()) } else { Part::Var(name.to_owned()) });
             rest = &rest[close + 1..];
         }
         if rest.contains('}') {
@@ -68,6 +74,17 @@ impl UriTemplate {
         for (i, part) in self.parts.iter().enumerate() {
             match part {
                 Part::Literal(lit) => rest = rest.strip_prefix(lit.as_str())?,
+                Part::Reserved(name) => {
+                    let end = match self.parts.get(i + 1) {
+                        Some(Part::Literal(next)) => rest.find(next.as_str())?,
+                        _ => rest.len(),
+                    };
+                    if end == 0 {
+                        return None;
+                    }
+                    vars.insert(name.clone(), Value::String(rest[..end].to_owned()));
+                    rest = &rest[end..];
+                }
                 Part::Var(name) => {
                     let end = match self.parts.get(i + 1) {
                         Some(Part::Literal(next)) => rest.find(next.as_str())?,
@@ -124,6 +141,15 @@ mod tests {
         assert!(t.matches("test://other/1/data").is_none());
         let tail = UriTemplate::parse("file:///{name}").unwrap();
         assert_eq!(tail.matches("file:///a.txt").unwrap()["name"], "a.txt");
+    }
+
+    #[test]
+    fn a_reserved_variable_spans_slashes_and_stays_as_written() {
+        let t = UriTemplate::parse("skill://{+path}").unwrap();
+        assert_eq!(t.matches("skill://acme/refunds/a%20b.md").unwrap()["path"], "acme/refunds/a%20b.md");
+        assert!(t.matches("skill://").is_none());
+        assert!(t.matches("other://x").is_none());
+        assert!(UriTemplate::parse("x://{+a}{b}").is_err());
     }
 
     #[test]

@@ -20,7 +20,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("the MRTR core", &["ask", "replay", "context", "extract"]),
     ("handlers and the catalog", &["handler", "live", "private"]),
     ("dispatch", &["dispatch"]),
-    ("extensions", &["tasks", "auth", "redis"]),
+    ("extensions", &["tasks", "auth", "redis", "skills"]),
     ("the builder", &["server"]),
     ("transports", &["legacy", "transport", "testing"]),
 ];

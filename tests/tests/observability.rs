@@ -94,3 +94,56 @@ fn a_state_too_large_to_seal_is_logged_below_warn() {
     assert!(!lines.is_empty(), "{log}");
     assert!(lines.iter().all(|l| l.contains("DEBUG") && !l.contains("WARN")), "{log}");
 }
+
+/// Says what trace context and `_meta` keys it was called with.
+#[tool]
+async fn traced(ctx: &Ctx) -> Result<String, ToolError> {
+    let meta = ctx.meta();
+    let trace_id = meta.trace.traceparent().map_or("none", |parent| parent.trace_id());
+    let user = meta.trace.baggage_value("userId").unwrap_or_default();
+    let tenant = meta.extra.get("com.acme/tenant").and_then(|v| v.as_str()).unwrap_or_default();
+    Ok(format!("trace {trace_id}, user {user}, tenant {tenant}"))
+}
+
+const TRACEPARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01";
+
+#[test]
+fn a_traceparent_reaches_the_request_span_and_the_handler_and_ties_the_rounds() {
+    use mcp_mrtr_tests::harness::{Rpc, TestServer};
+
+    let log = logged_while(async {
+        let server = TestServer::start(Server::new("t", "1").tool(traced).tool(unlock)).await;
+        let call = Rpc::call_tool("traced", json!({}))
+            .meta_key("traceparent", json!(TRACEPARENT))
+            .meta_key("baggage", json!("userId=alice%20b"))
+            .meta_key("com.acme/tenant", json!("blue"));
+        let reply = server.call(&call).await;
+        assert_eq!(
+            reply["result"]["content"][0]["text"],
+            "trace 0af7651916cd43dd8448eb211c80319c, user alice b, tenant blue"
+        );
+        // Malformed trace context is ignored: the call is served as if it had none.
+        let garbage = Rpc::call_tool("traced", json!({}))
+            .meta_key("traceparent", json!(42))
+            .meta_key("baggage", json!("no equals"));
+        assert_eq!(server.call(&garbage).await["result"]["content"][0]["text"], "trace none, user , tenant ");
+
+        // Two rounds of one flow, each with its own traceparent: the second records where
+        // the flow started.
+        let first = server.call(&Rpc::call_tool("unlock", json!({})).meta_key("traceparent", json!(TRACEPARENT))).await;
+        let state = first["result"]["requestState"].clone();
+        let second = Rpc::call_tool("unlock", json!({}))
+            .meta_key("traceparent", json!("00-11111111111111111111111111111111-2222222222222222-01"))
+            .param("inputResponses", json!({ "secret": answer::accept(json!({"pin": "1234"})) }))
+            .param("requestState", state);
+        assert!(server.call(&second).await["result"]["content"][0]["text"].as_str().unwrap().starts_with("unlocked"));
+    });
+    let closed: Vec<&str> = log.lines().filter(|l| l.contains("close") && l.contains("mcp.request")).collect();
+    assert!(closed.iter().any(|l| l.contains("trace_id=\"0af7651916cd43dd8448eb211c80319c\"")), "{log}");
+    assert!(
+        closed.iter().any(|l| l.contains("trace_id=\"11111111111111111111111111111111\"")
+            && l.contains("flow=\"0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7\"")),
+        "the second round names the flow's start: {log}"
+    );
+    assert!(!log.contains("alice"), "baggage is not logged: {log}");
+}

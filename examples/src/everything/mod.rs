@@ -39,7 +39,15 @@ pub fn server() -> Server {
     let server = bridge::register(server);
     let server = live::register(server);
     let server = tasks::register(server);
+    let server = server.skills(skills());
     resources(server)
+}
+
+/// The skills of `examples/skills` (SEP-2640): one at the top, one under a prefix, each
+/// with a supporting file in a subfolder, as the conformance scenarios browse them.
+fn skills() -> mcp_mrtr::Skills {
+    let folder = concat!(env!("CARGO_MANIFEST_DIR"), "/skills");
+    mcp_mrtr::Skills::from_dir(folder).unwrap_or_else(|error| panic!("the fixture's skills at {folder}: {error}"))
 }
 
 /// The settings a deployment gives the fixture through its environment: Redis for the

@@ -22,7 +22,7 @@
 use std::sync::Arc;
 
 use super::Engine;
-use crate::handler::{PromptRoute, ResourceRoute, ToolRoute};
+use crate::handler::{MethodRoute, PromptRoute, ResourceRoute, ToolRoute};
 use crate::live::{Catalog, Item, RequestView};
 use crate::protocol::JsonObject;
 use crate::Error;
@@ -82,6 +82,15 @@ impl Guarded for ResourceRoute {
     }
 }
 
+impl Guarded for MethodRoute {
+    fn item(&self) -> Item<'_> {
+        Item::Method(&self.name)
+    }
+    fn scopes(&self) -> &[String] {
+        &self.scopes
+    }
+}
+
 impl Engine {
     /// The decision: whether the request `view` may reach `route` (see the module docs).
     pub(crate) fn access(&self, view: &RequestView<'_>, route: &impl Guarded) -> Result<(), Refused> {
@@ -135,5 +144,13 @@ impl Engine {
     pub(crate) fn reach_resource_key(&self, view: &RequestView<'_>, key: &str) -> Result<(), Refused> {
         let route = self.catalog().find::<ResourceRoute>(key).ok_or(Refused::Unknown)?;
         self.access(view, &*route)
+    }
+
+    /// The server's own method `name`, if the request may call it: a hidden one is
+    /// answered as an unknown method.
+    pub(crate) fn reach_method(&self, view: &RequestView<'_>, name: &str) -> Result<Arc<MethodRoute>, Error> {
+        let route = self.methods.get(name).ok_or_else(|| Error::method_not_found(name))?;
+        self.access(view, &**route).map_err(|refused| refused.or_unknown(|| Error::method_not_found(name)))?;
+        Ok(route.clone())
     }
 }

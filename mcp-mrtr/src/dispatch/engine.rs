@@ -3,6 +3,7 @@
 //! from the [`Server`](crate::Server) builder users touch. The builder makes one when it
 //! serves; every transport and extension holds the engine, never the builder.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -12,11 +13,11 @@ use futures_util::future::BoxFuture;
 use super::TaskHook;
 use crate::app_state::AppState;
 use crate::context::Transport;
-use crate::handler::{PromptRoute, ResourceRoute, TaskSupport, ToolRoute};
+use crate::handler::{MethodRoute, PromptRoute, ResourceRoute, TaskSupport, ToolRoute};
 use crate::live::{Live, LiveConfig, Prepared, ServerHandle};
 use crate::protocol::{
-    CompleteParams, Completion, Implementation, JsonObject, PromptsCapability, ResourcesCapability, ServerCapabilities,
-    ToolsCapability,
+    CacheHints, CompleteParams, Completion, Implementation, JsonObject, PromptsCapability, ResourcesCapability,
+    ServerCapabilities, ToolsCapability,
 };
 use crate::state::KeyError;
 use crate::{Caller, Ctx, Error, MemoryGuard, StateConfig, StateGuard, ToolError};
@@ -25,38 +26,6 @@ pub(crate) type PrincipalFn = Arc<dyn Fn(&HeaderMap) -> Option<String> + Send + 
 
 pub(crate) type CompletionFn =
     Arc<dyn Fn(Ctx, CompleteParams) -> BoxFuture<'static, Result<Completion, ToolError>> + Send + Sync>;
-
-/// Who may cache a cacheable result (`cacheScope`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum CacheScope {
-    /// Identical for every caller; intermediaries may share it.
-    Public,
-    /// Specific to the caller's authorization context.
-    #[default]
-    Private,
-}
-
-impl CacheScope {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Self::Public => "public",
-            Self::Private => "private",
-        }
-    }
-}
-
-/// The caching hints (`ttlMs`, `cacheScope`) stamped on complete results of
-/// `server/discover`, the `*/list` methods and `resources/read`.
-///
-/// The default, `ttlMs: 0` and `private`, lets no one reuse a result: opt in to caching
-/// when your lists are stable.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CacheHints {
-    /// How long the result stays fresh, in milliseconds.
-    pub ttl_ms: u64,
-    /// Who may share it.
-    pub scope: CacheScope,
-}
 
 /// The running server: what every request reads. Cheap to clone (shared parts behind
 /// `Arc`s); clones share the catalog, the sealing keys and the guard.
@@ -82,6 +51,10 @@ pub(crate) struct Engine {
     pub(crate) state_guard: Option<Arc<dyn StateGuard>>,
     pub(crate) bridge_answer_timeout: Duration,
     pub(crate) app: AppState,
+    /// The server's own request methods, by name.
+    pub(crate) methods: Arc<BTreeMap<String, Arc<MethodRoute>>>,
+    /// Extensions declared by the application, with their settings (`capabilities.extensions`).
+    pub(crate) extensions: JsonObject,
     /// The tasks extension, when the server serves it (the builder plugs it in).
     pub(crate) tasks: Option<Arc<dyn TaskHook>>,
 }
@@ -111,6 +84,8 @@ impl Engine {
             state_guard: Some(Arc::new(MemoryGuard::new())),
             bridge_answer_timeout: crate::context::ANSWER_TIMEOUT,
             app,
+            methods: Arc::default(),
+            extensions: JsonObject::new(),
             tasks: None,
         }
     }
@@ -183,8 +158,8 @@ impl Engine {
         let routes = catalog.tools.iter().map(|t| ("tool", t.route.tool.name.as_str(), &t.route.needs));
         let routes =
             routes.chain(catalog.prompts.iter().map(|p| ("prompt", p.route.prompt.name.as_str(), &p.route.needs)));
-        let mut routes =
-            routes.chain(catalog.resources.iter().map(|r| ("resource", r.route.kind.key(), &r.route.needs)));
+        let routes = routes.chain(catalog.resources.iter().map(|r| ("resource", r.route.kind.key(), &r.route.needs)));
+        let mut routes = routes.chain(self.methods.values().map(|m| ("method", m.name.as_str(), &m.needs)));
         routes
             .find_map(|(kind, name, needs)| {
                 needs.iter().find(|need| !self.app.has(need)).map(|need| {
@@ -211,11 +186,13 @@ impl Engine {
                 .then_some(ResourcesCapability { subscribe: live, list_changed: live }),
             completions: present(self.completion.is_some()),
             logging: present(self.logging),
-            extensions: self.serves_tasks().then(|| {
-                let mut extensions = JsonObject::new();
-                extensions.insert(crate::protocol::TASKS_EXTENSION.into(), serde_json::json!({}));
-                extensions
-            }),
+            extensions: {
+                let mut extensions = self.extensions.clone();
+                if self.serves_tasks() {
+                    extensions.insert(crate::protocol::TASKS_EXTENSION.into(), serde_json::json!({}));
+                }
+                (!extensions.is_empty()).then_some(extensions)
+            },
             ..ServerCapabilities::default()
         }
     }

@@ -9,8 +9,8 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::CacheHints;
 use crate::live::PreparedBody;
+use crate::protocol::CacheHints;
 use crate::protocol::{meta_keys, Implementation, JsonObject, ResultJson};
 use crate::Error;
 
@@ -124,7 +124,7 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
-    use crate::dispatch::CacheScope;
+    use crate::protocol::CacheScope;
 
     fn stamped(body: &str, hints: Option<CacheHints>) -> Value {
         let info = Implementation::new("s", "1");

@@ -177,6 +177,7 @@ impl<'de> Visitor<'de> for MetaSeed {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RequestMeta, A::Error> {
         let (mut version, mut capabilities) = (None, None);
+        let (mut traceparent, mut tracestate, mut baggage) = (None, None, None);
         let mut meta = RequestMeta::default();
         while let Some(Key(key)) = map.next_key()? {
             match &*key {
@@ -185,11 +186,17 @@ impl<'de> Visitor<'de> for MetaSeed {
                 meta_keys::CLIENT_INFO => meta.client_info = Some(map.next_value()?),
                 meta_keys::PROGRESS_TOKEN => meta.progress_token = Some(map.next_value::<Id>()?.0),
                 meta_keys::LOG_LEVEL => meta.log_level = Some(map.next_value()?),
+                // Trace keys are read as strings; anything else is as if absent.
+                super::TRACEPARENT => traceparent = map.next_value::<Value>()?.as_str().map(str::to_owned),
+                super::TRACESTATE => tracestate = map.next_value::<Value>()?.as_str().map(str::to_owned),
+                super::BAGGAGE => baggage = map.next_value::<Value>()?.as_str().map(str::to_owned),
                 _ => {
-                    map.next_value::<IgnoredAny>()?;
+                    let value = map.next_value::<Value>()?;
+                    meta.extra.insert(key.into_owned(), value);
                 }
             }
         }
+        meta.trace = super::TraceContext::read(traceparent.as_deref(), tracestate.as_deref(), baggage.as_deref());
         meta.protocol_version = version.ok_or_else(|| de::Error::custom("no protocol version"))?;
         meta.client_capabilities = capabilities.ok_or_else(|| de::Error::custom("no capabilities"))?;
         Ok(meta)

@@ -7,12 +7,14 @@
 //! [`check_version`] for the version.
 
 mod fast;
+mod trace;
 
 use serde::Deserialize as _;
 use serde_json::Value;
 
 pub(crate) use self::fast::read_modern;
-use crate::protocol::{meta_keys, ClientCapabilities, Implementation, LoggingLevel, RequestId};
+pub use self::trace::{TraceContext, TraceParent};
+use crate::protocol::{meta_keys, ClientCapabilities, Implementation, JsonObject, LoggingLevel, RequestId};
 use crate::Error;
 
 /// The protocol revision this server speaks to modern clients.
@@ -166,6 +168,30 @@ pub struct RequestMeta {
     pub progress_token: Option<RequestId>,
     /// `io.modelcontextprotocol/logLevel`: the request opted in to log notifications.
     pub log_level: Option<LoggingLevel>,
+    /// `traceparent`, `tracestate` and `baggage` (SEP-414), the valid ones.
+    pub trace: TraceContext,
+    /// Every other member of `_meta`, as sent: keys of the application's own.
+    pub extra: JsonObject,
+}
+
+/// The `_meta` keys of W3C trace context (SEP-414), unprefixed.
+pub(crate) const TRACEPARENT: &str = "traceparent";
+pub(crate) const TRACESTATE: &str = "tracestate";
+pub(crate) const BAGGAGE: &str = "baggage";
+
+/// Whether `key` is one the envelope reads itself (the rest goes to `extra`).
+fn is_envelope_key(key: &str) -> bool {
+    matches!(
+        key,
+        meta_keys::PROTOCOL_VERSION
+            | meta_keys::CLIENT_CAPABILITIES
+            | meta_keys::CLIENT_INFO
+            | meta_keys::PROGRESS_TOKEN
+            | meta_keys::LOG_LEVEL
+            | TRACEPARENT
+            | TRACESTATE
+            | BAGGAGE
+    )
 }
 
 impl RequestMeta {
@@ -191,8 +217,21 @@ impl RequestMeta {
             client_info: optional(meta, meta_keys::CLIENT_INFO)?,
             progress_token: optional(meta, meta_keys::PROGRESS_TOKEN)?,
             log_level: optional(meta, meta_keys::LOG_LEVEL)?,
+            trace: trace_of(meta),
+            extra: extra_of(meta),
         })
     }
+}
+
+/// The trace context a `_meta` object carries (SEP-414), valid parts only.
+pub(crate) fn trace_of(meta: &JsonObject) -> TraceContext {
+    let text = |key| meta.get(key).and_then(Value::as_str);
+    TraceContext::read(text(TRACEPARENT), text(TRACESTATE), text(BAGGAGE))
+}
+
+/// The members of a `_meta` object the envelope does not read itself.
+pub(crate) fn extra_of(meta: &JsonObject) -> JsonObject {
+    meta.iter().filter(|(key, _)| !is_envelope_key(key)).map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
 /// Capabilities are objects all the way down: serde would also take `[]` for a struct,

@@ -27,7 +27,7 @@ pub(crate) use self::table::{SessionLimits, Sessions};
 use self::wait::Parked;
 pub(crate) use self::wait::{HandlerSlot, SlotLease, WaitBounds};
 use crate::dispatch::Engine;
-use crate::envelope::Request;
+use crate::envelope::{self, Request};
 use crate::protocol::{meta_keys, InputRequest, JsonObject, LoggingLevel, Notification, Notifier, Outgoing, RequestId};
 use crate::{Error, RequestMeta};
 
@@ -120,18 +120,16 @@ pub(crate) fn utility(session: &Session, request: &Request) -> Option<Result<Val
 /// The envelope a legacy request would carry: the session's negotiated version,
 /// capabilities and log level, and the request's own progress token.
 pub(crate) fn meta(session: &Session, request: &Request) -> RequestMeta {
-    let progress_token = request
-        .params
-        .as_ref()
-        .and_then(|p| p.get("_meta"))
-        .and_then(|m| m.get(meta_keys::PROGRESS_TOKEN))
-        .and_then(RequestId::from_value);
+    let empty = JsonObject::new();
+    let meta = request.params.as_ref().and_then(|p| p.get("_meta")).and_then(Value::as_object).unwrap_or(&empty);
     RequestMeta {
         protocol_version: session.version.clone(),
         client_capabilities: session.capabilities.clone(),
         client_info: session.client_info.clone(),
-        progress_token,
+        progress_token: meta.get(meta_keys::PROGRESS_TOKEN).and_then(RequestId::from_value),
         log_level: session.log_level(),
+        trace: envelope::trace_of(meta),
+        extra: envelope::extra_of(meta),
     }
 }
 

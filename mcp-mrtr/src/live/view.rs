@@ -78,6 +78,8 @@ pub enum Item<'a> {
     Resource(&'a Resource),
     /// A resource template.
     ResourceTemplate(&'a ResourceTemplate),
+    /// A request method of the server's own ([`MethodRoute`](crate::MethodRoute)), by name.
+    Method(&'a str),
 }
 
 impl ResourceKind {

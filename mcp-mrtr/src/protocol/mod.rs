@@ -5,6 +5,7 @@
 //! ignored on input, as the spec asks of receivers. Optional fields are omitted, never
 //! sent as `null`.
 
+mod cache;
 mod capabilities;
 mod completion;
 mod content;
@@ -15,6 +16,7 @@ mod prompts;
 mod resources;
 mod tools;
 
+pub use cache::{CacheHints, CacheScope};
 pub(crate) use capabilities::TASKS_EXTENSION;
 pub use capabilities::{
     ClientCapabilities, ElicitationCapability, PromptsCapability, ResourcesCapability, SamplingCapability,

@@ -137,27 +137,37 @@ fn launch(
         status: status.clone(),
         lease: tasks.lease,
     };
+    // One span per run, outliving the request that created the task: it records where
+    // the call started in its client's trace, so every run of the task reads as one flow.
+    let span = tracing::debug_span!("mcp.task.run", task = %id, run = %run, flow = replay.carried().origin());
     replay.enter_task(Arc::new(log));
     let (tasks_here, task_id, holder) = (tasks.clone(), id.to_owned(), run.clone());
-    tasks.running.spawn(id, run, async move {
-        let settled = tokio::select! {
-            settled = in_slot(&tasks_here.runs, limit, self::run(&replay, &caps, handler)) => settled,
-            () = lease::keep(&tasks_here, &task_id, &holder) => return,
-        };
-        // The last status message, if one still waits, goes into the final write.
-        let message = status.take_pending();
-        let keep = tasks_here.limits.keep_finished;
-        let written = transition(&*tasks_here.store, &task_id, |record| {
-            settle(record, &settled, &holder, message.as_ref(), keep)
-        })
-        .await;
-        match written {
-            // Waiting for answers, or taken over by another run: still live.
-            Ok(Some((record, _))) if !record.status.is_terminal() => {}
-            Ok(_) => tasks_here.forget(&task_id),
-            Err(error) => tracing::warn!(task = %task_id, %error, "could not record how a task ended"),
-        }
-    });
+    tasks.running.spawn(
+        id,
+        run,
+        tracing::Instrument::instrument(
+            async move {
+                let settled = tokio::select! {
+                    settled = in_slot(&tasks_here.runs, limit, self::run(&replay, &caps, handler)) => settled,
+                    () = lease::keep(&tasks_here, &task_id, &holder) => return,
+                };
+                // The last status message, if one still waits, goes into the final write.
+                let message = status.take_pending();
+                let keep = tasks_here.limits.keep_finished;
+                let written = transition(&*tasks_here.store, &task_id, |record| {
+                    settle(record, &settled, &holder, message.as_ref(), keep)
+                })
+                .await;
+                match written {
+                    // Waiting for answers, or taken over by another run: still live.
+                    Ok(Some((record, _))) if !record.status.is_terminal() => {}
+                    Ok(_) => tasks_here.forget(&task_id),
+                    Err(error) => tracing::warn!(task = %task_id, %error, "could not record how a task ended"),
+                }
+            },
+            span,
+        ),
+    );
 }
 
 /// Runs `run` once one of the instance's run slots is free (waiting in line for it),
