@@ -137,16 +137,7 @@ impl Engine {
         // of a server logging at info, a tenth of a round's cost (`RUST_LOG=mcp_mrtr=debug`
         // turns them on).
         let era = if transport.bridge.is_some() { "2025-11-25" } else { "2026-07-28" };
-        let span = tracing::debug_span!(
-            "mcp.request",
-            method = %request.method,
-            %id,
-            era,
-            target = tracing::field::Empty,
-            outcome = tracing::field::Empty,
-            trace_id = meta.trace.traceparent().map(crate::TraceParent::trace_id),
-            flow = tracing::field::Empty,
-        );
+        let span = crate::telemetry::request_span(&request, era, &meta);
         let started = std::time::Instant::now();
         // Application code runs in here (handlers, their synchronous prologues, the
         // principal function): a panic fails this request, never the connection.
@@ -163,7 +154,7 @@ impl Engine {
             // The outcome was recorded when the body was stamped.
             Ok(_) => tracing::debug!(parent: &span, elapsed_us, "request answered"),
             Err(error) => {
-                span.record("outcome", "error");
+                crate::telemetry::failed(&span, error.code().0, error.message());
                 tracing::debug!(parent: &span, elapsed_us, code = error.code().0, %error, "request failed");
             }
         }
@@ -235,7 +226,7 @@ impl Engine {
         let input = std::mem::take(&mut call.input);
         let arguments = call.params.arguments.take().unwrap_or_default();
         let name = &call.params.name;
-        tracing::Span::current().record("target", name.as_str());
+        crate::telemetry::target(&tracing::Span::current(), "tools/call", name);
         let route = self.callable_tool(&call.view(), name)?;
         check_param_headers(&call.transport, &route, &arguments)?;
         call.limit = route.timeout.or(call.limit);
@@ -263,7 +254,7 @@ impl Engine {
     async fn get_prompt(&self, mut call: Call<GetPromptParams>) -> Result<Body, Error> {
         let input = std::mem::take(&mut call.input);
         let name = &call.params.name;
-        tracing::Span::current().record("target", name.as_str());
+        crate::telemetry::target(&tracing::Span::current(), "prompts/get", name);
         let route = self
             .reach_prompt(&call.view(), name)
             .map_err(|refused| refused.or_unknown(|| Error::unknown("prompt", name)))?;
@@ -284,7 +275,7 @@ impl Engine {
     async fn read_resource(&self, mut call: Call<ReadResourceParams>) -> Result<Body, Error> {
         let input = std::mem::take(&mut call.input);
         let uri = &call.params.uri;
-        tracing::Span::current().record("target", uri.as_str());
+        crate::telemetry::target(&tracing::Span::current(), "resources/read", uri);
         let legacy = call.transport.bridge.is_some();
         let catalog = self.catalog();
         let (route, vars) = self
@@ -313,7 +304,7 @@ impl Engine {
         let input = std::mem::take(&mut call.input);
         call.params.remove("_meta");
         let name = route.name.as_str();
-        tracing::Span::current().record("target", name);
+        crate::telemetry::target(&tracing::Span::current(), name, name);
         let target = self.target(&call, name, name, Some(&call.params));
         self.rounds(&target, &call, input, |replay| {
             let run = (route.run)(self.ctx(&call, replay), Value::Object(call.params.clone()));
@@ -415,7 +406,7 @@ impl Engine {
     ) -> Result<Arc<Replay>, Error> {
         let responses = input_responses(input.responses)?;
         let Some(token) = input.state else {
-            let origin = trace.traceparent().map(|parent| format!("{}-{}", parent.trace_id(), parent.parent_id()));
+            let origin = trace.traceparent().map(|parent| parent.as_str().to_owned());
             return Ok(Arc::new(Replay::new_call(responses, ClientId::of(extensions).owner_key(), origin)));
         };
         let presented = Presented {
@@ -426,7 +417,7 @@ impl Engine {
         };
         let (carried, expires) = presented.open(|payload| serde_json::from_slice::<Carried>(payload).ok())?;
         if let Some(origin) = carried.origin() {
-            tracing::Span::current().record("flow", origin);
+            crate::telemetry::continues_flow(&tracing::Span::current(), origin);
         }
         let single_use = self
             .state_guard

@@ -90,6 +90,7 @@ mod shutdown;
 mod skills;
 mod state;
 mod tasks;
+mod telemetry;
 pub mod testing;
 mod transport;
 mod uri_template;

@@ -65,8 +65,7 @@ pub(crate) struct Carried {
     /// the call's states against it, whoever presents them.
     #[serde(rename = "k", default, skip_serializing_if = "is_zero")]
     owner: u32,
-    /// Where the call started in its client's trace (`{trace-id}-{span-id}` of the first
-    /// round's `traceparent`), when it carried one: each later round's span, and each run
+    /// Where the call started in its client's trace (the first round's `traceparent`), when it carried one: each later round's span, and each run
     /// of the task it became, records it, so one flow reads as one trace.
     #[serde(rename = "t", default, skip_serializing_if = "Option::is_none")]
     origin: Option<String>,

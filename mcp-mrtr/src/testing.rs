@@ -159,10 +159,13 @@ impl TestClient {
         method: &str,
         params: JsonObject,
         extensions: &Arc<Extensions>,
+        meta: &JsonObject,
     ) -> Result<Value, Error> {
         let meta = RequestMeta {
             protocol_version: PROTOCOL_VERSION.into(),
             client_capabilities: serde_json::from_value(self.capabilities.clone()).unwrap_or_default(),
+            trace: crate::envelope::trace_of(meta),
+            extra: crate::envelope::extra_of(meta),
             ..RequestMeta::default()
         };
         let request = Request { id: RequestId::from(id), method: method.into(), params: Some(Value::Object(params)) };
@@ -174,7 +177,15 @@ impl TestClient {
 
     fn exchange<const N: usize>(&self, method: &'static str, params: [(&str, Value); N]) -> Exchange<'_> {
         let params = params.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
-        Exchange { client: self, method, params, state: None, next_id: 1, extensions: self.extensions.clone() }
+        Exchange {
+            client: self,
+            method,
+            params,
+            meta: JsonObject::new(),
+            state: None,
+            next_id: 1,
+            extensions: self.extensions.clone(),
+        }
     }
 }
 
@@ -183,6 +194,7 @@ pub struct Exchange<'c> {
     client: &'c TestClient,
     method: &'static str,
     params: JsonObject,
+    meta: JsonObject,
     state: Option<String>,
     next_id: i64,
     extensions: Arc<Extensions>,
@@ -193,6 +205,34 @@ impl Exchange<'_> {
     /// then be refused.
     pub fn as_caller(&mut self, caller: Caller) -> &mut Self {
         Arc::make_mut(&mut self.extensions).insert(caller);
+        self
+    }
+
+    /// Sends `key` in `_meta` with the following rounds: W3C trace context
+    /// (`traceparent`, `tracestate`, `baggage`) or a key of the application's own, as
+    /// [`Ctx::meta`](crate::Ctx::meta) reads them. Invalid trace context is dropped, as
+    /// a transport drops it.
+    ///
+    /// ```
+    /// # use mcp_mrtr::prelude::*;
+    /// # use mcp_mrtr::testing::TestClient;
+    /// #[tool]
+    /// async fn trace_id(ctx: &Ctx) -> Result<String, ToolError> {
+    ///     Ok(ctx.meta().trace.traceparent().map_or("none", |p| p.trace_id()).to_owned())
+    /// }
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let client = TestClient::new(Server::new("t", "1").tool(trace_id));
+    /// let round = client
+    ///     .call_tool("trace_id", serde_json::json!({}))
+    ///     .meta("traceparent", "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01")
+    ///     .start()
+    ///     .await;
+    /// assert_eq!(round.text().as_deref(), Some("0af7651916cd43dd8448eb211c80319c"));
+    /// # }
+    /// ```
+    pub fn meta(&mut self, key: &str, value: impl Into<Value>) -> &mut Self {
+        self.meta.insert(key.to_owned(), value.into());
         self
     }
 
@@ -240,7 +280,7 @@ impl Exchange<'_> {
         if let Some(state) = &self.state {
             params.insert("requestState".into(), Value::String(state.clone()));
         }
-        let outcome = self.client.request(self.next_id, self.method, params, &self.extensions).await;
+        let outcome = self.client.request(self.next_id, self.method, params, &self.extensions, &self.meta).await;
         self.next_id += 1;
         let round = Round::new(outcome);
         self.state = round.input_required().and_then(|r| r.request_state.clone());
@@ -404,6 +444,6 @@ impl TaskHandle<'_> {
         if let Some(responses) = responses {
             params.insert("inputResponses".into(), responses);
         }
-        self.client.request(1, method, params, &self.client.extensions).await
+        self.client.request(1, method, params, &self.client.extensions, &JsonObject::new()).await
     }
 }

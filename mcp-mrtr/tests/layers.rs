@@ -16,7 +16,10 @@ const LAYERS: &[(&str, &[&str])] = &[
         &["error", "hex", "uri_template", "form_schema", "kept_arguments", "inflight", "caller", "deadline"],
     ),
     ("bounds and lifecycle", &["fair", "shutdown"]),
-    ("sealed state, envelope, capabilities", &["state", "capability", "envelope", "param_headers", "app_state"]),
+    (
+        "sealed state, envelope, capabilities",
+        &["state", "capability", "envelope", "param_headers", "app_state", "telemetry"],
+    ),
     ("the MRTR core", &["ask", "replay", "context", "extract"]),
     ("handlers and the catalog", &["handler", "live", "private"]),
     ("dispatch", &["dispatch"]),

@@ -69,7 +69,8 @@ impl TraceContext {
 }
 
 impl TraceParent {
-    fn parse(text: &str) -> Option<Self> {
+    /// The `traceparent` `text`, if valid (its first four fields).
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         if text.len() > MAX_TRACEPARENT || text.len() < 55 {
             return None;
         }

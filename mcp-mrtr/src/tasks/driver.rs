@@ -137,9 +137,9 @@ fn launch(
         status: status.clone(),
         lease: tasks.lease,
     };
-    // One span per run, outliving the request that created the task: it records where
-    // the call started in its client's trace, so every run of the task reads as one flow.
-    let span = tracing::debug_span!("mcp.task.run", task = %id, run = %run, flow = replay.carried().origin());
+    // One span per run, outliving the request that created the task, in the trace of
+    // the flow it continues.
+    let span = crate::telemetry::task_run_span(id, &run, replay.carried().origin());
     replay.enter_task(Arc::new(log));
     let (tasks_here, task_id, holder) = (tasks.clone(), id.to_owned(), run.clone());
     tasks.running.spawn(
