@@ -4,3 +4,4 @@
 pub mod everything;
 pub mod notes;
 pub mod process;
+pub mod soak;

@@ -7,11 +7,14 @@
 //! answer to the question as asked counts.
 //!
 //! Keys: an explicit `key = …` wins, else the name the `let` binds (through `?`,
-//! `.await`, method calls, and the scrutinee of a `match` or `if let`), else the site's
-//! position (`ask1`, `ask2`, … in source order). The rewrite refuses, with an
-//! error on the `ask!`: two sites with one static key, an ask in a loop without a
-//! per-iteration key, and asks inside closures, async blocks, nested items or other
-//! macros (there the handler's round cannot end; bind the result to a variable first).
+//! `.await`, method calls, and the scrutinee of a `match` or `if let`; in `let (a, b) =
+//! join!(…)` each ask's place in the tuple). An ask with neither is an error: its key is
+//! the wire's name for the answer, and a position would change with the code around it.
+//! (`once!`'s results stay inside the sealed state, so an unnamed one is keyed by its
+//! position.) The rewrite also refuses, with an error on the `ask!`: two sites with one
+//! static key, an ask in a loop without a per-iteration key, and asks inside closures,
+//! async blocks, nested items or other macros (there the handler's round cannot end; bind
+//! the result to a variable first).
 
 use std::collections::HashMap;
 
@@ -126,6 +129,17 @@ impl<'e> Rewriter<'e> {
                 );
                 return None;
             }
+            // An ask's key is the wire's name for its answer: a position would change
+            // whenever the code around it changes, so an ask with no name must get one.
+            None if let_key.is_none() && name == "ask!" => {
+                self.error(
+                    span,
+                    "this ask! has no name for its answer, which is part of the wire contract: bind it \
+                     (`let target = ask!(…)`), or give it one: ask!(key = \"target\", …)"
+                        .into(),
+                );
+                return None;
+            }
             None => Some(let_key.map_or_else(
                 || format!("ask{}", self.ordinal),
                 |ident| ident.to_string().trim_start_matches("r#").to_owned(),
@@ -160,13 +174,15 @@ impl<'e> Rewriter<'e> {
     }
 
     /// `join!(ask!(…), ask!(…))`: the asks stay futures so the join polls them together.
-    fn rewrite_join(&mut self, mac: &Macro) -> Option<TokenStream> {
+    /// In `let (a, b) = join!(…)` each ask is named by its place in the tuple.
+    fn rewrite_join(&mut self, mac: &Macro, names: &[Option<Ident>]) -> Option<TokenStream> {
         let parser = Punctuated::<Expr, Token![,]>::parse_terminated;
         let mut args = parser.parse2(mac.tokens.clone()).ok()?;
-        for arg in &mut args {
+        for (at, arg) in args.iter_mut().enumerate() {
             match arg {
                 Expr::Macro(inner) if site_of(&inner.mac) == Some(Site::Ask) => {
-                    if let Some(tokens) = self.rewrite(&inner.mac, None, Mode::Future) {
+                    let name = names.get(at).and_then(Option::as_ref);
+                    if let Some(tokens) = self.rewrite(&inner.mac, name, Mode::Future) {
                         *arg = Expr::Verbatim(tokens);
                     }
                 }
@@ -208,7 +224,7 @@ impl VisitMut for Rewriter<'_> {
                 let rewritten = if site_of(&m.mac).is_some() {
                     self.rewrite(&m.mac, None, Mode::Await)
                 } else if is_join(&m.mac) {
-                    self.rewrite_join(&m.mac)
+                    self.rewrite_join(&m.mac, &[])
                 } else {
                     self.check_opaque(&m.mac.tokens);
                     None
@@ -243,7 +259,13 @@ impl VisitMut for Rewriter<'_> {
                 self.form_types.push(form.clone());
             }
             let key = bound_name(&local.pat).cloned();
-            if let Some(site) = spine_site(&mut init.expr) {
+            if let Some(join) = join_site(&mut init.expr) {
+                if let Expr::Macro(m) = join {
+                    let names = tuple_names(&local.pat);
+                    let tokens = self.rewrite_join(&m.mac, &names).unwrap_or_else(|| m.to_token_stream());
+                    *join = Expr::Verbatim(tokens);
+                }
+            } else if let Some(site) = spine_site(&mut init.expr) {
                 if let Expr::Macro(m) = site {
                     // Verbatim either way, so the walk below does not visit the site twice.
                     let tokens = self.rewrite(&m.mac, key.as_ref(), Mode::Await).unwrap_or_else(|| m.to_token_stream());
@@ -300,6 +322,27 @@ fn bound_name(pat: &Pat) -> Option<&Ident> {
     match pat {
         Pat::Ident(p) => Some(&p.ident),
         Pat::Type(t) => bound_name(&t.pat),
+        _ => None,
+    }
+}
+
+/// The names `let (a, b, …)` binds, by position (`None` for a place that is not a plain
+/// name, such as `_`).
+fn tuple_names(pat: &Pat) -> Vec<Option<Ident>> {
+    match pat {
+        Pat::Type(typed) => tuple_names(&typed.pat),
+        Pat::Tuple(tuple) => tuple.elems.iter().map(|elem| bound_name(elem).cloned()).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The `join!` an initializer starts from, through `.await`, `?` and parentheses.
+fn join_site(expr: &mut Expr) -> Option<&mut Expr> {
+    match expr {
+        Expr::Macro(m) if is_join(&m.mac) => Some(expr),
+        Expr::Try(e) => join_site(&mut e.expr),
+        Expr::Await(e) => join_site(&mut e.base),
+        Expr::Paren(e) => join_site(&mut e.expr),
         _ => None,
     }
 }
@@ -465,20 +508,42 @@ mod tests {
     }
 
     #[test]
-    fn keys_come_from_let_bindings_explicit_keys_or_position() {
+    fn keys_come_from_let_bindings_tuples_or_explicit_keys() {
         let (out, errors) = rewrite(parse_quote!({
             let place: City = ask!(elicit "Which city?")?;
             let text = ask!(sample "Hi").text();
-            match ask!(elicit "Sure?") {
+            match ask!(key = "sure", elicit "Sure?") {
                 _ => {}
             }
             let named = ask!(key = "explicit", roots);
+            let (first, second) = join!(ask!(elicit "A?"), ask!(elicit "B?"));
         }));
         assert!(errors.is_empty(), "{errors:?}");
-        for key in ["\"place\"", "\"text\"", "\"ask3\"", "\"explicit\""] {
+        for key in ["\"place\"", "\"text\"", "\"sure\"", "\"explicit\"", "\"first\"", "\"second\""] {
             assert!(out.contains(&format!("ask ! (@ __mcp __mcp_ctx , {key} ;")), "{key} missing in {out}");
         }
         assert_eq!(out.matches(". await").count(), 4);
+    }
+
+    #[test]
+    fn an_ask_with_no_name_is_an_error_not_a_position() {
+        for body in [
+            parse_quote!({
+                match ask!(elicit "Sure?") {
+                    _ => {}
+                }
+            }),
+            parse_quote!({
+                let _ = join!(ask!(elicit "A?"), ask!(key = "b", roots));
+            }),
+            parse_quote!({
+                let (a, _) = join!(ask!(elicit "A?"), ask!(elicit "B?"));
+            }),
+        ] {
+            let (_, errors) = rewrite(body);
+            assert_eq!(errors.len(), 1, "{errors:?}");
+            assert!(errors[0].contains("ask!(key = \"target\", …)"), "{errors:?}");
+        }
     }
 
     #[test]

@@ -39,11 +39,15 @@ pub(crate) struct Args {
     pub(crate) task: Option<LitStr>,
     /// OAuth scopes a caller needs, `scopes = ["notes:write"]`.
     pub(crate) scopes: Option<Vec<LitStr>>,
+    /// Form types the handler asks for through helpers, `forms = [Target]`: checked at
+    /// registration like the forms its own `ask!`s name.
+    pub(crate) forms: Vec<syn::Type>,
 }
 
-const TOOL_KEYS: &str = "name, title, description, read_only, destructive, idempotent, open_world, task, scopes, crate";
-const PROMPT_KEYS: &str = "name, title, description, scopes, crate";
-const RESOURCE_KEYS: &str = "uri, name, title, description, mime_type, scopes, crate";
+const TOOL_KEYS: &str =
+    "name, title, description, read_only, destructive, idempotent, open_world, task, scopes, forms, crate";
+const PROMPT_KEYS: &str = "name, title, description, scopes, forms, crate";
+const RESOURCE_KEYS: &str = "uri, name, title, description, mime_type, scopes, forms, crate";
 pub(crate) const HINTS: &[&str] = &["read_only", "destructive", "idempotent", "open_world"];
 
 impl Args {
@@ -65,6 +69,13 @@ impl Args {
                     return Err(meta.error("`scopes` is given twice: keep one"));
                 }
                 self.scopes = Some(scopes_value(meta)?);
+                Ok(())
+            }
+            (_, "forms") => {
+                if !self.forms.is_empty() {
+                    return Err(meta.error("`forms` is given twice: keep one"));
+                }
+                self.forms = forms_value(meta)?;
                 Ok(())
             }
             (_, "crate") => {
@@ -100,6 +111,22 @@ fn set(slot: &mut Option<LitStr>, meta: &ParseNestedMeta<'_>) -> syn::Result<()>
     }
     *slot = Some(string_value(meta)?);
     Ok(())
+}
+
+/// `= [Type, …]`: a non-empty array of the types helpers ask for with a form.
+fn forms_value(meta: &ParseNestedMeta<'_>) -> syn::Result<Vec<syn::Type>> {
+    const FORM: &str = "`forms` takes an array of the types helpers ask for: forms = [Target]";
+    let value = meta.value()?;
+    if !value.peek(syn::token::Bracket) {
+        return Err(syn::Error::new(value.span(), FORM));
+    }
+    let content;
+    let brackets = syn::bracketed!(content in value);
+    let types = Punctuated::<syn::Type, Token![,]>::parse_terminated(&content)?;
+    if types.is_empty() {
+        return Err(syn::Error::new(brackets.span.join(), "`forms` is empty: name at least one type, or drop the key"));
+    }
+    Ok(types.into_iter().collect())
 }
 
 /// `= ["a", "b"]`: a non-empty array of scope tokens (RFC 6749 §3.3: no spaces, quotes
@@ -182,5 +209,14 @@ mod tests {
             assert!(Args::parse(Kind::Tool, bad).is_err());
         }
         assert!(Args::parse(Kind::Prompt, quote!(scopes = ["a"], scopes = ["b"])).is_err());
+    }
+
+    #[test]
+    fn forms_are_an_array_of_types() {
+        let args = Args::parse(Kind::Tool, quote!(forms = [Target, crate::Other])).unwrap();
+        assert_eq!(args.forms.len(), 2);
+        for bad in [quote!(forms = Target), quote!(forms = []), quote!(forms = [1])] {
+            assert!(Args::parse(Kind::Tool, bad).is_err());
+        }
     }
 }

@@ -2,8 +2,10 @@
 
 use syn::{Attribute, Expr, ExprLit, Lit, Meta};
 
-/// The text of the `///` comments among `attrs`, lines trimmed and joined with newlines;
-/// `None` when there are none.
+/// The text of the `///` comments among `attrs`, as a client shows it: the lines of a
+/// paragraph joined with spaces (a doc comment's line breaks are only where the source
+/// wrapped), paragraphs apart by a blank line, and Markdown's own lines (list items,
+/// tables, headings, code blocks) kept as written. `None` when there are none.
 pub(crate) fn description(attrs: &[Attribute]) -> Option<String> {
     let lines: Vec<String> = attrs
         .iter()
@@ -16,8 +18,47 @@ pub(crate) fn description(attrs: &[Attribute]) -> Option<String> {
             _ => None,
         })
         .collect();
-    let text = lines.join("\n").trim().to_owned();
+    let text = unwrap(&lines).trim().to_owned();
     (!text.is_empty()).then_some(text)
+}
+
+/// Joins wrapped lines; see [`description`].
+fn unwrap(lines: &[String]) -> String {
+    let mut text = String::new();
+    let mut in_code = false;
+    let mut previous_blank = true;
+    for line in lines {
+        let fence = line.starts_with("```") || line.starts_with("~~~");
+        let own_line = in_code || fence || starts_block(line);
+        if line.is_empty() {
+            text.push_str("\n\n");
+        } else if previous_blank || own_line || text.is_empty() {
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(line);
+        } else {
+            text.push(' ');
+            text.push_str(line);
+        }
+        if fence {
+            in_code = !in_code;
+        }
+        // In a code block every line stands alone; after a list item, a plain line
+        // continues the item.
+        previous_blank = line.is_empty() || in_code || fence;
+    }
+    // Runs of blank lines are one paragraph break.
+    while text.contains("\n\n\n") {
+        text = text.replace("\n\n\n", "\n\n");
+    }
+    text
+}
+
+/// Whether a Markdown line stands on its own: a list item, table row, heading or quote.
+fn starts_block(line: &str) -> bool {
+    let ordered = line.split_once(". ").is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    ordered || ["- ", "* ", "+ ", "|", "#", ">"].iter().any(|marker| line.starts_with(marker))
 }
 
 #[cfg(test)]
@@ -36,6 +77,20 @@ mod tests {
             fn f() {}
         };
         assert_eq!(description(&f.attrs).as_deref(), Some("Current weather.\n\nIn a city."));
+        let wrapped: syn::ItemFn = parse_quote! {
+            /// Rolls a service out to a region,
+            /// one instance at a time.
+            ///
+            /// Steps:
+            /// - drain
+            /// - deploy,
+            ///   then check
+            fn h() {}
+        };
+        assert_eq!(
+            description(&wrapped.attrs).as_deref(),
+            Some("Rolls a service out to a region, one instance at a time.\n\nSteps:\n- drain\n- deploy, then check")
+        );
         let bare: syn::ItemFn = parse_quote! { fn g() {} };
         assert_eq!(description(&bare.attrs), None);
     }

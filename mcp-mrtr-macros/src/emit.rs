@@ -1,5 +1,5 @@
-//! Code generation: from a validated [`Handler`] to the unit struct users register and
-//! the `From` impl that builds its route. Generated code is glue: it builds a descriptor
+//! Code generation: from a validated [`Handler`] to the function users register, which
+//! builds its route. Generated code is glue: it builds a descriptor
 //! and calls into `mcp_mrtr::__private`, where the logic lives and is tested.
 
 use proc_macro2::{Span, TokenStream};
@@ -13,15 +13,15 @@ use crate::attr::Kind;
 use crate::docs;
 use crate::model::{self, Handler};
 
-/// Expands one attribute. Errors never lose the item's name: on failure the unit struct
+/// Expands one attribute. Errors never lose the item's name: on failure the function
 /// and a stub route are still emitted, so one mistake gives one error.
 pub(crate) fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> TokenStream {
     let item: ItemFn = match syn::parse2(item) {
         Ok(item) => item,
         Err(error) => return error.to_compile_error(),
     };
-    // A method's expansion sits in an `impl` block, where the fallback's struct and impl
-    // would be errors of their own.
+    // A method's expansion sits in an `impl` block, where the fallback function would be
+    // an error of its own.
     let is_method = item.sig.receiver().is_some();
     let mut errors = Vec::new();
     let args = Args::parse(kind, args).unwrap_or_else(|error| {
@@ -63,7 +63,8 @@ pub(crate) fn prepare(handler: &mut Handler, errors: &mut Vec<syn::Error>) -> Pr
     let ctx = Ident::new("__mcp_ctx", Span::mixed_site());
     let mut rewriter = Rewriter::new(ctx.clone(), errors);
     rewriter.visit_block_mut(&mut handler.body);
-    let form_types = std::mem::take(&mut rewriter.form_types);
+    let mut form_types = std::mem::take(&mut rewriter.form_types);
+    form_types.extend(handler.args.forms.iter().cloned());
     Prepared { ctx, form_types }
 }
 
@@ -162,13 +163,11 @@ fn emit(handler: &Handler, runtime: &Path, prepared: &Prepared) -> TokenStream {
     let route = route(handler, runtime, &args_ident, &quote!(__mcp_handler));
     let form_checks = form_checks(handler, runtime, &prepared.form_types);
     let route_type = route_type(handler.kind, runtime);
+    // A function, not a unit struct: a unit struct's name would also be a pattern, and
+    // turn an unrelated `let Some(deploy) = …` in the module into a comparison with it.
     quote! {
         #(#docs)*
-        #[allow(non_camel_case_types)]
-        #[derive(Clone, Copy, Debug)]
-        #vis struct #ident;
-
-        const _: () = {
+        #vis fn #ident() -> #route_type {
             #args_struct
 
             #(#other_attrs)*
@@ -176,14 +175,9 @@ fn emit(handler: &Handler, runtime: &Path, prepared: &Prepared) -> TokenStream {
                 #body
             }
 
-            #[automatically_derived]
-            impl ::core::convert::From<#ident> for #route_type {
-                fn from(_: #ident) -> Self {
-                    #(#form_checks)*
-                    #route
-                }
-            }
-        };
+            #(#form_checks)*
+            #route
+        }
     }
 }
 
@@ -317,14 +311,8 @@ fn fallback(handler: &Handler, runtime: &Path, error: &syn::Error) -> TokenStrea
     let error = error.to_compile_error();
     quote! {
         #(#docs)*
-        #[allow(non_camel_case_types)]
-        #[derive(Clone, Copy, Debug)]
-        #vis struct #ident;
-
-        impl ::core::convert::From<#ident> for #route_type {
-            fn from(_: #ident) -> Self {
-                ::core::unreachable!("this handler failed to compile")
-            }
+        #vis fn #ident() -> #route_type {
+            ::core::unreachable!("this handler failed to compile")
         }
 
         #error

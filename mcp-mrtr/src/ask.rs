@@ -1,6 +1,39 @@
 //! The questions a handler can ask with `ask!`: typed builders for the three embedded
 //! requests, and how each decodes the client's answer.
 //!
+//! Reach for them directly in a helper that several handlers share: `ask!(elicit …)`
+//! is [`Ctx::ask`](crate::Ctx::ask) with an [`Elicit`] under a key.
+//!
+//! ```
+//! use mcp_mrtr::ask::Elicit;
+//! use mcp_mrtr::prelude::*;
+//! use mcp_mrtr::testing::{answer, TestClient};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Approval { approve: bool }
+//!
+//! /// Asks for sign-off; any tool can call it with its context.
+//! async fn sign_off(ctx: &Ctx, what: &str) -> Result<bool, ToolError> {
+//!     let approval: Approval = ctx.ask("approval", Elicit::new(format!("Approve {what}?"))).await?;
+//!     Ok(approval.approve)
+//! }
+//!
+//! /// Publishes the draft once approved.
+//! #[tool(forms = [Approval])] // checked at registration, as its own asks would be
+//! async fn publish(ctx: &Ctx) -> Result<String, ToolError> {
+//!     Ok(if sign_off(ctx, "publishing").await? { "published" } else { "kept as draft" }.into())
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let client = TestClient::new(Server::new("blog", "1.0.0").tool(publish));
+//! let mut call = client.call_tool("publish", serde_json::json!({}));
+//! assert_eq!(call.start().await.kinds()["approval"], "elicitation/create");
+//! let done = call.answer([("approval", answer::accept(serde_json::json!({ "approve": true })))]).await;
+//! assert_eq!(done.text().as_deref(), Some("published"));
+//! # }
+//! ```
+//!
 //! | ask | request | answer |
 //! |---|---|---|
 //! | [`Elicit<T>`] | `elicitation/create`, form from `T` | `Result<T, Declined>` |
@@ -69,6 +102,35 @@ fn hex_digest(hash: impl AsRef<[u8]>) -> String {
 ///
 /// With `?` in a tool it ends the call as a tool error the model can read; `match` on it
 /// to do something else.
+///
+/// ```
+/// use mcp_mrtr::prelude::*;
+/// use mcp_mrtr::testing::{answer, TestClient};
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct Size { gigabytes: u32 }
+///
+/// /// Resizes the disk to the size the user picks.
+/// #[tool]
+/// async fn resize() -> Result<String, ToolError> {
+///     match ask!(key = "size", elicit "New size?") {
+///         Ok(Size { gigabytes }) => Ok(format!("resized to {gigabytes} GB")),
+///         // A "no" is an answer: report it as a result, not a failure.
+///         Err(Declined::Decline) => Ok("left as it was".into()),
+///         // Dismissed without answering: end the call as cancelled.
+///         Err(Declined::Cancel) => Err(ToolError::cancelled()),
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let client = TestClient::new(Server::new("disks", "1.0.0").tool(resize));
+/// let mut call = client.call_tool("resize", serde_json::json!({}));
+/// call.start().await;
+/// let done = call.answer([("size", answer::decline())]).await;
+/// assert_eq!(done.text().as_deref(), Some("left as it was"));
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Declined {
     /// The user said no.
@@ -92,7 +154,13 @@ impl std::error::Error for Declined {}
 /// boolean and enum properties.
 ///
 /// Implemented for every `Deserialize + JsonSchema` type; a type whose schema does not
-/// fit is reported when the form is built, naming the offending property.
+/// fit is reported when the server starts (for the forms a `#[tool]` asks for itself) or
+/// when the form is first built, naming the offending property.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be asked for with a form",
+    label = "the answer is read as `{Self}`",
+    note = "derive both traits a form needs: `#[derive(Deserialize, JsonSchema)]` on `{Self}` (from `mcp_mrtr::prelude`), a flat struct of strings, numbers, booleans and enums"
+)]
 pub trait ElicitForm: DeserializeOwned + Send + 'static {
     /// The `requestedSchema` of the form. Asks call it once per type and keep the answer.
     fn requested_schema() -> Result<Value, String>;
@@ -125,10 +193,18 @@ fn form<T: ElicitForm>() -> Result<Arc<Form>, Error> {
             let digest = Sha256::digest(schema.as_json()).into();
             Arc::new(Form { schema, digest })
         });
+        // Once per type, for the server's operator: the client learns only that the
+        // question cannot be asked (the type's name says nothing to it).
+        if let Err(problem) = &built {
+            let form = std::any::type_name::<T>();
+            tracing::error!(form, %problem, "a handler asks for a type that cannot be a form; declare it with `forms = [...]` on the handler to have it checked at start-up");
+        }
         let mut forms = forms.write().unwrap_or_else(PoisonError::into_inner);
         forms.entry(TypeId::of::<T>()).or_insert(built).clone()
     });
-    form.map_err(|e| Error::internal(format!("{} cannot be asked for with a form: {e}", std::any::type_name::<T>())))
+    form.map_err(|_| {
+        Error::internal("the server cannot ask this question: its form is not valid (see the server's log)")
+    })
 }
 
 /// `elicitation/create` in form mode, asking for a `T`.

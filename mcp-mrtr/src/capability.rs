@@ -10,6 +10,22 @@ use crate::protocol::{ClientCapabilities, ElicitParams, InputRequest};
 use crate::Error;
 
 /// A client capability a handler may need.
+///
+/// Handlers check one with [`Ctx::client_supports`](crate::Ctx::client_supports) (to
+/// branch) or [`require_client_capability!`](crate::require_client_capability) (to fail
+/// with `-32021`); the check itself reads the capabilities a request declared:
+///
+/// ```
+/// use mcp_mrtr::{Capability, ClientCapabilities};
+/// use serde_json::json;
+///
+/// let declared: ClientCapabilities = serde_json::from_value(json!({ "elicitation": {} })).unwrap();
+/// // A bare `elicitation: {}` means forms, not URLs.
+/// assert!(Capability::ElicitationForm.is_declared_in(&declared));
+/// assert!(!Capability::ElicitationUrl.is_declared_in(&declared));
+/// // What `-32021` names when it is missing:
+/// assert_eq!(Capability::ElicitationUrl.as_object(), json!({ "elicitation": { "url": {} } }));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Capability {
     /// Form-mode elicitation: `elicitation.form`, or a bare `elicitation: {}`.

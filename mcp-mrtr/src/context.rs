@@ -77,6 +77,27 @@ impl Transport {
 /// Cheap to clone. Everything in it belongs to *this* request: the client's capabilities
 /// are the ones it declared on this request, and notifications go to this request's
 /// stream only.
+///
+/// A handler takes it as a `ctx: &Ctx` (or `Ctx`) parameter, which is not an argument of
+/// the call:
+///
+/// ```
+/// use mcp_mrtr::prelude::*;
+/// use mcp_mrtr::testing::TestClient;
+///
+/// /// Says which protocol revision the client speaks.
+/// #[tool]
+/// async fn revision(ctx: &Ctx) -> Result<String, ToolError> {
+///     Ok(ctx.protocol_version().to_owned())
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let client = TestClient::new(Server::new("about", "1.0.0").tool(revision));
+/// let done = client.call_tool("revision", serde_json::json!({})).start().await;
+/// assert_eq!(done.text().as_deref(), Some(mcp_mrtr::PROTOCOL_VERSION));
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct Ctx {
     inner: Arc<CtxInner>,
@@ -117,6 +138,33 @@ impl Ctx {
     }
 
     /// Whether the client declared `capability` on this request.
+    ///
+    /// ```
+    /// use mcp_mrtr::prelude::*;
+    /// use mcp_mrtr::testing::TestClient;
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Region { name: String }
+    ///
+    /// /// Deploys to the region the user picks, or to the default one.
+    /// #[tool]
+    /// async fn deploy(ctx: &Ctx) -> Result<String, ToolError> {
+    ///     // Asking a client that cannot show forms would fail the call with -32021.
+    ///     if !ctx.client_supports(Capability::ElicitationForm) {
+    ///         return Ok("deployed to eu-west".into());
+    ///     }
+    ///     let region: Region = ask!(elicit "Which region?")?;
+    ///     Ok(format!("deployed to {}", region.name))
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let server = Server::new("ops", "1.0.0").tool(deploy);
+    /// let client = TestClient::new(server).with_capabilities(serde_json::json!({}));
+    /// let done = client.call_tool("deploy", serde_json::json!({})).start().await;
+    /// assert_eq!(done.text().as_deref(), Some("deployed to eu-west"));
+    /// # }
+    /// ```
     pub fn client_supports(&self, capability: Capability) -> bool {
         capability.is_declared_in(self.client_capabilities())
     }
@@ -144,6 +192,39 @@ impl Ctx {
     /// run that took over takes the step once. Only a step cut off mid-way (the process
     /// died, or the run stalled inside the step itself) runs again. Handlers must not block
     /// the runtime: put blocking or CPU-heavy work in `tokio::task::spawn_blocking`.
+    ///
+    /// Inside a `#[tool]`, [`once!`](crate::once) is the same, keyed by the `let` it binds.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    ///
+    /// use mcp_mrtr::prelude::*;
+    /// use mcp_mrtr::testing::{answer, TestClient};
+    ///
+    /// static ORDERS: AtomicU32 = AtomicU32::new(0);
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Confirm { pay: bool }
+    ///
+    /// /// Creates an order, then asks whether to pay for it.
+    /// #[tool]
+    /// async fn order(ctx: &Ctx) -> Result<String, ToolError> {
+    ///     // Runs in the first round; the second reads its result from the request state.
+    ///     let id = ctx.once("order_id", async { 100 + ORDERS.fetch_add(1, Ordering::SeqCst) }).await;
+    ///     let confirm: Confirm = ask!(elicit "Pay now?")?;
+    ///     Ok(format!("order {id}: {}", if confirm.pay { "paid" } else { "unpaid" }))
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let client = TestClient::new(Server::new("shop", "1.0.0").tool(order));
+    /// let mut call = client.call_tool("order", serde_json::json!({}));
+    /// call.start().await;
+    /// let done = call.answer([("confirm", answer::accept(serde_json::json!({ "pay": true })))]).await;
+    /// assert_eq!(done.text().as_deref(), Some("order 100: paid"));
+    /// assert_eq!(ORDERS.load(Ordering::SeqCst), 1); // once, over both rounds
+    /// # }
+    /// ```
     pub async fn once<T, F>(&self, key: &str, step: F) -> T
     where
         T: Serialize + DeserializeOwned,
@@ -203,6 +284,34 @@ impl Ctx {
 
     /// Ends this round with state only, no questions: the client retries later (load
     /// shedding, waiting for work elsewhere). The future never resolves in this round.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    ///
+    /// use mcp_mrtr::prelude::*;
+    /// use mcp_mrtr::testing::TestClient;
+    ///
+    /// /// Set by the job that builds the nightly export.
+    /// struct Export { ready: AtomicBool }
+    ///
+    /// /// The nightly export, once it is built.
+    /// #[tool]
+    /// async fn nightly_export(ctx: &Ctx, State(export): State<Export>) -> Result<String, ToolError> {
+    ///     if !export.ready.load(Ordering::Acquire) {
+    ///         return ctx.retry_later().await;
+    ///     }
+    ///     Ok("export.csv".into())
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let server = Server::new("exports", "1.0.0").with_state(Export { ready: AtomicBool::new(false) });
+    /// let client = TestClient::new(server.tool(nightly_export));
+    /// let round = client.call_tool("nightly_export", serde_json::json!({})).start().await;
+    /// // `input_required` with a state and no questions: the client asks again later.
+    /// assert!(round.input_required().is_some() && round.keys().is_empty());
+    /// # }
+    /// ```
     pub fn retry_later<T>(&self) -> RetryLater<T> {
         RetryLater { replay: self.inner.replay.clone(), output: PhantomData }
     }
@@ -258,6 +367,26 @@ impl Ctx {
     }
 
     /// The authenticated caller, when an authentication layer established one.
+    ///
+    /// ```
+    /// use mcp_mrtr::prelude::*;
+    /// use mcp_mrtr::testing::TestClient;
+    ///
+    /// /// Greets whoever is signed in.
+    /// #[tool]
+    /// async fn hello(ctx: &Ctx) -> Result<String, ToolError> {
+    ///     // `None` on stdio, or over HTTP without authentication.
+    ///     let who = ctx.caller().map_or("stranger", Caller::id);
+    ///     Ok(format!("hello, {who}"))
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let client = TestClient::new(Server::new("hi", "1.0.0").tool(hello)).as_caller(Caller::new("alice"));
+    /// let done = client.call_tool("hello", serde_json::json!({})).start().await;
+    /// assert_eq!(done.text().as_deref(), Some("hello, alice"));
+    /// # }
+    /// ```
     pub fn caller(&self) -> Option<&Caller> {
         self.inner.transport.caller()
     }
@@ -282,6 +411,21 @@ impl Ctx {
     /// In a task, progress is not sent (the extension has no progress notifications):
     /// it becomes the task's `statusMessage` on `tasks/get` instead, the message if
     /// there is one, else `progress/total`.
+    ///
+    /// ```
+    /// use mcp_mrtr::prelude::*;
+    ///
+    /// /// Imports the rows, a batch at a time.
+    /// #[tool]
+    /// async fn import(ctx: &Ctx, rows: u32) -> Result<String, ToolError> {
+    ///     for done in (0..=rows).step_by(100).skip(1) {
+    ///         // import the next 100 rows here, then say how far it got
+    ///         ctx.progress(f64::from(done), Some(f64::from(rows)), Some("importing")).await;
+    ///     }
+    ///     Ok(format!("imported {rows} rows"))
+    /// }
+    /// # let _ = Server::new("import", "1.0.0").tool(import);
+    /// ```
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
         if let Some(log) = self.inner.replay.task_log() {
             let text = match (message, total) {

@@ -409,13 +409,15 @@ impl Engine {
             let origin = trace.traceparent().map(|parent| parent.as_str().to_owned());
             return Ok(Arc::new(Replay::new_call(responses, ClientId::of(extensions).owner_key(), origin)));
         };
-        let presented = Presented {
-            token: &token,
-            config: self.state_config()?,
-            binding: target.digest(),
-            target: target.binding.target,
-        };
+        let config = self.state_config()?;
+        let presented = Presented { token: &token, config, binding: target.digest(), target: target.binding.target };
         let (carried, expires) = presented.open(|payload| serde_json::from_slice::<Carried>(payload).ok())?;
+        // States live `ttl`: when this one was sealed, for a guard that remembers less. An
+        // endless ttl (its expiry clamped) tells nothing: then it counts as sealed now.
+        let issued = expires
+            .checked_sub(config.lifetime())
+            .filter(|at| *at > std::time::UNIX_EPOCH)
+            .unwrap_or_else(std::time::SystemTime::now);
         if let Some(origin) = carried.origin() {
             crate::telemetry::continues_flow(&tracing::Span::current(), origin);
         }
@@ -423,7 +425,7 @@ impl Engine {
             .state_guard
             .as_ref()
             .zip(token.as_str())
-            .map(|(guard, token)| SingleUse::new(guard.clone(), token, carried.owner(), expires));
+            .map(|(guard, token)| SingleUse::new(guard.clone(), token, carried.owner(), expires, issued));
         Ok(Arc::new(Replay::opened(carried, responses, single_use)))
     }
 

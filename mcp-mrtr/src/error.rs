@@ -35,6 +35,33 @@ impl ErrorCode {
 }
 
 /// A protocol error, sent as a JSON-RPC error response.
+///
+/// Returned from a handler (through `?` or `.into()`), it keeps its code: the client
+/// gets the JSON-RPC error, not a tool result.
+///
+/// ```
+/// use mcp_mrtr::prelude::*;
+/// use mcp_mrtr::testing::TestClient;
+/// use mcp_mrtr::{Error, ErrorCode};
+///
+/// /// A note, by id; there are none yet.
+/// #[resource(uri = "notes://{id}")]
+/// async fn note(id: String) -> Result<ResourceContents, ToolError> {
+///     Err(Error::resource_not_found(&format!("notes://{id}")).into())
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let client = TestClient::new(Server::new("notes", "1.0.0").resource(note));
+/// let read = client.read_resource("notes://7").start().await;
+/// let error = read.error().unwrap();
+/// assert_eq!(error.code(), ErrorCode::INVALID_PARAMS);
+/// assert_eq!(error.data().unwrap()["uri"], "notes://7");
+/// // A code of the application's own:
+/// let quota = Error::new(ErrorCode(-32050), "quota exhausted");
+/// assert_eq!(quota.to_string(), "quota exhausted (-32050)");
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Error {
     code: ErrorCode,
@@ -186,6 +213,35 @@ impl std::error::Error for Error {}
 ///
 /// `ToolError` converts from any `std::error::Error`, so `?` works on I/O, parse and
 /// protocol errors alike.
+///
+/// ```
+/// use mcp_mrtr::prelude::*;
+/// use mcp_mrtr::testing::TestClient;
+/// use mcp_mrtr::ErrorCode;
+/// use serde_json::json;
+///
+/// /// Checks a port number.
+/// #[tool]
+/// async fn check_port(port: String) -> Result<String, ToolError> {
+///     if port.is_empty() {
+///         // The request itself is wrong: a JSON-RPC error, for the client.
+///         return Err(ToolError::invalid_params("port is empty"));
+///     }
+///     // A parse error through `?`: a failed result, for the model to read.
+///     let port: u16 = port.parse()?;
+///     Ok(format!("{port} is a valid port"))
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let client = TestClient::new(Server::new("net", "1.0.0").tool(check_port));
+/// let failed = client.call_tool("check_port", json!({ "port": "eighty" })).start().await;
+/// assert_eq!(failed.complete().unwrap()["isError"], true);
+/// assert_eq!(failed.text().as_deref(), Some("invalid digit found in string"));
+/// let refused = client.call_tool("check_port", json!({ "port": "" })).start().await;
+/// assert_eq!(refused.error().unwrap().code(), ErrorCode::INVALID_PARAMS);
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct ToolError(ToolErrorKind);
 

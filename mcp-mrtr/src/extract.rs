@@ -40,6 +40,31 @@ use crate::{Caller, Ctx, Error, ToolError};
 /// [`Server::with_state`](crate::Server::with_state)`(db)`.
 ///
 /// Holds the server's one `Arc<T>`: taking it costs a reference count, never a copy.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+///
+/// use mcp_mrtr::prelude::*;
+/// use mcp_mrtr::testing::TestClient;
+///
+/// /// Shared by every call, so what changes sits behind an atomic (or a lock).
+/// struct Visits(AtomicU64);
+///
+/// /// Counts a visit.
+/// #[tool]
+/// async fn visit(State(visits): State<Visits>) -> Result<String, ToolError> {
+///     Ok(format!("visit {}", visits.0.fetch_add(1, Ordering::Relaxed) + 1))
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let server = Server::new("counter", "1.0.0").with_state(Visits(AtomicU64::new(0))).tool(visit);
+/// let client = TestClient::new(server);
+/// client.call_tool("visit", serde_json::json!({})).start().await;
+/// let second = client.call_tool("visit", serde_json::json!({})).start().await;
+/// assert_eq!(second.text().as_deref(), Some("visit 2"));
+/// # }
+/// ```
 pub struct State<T>(pub Arc<T>);
 
 impl<T> Deref for State<T> {
@@ -68,6 +93,31 @@ impl<T> fmt::Debug for State<T> {
 /// Take it as `Option<Extension<T>>` where some requests lack it (stdio has none); a
 /// plain `Extension<T>` missing from a request fails the call with `-32603`, since that
 /// is a server misconfiguration, not the client's fault.
+///
+/// ```
+/// use mcp_mrtr::prelude::*;
+/// use mcp_mrtr::testing::TestClient;
+///
+/// /// Set by the app's middleware, e.g. from a verified header.
+/// #[derive(Clone)]
+/// struct Tenant(String);
+///
+/// /// Names the tenant the request belongs to.
+/// #[tool]
+/// async fn whoami(Extension(tenant): Extension<Tenant>) -> Result<String, ToolError> {
+///     Ok(tenant.0)
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// // Over HTTP a middleware layered on `server.into_router()` inserts it into the
+/// // request's extensions; here the test client stands in.
+/// let client = TestClient::new(Server::new("saas", "1.0.0").tool(whoami))
+///     .with_extension(Tenant("acme".into()));
+/// let done = client.call_tool("whoami", serde_json::json!({})).start().await;
+/// assert_eq!(done.text().as_deref(), Some("acme"));
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct Extension<T>(pub T);
 

@@ -27,6 +27,31 @@ type HandlerFn<I, O> = Arc<dyn Fn(Ctx, I) -> BoxFuture<'static, Result<O, ToolEr
 ///
 /// A task is only ever created for a client that declared the tasks extension on the
 /// `tools/call` itself; others get the result in rounds (or `-32021` for a required one).
+///
+/// ```
+/// use mcp_mrtr::prelude::*;
+/// use mcp_mrtr::testing::TestClient;
+/// use serde_json::json;
+///
+/// /// Exports every record: slow, so it may run as a task.
+/// #[tool(task = "optional")] // `ToolRoute::task(TaskSupport::Optional)`
+/// async fn export(ctx: &Ctx) -> Result<String, ToolError> {
+///     ctx.continue_as_task().await;
+///     Ok("exported".into())
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let server = Server::new("exports", "1.0.0").tool(export);
+/// // A client that declares the tasks extension gets a task id at once…
+/// let created = TestClient::new(server.clone()).call_tool("export", json!({})).start().await;
+/// assert!(created.task_id().is_some());
+/// // …one that does not gets the result in rounds, as from any tool.
+/// let plain = TestClient::new(server).with_capabilities(json!({ "elicitation": {} }));
+/// let done = plain.call_tool("export", json!({})).start().await;
+/// assert_eq!(done.text().as_deref(), Some("exported"));
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TaskSupport {
     /// Never a task: the call runs in rounds.
@@ -39,6 +64,30 @@ pub enum TaskSupport {
 }
 
 /// A tool and the function that runs it. Register it with [`Server::tool`](crate::Server::tool).
+///
+/// `#[tool]` makes one of a function ([`Tool::handler`] of a closure); its methods adjust
+/// it before it is registered:
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use mcp_mrtr::prelude::*;
+/// use mcp_mrtr::{TaskSupport, ToolRoute};
+///
+/// /// Builds the monthly report.
+/// #[tool]
+/// async fn report() -> Result<String, ToolError> {
+///     Ok("report ready".into())
+/// }
+///
+/// let route = ToolRoute::from(report)
+///     // Slower than the server's 60 s default allows.
+///     .timeout(Duration::from_secs(300))
+///     .task(TaskSupport::Optional)
+///     .requires_scopes(["reports:write"]);
+/// let server = Server::new("reports", "1.0.0").tool(route);
+/// # let _ = server;
+/// ```
 #[derive(Clone)]
 pub struct ToolRoute {
     pub(crate) tool: Tool,
@@ -102,6 +151,34 @@ impl ToolRoute {
 
 /// A prompt and the function that renders it. Register it with
 /// [`Server::prompt`](crate::Server::prompt).
+///
+/// `#[prompt]` makes one of a function ([`Prompt::handler`] of a closure). Here it is
+/// limited to callers granted a scope:
+///
+/// ```
+/// use mcp_mrtr::prelude::*;
+/// use mcp_mrtr::testing::TestClient;
+/// use mcp_mrtr::PromptRoute;
+/// use serde_json::json;
+///
+/// /// Drafts a commit message for a change.
+/// #[prompt]
+/// async fn commit_message(change: String) -> Result<Vec<PromptMessage>, ToolError> {
+///     Ok(vec![PromptMessage::user(format!("Write a commit message for: {change}"))])
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let route = PromptRoute::from(commit_message).requires_scopes(["repo:read"]);
+/// let server = Server::new("git", "1.0.0").prompt(route);
+/// let anonymous = TestClient::new(server.clone());
+/// let refused = anonymous.get_prompt("commit_message", json!({ "change": "fix typo" })).start().await;
+/// assert_eq!(refused.error().unwrap().http_status(), 403);
+/// let reader = TestClient::new(server).as_caller(Caller::new("ann").with_scopes(["repo:read"]));
+/// let got = reader.get_prompt("commit_message", json!({ "change": "fix typo" })).start().await;
+/// assert_eq!(got.text().as_deref(), Some("Write a commit message for: fix typo"));
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct PromptRoute {
     pub(crate) prompt: Prompt,
@@ -113,6 +190,29 @@ pub struct PromptRoute {
 
 /// A resource, or a resource template, and the function that reads it. Register it with
 /// [`Server::resource`](crate::Server::resource).
+///
+/// `#[resource(uri = "…")]` makes one of a function; [`Resource::handler`] and
+/// [`ResourceTemplate::handler`] of a closure, as here:
+///
+/// ```
+/// use mcp_mrtr::testing::TestClient;
+/// use mcp_mrtr::{ResourceContents, ResourceTemplate, Server, ToolError};
+///
+/// /// The template's variables, taken from the URI read.
+/// #[derive(serde::Deserialize)]
+/// struct Note { id: String }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let notes = ResourceTemplate::new("notes://{id}", "note").handler(|_ctx, note: Note| async move {
+///     let uri = format!("notes://{}", note.id);
+///     Ok::<_, ToolError>(ResourceContents::text(uri, "text/plain", format!("Note {}", note.id)))
+/// });
+/// let client = TestClient::new(Server::new("notes", "1.0.0").resource(notes));
+/// let read = client.read_resource("notes://42").start().await;
+/// assert_eq!(read.complete().unwrap()["contents"][0]["text"], "Note 42");
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct ResourceRoute {
     pub(crate) kind: ResourceKind,
@@ -121,6 +221,20 @@ pub struct ResourceRoute {
     /// Scopes a caller needs to reach the handler (see [`crate::auth`]).
     pub(crate) scopes: Vec<String>,
 }
+
+/// What `#[tool]`, `#[prompt]` and `#[resource]` make of a function: a function of the
+/// same name returning its route, so `server.tool(weather)` registers it as it stands.
+macro_rules! from_route_fn {
+    ($($route:ty),*) => {$(
+        impl<F: FnOnce() -> $route> From<F> for $route {
+            fn from(route: F) -> Self {
+                route()
+            }
+        }
+    )*};
+}
+
+from_route_fn!(ToolRoute, PromptRoute, ResourceRoute);
 
 macro_rules! requirements {
     ($($route:ty),*) => {$(
@@ -379,6 +493,29 @@ fn decode_args<A: DeserializeOwned>(args: JsonObject, kind: &str, name: &str) ->
 
 /// Values a tool may return: they become the `content` (and `structuredContent`) of a
 /// `tools/call` result.
+///
+/// Implement it for a type of your own that several tools return:
+///
+/// ```
+/// use mcp_mrtr::prelude::*;
+/// use mcp_mrtr::IntoToolResult;
+///
+/// /// Search hits, one text block each.
+/// struct Hits(Vec<String>);
+///
+/// impl IntoToolResult for Hits {
+///     fn into_tool_result(self) -> CallToolResult {
+///         CallToolResult::new(self.0.into_iter().map(ContentBlock::text).collect())
+///     }
+/// }
+///
+/// /// Finds the notes that mention `query`.
+/// #[tool]
+/// async fn find(query: String) -> Result<Hits, ToolError> {
+///     Ok(Hits(vec![format!("notes://1 mentions {query}")]))
+/// }
+/// # let _ = Server::new("notes", "1.0.0").tool(find);
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned from a tool",
     note = "return a String, a CallToolResult, a ContentBlock, a Vec<ContentBlock> or Json<T>"
@@ -420,6 +557,36 @@ impl IntoToolResult for Vec<ContentBlock> {
 
 /// A structured tool result: serialized into `structuredContent`, with the same JSON as
 /// text for clients that only read `content`.
+///
+/// A `#[tool]` returning `Json<T>` (or `Result<Json<T>, _>`) also lists `T`'s schema as
+/// its `outputSchema`, so `T` derives `Serialize` and `JsonSchema`.
+///
+/// ```
+/// use mcp_mrtr::prelude::*;
+/// use mcp_mrtr::testing::TestClient;
+///
+/// #[derive(Serialize, JsonSchema)]
+/// struct Forecast { city: String, celsius: i32 }
+///
+/// /// Tomorrow's forecast.
+/// #[tool]
+/// async fn forecast(city: String) -> Result<Json<Forecast>, ToolError> {
+///     Ok(Json(Forecast { city, celsius: 21 }))
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let client = TestClient::new(Server::new("weather", "1.0.0").tool(forecast));
+/// let done = client.call_tool("forecast", serde_json::json!({ "city": "Oslo" })).start().await;
+/// let result = done.complete().unwrap();
+/// assert_eq!(result["structuredContent"], serde_json::json!({ "city": "Oslo", "celsius": 21 }));
+/// // The same JSON as text, for clients that only read `content`.
+/// let text: serde_json::Value = serde_json::from_str(&done.text().unwrap()).unwrap();
+/// assert_eq!(text, result["structuredContent"]);
+/// let tools = client.list_tools().await.unwrap();
+/// assert_eq!(tools[0].output_schema.as_ref().unwrap()["type"], "object");
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Json<T>(pub T);
 

@@ -54,10 +54,27 @@
 //!   protected resource metadata, and per-handler scopes (`#[tool(scopes = [...])]`).
 //! - **Testing.** [`testing::TestClient`] drives a handler through its rounds in-process.
 //!
-//! The [`guide`] explains [how a handler runs across rounds](guide::replay), [the request
-//! state](guide::request_state), [capabilities](guide::capabilities) and
-//! [tasks](guide::tasks).
+//! # Feature flags
+//!
+//! No feature is on by default, and the default build needs Rust 1.85 (the crate's
+//! `rust-version`). Each feature adds one optional dependency family; two of them need a
+//! newer compiler, because their dependencies do.
+//!
+//! | feature | what it adds | MSRV |
+//! |---|---|---|
+//! | `jwt` | [`auth::JwtVerifier`] and [`auth::JwtKeys`]: a ready [`auth::TokenVerifier`] for JWT access tokens (HS256, RSA and EC keys, JWKS), built on jsonwebtoken 12 | 1.88 |
+//! | `redis` | [`redis`]: the single-use guard, task store and change fan-out in Redis, for running several instances (redis 1.8) | 1.88 |
+//! | `opentelemetry` | request and task-run spans placed in the client's OpenTelemetry trace, parented on `_meta.traceparent` (tracing-opentelemetry 0.34 with opentelemetry 0.33; the application installs the exporter) | 1.85 |
+//!
+//! The [`guide`] has one chapter per task, in reading order: [your first
+//! server](guide::first_server), [how a handler runs across rounds](guide::replay), [the
+//! request state](guide::request_state), [client capabilities](guide::capabilities),
+//! [testing](guide::testing), [tasks](guide::tasks), [authorization](guide::auth),
+//! [serving over HTTP](guide::serving), [many instances](guide::many_instances),
+//! [extensions](guide::extensions) (skills, methods of your own) and [the
+//! wire](guide::wire), driven by hand with curl.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 mod app_state;
@@ -83,6 +100,7 @@ mod param_headers;
 mod private;
 pub mod protocol;
 #[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;
 mod replay;
 mod server;
@@ -106,7 +124,9 @@ pub use handler::{
     IntoPromptResult, IntoResourceResult, IntoToolResult, Json, MethodRoute, PromptArguments, PromptRoute,
     ResourceRoute, Routes, TaskSupport, ToolRoute, Toolbox,
 };
-pub use live::{CatalogError, Change, ChangeFanout, Item, Listen, MemoryFanout, RequestView, ServerHandle};
+pub use live::{
+    CatalogEdit, CatalogError, Change, ChangeFanout, Item, Listen, MemoryFanout, RequestView, ServerHandle,
+};
 pub use protocol::{
     CacheHints, CacheScope, CallToolResult, ClientCapabilities, CompleteParams, Completion, ContentBlock,
     GetPromptResult, LoggingLevel, Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource,
@@ -116,7 +136,7 @@ pub use server::Server;
 pub use shutdown::shutdown_signal;
 pub use skills::{Skill, Skills};
 pub use state::{Claim, Consumed, KeyError, KeyRing, MemoryGuard, StateConfig, StateGuard, StateKey};
-pub use tasks::{MemoryTaskStore, StoreError, TaskLimits, TaskRecord, TaskStatus, TaskStore};
+pub use tasks::{MemoryTaskStore, StoreError, TaskEnd, TaskLimits, TaskRecord, TaskStatus, TaskStore};
 pub use transport::http::{serve_router, serve_router_with_shutdown, HttpConfig, Limits};
 
 /// Turns an `async fn` into a tool: `server.tool(my_fn)`.
@@ -137,6 +157,7 @@ pub use transport::http::{serve_router, serve_router_with_shutdown, HttpConfig, 
 /// | `read_only`, `destructive`, `idempotent`, `open_world` | behaviour hints |
 /// | `task = "optional"` / `"required"` | may run as a task ([`TaskSupport`], [`Ctx::continue_as_task`]) |
 /// | `scopes = ["…", …]` | OAuth scopes a caller needs; others get 403 before the handler runs ([`auth`]) |
+/// | `forms = [Type, …]` | forms helper functions ask for, checked at registration |
 /// | `crate = "path"` | where `mcp_mrtr` is, when re-exported under another name |
 ///
 /// A parameter marked `#[mcp(header = "Region")]` is mirrored into the HTTP header
@@ -144,8 +165,11 @@ pub use transport::http::{serve_router, serve_router_with_shutdown, HttpConfig, 
 /// checks against the argument. Only `String`, integer and `bool` parameters (or an
 /// `Option` of one) can be mirrored.
 ///
-/// The function becomes a unit struct of the same name that converts into a
-/// [`ToolRoute`]; register several with `server.tools(tools![a, b])`.
+/// The function becomes a plain `fn` of the same name returning its [`ToolRoute`] (so
+/// the name never clashes with a binding in the module, as a unit struct's would);
+/// register it with `server.tool(name)`, several with `server.tools(tools![a, b])`.
+/// `forms = [Type, …]` names the forms the handler asks for through helper functions,
+/// so they are checked at registration like the ones its own `ask!`s name.
 pub use mcp_mrtr_macros::tool;
 
 /// Turns an `async fn` into a prompt: `server.prompt(my_fn)`.
@@ -243,8 +267,11 @@ pub mod prelude {
 /// [`ask::Sample`], [`ask::Roots`]). No compiler warning marks them.
 ///
 /// `key = "…"` first sets the key the answer travels under; otherwise it is the name the
-/// `let` binds (through `?`, `.await`, and a `match` or `if let` on the ask), or the
-/// ask's position. The key is part of the wire contract, so reshaping the code keeps it:
+/// `let` binds (through `?`, `.await`, and a `match` or `if let` on the ask; in
+/// `let (a, b) = join!(ask!(…), ask!(…))`, each ask's place in the tuple). An ask with
+/// neither (a bare `ask!(elicit_url …)?;`, a `match ask!(…)` that no `let` binds) does
+/// not compile: the key is part of the wire contract, so it never comes from the ask's
+/// position, and reshaping the code keeps it:
 ///
 /// ```
 /// use mcp_mrtr::prelude::*;
@@ -312,6 +339,24 @@ macro_rules! ask {
 ///
 /// Request states are single-use by default, so replaying an older round does not run the
 /// step again; starting the call over without a state does (see [`Ctx::once`]).
+///
+/// ```
+/// use mcp_mrtr::prelude::*;
+///
+/// # async fn charge(_cents: u32) -> std::io::Result<String> { Ok("ch_1".into()) }
+/// #[derive(Deserialize, JsonSchema)]
+/// struct Receipt { email: String }
+///
+/// /// Charges the card, then asks where to send the receipt.
+/// #[tool]
+/// async fn pay(cents: u32) -> Result<String, ToolError> {
+///     // Charged in the first round only; the next round reads the id from the state.
+///     let charge = once!(charge(cents).await?);
+///     let receipt: Receipt = ask!(elicit "Where should the receipt go?")?;
+///     Ok(format!("{charge}: receipt sent to {}", receipt.email))
+/// }
+/// # let _ = Server::new("shop", "1.0.0").tool(pay);
+/// ```
 #[macro_export]
 macro_rules! once {
     (@__mcp $ctx:ident, $key:expr; $step:expr) => {
@@ -334,6 +379,29 @@ macro_rules! once {
 
 /// Returns `-32021` from the handler unless the client declared the capability on this
 /// request: `require_client_capability!(ctx, Sampling);`
+///
+/// ```
+/// use mcp_mrtr::prelude::*;
+/// use mcp_mrtr::testing::TestClient;
+/// use mcp_mrtr::ErrorCode;
+///
+/// /// Connects the user's calendar, which takes a browser.
+/// #[tool]
+/// async fn connect_calendar(ctx: &Ctx) -> Result<String, ToolError> {
+///     // Refused before anything is done, naming what is missing.
+///     require_client_capability!(ctx, ElicitationUrl);
+///     ask!(key = "connect", elicit_url "Connect your calendar", "https://example.com/connect")?;
+///     Ok("connected".into())
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let forms_only = serde_json::json!({ "elicitation": { "form": {} } });
+/// let client = TestClient::new(Server::new("cal", "1.0.0").tool(connect_calendar)).with_capabilities(forms_only);
+/// let refused = client.call_tool("connect_calendar", serde_json::json!({})).start().await;
+/// assert_eq!(refused.error().unwrap().code(), ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
+/// # }
+/// ```
 #[macro_export]
 macro_rules! require_client_capability {
     ($ctx:expr, $capability:ident) => {
@@ -342,6 +410,25 @@ macro_rules! require_client_capability {
 }
 
 /// Routes for several `#[tool]` functions at once: `server.tools(tools![a, b, c])`.
+///
+/// ```
+/// use mcp_mrtr::prelude::*;
+///
+/// /// Adds two numbers.
+/// #[tool]
+/// async fn add(a: i64, b: i64) -> Result<String, ToolError> {
+///     Ok((a + b).to_string())
+/// }
+///
+/// /// Subtracts `b` from `a`.
+/// #[tool]
+/// async fn sub(a: i64, b: i64) -> Result<String, ToolError> {
+///     Ok((a - b).to_string())
+/// }
+///
+/// let server = Server::new("calc", "1.0.0").tools(tools![add, sub]);
+/// # let _ = server;
+/// ```
 #[macro_export]
 macro_rules! tools {
     ($($tool:expr),* $(,)?) => { [$($crate::ToolRoute::from($tool)),*] };
@@ -359,16 +446,30 @@ macro_rules! resources {
     ($($resource:expr),* $(,)?) => { [$($crate::ResourceRoute::from($resource)),*] };
 }
 
-/// Guides: the longer topics, with examples.
+/// The guide: one chapter per task, in reading order, each with runnable examples.
 pub mod guide {
+    #[doc = include_str!("../docs/first-server.md")]
+    pub mod first_server {}
     #[doc = include_str!("../docs/replay.md")]
     pub mod replay {}
     #[doc = include_str!("../docs/request-state.md")]
     pub mod request_state {}
     #[doc = include_str!("../docs/capabilities.md")]
     pub mod capabilities {}
+    #[doc = include_str!("../docs/testing.md")]
+    pub mod testing {}
     #[doc = include_str!("../docs/tasks.md")]
     pub mod tasks {}
+    #[doc = include_str!("../docs/auth.md")]
+    pub mod auth {}
+    #[doc = include_str!("../docs/serving.md")]
+    pub mod serving {}
+    #[doc = include_str!("../docs/many-instances.md")]
+    pub mod many_instances {}
+    #[doc = include_str!("../docs/extensions.md")]
+    pub mod extensions {}
+    #[doc = include_str!("../docs/wire.md")]
+    pub mod wire {}
 }
 
 // The README's examples compile as doctests.

@@ -104,7 +104,10 @@ pub(crate) fn check(declared: &[ParamHeader], headers: &HeaderMap, arguments: Op
             }
             (Some(body), Some(header)) => {
                 let text = header.to_str().map_err(|_| {
-                    Error::header_mismatch(format!("{name} header has characters headers cannot carry"))
+                    Error::header_mismatch(format!(
+                        "{name} header has characters headers cannot carry (raw UTF-8): {}",
+                        send(body)
+                    ))
                 })?;
                 let decoded = decode_value(text)?;
                 if !agrees(body, &decoded) {

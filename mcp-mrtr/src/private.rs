@@ -84,8 +84,20 @@ pub fn input_schema<A: schemars::JsonSchema>() -> Value {
 }
 
 /// The output schema of a structured (`Json<T>`) tool result.
+///
+/// # Panics
+///
+/// At registration, when `T` is not a JSON object: MCP's `outputSchema` and
+/// `structuredContent` are objects, so a list or a number must be wrapped in a struct.
 pub fn output_schema<T: schemars::JsonSchema>() -> Value {
-    schemars::schema_for!(T).to_value()
+    let schema = schemars::schema_for!(T).to_value();
+    assert!(
+        schema.get("type").and_then(Value::as_str) == Some("object"),
+        "a tool returning Json<{}> gives a structured result that is not a JSON object, which MCP requires \
+         (outputSchema is `type: object`): wrap the value in a struct, e.g. `struct Hits {{ hits: Vec<…> }}`",
+        std::any::type_name::<T>()
+    );
+    schema
 }
 
 /// A prompt's metadata; `arguments` are (name, description, required).

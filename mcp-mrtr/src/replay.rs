@@ -149,7 +149,8 @@ pub(crate) trait TaskLog: Send + Sync {
     fn claim(&self, journal: Carried) -> BoxFuture<'static, bool>;
 }
 
-/// Whether, and how far, a call may turn into a task (DESIGN §11).
+/// Whether, and how far, a call may turn into a task (see the tasks guide: where a call
+/// becomes a task).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Escalation {
     /// The call runs to its end in rounds: `continue_as_task` is a no-op.

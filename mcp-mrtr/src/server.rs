@@ -132,7 +132,7 @@ impl Server {
     /// Serves `subscriptions/listen`, so clients hear of list changes and resource
     /// updates, and advertises `listChanged` (and `resources.subscribe`) accordingly.
     pub fn listen(mut self, listen: Listen) -> Self {
-        self.engine.live.set_fanout(listen.fanout.clone());
+        self.engine.live.set_fanout(listen.fanout.clone(), listen.share_catalog);
         self.engine.live_config.listen = Some(listen);
         self
     }
@@ -210,6 +210,12 @@ impl Server {
     /// they take it as a `State<T>` parameter or through [`Ctx::state`]. One value per
     /// type; giving a second `T` replaces the first. Handlers share the one value behind
     /// an `Arc`, so use interior mutability (a `Mutex`, a pool) for anything they change.
+    ///
+    /// The value lives in this process: each instance of a server behind a load balancer
+    /// has its own, and the rounds of one call may run on different instances, so keep
+    /// what must be shared in a shared store (the database the value connects to). A
+    /// `Server::clone()` shares the values given so far (the clone holds the same `Arc`);
+    /// a value given to the clone afterwards is the clone's alone.
     pub fn with_state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
         self.engine.app.insert(value);
         self
@@ -288,6 +294,39 @@ impl Server {
     /// store writes (one per running task per renewal).
     pub fn task_lease(mut self, lease: Duration) -> Self {
         self.tasks.lease = lease.max(crate::tasks::MIN_LEASE);
+        self
+    }
+
+    /// Runs `hook` when a task ends: completed, failed (its handler failed, its run timed
+    /// out, or it expired: [`TaskEnd::expired`](crate::TaskEnd::expired)) or cancelled.
+    /// It is where to undo what a task left half done, since its handler cannot: a
+    /// cancel drops the handler where it stands, a task waiting for an answer holds no
+    /// handler at all, and a `Drop` guard inside the handler runs at every ask too.
+    ///
+    /// The hook runs once per task, on the instance whose write made the task final
+    /// (other instances sharing the store do not run it), in a task of its own after that
+    /// write; a crash in between loses it. It gets the task's tool, arguments and last
+    /// caller. A live task expires shortly before its record does (a tenth of
+    /// [`task_ttl`](Self::task_ttl), at most a minute), while some instance is serving.
+    ///
+    /// ```
+    /// use mcp_mrtr::{Server, TaskStatus};
+    ///
+    /// let server = Server::new("deploys", "1.0.0").on_task_end(|end| async move {
+    ///     if end.tool() == "deploy" && end.status() != TaskStatus::Completed {
+    ///         let service = end.arguments()["service"].as_str().unwrap_or_default().to_owned();
+    ///         // e.g. mark the deployment of `service` as rolled back in your database
+    ///         tracing::info!(%service, expired = end.expired(), "deploy ended early; rolling back");
+    ///     }
+    /// });
+    /// # let _ = server;
+    /// ```
+    pub fn on_task_end<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(crate::TaskEnd) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.tasks.on_end = Some(crate::tasks::end_hook(hook));
         self
     }
 

@@ -30,6 +30,25 @@ pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// so a signal that arrives while the server is starting is not missed. Once installed
 /// they stay for the life of the process: these signals no longer end it by themselves.
 ///
+/// ```no_run
+/// # async fn run() -> std::io::Result<()> {
+/// use mcp_mrtr::{HttpConfig, Server};
+///
+/// // Stop on SIGTERM or Ctrl-C, or when the app sends on `stop`: whichever comes first.
+/// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+/// let signal = mcp_mrtr::shutdown_signal();
+/// let config = HttpConfig::default().shutdown_signal(async move {
+///     tokio::select! {
+///         () = signal => {}
+///         _ = stopped => {}
+///     }
+/// });
+/// # let _keep = stop;
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+/// Server::new("app", "1.0.0").serve_http_with(listener, config).await
+/// # }
+/// ```
+///
 /// # Panics
 ///
 /// When called outside a tokio runtime.

@@ -26,10 +26,19 @@
 //! # }
 //! ```
 
+mod catalog;
+#[cfg(feature = "jwt")]
+mod token;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::http::Extensions;
+
+pub use self::catalog::ListenStream;
+#[cfg(feature = "jwt")]
+#[cfg_attr(docsrs, doc(cfg(feature = "jwt")))]
+pub use self::token::TestToken;
 
 use serde_json::{json, Value};
 
@@ -88,6 +97,26 @@ pub mod answer {
 }
 
 /// An in-process client for one server.
+///
+/// ```
+/// use mcp_mrtr::prelude::*;
+/// use mcp_mrtr::testing::TestClient;
+///
+/// /// Greets someone.
+/// #[tool]
+/// async fn hello(name: String) -> Result<String, ToolError> {
+///     Ok(format!("hello, {name}"))
+/// }
+///
+/// // In a `#[tokio::test]`:
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let client = TestClient::new(Server::new("hi", "1.0.0").tool(hello));
+/// assert_eq!(client.list_tools().await.unwrap()[0].name, "hello");
+/// let done = client.call_tool("hello", serde_json::json!({ "name": "Ada" })).start().await;
+/// assert_eq!(done.text().as_deref(), Some("hello, Ada"));
+/// # }
+/// ```
 pub struct TestClient {
     server: Engine,
     capabilities: Value,
@@ -216,6 +245,7 @@ impl Exchange<'_> {
     /// ```
     /// # use mcp_mrtr::prelude::*;
     /// # use mcp_mrtr::testing::TestClient;
+    /// /// Says which trace the call is part of.
     /// #[tool]
     /// async fn trace_id(ctx: &Ctx) -> Result<String, ToolError> {
     ///     Ok(ctx.meta().trace.traceparent().map_or("none", |p| p.trace_id()).to_owned())
@@ -253,6 +283,40 @@ impl Exchange<'_> {
     /// # Panics
     ///
     /// If a round asks a key the script has no answer for, or `max_rounds` is reached.
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    ///
+    /// use mcp_mrtr::prelude::*;
+    /// use mcp_mrtr::testing::{answer, TestClient};
+    /// use serde_json::json;
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Name { first: String }
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Confirm { ok: bool }
+    ///
+    /// /// Signs the user up, one question a round.
+    /// #[tool]
+    /// async fn sign_up() -> Result<String, ToolError> {
+    ///     let name: Name = ask!(elicit "First name?")?;
+    ///     let confirm: Confirm = ask!(elicit "Create the account?")?;
+    ///     Ok(if confirm.ok { format!("welcome, {}", name.first) } else { "not created".into() })
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let client = TestClient::new(Server::new("accounts", "1.0.0").tool(sign_up));
+    /// let script = BTreeMap::from([
+    ///     ("name", answer::accept(json!({ "first": "Ada" }))),
+    ///     ("confirm", answer::accept(json!({ "ok": true }))),
+    /// ]);
+    /// let rounds = client.call_tool("sign_up", json!({})).run(&script, 5).await;
+    /// assert_eq!(rounds.len(), 3);
+    /// assert_eq!(rounds[2].text().as_deref(), Some("welcome, Ada"));
+    /// # }
+    /// ```
     pub async fn run(&mut self, script: &BTreeMap<&str, Value>, max_rounds: usize) -> Vec<Round> {
         let mut rounds = vec![self.start().await];
         while let Some(asked) = rounds.last().and_then(Round::input_required) {
@@ -390,6 +454,8 @@ impl Round {
 /// let task = client.task(created.task_id().unwrap());
 /// let waiting = task.wait_for("input_required", 100).await;
 /// assert!(waiting["inputRequests"]["confirm"].is_object());
+/// let questions = task.questions().await.unwrap();
+/// assert!(matches!(questions["confirm"], mcp_mrtr::protocol::InputRequest::Elicit(_)));
 /// task.update([("confirm", answer::accept(serde_json::json!({ "yes": true })))]).await.unwrap();
 /// let done = task.wait_for("completed", 100).await;
 /// assert_eq!(done["result"]["content"][0]["text"], "wiped");
@@ -404,6 +470,15 @@ impl TaskHandle<'_> {
     /// `tasks/get`: the detailed task.
     pub async fn get(&self) -> Result<Value, Error> {
         self.send("tasks/get", None).await
+    }
+
+    /// The questions the task waits on (`inputRequests` of `tasks/get`), typed as
+    /// [`Round::request`] gives them; empty when it waits on none.
+    pub async fn questions(&self) -> Result<BTreeMap<String, InputRequest>, Error> {
+        let task = self.get().await?;
+        let requests = task.get("inputRequests").cloned().unwrap_or_else(|| json!({}));
+        serde_json::from_value(requests)
+            .map_err(|e| Error::internal(format!("tasks/get answered questions that do not read: {e}")))
     }
 
     /// `tasks/update` with these answers, by the keys of `inputRequests`.

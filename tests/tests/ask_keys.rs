@@ -1,6 +1,7 @@
 //! The key an ask's answer travels under is part of the wire contract: reshaping the code
 //! around an ask must not change it (issue 23: `let target = match ask!(…)` had silently
-//! become `ask1`). Over HTTP on 127.0.0.1.
+//! become `ask1`, a position; an ask with no name is now a compile error, see
+//! `ui/ask/no-name.rs`). Over HTTP on 127.0.0.1.
 
 use mcp_mrtr::prelude::*;
 use mcp_mrtr_tests::harness::{Rpc, TestServer};

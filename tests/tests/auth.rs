@@ -391,3 +391,26 @@ fn a_resource_server_without_a_verifier_is_refused_at_start() {
     let _ =
         server().into_router_with(HttpConfig::default().auth(ResourceServer::new("http://127.0.0.1:1/mcp", [ISSUER])));
 }
+
+/// `mcp_mrtr::testing::TestToken` mints what a verifier on the same secret accepts,
+/// typed `at+jwt` so a verifier requiring it accepts it too, and an expired one it refuses.
+#[tokio::test]
+async fn a_minted_test_token_is_accepted_and_its_expired_twin_refused() {
+    use mcp_mrtr::testing::TestToken;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let resource = format!("http://127.0.0.1:{}/mcp", addr.port());
+    let verifier = JwtVerifier::new(JwtKeys::hs256(SECRET).unwrap(), ISSUER, &resource).require_at_jwt();
+    let auth = ResourceServer::new(&resource, [ISSUER]).verifier(verifier);
+    let app = server().into_router_with(HttpConfig::default().auth(auth));
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let minted = TestToken::hs256(SECRET, ISSUER, &resource).subject("bob").scopes(["notes:write"]);
+    let good = post(addr, "/mcp", &Rpc::call_tool("whoami", json!({})), Some(&minted.mint())).await;
+    assert_eq!(good.reply()["result"]["content"][0]["text"], format!("bob via {ISSUER}"), "{good:?}");
+    let scoped = post(addr, "/mcp", &Rpc::call_tool("write_note", json!({})), Some(&minted.mint())).await;
+    assert_eq!(scoped.reply()["result"]["resultType"], "input_required", "its scopes count: {scoped:?}");
+
+    let expired = minted.lifetime(std::time::Duration::ZERO).mint();
+    refused_as_invalid(addr, "expired test token", &expired, "expired").await;
+}

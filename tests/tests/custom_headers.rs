@@ -63,6 +63,12 @@ async fn headers_must_match_the_arguments() {
         let message = server.send(&rpc).await.reply()["error"]["message"].as_str().unwrap_or_default().to_owned();
         assert!(message.contains(says), "{message}");
     }
+    // Raw UTF-8 in the header is refused with the base64 form to send instead.
+    let raw = Rpc::call_tool("route_job", json!({ "region": "é", "workers": 3 }))
+        .header("Mcp-Param-Region", Some("é"))
+        .header("Mcp-Param-Workers", Some("3"));
+    let message = server.send(&raw).await.reply()["error"]["message"].as_str().unwrap_or_default().to_owned();
+    assert!(message.contains("send `Mcp-Param-Region: =?base64?w6k=?=`"), "{message}");
     // An absent optional argument expects no header, and refuses one.
     let only_region = json!({ "region": "north" });
     let fine = status_and_code(&server, only_region.clone(), &[("Mcp-Param-Region", Some("north"))]).await;

@@ -56,6 +56,11 @@ async fn missing_or_mismatched_headers_are_header_mismatch() {
         (tool().header("mcp-method", Some("TOOLS/CALL")), "`Mcp-Method: tools/call`".to_owned()),
         (tool().header("mcp-name", Some("test_image_content")), "`Mcp-Name: test_simple_text`".to_owned()),
         (tool().header("mcp-name", Some("=?base64?!!?=")), "base64".to_owned()),
+        // The method's mismatch comes first: which Mcp-Name it needs depends on it.
+        (
+            tool().header("mcp-method", Some("prompts/get")).header("mcp-name", None),
+            "`Mcp-Method: tools/call`".to_owned(),
+        ),
         (
             Rpc::new("server/discover").meta_key("io.modelcontextprotocol/protocolVersion", json!("v999.0.0")),
             String::new(),

@@ -145,7 +145,11 @@ async fn a_modern_request_with_a_session_header_is_modern() {
 async fn tasks_do_not_exist_in_2025_11_25() {
     let server = TestServer::everything().await;
     let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
-    let (legacy, _) = Legacy::connect(server.addr, tasks).await;
+    let (legacy, initialized) = Legacy::connect(server.addr, tasks).await;
+    // Not promised either: a session's calls never become tasks.
+    let extensions = &initialized["capabilities"]["extensions"];
+    assert!(extensions.get("io.modelcontextprotocol/tasks").is_none(), "{initialized}");
+    assert!(extensions.get("io.modelcontextprotocol/skills").is_some(), "other extensions stay: {initialized}");
     let get = legacy.call(1, "tasks/get", json!({"taskId": "0123456789abcdef0123456789abcdef"})).await;
     assert_eq!(get["error"]["code"], -32601, "{get}");
     // A tool that may run as a task runs to its end on a session, with no task id.

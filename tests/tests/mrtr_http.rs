@@ -41,7 +41,7 @@ struct Confirm {
 /// Deletes a branch after confirmation.
 #[tool]
 async fn delete_branch(branch: String) -> Result<String, ToolError> {
-    match ask!(elicit format!("Delete {branch}?")) {
+    match ask!(key = "confirm", elicit format!("Delete {branch}?")) {
         Ok(Confirm { yes: true }) => Ok(format!("deleted {branch}")),
         Ok(_) | Err(Declined::Decline) => Ok("kept".into()),
         Err(Declined::Cancel) => Err(ToolError::cancelled()),
@@ -131,8 +131,8 @@ async fn decline_and_cancel_are_values() {
         let (server, rpc) = (&server, &rpc);
         async move {
             let first = server.call(rpc).await["result"].clone();
-            assert_eq!(first["inputRequests"]["ask1"]["params"]["message"], "Delete main?");
-            round(server, rpc, json!({ "ask1": answer }), Some(&first["requestState"])).await
+            assert_eq!(first["inputRequests"]["confirm"]["params"]["message"], "Delete main?");
+            round(server, rpc, json!({ "confirm": answer }), Some(&first["requestState"])).await
         }
     };
     assert_eq!(answered(answer::decline()).await["result"]["content"][0]["text"], "kept");

@@ -35,7 +35,7 @@ async fn order(item: String) -> Result<String, ToolError> {
 /// Asks the user to open a URL.
 #[tool]
 async fn authorize() -> Result<String, ToolError> {
-    ask!(elicit_url "Authorize access", "https://example.com/auth")?;
+    ask!(key = "authorize", elicit_url "Authorize access", "https://example.com/auth")?;
     Ok("authorized".into())
 }
 

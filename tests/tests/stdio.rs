@@ -182,7 +182,7 @@ async fn cancelled_requests_stay_silent() {
 /// Asks the user to open a page.
 #[mcp_mrtr::tool]
 async fn authorize() -> Result<String, ToolError> {
-    mcp_mrtr::ask!(elicit_url "Authorize access", "https://example.com/auth")?;
+    mcp_mrtr::ask!(key = "authorize", elicit_url "Authorize access", "https://example.com/auth")?;
     Ok("authorized".into())
 }
 

@@ -76,7 +76,7 @@ async fn with_status(ctx: &Ctx) -> Result<String, ToolError> {
     tokio::time::sleep(Duration::from_millis(10)).await;
     ctx.progress(1.0, Some(2.0), Some("halfway")).await;
     ctx.continue_as_task().await;
-    let _: Confirm = ask!(elicit "Finish?")?;
+    let _finish: Confirm = ask!(elicit "Finish?")?;
     Ok("finished".into())
 }
 

@@ -145,3 +145,59 @@ mod declined_forms {
 fn a_form_bound_as_a_result_is_checked_when_the_tool_is_registered() {
     let _ = mcp_mrtr::Server::new("s", "1").tool(declined_forms::contact);
 }
+
+mod helper_forms {
+    use mcp_mrtr::prelude::*;
+
+    pub(crate) use super::declined_forms::Contact;
+
+    /// A helper that asks for a contact: the tool's body does not name the form.
+    pub(crate) async fn ask_contact(ctx: &Ctx) -> Result<Contact, ToolError> {
+        Ok(ask!(ctx, key = "contact", elicit "Who?")?)
+    }
+
+    /// Asks through a helper and declares the helper's form.
+    #[tool(forms = [Contact])]
+    pub(crate) async fn declared(ctx: &Ctx) -> Result<String, ToolError> {
+        Ok(ask_contact(ctx).await?.address.city)
+    }
+
+    /// Asks through a helper without declaring its form.
+    #[tool]
+    pub(crate) async fn undeclared(ctx: &Ctx) -> Result<String, ToolError> {
+        Ok(ask_contact(ctx).await?.address.city)
+    }
+}
+
+#[test]
+#[should_panic(expected = "handler `declared` asks for a `")]
+fn a_form_a_helper_asks_for_is_checked_at_registration_once_declared() {
+    let _ = mcp_mrtr::Server::new("s", "1").tool(helper_forms::declared);
+}
+
+/// Undeclared, it fails on the call: the client gets a plain message, never the Rust
+/// type; the details are for the server's log.
+#[tokio::test]
+async fn an_undeclared_helper_form_fails_the_call_without_naming_the_type() {
+    let client = mcp_mrtr::testing::TestClient::new(mcp_mrtr::Server::new("s", "1").tool(helper_forms::undeclared));
+    let round = client.call_tool("undeclared", serde_json::json!({})).start().await;
+    let error = round.error().expect("the question cannot be asked");
+    assert!(error.message().contains("cannot ask this question"), "{error:?}");
+    assert!(!error.message().contains("Contact") && !error.message().contains("::"), "{error:?}");
+}
+
+mod list_output {
+    use mcp_mrtr::prelude::*;
+
+    /// Lists names, as a bare array: not a structured result MCP allows.
+    #[tool]
+    pub(crate) async fn names() -> Result<Json<Vec<String>>, ToolError> {
+        Ok(Json(vec!["a".into()]))
+    }
+}
+
+#[test]
+#[should_panic(expected = "is not a JSON object")]
+fn a_structured_result_that_is_not_an_object_is_refused_at_registration() {
+    let _ = mcp_mrtr::Server::new("s", "1").tool(list_output::names);
+}

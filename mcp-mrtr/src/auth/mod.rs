@@ -76,6 +76,7 @@ use serde_json::Value;
 
 pub(crate) use self::challenge::{finish, mark, Gate};
 #[cfg(feature = "jwt")]
+#[cfg_attr(docsrs, doc(cfg(feature = "jwt")))]
 pub use self::jwt::{JwtError, JwtKeys, JwtVerifier};
 use crate::protocol::JsonObject;
 use crate::{Caller, PromptRoute, ResourceRoute, ToolRoute};

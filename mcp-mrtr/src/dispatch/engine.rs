@@ -93,6 +93,7 @@ impl Engine {
     /// Starts what runs beside the requests: the tasks extension's look for the tasks of
     /// instances that died. Serving calls it, and each request (for in-process use).
     pub(crate) fn start(&self) {
+        self.live.start_relay();
         if let Some(tasks) = &self.tasks {
             tasks.watch(self);
         }
@@ -108,7 +109,8 @@ impl Engine {
     /// Everything that must hold before serving: every `State<T>` given, and the
     /// request-state keys usable. Each way of serving calls this first.
     pub(crate) fn check_ready(&self) -> std::io::Result<()> {
-        self.check_state().map_err(std::io::Error::other)?;
+        // A configuration mistake, like a bad key: the server cannot serve as built.
+        self.check_state().map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidInput, error))?;
         self.resolve_state().map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidInput, error))?;
         Ok(())
     }
@@ -209,6 +211,13 @@ impl Engine {
         }
         if let Some(resources) = &mut capabilities.resources {
             *resources = ResourcesCapability::default();
+        }
+        // The tasks extension is 2026-07-28's: a session's calls never become tasks.
+        if let Some(extensions) = &mut capabilities.extensions {
+            extensions.remove(crate::protocol::TASKS_EXTENSION);
+            if extensions.is_empty() {
+                capabilities.extensions = None;
+            }
         }
         capabilities
     }

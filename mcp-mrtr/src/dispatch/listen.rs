@@ -130,7 +130,7 @@ pub(crate) async fn serve_listen(
     transport: &Transport,
     view: &RequestView<'_>,
 ) -> Result<JsonObject, Error> {
-    let (Some(listen), Some(fanout)) = (&server.live_config.listen, server.live.fanout()) else {
+    let (Some(listen), Some(_)) = (&server.live_config.listen, server.live.fanout()) else {
         return Err(Error::method_not_found("subscriptions/listen"));
     };
     let notifier = transport
@@ -153,7 +153,7 @@ pub(crate) async fn serve_listen(
         })
     })?;
     // Subscribe before acknowledging, so no change after the ack is missed.
-    let mut changes = fanout.subscribe();
+    let mut changes = server.live.subscribe();
     let _open = server.live.open_listener();
     let ack = Notification {
         method: "notifications/subscriptions/acknowledged".into(),

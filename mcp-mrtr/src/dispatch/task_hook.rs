@@ -1,8 +1,8 @@
-//! The door the tasks extension comes in by (DESIGN §14): dispatch defines what it asks
-//! of the extension here, and `tasks` implements it, so nothing below the extensions
-//! names them. Dispatch decides whether a `tools/call` may become a task
-//! ([`may_become_task`]: the tool's [`TaskSupport`] and what the client declared);
-//! the hook decides what becomes of it, and answers the extension's own methods.
+//! The door the tasks extension comes in by (ARCHITECTURE.md, "Layers of the runtime"):
+//! dispatch defines what it asks of the extension here, and `tasks` implements it, so
+//! nothing below the extensions names them. Dispatch decides whether a `tools/call` may
+//! become a task ([`may_become_task`]: the tool's [`TaskSupport`] and what the client
+//! declared); the hook decides what becomes of it, and answers the extension's own methods.
 
 use std::sync::Arc;
 

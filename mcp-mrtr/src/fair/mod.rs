@@ -1,5 +1,5 @@
-//! Fairness (DESIGN §13): a bound protects the server; it must never hand the server to
-//! whoever fills it first.
+//! Fairness (ARCHITECTURE.md's invariants; the pools of the serving guide): a bound
+//! protects the server; it must never hand the server to whoever fills it first.
 //!
 //! - [`ClientId`] (in `client`): who a request's client is, for every per-client share:
 //!   the authenticated [`Caller`](crate::Caller) when there is one, else the address the

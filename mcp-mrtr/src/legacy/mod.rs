@@ -1,7 +1,7 @@
-//! The 2025-11-25 leg (DESIGN §6): sessions opened by `initialize`, the utility methods
-//! that era still has, and the bridge that serves the very same handlers to legacy
-//! clients, asking each round's questions as real server-to-client requests on the
-//! request's SSE stream and replaying the handler with the answers.
+//! The 2025-11-25 leg (the bridge of the replay guide): sessions opened by `initialize`,
+//! the utility methods that era still has, and the bridge that serves the very same
+//! handlers to legacy clients, asking each round's questions as real server-to-client
+//! requests on the request's SSE stream and replaying the handler with the answers.
 //!
 //! Entry points: [`initialize`], [`utility`] and [`meta`]; the transports route legacy
 //! requests here, and dispatch asks through the bridge between rounds. A legacy request

@@ -1,5 +1,5 @@
-//! Which session makes room in a full table (DESIGN §13): the client holding the most
-//! gives one up, and a client holding few never does.
+//! Which session makes room in a full table (the fairness rule of `fair`): the client
+//! holding the most gives one up, and a client holding few never does.
 //!
 //! The newcomer would hold `after` sessions (what it holds, plus the one it opens). Only a
 //! client holding at least `after` may give one up: the newcomer itself (counted at

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::{Change, Live};
+use super::{Change, Live, Reach};
 use crate::handler::{PromptRoute, ResourceRoute, ToolRoute};
 use crate::Ctx;
 
@@ -56,18 +56,18 @@ impl ServerHandle {
 
     /// Unregisters a tool; `false` if none has that name.
     pub fn remove_tool(&self, name: &str) -> bool {
-        self.live.remove::<ToolRoute>(name)
+        self.live.remove::<ToolRoute>(name, Reach::Everywhere)
     }
 
     /// Lists and serves a disabled tool again, in its old place; `false` if none has that name.
     pub fn enable_tool(&self, name: &str) -> bool {
-        self.live.set_enabled::<ToolRoute>(name, true)
+        self.live.set_enabled::<ToolRoute>(name, true, Reach::Everywhere)
     }
 
     /// Stops listing and serving a tool (calls to it fail as for an unknown tool) while
     /// keeping it registered; `false` if none has that name.
     pub fn disable_tool(&self, name: &str) -> bool {
-        self.live.set_enabled::<ToolRoute>(name, false)
+        self.live.set_enabled::<ToolRoute>(name, false, Reach::Everywhere)
     }
 
     /// Registers a prompt at the end of the list.
@@ -77,17 +77,17 @@ impl ServerHandle {
 
     /// Unregisters a prompt; `false` if none has that name.
     pub fn remove_prompt(&self, name: &str) -> bool {
-        self.live.remove::<PromptRoute>(name)
+        self.live.remove::<PromptRoute>(name, Reach::Everywhere)
     }
 
     /// Lists and serves a disabled prompt again; `false` if none has that name.
     pub fn enable_prompt(&self, name: &str) -> bool {
-        self.live.set_enabled::<PromptRoute>(name, true)
+        self.live.set_enabled::<PromptRoute>(name, true, Reach::Everywhere)
     }
 
     /// Stops listing and serving a prompt; `false` if none has that name.
     pub fn disable_prompt(&self, name: &str) -> bool {
-        self.live.set_enabled::<PromptRoute>(name, false)
+        self.live.set_enabled::<PromptRoute>(name, false, Reach::Everywhere)
     }
 
     /// Registers a resource or a resource template at the end of its list.
@@ -98,18 +98,24 @@ impl ServerHandle {
     /// Unregisters the resource with this URI (or the template with this URI template);
     /// `false` if there is none.
     pub fn remove_resource(&self, uri: &str) -> bool {
-        self.live.remove::<ResourceRoute>(uri)
+        self.live.remove::<ResourceRoute>(uri, Reach::Everywhere)
     }
 
     /// Lists and serves a disabled resource again; `false` if there is none.
     pub fn enable_resource(&self, uri: &str) -> bool {
-        self.live.set_enabled::<ResourceRoute>(uri, true)
+        self.live.set_enabled::<ResourceRoute>(uri, true, Reach::Everywhere)
     }
 
     /// Stops listing and serving a resource (reads fail as not found); `false` if there
     /// is none.
     pub fn disable_resource(&self, uri: &str) -> bool {
-        self.live.set_enabled::<ResourceRoute>(uri, false)
+        self.live.set_enabled::<ResourceRoute>(uri, false, Reach::Everywhere)
+    }
+
+    /// Unregisters a resource on this instance only, whatever the server shares: what
+    /// the instance derived from its own state (its skills folder) is not the others'.
+    pub(crate) fn remove_resource_here(&self, uri: &str) -> bool {
+        self.live.remove::<ResourceRoute>(uri, Reach::Here)
     }
 
     /// Tells the listeners subscribed to `uri` that its content changed

@@ -28,6 +28,10 @@ pub enum Change {
     ResourcesListChanged,
     /// The content of this resource changed (`notifications/resources/updated`).
     ResourceUpdated(String),
+    /// A tool, prompt or resource was enabled, disabled or removed on one instance; every
+    /// instance on the fanout applies it, and its listeners hear the list change of its
+    /// kind ([`Listen::share_catalog_changes`]).
+    CatalogEdited(crate::CatalogEdit),
 }
 
 /// Carries changes from the handles that make them to every open listen stream.
@@ -84,6 +88,32 @@ impl ChangeFanout for MemoryFanout {
 /// nobody holds much more than it would. Every stream also ends after
 /// [`max_lifetime`](Self::max_lifetime) (default 30 min): clients reconnect, and long-held
 /// places are handed out afresh.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use mcp_mrtr::prelude::*;
+/// use mcp_mrtr::{Listen, MemoryFanout};
+///
+/// /// Lists the open tickets.
+/// #[tool]
+/// async fn tickets() -> Result<String, ToolError> {
+///     Ok("none open".into())
+/// }
+///
+/// let listen = Listen::default()
+///     // Under the 10 s idle timeout of the proxy in front.
+///     .keep_alive(Duration::from_secs(5))
+///     .max_streams(256)
+///     .max_streams_per_client(4)
+///     .fanout(MemoryFanout::new(4096));
+/// let server = Server::new("helpdesk", "1.0.0").tool(tickets).listen(listen);
+/// // `server/discover` now tells clients the tool list may change.
+/// assert_eq!(server.capabilities().tools.unwrap().list_changed, Some(true));
+/// ```
+///
+/// Changes come from a [`ServerHandle`](crate::ServerHandle); see
+/// [`TestClient::listen`](crate::testing::TestClient::listen) for a stream hearing one.
 #[derive(Clone)]
 pub struct Listen {
     pub(crate) fanout: Arc<dyn ChangeFanout>,
@@ -92,6 +122,7 @@ pub struct Listen {
     pub(crate) max_streams: usize,
     pub(crate) max_streams_per_client: usize,
     pub(crate) max_lifetime: Duration,
+    pub(crate) share_catalog: bool,
     /// The open streams, by client.
     pub(crate) streams: FairPool,
 }
@@ -108,6 +139,7 @@ impl Default for Listen {
             max_streams,
             max_streams_per_client,
             max_lifetime: Duration::from_secs(30 * 60),
+            share_catalog: true,
             streams: FairPool::new(max_streams, max_streams_per_client),
         }
     }
@@ -158,6 +190,20 @@ impl Listen {
         self.max_lifetime = lifetime;
         self
     }
+
+    /// Whether enabling, disabling and removing through a
+    /// [`ServerHandle`](crate::ServerHandle) travel to every instance on the fanout
+    /// (default: yes). Behind a load balancer a client lists on one instance and calls
+    /// on another, so they must agree: a tool disabled on one is disabled on all, and
+    /// every listener hears of it after its instance applied it. Adding a route stays on
+    /// its instance (a handler is code: each instance adds its own), and an instance not
+    /// listening when an edit was made (starting, or cut off from the bus) misses it, so
+    /// apply lasting changes from configuration at start-up too. Turn it off when an
+    /// instance changes its catalog for reasons of its own.
+    pub fn share_catalog_changes(mut self, share: bool) -> Self {
+        self.share_catalog = share;
+        self
+    }
 }
 
 impl std::fmt::Debug for Listen {
@@ -168,6 +214,7 @@ impl std::fmt::Debug for Listen {
             .field("max_streams", &self.max_streams)
             .field("max_streams_per_client", &self.max_streams_per_client)
             .field("max_lifetime", &self.max_lifetime)
+            .field("share_catalog", &self.share_catalog)
             .finish_non_exhaustive()
     }
 }

@@ -11,6 +11,7 @@
 mod handle;
 mod listen;
 mod prepared;
+mod shared;
 mod view;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -20,6 +21,9 @@ pub use self::handle::{CatalogError, ServerHandle};
 pub(crate) use self::listen::DEFAULT_KEEP_ALIVE;
 pub use self::listen::{Change, ChangeFanout, Listen, MemoryFanout};
 pub(crate) use self::prepared::{is_set, mask, BodyKey, List, Prepared, PreparedBody};
+pub use self::shared::CatalogEdit;
+pub(crate) use self::shared::Reach;
+use self::shared::{Action, Relay};
 pub(crate) use self::view::LiveConfig;
 pub use self::view::{Item, RequestView};
 use crate::handler::{PromptRoute, ResourceRoute, ToolRoute};
@@ -34,6 +38,8 @@ pub(crate) struct Live {
     fanout: RwLock<Option<Arc<dyn ChangeFanout>>>,
     /// Listen streams open on this instance right now.
     listeners: AtomicUsize,
+    /// What the fanout carries, relayed to this instance's listen streams (`shared`).
+    relay: Relay,
 }
 
 impl Default for Live {
@@ -43,6 +49,7 @@ impl Default for Live {
             next_seq: AtomicU64::new(1),
             fanout: RwLock::default(),
             listeners: AtomicUsize::new(0),
+            relay: Relay::default(),
         }
     }
 }
@@ -95,6 +102,8 @@ pub(crate) trait Kind: Sized + Send + Sync + 'static {
     const NOUN: &'static str;
     /// The change listeners hear when the list of this kind changes.
     const CHANGED: Change;
+    /// The kind as a shared edit names it.
+    const EDITED: shared::EditKind;
     /// The name (tools, prompts) or URI / URI template (resources) that identifies it.
     fn key(&self) -> &str;
     fn entries(catalog: &Catalog) -> &Vec<Entry<Self>>;
@@ -104,6 +113,7 @@ pub(crate) trait Kind: Sized + Send + Sync + 'static {
 impl Kind for ToolRoute {
     const NOUN: &'static str = "tool";
     const CHANGED: Change = Change::ToolsListChanged;
+    const EDITED: shared::EditKind = shared::EditKind::Tool;
     fn key(&self) -> &str {
         &self.tool.name
     }
@@ -118,6 +128,7 @@ impl Kind for ToolRoute {
 impl Kind for PromptRoute {
     const NOUN: &'static str = "prompt";
     const CHANGED: Change = Change::PromptsListChanged;
+    const EDITED: shared::EditKind = shared::EditKind::Prompt;
     fn key(&self) -> &str {
         &self.prompt.name
     }
@@ -132,6 +143,7 @@ impl Kind for PromptRoute {
 impl Kind for ResourceRoute {
     const NOUN: &'static str = "resource";
     const CHANGED: Change = Change::ResourcesListChanged;
+    const EDITED: shared::EditKind = shared::EditKind::Resource;
     fn key(&self) -> &str {
         self.kind.key()
     }
@@ -162,51 +174,65 @@ impl Live {
         })
     }
 
-    /// Removes the route under `key`; `false` if there is none.
-    pub(crate) fn remove<K: Kind>(&self, key: &str) -> bool {
-        self.edit(|catalog| {
-            let entries = K::entries_mut(catalog);
-            let before = entries.len();
-            entries.retain(|e| e.route.key() != key);
-            if entries.len() == before {
-                Err(())
-            } else {
-                Ok(K::CHANGED)
-            }
-        })
-        .is_ok()
+    /// Removes the route under `key`; `false` if there is none. With `Reach::Everywhere`,
+    /// instances sharing the fanout remove theirs too (see `shared`).
+    pub(crate) fn remove<K: Kind>(&self, key: &str, reach: Reach) -> bool {
+        self.edit(|catalog| self.removed::<K>(catalog, key, reach)).is_ok()
+    }
+
+    fn removed<K: Kind>(&self, catalog: &mut Catalog, key: &str, reach: Reach) -> Result<Change, ()> {
+        let entries = K::entries_mut(catalog);
+        let before = entries.len();
+        entries.retain(|e| e.route.key() != key);
+        if entries.len() == before {
+            return Err(());
+        }
+        Ok(self.announcement::<K>(reach, Action::Remove, key))
     }
 
     /// Serves (or stops serving) the route under `key`; `false` if there is none. Only
     /// an actual change is announced.
-    pub(crate) fn set_enabled<K: Kind>(&self, key: &str, enabled: bool) -> bool {
+    pub(crate) fn set_enabled<K: Kind>(&self, key: &str, enabled: bool, reach: Reach) -> bool {
         let mut found = false;
-        let _ = self.edit(|catalog| {
-            let entry = K::entries_mut(catalog).iter_mut().find(|e| e.route.key() == key).ok_or(())?;
-            found = true;
-            if entry.enabled == enabled {
-                return Err(());
-            }
-            entry.enabled = enabled;
-            Ok(K::CHANGED)
-        });
+        let _ = self.edit(|catalog| self.enabled_set::<K>(catalog, key, enabled, reach, &mut found));
         found
+    }
+
+    fn enabled_set<K: Kind>(
+        &self,
+        catalog: &mut Catalog,
+        key: &str,
+        enabled: bool,
+        reach: Reach,
+        found: &mut bool,
+    ) -> Result<Change, ()> {
+        let entry = K::entries_mut(catalog).iter_mut().find(|e| e.route.key() == key).ok_or(())?;
+        *found = true;
+        if entry.enabled == enabled {
+            return Err(());
+        }
+        entry.enabled = enabled;
+        let action = if enabled { Action::Enable } else { Action::Disable };
+        Ok(self.announcement::<K>(reach, action, key))
     }
 
     /// Applies `change` to a copy of the catalog, swaps the copy in, and announces what
     /// it returns. The write lock is held for the copy, so concurrent edits never lose
     /// one another; readers keep their snapshot meanwhile.
     fn edit<E>(&self, change: impl FnOnce(&mut Catalog) -> Result<Change, E>) -> Result<(), E> {
-        let announced = {
-            let mut current = self.catalog.write().unwrap_or_else(PoisonError::into_inner);
-            let mut next = Catalog::clone(&current);
-            let announced = change(&mut next)?;
-            next.generation = current.generation + 1;
-            *current = Arc::new(next);
-            announced
-        };
+        let announced = self.swap(change)?;
         self.publish(announced);
         Ok(())
+    }
+
+    /// [`edit`](Self::edit) without the announcement.
+    fn swap<E>(&self, change: impl FnOnce(&mut Catalog) -> Result<Change, E>) -> Result<Change, E> {
+        let mut current = self.catalog.write().unwrap_or_else(PoisonError::into_inner);
+        let mut next = Catalog::clone(&current);
+        let announced = change(&mut next)?;
+        next.generation = current.generation + 1;
+        *current = Arc::new(next);
+        Ok(announced)
     }
 
     pub(crate) fn publish(&self, change: Change) {
@@ -216,7 +242,10 @@ impl Live {
         }
     }
 
-    pub(crate) fn set_fanout(&self, fanout: Arc<dyn ChangeFanout>) {
+    /// Where changes go; with `share`, enable, disable and remove travel to the other
+    /// instances on it too.
+    pub(crate) fn set_fanout(&self, fanout: Arc<dyn ChangeFanout>, share: bool) {
+        self.relay.share(share);
         *self.fanout.write().unwrap_or_else(PoisonError::into_inner) = Some(fanout);
     }
 
@@ -273,14 +302,14 @@ mod tests {
         assert!(matches!(live.add(tool("a")), Err(CatalogError::Taken { .. })));
         assert_eq!(before.enabled::<ToolRoute>().count(), 1, "a request's snapshot does not move");
         assert_eq!(names(&live), ["a", "b"]);
-        assert!(live.set_enabled::<ToolRoute>("a", false));
+        assert!(live.set_enabled::<ToolRoute>("a", false, Reach::Here));
         assert_eq!(names(&live), ["b"]);
         assert!(live.snapshot().has::<ToolRoute>());
-        assert!(live.set_enabled::<ToolRoute>("a", true));
+        assert!(live.set_enabled::<ToolRoute>("a", true, Reach::Here));
         assert_eq!(names(&live), ["a", "b"], "re-enabling keeps the position");
-        assert!(live.remove::<ToolRoute>("a"));
-        assert!(!live.remove::<ToolRoute>("a"));
-        assert!(!live.set_enabled::<ToolRoute>("a", true));
+        assert!(live.remove::<ToolRoute>("a", Reach::Here));
+        assert!(!live.remove::<ToolRoute>("a", Reach::Here));
+        assert!(!live.set_enabled::<ToolRoute>("a", true, Reach::Here));
         live.add(tool("a")).unwrap();
         assert_eq!(names(&live), ["b", "a"], "a re-added route goes to the end");
     }
@@ -289,13 +318,13 @@ mod tests {
     async fn only_real_changes_are_announced() {
         let live = Live::default();
         let fanout = Arc::new(MemoryFanout::new(8));
-        live.set_fanout(fanout.clone());
+        live.set_fanout(fanout.clone(), false);
         let mut changes = fanout.subscribe();
         live.add(tool("a")).unwrap();
         let _ = live.add(tool("a"));
-        live.set_enabled::<ToolRoute>("a", true);
-        live.remove::<ToolRoute>("missing");
-        live.set_enabled::<ToolRoute>("a", false);
+        live.set_enabled::<ToolRoute>("a", true, Reach::Here);
+        live.remove::<ToolRoute>("missing", Reach::Here);
+        live.set_enabled::<ToolRoute>("a", false, Reach::Here);
         assert_eq!(changes.try_recv().unwrap(), Change::ToolsListChanged);
         assert_eq!(changes.try_recv().unwrap(), Change::ToolsListChanged);
         assert!(changes.try_recv().is_err(), "no-ops are silent");

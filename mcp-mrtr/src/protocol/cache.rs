@@ -25,6 +25,27 @@ impl CacheScope {
 ///
 /// The default, `ttlMs: 0` and `private`, lets no one reuse a result: opt in to caching
 /// when your lists are stable.
+///
+/// ```
+/// use mcp_mrtr::prelude::*;
+/// use mcp_mrtr::testing::TestClient;
+/// use mcp_mrtr::{CacheHints, CacheScope};
+///
+/// /// The price list: the same for everyone, changed once a day.
+/// #[resource(uri = "shop://prices")]
+/// async fn prices() -> Result<ResourceContents, ToolError> {
+///     Ok(ResourceContents::text("shop://prices", "text/csv", "item,eur\ntea,3\n"))
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let hints = CacheHints { ttl_ms: 60 * 60 * 1000, scope: CacheScope::Public };
+/// let client = TestClient::new(Server::new("shop", "1.0.0").cache_hints(hints).resource(prices));
+/// let read = client.read_resource("shop://prices").start().await;
+/// assert_eq!(read.complete().unwrap()["ttlMs"], 3_600_000);
+/// assert_eq!(read.complete().unwrap()["cacheScope"], "public");
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CacheHints {
     /// How long the result stays fresh, in milliseconds.

@@ -30,6 +30,21 @@ pub struct Annotations {
 }
 
 /// One block of content, tagged by `type` on the wire.
+///
+/// ```
+/// use mcp_mrtr::prelude::*;
+///
+/// /// Last week's sales, in words and as a chart.
+/// #[tool]
+/// async fn sales() -> Result<Vec<ContentBlock>, ToolError> {
+///     # let chart_png_base64 = String::from("iVBORw0KGgo=");
+///     Ok(vec![
+///         ContentBlock::text("Sales rose 12% last week."),
+///         ContentBlock::image(chart_png_base64, "image/png"),
+///     ])
+/// }
+/// # let _ = Server::new("sales", "1.0.0").tool(sales);
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentBlock {

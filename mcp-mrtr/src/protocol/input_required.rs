@@ -77,6 +77,7 @@ pub enum ElicitParams {
 /// let schema = FormSchema::new(json!({"type": "object", "properties": {"name": {"type": "string"}}}));
 /// assert_eq!(schema["properties"]["name"]["type"], "string");
 /// assert_eq!(serde_json::to_string(&schema).unwrap(), r#"{"properties":{"name":{"type":"string"}},"type":"object"}"#);
+/// assert_eq!(schema.to_string(), schema.as_json());
 /// ```
 #[derive(Clone)]
 pub struct FormSchema(Arc<Written>);
@@ -122,6 +123,13 @@ impl From<Value> for FormSchema {
 impl PartialEq for FormSchema {
     fn eq(&self, other: &Self) -> bool {
         self.0.value == other.0.value
+    }
+}
+
+/// The schema as the compact JSON text the client gets.
+impl std::fmt::Display for FormSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_json())
     }
 }
 

@@ -1,6 +1,23 @@
 //! Wire types of the MCP 2026-07-28 server side: JSON-RPC framing, the messages a server
 //! receives and answers, content blocks and capabilities.
 //!
+//! Handlers build results from them, and tests read answers as them:
+//!
+//! ```
+//! use mcp_mrtr::protocol::{CallToolResult, Tool};
+//! use serde_json::json;
+//!
+//! // A failed tool result: text for the model, `isError` on the wire, no `null`s.
+//! let failed = CallToolResult::error("no note with id 7");
+//! assert_eq!(
+//!     serde_json::to_value(&failed).unwrap(),
+//!     json!({ "content": [{ "type": "text", "text": "no note with id 7" }], "isError": true })
+//! );
+//! // A tool as `tools/list` shows it, names in camelCase.
+//! let tool = Tool::new("search").description("Searches the notes");
+//! assert_eq!(serde_json::to_value(&tool).unwrap()["inputSchema"], json!({ "type": "object", "properties": {} }));
+//! ```
+//!
 //! Types follow the schema's field names (`camelCase` on the wire); unknown fields are
 //! ignored on input, as the spec asks of receivers. Optional fields are omitted, never
 //! sent as `null`.

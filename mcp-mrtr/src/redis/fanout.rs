@@ -118,6 +118,7 @@ fn encode(change: &Change) -> String {
         Change::PromptsListChanged => "prompts".to_owned(),
         Change::ResourcesListChanged => "resources".to_owned(),
         Change::ResourceUpdated(uri) => format!("updated {uri}"),
+        Change::CatalogEdited(edit) => edit.encode(),
     }
 }
 
@@ -126,6 +127,7 @@ fn decode(message: &str) -> Option<Change> {
         "tools" => Change::ToolsListChanged,
         "prompts" => Change::PromptsListChanged,
         "resources" => Change::ResourcesListChanged,
+        edit if edit.starts_with("edit ") => Change::CatalogEdited(crate::CatalogEdit::decode(edit)?),
         other => Change::ResourceUpdated(other.strip_prefix("updated ")?.to_owned()),
     })
 }

@@ -1,20 +1,50 @@
 //! [`RedisGuard`]: single-use request states across instances.
+//!
+//! Claims live in Redis, so a Redis emptied by a restart without persistence (or a
+//! `FLUSHALL`) forgets them: every state claimed before would open once more, and its
+//! `once!` step run again. So the guard also keeps the moment its memory began, in a key
+//! of its own without expiry. A claim finds it gone exactly when the store was emptied;
+//! it then starts the memory again, now, and every state sealed before that is refused
+//! (its call starts over). A run of the soak harness (issue 24) found this: 31 steps
+//! taken twice after an empty Redis restart, none with it.
+
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use futures_util::future::BoxFuture;
 use redis::aio::ConnectionManager;
+use redis::Script;
 
 use crate::{Claim, Consumed, StateGuard};
 
-/// A [`StateGuard`] in Redis: one `SET key 1 NX PX <ms>` per state, so exactly one of
-/// any number of instances presented the same state at once sees it first, and the
-/// entry expires with the state. Made by [`Redis::state_guard`](super::Redis::state_guard).
+/// KEYS: the state's key, the memory key. ARGV: keep ms, now ms, the state's issue ms.
+/// 1 first use, 0 used before, 2 sealed before the guard's memory began.
+const CLAIM: &str = r"
+local since = redis.call('GET', KEYS[2])
+if not since then
+  redis.call('SET', KEYS[2], ARGV[2])
+  since = ARGV[2]
+end
+if tonumber(ARGV[3]) + 1 < tonumber(since) then return 2 end
+if redis.call('SET', KEYS[1], 1, 'NX', 'PX', ARGV[1]) then return 1 end
+return 0
+";
+
+/// A [`StateGuard`] in Redis: one atomic script per claim (`SET key 1 NX PX <ms>`, after
+/// checking the guard's memory), so exactly one of any number of instances presented
+/// the same state at once sees it first, and the entry expires with the state. Made by
+/// [`Redis::state_guard`](super::Redis::state_guard).
 ///
 /// When Redis cannot be reached, states are refused ([`Consumed::Unavailable`]): the
-/// client is told to try again later, and no state is ever let through unrecorded.
+/// client is told to try again later, and no state is ever let through unrecorded. When
+/// Redis comes back empty, states sealed before are refused as possibly used (see the
+/// module docs); keep Redis's eviction from taking the guard's keys (`noeviction`, or a
+/// `volatile-*` policy: the memory key has no expiry).
 #[derive(Clone)]
 pub struct RedisGuard {
     connection: ConnectionManager,
     prefix: String,
+    memory: String,
+    claim: Script,
 }
 
 impl std::fmt::Debug for RedisGuard {
@@ -25,8 +55,31 @@ impl std::fmt::Debug for RedisGuard {
 
 impl RedisGuard {
     pub(super) fn new(connection: ConnectionManager, prefix: String) -> Self {
-        Self { connection, prefix }
+        let memory = format!("{prefix}memory-since");
+        let guard = Self { connection, prefix, memory, claim: Script::new(CLAIM) };
+        // The memory begins now, before this instance seals anything, unless an instance
+        // started it already: otherwise the first claim starts it, and the states sealed
+        // before that first claim would be refused for nothing.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let (mut connection, key) = (guard.connection.clone(), guard.memory.clone());
+            runtime.spawn(async move {
+                let set: redis::RedisResult<()> =
+                    redis::cmd("SET").arg(&key).arg(now_ms()).arg("NX").query_async(&mut connection).await;
+                if let Err(error) = set {
+                    tracing::debug!(%error, "could not start the state guard's memory; the first claim will");
+                }
+            });
+        }
+        guard
     }
+}
+
+fn now_ms() -> u64 {
+    millis(SystemTime::now())
+}
+
+fn millis(at: SystemTime) -> u64 {
+    u64::try_from(at.duration_since(UNIX_EPOCH).unwrap_or_default().as_millis()).unwrap_or(u64::MAX)
 }
 
 impl StateGuard for RedisGuard {
@@ -38,17 +91,22 @@ impl StateGuard for RedisGuard {
             // rolling upgrade keeps every state it recorded.
             let id = crate::hex::encode(claim.digest());
             let mut connection = self.connection.clone();
-            let set: redis::RedisResult<Option<String>> = redis::cmd("SET")
-                .arg(format!("{}{id}", self.prefix))
-                .arg(1)
-                .arg("NX")
-                .arg("PX")
+            let claimed: redis::RedisResult<i64> = self
+                .claim
+                .key(format!("{}{id}", self.prefix))
+                .key(&self.memory)
                 .arg(millis)
-                .query_async(&mut connection)
+                .arg(now_ms())
+                .arg(self::millis(claim.issued()))
+                .invoke_async(&mut connection)
                 .await;
-            match set {
-                Ok(Some(_)) => Consumed::First,
-                Ok(None) => Consumed::Again,
+            match claimed {
+                Ok(1) => Consumed::First,
+                Ok(0) => Consumed::Again,
+                Ok(_) => {
+                    tracing::debug!("refused a state sealed before the guard's memory began (Redis was emptied)");
+                    Consumed::Again
+                }
                 Err(error) => {
                     tracing::warn!(%error, "the Redis state guard is unavailable; refusing the state");
                     Consumed::Unavailable

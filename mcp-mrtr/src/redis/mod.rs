@@ -1,6 +1,7 @@
 //! Redis-backed stores for running one server on several instances (the `redis`
-//! feature; DESIGN §12): a single-use guard for request states, a task store with
-//! leases, and a change fan-out for `subscriptions/listen`.
+//! feature; the [many instances](crate::guide::many_instances) guide shows the set-up): a
+//! single-use guard for request states, a task store with leases, and a change fan-out
+//! for `subscriptions/listen`.
 //!
 //! One door in: [`Redis::connect`], then hand its stores to the server.
 //!

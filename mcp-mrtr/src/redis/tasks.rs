@@ -1,8 +1,9 @@
 //! [`RedisTaskStore`]: task records in Redis, with the index of running tasks' leases.
 //!
 //! A record is a hash `<prefix>task:<id>` with its version (`v`) and its JSON (`r`),
-//! expiring with the task. The sorted set `<prefix>task-leases` scores each `working`
-//! task by when its lease lapses, so [`TaskStore::lapsed`] is one range query. Writes
+//! expiring with the task. The sorted set `<prefix>task-leases` scores each live task by
+//! when an instance must act on it ([`TaskRecord::lease_expires_at`]: its lease lapses,
+//! or its lifetime ends), so [`TaskStore::lapsed`] is one range query. Writes
 //! are scripts, so the version check and both keys change atomically.
 
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -90,7 +91,7 @@ fn epoch_ms(at: SystemTime) -> u64 {
     u64::try_from(at.duration_since(UNIX_EPOCH).unwrap_or_default().as_millis()).unwrap_or(u64::MAX)
 }
 
-/// The record's score in the lease index, or '' when it is not `working`.
+/// The record's score in the lease index, or '' when no instance need act on it.
 fn lease_score(record: &TaskRecord) -> String {
     record.lease_expires_at().map(|at| epoch_ms(at).to_string()).unwrap_or_default()
 }

@@ -62,6 +62,21 @@ const PAGE: usize = 100;
 /// A skill that breaks a rule of the extension (a `SKILL.md` without valid frontmatter,
 /// a name that is not its directory's, a symlink, more than 512 files or 16 MiB) is left
 /// out and logged at `warn`, never served half.
+///
+/// ```
+/// use mcp_mrtr::testing::TestClient;
+/// use mcp_mrtr::{Server, Skill, Skills};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let refunds = Skill::new("refunds", "---\nname: refunds\ndescription: Issue refunds.\n---\n\nWithin 30 days.\n");
+/// let client = TestClient::new(Server::new("support", "1.0.0").skills(Skills::new().skill(refunds)));
+/// // Each `SKILL.md` is a listed resource, read like any other.
+/// assert_eq!(client.list_resources().await.unwrap()[0].uri, "skill://refunds/SKILL.md");
+/// let read = client.read_resource("skill://refunds/SKILL.md").start().await;
+/// assert!(read.complete().unwrap()["contents"][0]["text"].as_str().unwrap().contains("30 days"));
+/// # }
+/// ```
 #[derive(Clone, Default)]
 pub struct Skills {
     shared: Arc<Shared>,
@@ -206,7 +221,7 @@ impl Skills {
     fn announce(&self, handle: &ServerHandle, old: &Catalog, new: &Catalog) {
         for entry in &old.entries {
             if new.get(&entry.uri).is_none() {
-                handle.remove_resource(&entry.uri);
+                handle.remove_resource_here(&entry.uri);
             }
         }
         for entry in &new.entries {
@@ -214,7 +229,7 @@ impl Skills {
                 None => self.register(handle, entry),
                 Some(before) if before.wire != entry.wire => {
                     // The listing shows the name and description: replace the entry.
-                    handle.remove_resource(&entry.uri);
+                    handle.remove_resource_here(&entry.uri);
                     self.register(handle, entry);
                     handle.resource_updated(entry.uri.clone());
                 }

@@ -35,14 +35,28 @@ pub struct Claim {
     digest: [u8; 32],
     owner: u32,
     expires: SystemTime,
+    issued: SystemTime,
 }
 
 impl Claim {
     /// A claim of the state whose token digests to `digest` (SHA-256), counted against
     /// the client `owner` (an opaque number the runtime derives from who started the
-    /// call), valid until `expires`.
+    /// call), valid until `expires`, issued now (see [`issued_at`](Self::issued_at)).
     pub fn new(digest: [u8; 32], owner: u32, expires: SystemTime) -> Self {
-        Self { digest, owner, expires }
+        Self { digest, owner, expires, issued: SystemTime::now() }
+    }
+
+    /// The claim of a state sealed at `issued`. A guard whose memory began later (it
+    /// was created, or its store was emptied, after that) cannot know whether the state
+    /// was claimed before, so it refuses it.
+    pub fn issued_at(mut self, issued: SystemTime) -> Self {
+        self.issued = issued;
+        self
+    }
+
+    /// When the state was sealed.
+    pub fn issued(&self) -> SystemTime {
+        self.issued
     }
 
     /// The SHA-256 of the state's token: the guard never holds the sealed answers.
@@ -78,6 +92,11 @@ impl Claim {
 /// balancer need one backed by a store they share: `RedisGuard` (the `redis` feature).
 /// A store that cannot be reached answers [`Consumed::Unavailable`]: the state is refused,
 /// never let through unrecorded.
+///
+/// A guard remembers claims from some moment on: when it was created, or when its store
+/// was last emptied. A state sealed before that moment may have been claimed in a memory
+/// it no longer has, so a guard refuses it ([`Consumed::Again`], via [`Claim::issued`]):
+/// after a restart, calls in progress start over rather than take a step twice.
 pub trait StateGuard: Send + Sync + 'static {
     /// Records the claimed state as used until it expires, unless it is recorded already.
     fn consume<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, Consumed>;
@@ -101,6 +120,9 @@ pub struct MemoryGuard {
     capacity: usize,
     share: usize,
     epoch: Instant,
+    /// When this guard's memory began (unix milliseconds): states sealed before it are
+    /// refused, since a guard of an earlier process may have seen them claimed.
+    born: u64,
     used: Mutex<Used>,
 }
 
@@ -138,7 +160,13 @@ impl MemoryGuard {
 
     /// An empty guard holding at most `capacity` live entries, a quarter per client.
     pub fn with_capacity(capacity: usize) -> Self {
-        Self { capacity: capacity.max(1), share: (capacity / 4).max(1), epoch: Instant::now(), used: Mutex::default() }
+        Self {
+            capacity: capacity.max(1),
+            share: (capacity / 4).max(1),
+            epoch: Instant::now(),
+            born: unix_millis(SystemTime::now()),
+            used: Mutex::default(),
+        }
     }
 
     /// The most entries one client holds before its own oldest are given up (default a
@@ -199,6 +227,11 @@ impl MemoryGuard {
         let expiry = unix_millis(claim.expires);
         // `now + keep_for` overflows only for lifetimes past what the clock holds: kept.
         let deadline = now.checked_add(claim.keep_for()).map_or(u32::MAX, |at| self.deadline(at));
+        // Sealed before this guard existed: a guard of an earlier process may have seen
+        // it claimed. (States carry whole milliseconds: one of slack.)
+        if unix_millis(claim.issued).saturating_add(1) < self.born {
+            return Consumed::Again;
+        }
         let key = short_digest(&claim.digest);
         let mut used = self.lock();
         used.since_sweep += 1;
@@ -322,6 +355,17 @@ mod tests {
         let expires =
             SystemTime::now().checked_add(keep_for).unwrap_or(UNIX_EPOCH + Duration::from_secs(u64::from(u32::MAX)));
         Claim::new(Sha256::digest(id.as_bytes()).into(), owner, expires)
+    }
+
+    #[test]
+    fn a_state_sealed_before_the_guard_was_made_is_refused() {
+        let sealed = SystemTime::now() - Duration::from_secs(5);
+        let guard = MemoryGuard::new();
+        // A restarted process: the state may have been claimed by the one before.
+        assert_eq!(guard.consume_now(&claim("old", 1, MINUTE).issued_at(sealed)), Consumed::Again);
+        let fresh = claim("new", 1, MINUTE).issued_at(SystemTime::now());
+        assert_eq!(guard.consume_now(&fresh), Consumed::First);
+        assert_eq!(guard.consume_now(&fresh), Consumed::Again);
     }
 
     #[test]

@@ -43,6 +43,18 @@ const REQUEST_STATE_V2_PURPOSE: &[u8] = b"request-state xchacha20poly1305 v2";
 ///
 /// `Debug` shows the id only, never the secret; the secret and the keys derived from it
 /// are zeroed when dropped.
+///
+/// ```
+/// use mcp_mrtr::{KeyError, StateKey};
+///
+/// // An example secret: make yours with `openssl rand -base64 32`, keep it in a secret store.
+/// let key = StateKey::parse("k1:o5WMhaOlbyC4Nt5itdSSUxDZt4b7QPFI4Z65QlesZMw=").unwrap();
+/// assert_eq!(key.id(), "k1");
+/// assert_eq!(format!("{key:?}"), r#"StateKey { id: "k1", .. }"#);
+/// // A placeholder is refused, and the error never quotes the secret.
+/// let zeros = "k1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+/// assert_eq!(StateKey::parse(zeros).unwrap_err(), KeyError::WeakSecret);
+/// ```
 #[derive(Clone)]
 pub struct StateKey {
     id: String,
@@ -150,6 +162,21 @@ impl fmt::Debug for StateKey {
 /// Keys that open states; the first seals.
 ///
 /// `Debug` shows the key ids only.
+///
+/// Rotating a key: the new one seals, the old one still opens what it sealed until
+/// those states expire (one [`StateConfig::ttl`](crate::StateConfig::ttl)), then goes.
+///
+/// ```
+/// use mcp_mrtr::{KeyRing, StateKey};
+///
+/// // Example secrets; in production `KeyRing::from_env()` reads the same ring from
+/// // MCP_MRTR_STATE_KEYS="k2:…,k1:…", the first sealing.
+/// let k2 = StateKey::parse("k2:3C9Y+6zc2D1N7VKQzH/9YZsQeq/LAMl+grVaCyX4wiI=").unwrap();
+/// let k1 = StateKey::parse("k1:o5WMhaOlbyC4Nt5itdSSUxDZt4b7QPFI4Z65QlesZMw=").unwrap();
+/// let ring = KeyRing::new(k2).with_previous(k1);
+/// assert_eq!(ring.current_id(), "k2");
+/// assert_eq!(format!("{ring:?}"), r#"KeyRing { seals: "k2", opens: ["k2", "k1"] }"#);
+/// ```
 #[derive(Clone)]
 pub struct KeyRing {
     /// Never empty; `keys[0]` seals. Shared so that cloning a config is cheap.

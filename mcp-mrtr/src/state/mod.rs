@@ -71,6 +71,21 @@ const REJECTED: &str = "Invalid requestState: it is tampered, expired, or belong
 
 /// How states are sealed: keys, lifetime, size cap, and whether the previous release's
 /// `v2` states still open.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use mcp_mrtr::{KeyRing, Server, StateConfig, StateKey};
+///
+/// // Every instance behind the load balancer gets the same ring (`KeyRing::from_env`);
+/// // a random key suits one instance, whose states then die with it.
+/// let config = StateConfig::new(KeyRing::new(StateKey::random()))
+///     // A person gets five minutes to answer a question.
+///     .ttl(Duration::from_secs(5 * 60))
+///     .max_bytes(16 * 1024);
+/// let server = Server::new("app", "1.0.0").request_state(config);
+/// # let _ = server;
+/// ```
 #[derive(Clone, Debug)]
 pub struct StateConfig {
     keys: KeyRing,
@@ -91,6 +106,11 @@ impl StateConfig {
     pub fn ttl(mut self, ttl: Duration) -> Self {
         self.ttl = ttl;
         self
+    }
+
+    /// How long a state opens after it is sealed.
+    pub(crate) fn lifetime(&self) -> Duration {
+        self.ttl
     }
 
     /// The longest token, in bytes, that is sealed or opened. This caps the payload too:

@@ -61,10 +61,16 @@ impl std::fmt::Debug for SingleUse {
 
 impl SingleUse {
     /// The claim of `token` (keyed by its digest, so the guard never holds the sealed
-    /// answers), counted against `owner`, kept until `expires`.
-    pub(crate) fn new(guard: Arc<dyn StateGuard>, token: &str, owner: u32, expires: SystemTime) -> Self {
+    /// answers), counted against `owner`, kept until `expires`, sealed at `issued`.
+    pub(crate) fn new(
+        guard: Arc<dyn StateGuard>,
+        token: &str,
+        owner: u32,
+        expires: SystemTime,
+        issued: SystemTime,
+    ) -> Self {
         let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        Self { guard, claim: Claim::new(digest, owner, expires) }
+        Self { guard, claim: Claim::new(digest, owner, expires).issued_at(issued) }
     }
 
     /// Marks the state used: `Err` with the client's error when it was used before (or

@@ -92,9 +92,13 @@ pub(crate) async fn start(server: &Host<'_>, record: &TaskRecord, run: String) -
     let tasks = &server.tasks;
     let Some(route) = server.find_tool(&record.call.tool) else {
         let error = Error::internal(format!("the tool {:?} of this task is no longer served", record.call.tool));
-        fenced(&*tasks.store, record.id(), &run, |record| {
-            record.error = Some(error.to_object());
-            record.finish(TaskStatus::Failed, tasks.limits.keep_finished);
+        super::end::finishing(tasks, record.id(), |record| {
+            let held = record.is_held_by(&run);
+            if held {
+                record.error = Some(error.to_object());
+                record.finish(TaskStatus::Failed, tasks.limits.keep_finished);
+            }
+            held
         })
         .await?;
         tasks.forget(record.id());
@@ -154,7 +158,7 @@ fn launch(
                 // The last status message, if one still waits, goes into the final write.
                 let message = status.take_pending();
                 let keep = tasks_here.limits.keep_finished;
-                let written = transition(&*tasks_here.store, &task_id, |record| {
+                let written = super::end::finishing(&tasks_here, &task_id, |record| {
                     settle(record, &settled, &holder, message.as_ref(), keep)
                 })
                 .await;
@@ -195,7 +199,8 @@ enum Settled {
 
 async fn run(replay: &Arc<Replay>, caps: &ClientCapabilities, mut handler: ToolFuture) -> Settled {
     let step = replay::step(replay, caps, handler.as_mut()).await;
-    // A task waiting for a person holds no future (DESIGN §11).
+    // A task waiting for a person holds no future: its answers are journaled in the store,
+    // and `tasks/update` replays the handler from the top.
     drop(handler);
     match step {
         Ok(Step::Round(Outcome::Complete(Ok(result)))) => {

@@ -1,5 +1,6 @@
 //! Leases: which run of a handler holds a `working` task, and how another instance
-//! takes the task over when that run's instance dies (DESIGN §11, §12).
+//! takes the task over when that run's instance dies (see the tasks and many-instances
+//! chapters of the guide).
 //!
 //! A run renews its lease every third of [`Tasks::lease`]; every serving instance looks
 //! for lapsed leases every half of it, from the moment it starts serving ([`watch`]),
@@ -13,7 +14,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::driver::{self, fenced, transition};
+use super::driver::{self, fenced};
 use super::store::{now_ms, Lease, TaskRecord, TaskStatus};
 use super::Host;
 use super::{new_task_id, Tasks};
@@ -146,15 +147,18 @@ pub(crate) async fn take_over(server: &Host<'_>, id: &str) -> Result<(), Error> 
     let now = SystemTime::now();
     let tasks = &server.tasks;
     let keep = tasks.limits.keep_finished;
-    let claimed = transition(&*tasks.store, id, |record| claim(record, tasks.lease_for(&run), now, keep)).await?;
+    let claimed = super::end::finishing(tasks, id, |record| claim(record, tasks.lease_for(&run), now, keep)).await?;
     match claimed {
         Some((record, true)) if record.status == TaskStatus::Working => {
             tracing::info!(task = %id, takeovers = record.takeovers, "taking over a task whose runner stopped");
             driver::start(server, &record, run).await?;
         }
-        Some((_, true)) => {
+        Some((record, true)) => {
+            // A run of it may still be going here (an expired task): it ends now.
+            tasks.running.abort(id);
             tasks.forget(id);
-            tracing::warn!(task = %id, "failed a task whose runs kept dying");
+            let why = if record.takeovers > MAX_TAKEOVERS { "its runs kept dying" } else { "it expired" };
+            tracing::warn!(task = %id, "failed a task: {why}");
         }
         _ => {}
     }
@@ -164,9 +168,15 @@ pub(crate) async fn take_over(server: &Host<'_>, id: &str) -> Result<(), Error> 
 /// Claims a lapsed task for the run holding `lease`; `false` (nothing to write) when its
 /// lease has not lapsed. A task handed back on shutdown (no lease) is taken freely; one
 /// whose run died counts a takeover, and fails after [`MAX_TAKEOVERS`] (kept for `keep`).
+/// A live task at the end of its lifetime fails as expired, running or waiting.
 fn claim(record: &mut TaskRecord, lease: Lease, now: SystemTime, keep: Duration) -> bool {
     if !record.lease_lapsed(now) {
         return false;
+    }
+    if record.past_deadline(now) {
+        record.error = Some(super::end::expired_error().to_object());
+        record.finish(TaskStatus::Failed, keep);
+        return true;
     }
     if record.lease.is_some() {
         record.takeovers += 1;

@@ -7,8 +7,9 @@ use serde_json::json;
 use crate::protocol::JsonObject;
 use crate::Error;
 
-/// The bounds that keep one client, or many, from filling a server with tasks (DESIGN
-/// §13). Set them with [`Server::task_limits`](crate::Server::task_limits).
+/// The bounds that keep one client, or many, from filling a server with tasks (each a
+/// total and a share per client, as for every pool of the server). Set them with
+/// [`Server::task_limits`](crate::Server::task_limits).
 ///
 /// Every bound is on by default, with a value meant for production:
 ///
@@ -50,6 +51,32 @@ use crate::Error;
 /// their journals. A finished record drops its arguments and journal and keeps its
 /// outcome: a client starting tasks at its full rate keeps about 600 finished records (1
 /// per second for 10 minutes) of about 1 KiB plus the tools' results.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use mcp_mrtr::prelude::*;
+/// use mcp_mrtr::testing::TestClient;
+/// use mcp_mrtr::TaskLimits;
+///
+/// /// Rebuilds the search index: slow, so always a task.
+/// #[tool(task = "required")]
+/// async fn reindex() -> Result<String, ToolError> {
+///     tokio::time::sleep(Duration::from_secs(3600)).await;
+///     Ok("reindexed".into())
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let limits = TaskLimits::default().max_live_tasks_per_client(1).run_timeout(Some(Duration::from_secs(7200)));
+/// let client = TestClient::new(Server::new("search", "1.0.0").task_limits(limits).tool(reindex));
+/// let first = client.call_tool("reindex", serde_json::json!({})).start().await;
+/// assert!(first.task_id().is_some());
+/// // The first still runs: this client holds its share.
+/// let second = client.call_tool("reindex", serde_json::json!({})).start().await;
+/// assert_eq!(second.error().unwrap().data().unwrap()["limit"], "liveTasksPerClient");
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TaskLimits {
     pub(crate) max_live: usize,

@@ -36,7 +36,7 @@ struct Indexed {
     records: HashMap<String, TaskRecord>,
     /// `(expires at, id)` of every record that expires (unix milliseconds).
     by_expiry: BTreeSet<(u64, String)>,
-    /// `(lease lapses at, id)` of every `working` record (unix milliseconds).
+    /// `(an instance must act by, id)` of every live record ([`TaskRecord::lease_expires_at`]).
     by_lease: BTreeSet<(u64, String)>,
 }
 
@@ -88,7 +88,7 @@ impl Indexed {
         }
     }
 
-    /// Ids of up to `limit` working records whose lease lapsed before `now`, the
+    /// Ids of up to `limit` live records to act on before `now` (see the trait), the
     /// longest lapsed first. An expired one met on the way is removed, not listed.
     fn lapsed(&mut self, now: SystemTime, limit: usize) -> Vec<String> {
         let mut lapsed = Vec::new();

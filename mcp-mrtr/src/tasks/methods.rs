@@ -158,7 +158,7 @@ async fn update(
 /// the request is acknowledged all the same.
 async fn cancel(server: &Host<'_>, record: &TaskRecord) -> Result<JsonObject, Error> {
     let keep = server.tasks.limits.keep_finished;
-    transition(&*server.tasks.store, record.id(), |record| {
+    super::end::finishing(server.tasks, record.id(), |record| {
         let live = !record.status.is_terminal();
         if live {
             record.finish(TaskStatus::Cancelled, keep);

@@ -3,8 +3,9 @@
 //! `tasks/update` and stops with `tasks/cancel`.
 //!
 //! A task runs the same handler as a multi-round call, through the same replay driver
-//! (DESIGN §11). Only the journal moves: answers and `once!` results live in the task's
-//! [`TaskRecord`] in a [`TaskStore`] instead of a sealed `requestState`. A task waiting
+//! (see the [tasks guide](crate::guide::tasks)). Only the journal moves: answers and
+//! `once!` results live in the task's [`TaskRecord`] in a [`TaskStore`] instead of a sealed
+//! `requestState`. A task waiting
 //! for a person holds no future: `tasks/update` journals the answers and replays the
 //! handler from the top.
 //!
@@ -12,14 +13,16 @@
 //! supports tasks goes to `driver::call`, and `tasks/*` to `methods::serve`). Code here
 //! sees the server as a [`Host`]: the engine, and the task machinery.
 //!
-//! Bounds (DESIGN §13, [`TaskLimits`]): `admission` decides whether a client may create
-//! one more task (a rate and live caps, per client and in all); `arguments` keeps only
+//! Bounds (a total and a share per client, as for every pool; [`TaskLimits`]):
+//! `admission` decides whether a client may create one more task (a rate and live caps,
+//! per client and in all); `arguments` keeps only
 //! what the tool's argument type reads, within a size cap; runs take a slot of their
 //! own and have a time limit (`driver`); status messages are coalesced (`status`); a
 //! finished record drops its inputs and is kept for a shorter time (`store`).
 
 mod admission;
 mod driver;
+mod end;
 mod lease;
 mod limits;
 mod memory;
@@ -33,6 +36,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub(crate) use driver::Running;
+pub use end::TaskEnd;
+pub(crate) use end::{hook as end_hook, EndHook};
 use lease::DEFAULT_LEASE;
 pub(crate) use lease::MIN_LEASE;
 pub use limits::TaskLimits;
@@ -69,6 +74,8 @@ pub(crate) struct Tasks {
     pub(crate) watching: Arc<AtomicBool>,
     /// Set by the hand-back at shutdown: this instance takes no task (back) any more.
     pub(crate) closing: Arc<AtomicBool>,
+    /// The application's cleanup when a task ends ([`crate::Server::on_task_end`]).
+    pub(crate) on_end: Option<EndHook>,
 }
 
 impl Default for Tasks {
@@ -84,6 +91,7 @@ impl Default for Tasks {
             lease: DEFAULT_LEASE,
             watching: Arc::default(),
             closing: Arc::default(),
+            on_end: None,
         }
     }
 }

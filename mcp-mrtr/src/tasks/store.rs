@@ -174,19 +174,41 @@ impl TaskRecord {
         Some(UNIX_EPOCH + Duration::from_millis(self.created_at_ms.saturating_add(ttl)))
     }
 
-    /// While the task is `working`: when the lease of the run executing it lapses
-    /// ([`UNIX_EPOCH`] when no run holds it, as after a graceful hand-back). `None` in
-    /// every other status. A shared store indexes it to answer [`TaskStore::lapsed`].
+    /// When some instance must act on the task next, while it is live: when the lease of
+    /// the run executing a `working` task lapses ([`UNIX_EPOCH`] when no run holds it, as
+    /// after a graceful hand-back), or when a live task reaches the end of its lifetime
+    /// and is ended as expired, whichever comes first. `None` for a final task, or one
+    /// waiting for answers with no end of life. A shared store indexes it to answer
+    /// [`TaskStore::lapsed`].
     pub fn lease_expires_at(&self) -> Option<SystemTime> {
-        if self.status != TaskStatus::Working {
-            return None;
+        let deadline = self.deadline();
+        match self.status {
+            TaskStatus::Working => {
+                let until = UNIX_EPOCH + Duration::from_millis(self.lease.as_ref().map_or(0, |lease| lease.until_ms));
+                Some(deadline.map_or(until, |deadline| deadline.min(until)))
+            }
+            TaskStatus::InputRequired => deadline,
+            _ => None,
         }
-        let until = self.lease.as_ref().map_or(0, |lease| lease.until_ms);
-        Some(UNIX_EPOCH + Duration::from_millis(until))
     }
 
-    /// Whether the task is `working` and no run holds its lease by `now`: its runner died,
-    /// or handed it back.
+    /// When a live task is ended as expired: shortly before its record expires (a tenth
+    /// of its lifetime, at most a minute), so that the record is still there to say so
+    /// to a client polling it, and for the application's end hook to be told.
+    fn deadline(&self) -> Option<SystemTime> {
+        let ttl = self.ttl_ms?;
+        let notice = (ttl / 10).min(60_000);
+        Some(UNIX_EPOCH + Duration::from_millis(self.created_at_ms.saturating_add(ttl - notice)))
+    }
+
+    /// Whether the task is live and past the end of its lifetime at `now`.
+    pub(crate) fn past_deadline(&self, now: SystemTime) -> bool {
+        !self.status.is_terminal() && self.deadline().is_some_and(|at| at <= now)
+    }
+
+    /// Whether some instance must act on the task by `now`: no run holds the lease of a
+    /// `working` task (its runner died, or handed it back), or a live task reached the
+    /// end of its lifetime.
     pub(crate) fn lease_lapsed(&self, now: SystemTime) -> bool {
         self.lease_expires_at().is_some_and(|at| at < now)
     }
@@ -297,8 +319,8 @@ pub trait TaskStore: Send + Sync + 'static {
     fn replace(&self, expected: u64, record: TaskRecord) -> BoxFuture<'_, Result<bool, StoreError>>;
 
     /// Ids of at most `limit` records whose [`TaskRecord::lease_expires_at`] is before
-    /// `now`: tasks whose runner died. Every instance asks this now and then and takes
-    /// the tasks over; a record listed here may be taken already (the runtime's
+    /// `now`: tasks whose runner died, or that reached the end of their lifetime. Every
+    /// instance asks this now and then and takes the tasks over (or ends them); a record listed here may be taken already (the runtime's
     /// compare-and-set decides), so the answer need not be exact, only complete in time.
     fn lapsed(&self, now: SystemTime, limit: usize) -> BoxFuture<'_, Result<Vec<String>, StoreError>>;
 }

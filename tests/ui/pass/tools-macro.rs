@@ -7,10 +7,16 @@ async fn a() -> Result<String, ToolError> {
     Ok("a".into())
 }
 
+/// A count, as a structured result (an object, as MCP requires).
+#[derive(Serialize, JsonSchema)]
+struct Count {
+    n: u32,
+}
+
 /// The second tool, with structured output.
 #[tool(read_only)]
-async fn b(n: u32) -> Result<Json<u32>, ToolError> {
-    Ok(Json(n))
+async fn b(n: u32) -> Result<Json<Count>, ToolError> {
+    Ok(Json(Count { n }))
 }
 
 fn main() {

@@ -8,6 +8,27 @@ use super::guard::{Guard, HostPolicy};
 use super::Limits;
 
 /// How the HTTP endpoint is mounted and guarded.
+///
+/// Give it to [`Server::into_router_with`](crate::Server::into_router_with) or
+/// [`Server::serve_http_with`](crate::Server::serve_http_with):
+///
+/// ```
+/// use mcp_mrtr::{HttpConfig, Limits, Server};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let config = HttpConfig::default()
+///     .path("/api/mcp")
+///     // The name clients reach it by; the default answers loopback names only.
+///     .allowed_hosts(["mcp.example.com"])
+///     // The web app that calls it from the browser.
+///     .allowed_origins(["https://app.example.com"])
+///     .max_body_bytes(256 * 1024)
+///     .limits(Limits::default().max_handlers(64));
+/// let router = Server::new("app", "1.0.0").into_router_with(config);
+/// # let _ = router;
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct HttpConfig {
     pub(super) path: String,
@@ -93,11 +114,12 @@ impl HttpConfig {
         }
     }
 
-    /// Makes [`Server::serve_http_with`] shut down gracefully when `signal` resolves,
-    /// instead of on SIGTERM or Ctrl-C (the default): for an application that decides
-    /// itself when to stop. `std::future::pending()` serves until the process ends.
-    /// Routers ([`Server::into_router_with`]) do not read it; see
-    /// [`serve_router_with_shutdown`] for them.
+    /// Makes [`Server::serve_http_with`](crate::Server::serve_http_with) shut down
+    /// gracefully when `signal` resolves, instead of on SIGTERM or Ctrl-C (the default):
+    /// for an application that decides itself when to stop. `std::future::pending()`
+    /// serves until the process ends. Routers
+    /// ([`Server::into_router_with`](crate::Server::into_router_with)) do not read it; see
+    /// [`serve_router_with_shutdown`](crate::serve_router_with_shutdown) for them.
     ///
     /// ```
     /// use mcp_mrtr::HttpConfig;

@@ -40,6 +40,28 @@ impl Server {
     /// around it can attach a [`Caller`](crate::Caller) and other extensions that
     /// handlers read.
     ///
+    /// ```
+    /// use mcp_mrtr::prelude::*;
+    ///
+    /// /// Says hello.
+    /// #[tool]
+    /// async fn hello() -> Result<String, ToolError> {
+    ///     Ok("hello".into())
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// // MCP at `/mcp`, beside the app's own routes.
+    /// let app = axum::Router::new()
+    ///     .route("/health", axum::routing::get(|| async { "ok" }))
+    ///     .merge(Server::new("app", "1.0.0").tool(hello).into_router());
+    /// # let _ = app;
+    /// # }
+    /// ```
+    ///
+    /// Serve it with [`serve_router`](crate::serve_router) to get the listener's
+    /// [`Limits`](crate::Limits) too.
+    ///
     /// # Panics
     ///
     /// As [`Server::into_router_with`].
@@ -100,14 +122,30 @@ impl Server {
     }
 
     /// Serves Streamable HTTP on `addr` until SIGTERM or Ctrl-C, then shuts down
-    /// gracefully (see [`serve_router_with_shutdown`]) and hands back the tasks running
-    /// here.
+    /// gracefully (see [`serve_router_with_shutdown`](crate::serve_router_with_shutdown))
+    /// and hands back the tasks running here.
     ///
     /// On a loopback address only loopback host names are answered (DNS-rebinding
     /// protection); on any other address every host is, so put a proxy that checks
     /// hosts in front, or use [`Server::into_router_with`]. On every address, browser
     /// requests are answered only from loopback pages. A malformed
     /// `MCP_MRTR_STATE_KEYS` is an error before anything is served.
+    ///
+    /// ```no_run
+    /// use mcp_mrtr::prelude::*;
+    ///
+    /// /// Says hello.
+    /// #[tool]
+    /// async fn hello() -> Result<String, ToolError> {
+    ///     Ok("hello".into())
+    /// }
+    ///
+    /// #[tokio::main]
+    /// async fn main() -> std::io::Result<()> {
+    ///     // Returns after SIGTERM or Ctrl-C, once requests in flight are drained.
+    ///     Server::new("hello", "1.0.0").tool(hello).serve_http("127.0.0.1:3000").await
+    /// }
+    /// ```
     pub async fn serve_http(self, addr: impl ToSocketAddrs) -> io::Result<()> {
         self.serve_http_listener(TcpListener::bind(addr).await?).await
     }
@@ -123,10 +161,11 @@ impl Server {
         self.serve_http_with(listener, config).await
     }
 
-    /// Serves Streamable HTTP on a bound listener as `config` says, its [`Limits`]
-    /// included, until its [`shutdown_signal`](HttpConfig::shutdown_signal) (by default
-    /// SIGTERM or Ctrl-C). Then it drains (see [`serve_router_with_shutdown`]), hands back
-    /// the tasks running here (their handlers stop; a shared task store lets another
+    /// Serves Streamable HTTP on a bound listener as `config` says, its
+    /// [`Limits`](crate::Limits) included, until its
+    /// [`shutdown_signal`](HttpConfig::shutdown_signal) (by default SIGTERM or Ctrl-C).
+    /// Then it drains (see [`serve_router_with_shutdown`](crate::serve_router_with_shutdown)),
+    /// hands back the tasks running here (their handlers stop; a shared task store lets another
     /// instance take them over) and returns. A misconfigured server is an error before
     /// anything is served.
     pub async fn serve_http_with(self, listener: TcpListener, mut config: HttpConfig) -> io::Result<()> {

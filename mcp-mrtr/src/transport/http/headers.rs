@@ -48,6 +48,15 @@ pub(crate) fn check(headers: &HeaderMap, request: &Request, meta: &RequestMeta) 
     let method = header(headers, METHOD).ok_or_else(|| {
         Error::header_mismatch(format!("missing Mcp-Method header: send `Mcp-Method: {}`", shown(&request.method)))
     })?;
+    // Before Mcp-Name: which name the method needs depends on the method.
+    if method != request.method {
+        return Err(Error::header_mismatch(format!(
+            "Mcp-Method header {:?} does not match method {:?}: send `Mcp-Method: {}`",
+            shown(method),
+            shown(&request.method),
+            shown(&request.method)
+        )));
+    }
     let name_source = name_source(&request.method);
     let name = match name_source {
         Some(field) => Some(header(headers, NAME).ok_or_else(|| {
@@ -66,14 +75,6 @@ pub(crate) fn check(headers: &HeaderMap, request: &Request, meta: &RequestMeta) 
             "MCP-Protocol-Version header {:?} does not match _meta protocolVersion {:?}: send the same in both",
             shown(version),
             shown(&meta.protocol_version)
-        )));
-    }
-    if method != request.method {
-        return Err(Error::header_mismatch(format!(
-            "Mcp-Method header {:?} does not match method {:?}: send `Mcp-Method: {}`",
-            shown(method),
-            shown(&request.method),
-            shown(&request.method)
         )));
     }
     if let (Some(field), Some(name)) = (name_source, name) {

@@ -66,6 +66,24 @@ use crate::legacy::SessionLimits;
 /// applies them, and an app that mounts [`Server::into_router_with`](crate::Server::into_router_with)
 /// gets them by serving through [`serve_router`](crate::serve_router). The others travel
 /// with the router.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use mcp_mrtr::{HttpConfig, Limits};
+///
+/// let limits = Limits::default()
+///     // The tools call a slow backend.
+///     .handler_timeout(Some(Duration::from_secs(120)))
+///     .max_handlers(64)
+///     .max_handlers_per_client(8)
+///     // Well inside Kubernetes' 30 s grace period.
+///     .shutdown_timeout(Duration::from_secs(20));
+/// // `Limits` is `Copy`: the same value also goes to `serve_router` when you serve a
+/// // router of your own.
+/// let config = HttpConfig::default().limits(limits);
+/// # let _ = config;
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     pub(crate) header_timeout: Duration,

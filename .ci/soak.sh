@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Soak and chaos, short: 60 s of mixed traffic over three `everything` instances sharing a
+# key ring and a redis-server of their own on 127.0.0.1, with the default fault schedule
+# (a 60 s run gets a SIGKILL, a SIGTERM, a Redis restart and a stalled reader, plus one
+# more). Fails if any operation was lost, duplicated, wrong or hung (soak exits 1), if the
+# run could not start (2), or if the schedule did not kill an instance and restart Redis.
+#
+#   bash .ci/soak.sh            # SOAK_SECONDS, SOAK_SEED and SOAK_OUT override the defaults
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v redis-server >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y --no-install-recommends redis-server >/dev/null \
+    || { apt-get update >/dev/null && apt-get install -y --no-install-recommends redis-server >/dev/null; }
+fi
+
+cargo build -p mcp-mrtr-examples --bins --quiet
+
+seconds="${SOAK_SECONDS:-60}"
+seed="${SOAK_SEED:-$RANDOM$RANDOM}"
+out="${SOAK_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/mcp-mrtr-soak.XXXXXX")}"
+echo "soak: ${seconds} s, seed ${seed} (SOAK_SEED=${seed} repeats the schedule), output in ${out}"
+
+status=0
+target/debug/soak --seconds "$seconds" --instances 3 --seed "$seed" --out "$out" --faults default || status=$?
+if [ "$status" -ne 0 ]; then
+  echo "soak: FAILED (exit $status); the history of each operation named above is in ${out}/history.jsonl" >&2
+  exit "$status"
+fi
+
+# The run must have had the faults it is meant to survive.
+faults="$(grep '^faults injected:' "$out/summary.txt")"
+for needed in sigkill redis_restart; do
+  if ! grep -Eq "${needed} [1-9]" <<<"$faults"; then
+    echo "soak: the run injected no ${needed} (${faults})" >&2
+    exit 1
+  fi
+done
+echo "soak: clean (${faults})"

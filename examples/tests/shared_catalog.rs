@@ -1,0 +1,118 @@
+//! Two servers on one real `redis-server`, each serving HTTP on 127.0.0.1 with the Redis
+//! change fanout: a tool disabled, enabled or removed through one's `ServerHandle` is
+//! disabled, enabled or removed on the other, and the other's listeners hear of it after
+//! it applied the change. With `share_catalog_changes(false)` the edit stays where it
+//! was made.
+
+mod common;
+mod instance;
+
+use std::net::SocketAddr;
+
+use instance::Redis;
+use mcp_mrtr::prelude::*;
+use mcp_mrtr::{Listen, ServerHandle};
+use serde_json::{json, Value};
+
+/// Rolls a service out.
+#[tool]
+async fn deploy() -> Result<String, ToolError> {
+    Ok("deployed".into())
+}
+
+/// Says hello.
+#[tool]
+async fn hello() -> Result<String, ToolError> {
+    Ok("hello".into())
+}
+
+/// Serves a server on the Redis at `url` on a port of its own, on `runtime`.
+fn serve(runtime: &tokio::runtime::Runtime, url: &str, share: bool) -> (ServerHandle, SocketAddr) {
+    runtime.block_on(async {
+        let redis = mcp_mrtr::redis::Redis::connect(url).await.expect("redis");
+        let fanout = redis.change_fanout().await.expect("a change fanout");
+        let listen = Listen::default().fanout(fanout).share_catalog_changes(share);
+        let server = Server::new("deploys", "1").tools(tools![deploy, hello]).listen(listen);
+        let handle = server.server_handle();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(server.serve_http_listener(listener));
+        (handle, addr)
+    })
+}
+
+fn rpc(addr: SocketAddr, method: &str, params: Value) -> Value {
+    instance::call(addr, &instance::request(method, params, &json!({})))
+}
+
+fn tool_names(addr: SocketAddr) -> Vec<String> {
+    let listed = rpc(addr, "tools/list", json!({}));
+    let tools = listed["result"]["tools"].as_array().unwrap_or_else(|| panic!("{listed}"));
+    tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
+}
+
+fn calls(addr: SocketAddr, tool: &str) -> bool {
+    rpc(addr, "tools/call", json!({ "name": tool, "arguments": {} }))["result"]["content"][0]["text"].is_string()
+}
+
+/// A listen stream on `addr` for tool list changes, past its acknowledgement.
+fn listen(addr: SocketAddr) -> (std::net::TcpStream, String) {
+    let request =
+        instance::request("subscriptions/listen", json!({ "notifications": { "toolsListChanged": true } }), &json!({}));
+    let mut stream = instance::open(addr, &request);
+    let mut seen = String::new();
+    instance::read_until(&mut stream, &mut seen, "notifications/subscriptions/acknowledged");
+    (stream, seen)
+}
+
+/// Reads `stream` until it carried `n` tool list changes since it opened.
+fn heard(stream: &mut std::net::TcpStream, seen: &mut String, n: usize) {
+    use std::io::Read as _;
+    let mut buf = [0u8; 4096];
+    while seen.matches("notifications/tools/list_changed").count() < n {
+        let read = stream.read(&mut buf).expect("the stream kept talking");
+        assert!(read > 0, "the stream ended: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..read]));
+    }
+}
+
+#[test]
+fn a_tool_disabled_enabled_or_removed_on_one_instance_is_so_on_every_instance() {
+    let Some(redis) = Redis::start() else { return };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (a, a_addr) = serve(&runtime, &redis.url(), true);
+    let (_b, b_addr) = serve(&runtime, &redis.url(), true);
+    let (mut stream, mut seen) = listen(b_addr);
+
+    assert!(a.disable_tool("deploy"));
+    heard(&mut stream, &mut seen, 1);
+    // B's listener heard of it after B applied it: listing on B now shows the change.
+    assert_eq!(tool_names(b_addr), ["hello"]);
+    assert!(!calls(b_addr, "deploy"), "B serves it no more");
+    assert_eq!(tool_names(a_addr), ["hello"]);
+
+    assert!(a.enable_tool("deploy"));
+    heard(&mut stream, &mut seen, 2);
+    assert_eq!(tool_names(b_addr), ["deploy", "hello"], "back in its place");
+    assert!(calls(b_addr, "deploy"));
+
+    assert!(a.remove_tool("hello"));
+    heard(&mut stream, &mut seen, 3);
+    assert_eq!(tool_names(b_addr), ["deploy"]);
+}
+
+#[test]
+fn an_instance_that_does_not_share_keeps_its_edits_to_itself() {
+    let Some(redis) = Redis::start() else { return };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (a, a_addr) = serve(&runtime, &redis.url(), false);
+    let (_b, b_addr) = serve(&runtime, &redis.url(), false);
+    let (mut stream, mut seen) = listen(b_addr);
+
+    assert!(a.disable_tool("deploy"));
+    // B still hears that a list changed somewhere (as before), but its catalog stays.
+    heard(&mut stream, &mut seen, 1);
+    assert_eq!(tool_names(a_addr), ["hello"]);
+    assert_eq!(tool_names(b_addr), ["deploy", "hello"]);
+    assert!(calls(b_addr, "deploy"));
+}
