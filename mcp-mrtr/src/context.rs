@@ -336,6 +336,14 @@ impl Ctx {
         &self.inner.id
     }
 
+    /// The id of the task this handler runs as, once the call continued as one
+    /// ([`Ctx::continue_as_task`]); `None` in an ordinary round. Key what a task holds by
+    /// it, so [`Server::on_task_end`](crate::Server::on_task_end) can find it
+    /// ([`TaskEnd::id`](crate::TaskEnd::id)).
+    pub fn task_id(&self) -> Option<String> {
+        self.inner.replay.task_log().map(|log| log.task_id().to_owned())
+    }
+
     /// The request's `_meta`, read: the envelope, the trace context
     /// ([`RequestMeta::trace`]: `traceparent`, `tracestate`, `baggage`) and any other
     /// keys the client sent ([`RequestMeta::extra`]). All of it is client data.

@@ -175,16 +175,19 @@ pub use mcp_mrtr_macros::tool;
 /// Turns an `async fn` into a prompt: `server.prompt(my_fn)`.
 ///
 /// Parameters are the prompt's (string) arguments: `String` ones are required,
-/// `Option<String>` ones optional. Keys: `name`, `title`, `description`, `scopes`,
-/// `crate`, as for [`tool`]. The function returns `Result<Vec<PromptMessage>, ToolError>` (or a
+/// `Option<String>` ones optional. Extractors count as no argument, as in a tool: `&Ctx`,
+/// `State<T>`, `Extension<T>`, `Caller`. Keys: `name`, `title`, `description`, `scopes`,
+/// `forms`, `crate`, as for [`tool`]. The function returns `Result<Vec<PromptMessage>, ToolError>` (or a
 /// [`GetPromptResult`]) and may [`ask!`].
 pub use mcp_mrtr_macros::prompt;
 
 /// Turns an `async fn` into a resource: `server.resource(my_fn)`.
 ///
 /// `uri = "…"` is required. With `{variables}` in it, the resource is a template and
-/// each parameter is one variable; without, the function takes no parameters. Other
-/// keys: `name`, `title`, `description`, `mime_type`, `scopes`, `crate` (as for [`tool`]). Returns
+/// each parameter is one variable; without, the function takes no parameters
+/// (extractors aside: `&Ctx`, `State<T>`, `Extension<T>`, `Caller` are not variables).
+/// Other keys: `name`, `title`, `description`, `mime_type`, `scopes`, `forms`, `crate`
+/// (as for [`tool`]). Returns
 /// [`ResourceContents`] (or a `Vec` of them, or a [`ReadResourceResult`]) and may [`ask!`].
 pub use mcp_mrtr_macros::resource;
 /// Makes the `#[tool]`, `#[prompt]` and `#[resource]` methods of an `impl` block, taking

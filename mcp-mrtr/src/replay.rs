@@ -134,6 +134,9 @@ impl std::fmt::Debug for Log {
 
 /// Where a task's running handler writes what must outlive this run (tasks only).
 pub(crate) trait TaskLog: Send + Sync {
+    /// The task's id.
+    fn task_id(&self) -> &str;
+
     /// Records a status message (`statusMessage` on `tasks/get`).
     fn status(&self, message: String) -> BoxFuture<'static, ()>;
 

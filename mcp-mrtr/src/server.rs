@@ -421,7 +421,8 @@ impl Server {
     /// As [`Server::engine`], taking the builder.
     pub(crate) fn into_engine(self) -> Engine {
         let mut engine = self.engine;
-        engine.tasks = Some(Arc::new(self.tasks));
+        let tasks = crate::tasks::Tasks { app: engine.app.clone(), ..self.tasks };
+        engine.tasks = Some(Arc::new(tasks));
         engine
     }
 }

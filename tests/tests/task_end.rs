@@ -16,10 +16,16 @@ struct SignOff {
     approved: bool,
 }
 
-/// Rolls `service` out as a task: works for a while, then asks for a sign-off.
+/// What the deploys hold, by task: the state the end hook cleans up.
+#[derive(Default)]
+struct Holds(std::sync::Mutex<Vec<String>>);
+
+/// Rolls `service` out as a task: holds it, works for a while, then asks for a sign-off.
 #[tool(task = "required")]
-async fn deploy(ctx: &Ctx, service: String, work_ms: u64) -> Result<String, ToolError> {
+async fn deploy(ctx: &Ctx, State(holds): State<Holds>, service: String, work_ms: u64) -> Result<String, ToolError> {
     ctx.continue_as_task().await;
+    let task = ctx.task_id().expect("running as a task");
+    once!(holds.0.lock().unwrap().push(task));
     tokio::time::sleep(Duration::from_millis(work_ms)).await;
     let sign_off: SignOff = ask!(elicit format!("Sign off the rollout of {service}?"))?;
     if sign_off.approved {
@@ -35,18 +41,19 @@ struct DeployArgs {
     service: String,
 }
 
-/// A server whose end hook sends each ending down a channel.
+/// A server whose end hook releases what the task held and sends the ending down a
+/// channel, with the default lease (the expiry notice must not depend on it).
 fn server(ttl: Option<Duration>) -> (Server, mpsc::UnboundedReceiver<TaskEnd>) {
     let (ends, ended) = mpsc::unbounded_channel();
-    let server =
-        Server::new("deploys", "1").tool(deploy).task_ttl(ttl).task_lease(Duration::from_millis(300)).on_task_end(
-            move |end| {
-                let ends = ends.clone();
-                async move {
-                    let _ = ends.send(end);
-                }
-            },
-        );
+    let hook = move |end: TaskEnd| {
+        let ends = ends.clone();
+        async move {
+            let holds = end.state::<Holds>().expect("the hook reaches the server's state");
+            holds.0.lock().unwrap().retain(|task| task != end.id());
+            let _ = ends.send(end);
+        }
+    };
+    let server = Server::new("deploys", "1").tool(deploy).with_state(Holds::default()).task_ttl(ttl).on_task_end(hook);
     (server, ended)
 }
 
@@ -85,23 +92,33 @@ async fn a_cancel_while_running_or_waiting_is_told_with_the_arguments() {
 }
 
 #[tokio::test]
-async fn a_failure_and_a_completion_are_told_too() {
+async fn a_failure_a_decline_and_a_completion_are_told_too() {
     let (server, mut ended) = server(None);
     let client = TestClient::new(server);
-    for approved in [false, true] {
+    let refused = answer::accept(json!({ "approved": false }));
+    for (answer, kind) in
+        [(refused, "failed"), (answer::decline(), "declined"), (answer::accept(json!({ "approved": true })), "done")]
+    {
         let id = start(&client, 0).await;
         let task = client.task(&id);
         task.wait_for("input_required", 500).await;
-        task.update([("sign_off", answer::accept(json!({ "approved": approved })))]).await.unwrap();
+        task.update([("sign_off", answer)]).await.unwrap();
         let end = next_end(&mut ended).await;
         assert_eq!(end.id(), id);
-        if approved {
-            assert_eq!(end.status(), TaskStatus::Completed);
-        } else {
-            assert_eq!(end.status(), TaskStatus::Failed);
-            assert!(end.error().unwrap().message.contains("not signed off"), "{:?}", end.error());
-            assert!(!end.expired());
+        match kind {
+            "failed" => {
+                assert_eq!(end.status(), TaskStatus::Failed);
+                assert!(end.error().unwrap().message.contains("not signed off"), "{:?}", end.error());
+                assert!(!end.expired() && !end.succeeded());
+            }
+            // `?` on a declined form is a tool error: completed, yet not a success.
+            "declined" => {
+                assert_eq!(end.status(), TaskStatus::Completed);
+                assert!(!end.succeeded() && end.is_tool_error(), "{:?}", end.result());
+            }
+            _ => assert!(end.succeeded(), "{:?}", end.result()),
         }
+        assert!(end.state::<Holds>().unwrap().0.lock().unwrap().is_empty(), "released by the hook");
     }
 }
 
@@ -119,6 +136,8 @@ async fn a_task_that_outlives_its_ttl_expires_while_the_record_still_says_so() {
     for (end, id) in ends.iter().zip([&waiting, &running]) {
         assert_eq!((end.id(), end.status(), end.expired()), (id.as_str(), TaskStatus::Failed, true));
     }
+    let holds = ends[0].state::<Holds>().unwrap();
+    assert!(holds.0.lock().unwrap().is_empty(), "the hook released what both tasks held");
     let record = client.task(&waiting).get().await.unwrap();
     assert_eq!(record["status"], "failed");
     assert_eq!(record["error"]["data"]["expired"], true, "{record}");

@@ -274,6 +274,10 @@ impl StoreLog {
 }
 
 impl TaskLog for StoreLog {
+    fn task_id(&self) -> &str {
+        &self.id
+    }
+
     fn status(&self, message: String) -> BoxFuture<'static, ()> {
         let status = self.status.clone();
         Box::pin(async move { status.status(message).await })

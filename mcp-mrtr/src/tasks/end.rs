@@ -20,6 +20,7 @@ use serde::de::DeserializeOwned;
 use super::driver::transition;
 use super::store::{TaskRecord, TaskStatus};
 use super::Tasks;
+use crate::app_state::AppState;
 use crate::protocol::{ErrorObject, JsonObject};
 use crate::{Caller, Error};
 
@@ -33,7 +34,9 @@ pub struct TaskEnd {
     status: TaskStatus,
     expired: bool,
     error: Option<ErrorObject>,
+    result: Option<serde_json::Value>,
     caller: Option<Caller>,
+    app: AppState,
 }
 
 impl TaskEnd {
@@ -61,6 +64,29 @@ impl TaskEnd {
     /// `Completed`, `Failed` or `Cancelled`.
     pub fn status(&self) -> TaskStatus {
         self.status
+    }
+
+    /// Whether the task did what it was asked: completed with a result that is not a
+    /// tool error. A handler that returned `Err` (a declined form through `?`, say) ends
+    /// `Completed` with `isError: true`, which is not a success.
+    pub fn succeeded(&self) -> bool {
+        self.status == TaskStatus::Completed && !self.is_tool_error()
+    }
+
+    /// Whether it completed with a tool error (`isError: true`).
+    pub fn is_tool_error(&self) -> bool {
+        self.result.as_ref().is_some_and(|result| result["isError"] == true)
+    }
+
+    /// The `CallToolResult` a completed task ended with.
+    pub fn result(&self) -> Option<&serde_json::Value> {
+        self.result.as_ref()
+    }
+
+    /// The server's value of type `T` ([`Server::with_state`](crate::Server::with_state)),
+    /// as a handler's `State<T>` gets it: what to clean up usually lives there.
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<std::sync::Arc<T>> {
+        self.app.get::<T>()
     }
 
     /// Whether the task failed because it reached the end of its lifetime (its `ttlMs`)
@@ -109,7 +135,7 @@ pub(super) async fn finishing(
     let mut before = None;
     let written = transition(&*tasks.store, id, |record| {
         // Taken before the change: a final record forgets the arguments.
-        before = before_end(hook, record);
+        before = before_end(hook, record, &tasks.app);
         change(record)
     })
     .await?;
@@ -123,7 +149,7 @@ pub(super) async fn finishing(
 
 /// What a task's last live record says. `None` when no hook listens (nothing is copied
 /// then), or the task was final already.
-fn before_end(hook: Option<&EndHook>, record: &TaskRecord) -> Option<TaskEnd> {
+fn before_end(hook: Option<&EndHook>, record: &TaskRecord, app: &AppState) -> Option<TaskEnd> {
     if hook.is_none() || record.status.is_terminal() {
         return None;
     }
@@ -134,7 +160,9 @@ fn before_end(hook: Option<&EndHook>, record: &TaskRecord) -> Option<TaskEnd> {
         status: record.status,
         expired: false,
         error: None,
+        result: None,
         caller: record.call.caller.as_ref().map(|c| Caller::new(c.id.clone()).with_scopes(c.scopes.iter().cloned())),
+        app: app.clone(),
     })
 }
 
@@ -143,6 +171,7 @@ fn ended(hook: Option<&EndHook>, before: Option<TaskEnd>, record: &TaskRecord) {
     let (Some(hook), Some(mut end)) = (hook, before) else { return };
     end.status = record.status;
     end.error.clone_from(&record.error);
+    end.result.clone_from(&record.result);
     end.expired = end.error.as_ref().and_then(|e| e.data.as_ref()).is_some_and(|data| data["expired"] == true);
     let run = hook(end);
     let task = record.id().to_owned();

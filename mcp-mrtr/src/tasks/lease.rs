@@ -114,7 +114,7 @@ pub(crate) fn watch(server: &Host<'_>) {
     let tasks = server.tasks.clone();
     runtime.spawn(async move {
         let server = Host { engine: &engine, tasks: &tasks };
-        let mut looks = tokio::time::interval(server.tasks.lease / 2);
+        let mut looks = tokio::time::interval(look_every(server.tasks));
         looks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             looks.tick().await;
@@ -135,6 +135,14 @@ pub(crate) fn watch(server: &Host<'_>) {
             }
         }
     });
+}
+
+/// How often an instance looks for tasks to act on: every half lease, and often enough
+/// to see a live task reach its end of life at least twice before its record goes (the
+/// notice is a tenth of the ttl, at most a minute), and never more than 20 times a second.
+fn look_every(tasks: &Tasks) -> Duration {
+    let notice = tasks.ttl.map_or(Duration::MAX, super::store::expiry_notice);
+    (tasks.lease / 2).min(notice / 2).max(Duration::from_millis(50))
 }
 
 /// Takes the task `id` over if its lease has lapsed: claims the lease (only one instance

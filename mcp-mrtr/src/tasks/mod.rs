@@ -76,6 +76,8 @@ pub(crate) struct Tasks {
     pub(crate) closing: Arc<AtomicBool>,
     /// The application's cleanup when a task ends ([`crate::Server::on_task_end`]).
     pub(crate) on_end: Option<EndHook>,
+    /// The server's application state, for that cleanup: set when serving starts.
+    pub(crate) app: crate::app_state::AppState,
 }
 
 impl Default for Tasks {
@@ -92,6 +94,7 @@ impl Default for Tasks {
             watching: Arc::default(),
             closing: Arc::default(),
             on_end: None,
+            app: crate::app_state::AppState::default(),
         }
     }
 }

@@ -197,7 +197,7 @@ impl TaskRecord {
     /// to a client polling it, and for the application's end hook to be told.
     fn deadline(&self) -> Option<SystemTime> {
         let ttl = self.ttl_ms?;
-        let notice = (ttl / 10).min(60_000);
+        let notice = u64::try_from(expiry_notice(Duration::from_millis(ttl)).as_millis()).unwrap_or(ttl);
         Some(UNIX_EPOCH + Duration::from_millis(self.created_at_ms.saturating_add(ttl - notice)))
     }
 
@@ -273,6 +273,12 @@ impl TaskRecord {
     pub(crate) fn is_expired(&self, now: SystemTime) -> bool {
         self.expires_at().is_some_and(|at| at <= now)
     }
+}
+
+/// How long before its record goes a live task with this ttl is ended as expired: a
+/// tenth of the ttl, at most a minute.
+pub(crate) fn expiry_notice(ttl: Duration) -> Duration {
+    (ttl / 10).min(Duration::from_secs(60))
 }
 
 pub(crate) fn now_ms() -> u64 {

@@ -1,0 +1,136 @@
+//! The rewrite's keys, refusals and shapes, on parsed bodies.
+
+use syn::parse_quote;
+
+use super::*;
+
+fn rewrite(mut body: syn::Block) -> (String, Vec<String>) {
+    let mut errors = Vec::new();
+    let ctx = Ident::new("__mcp_ctx", Span::call_site());
+    Rewriter::new(ctx, &mut errors).visit_block_mut(&mut body);
+    (body.to_token_stream().to_string(), errors.iter().map(ToString::to_string).collect())
+}
+
+#[test]
+fn keys_come_from_let_bindings_tuples_or_explicit_keys() {
+    let (out, errors) = rewrite(parse_quote!({
+        let place: City = ask!(elicit "Which city?")?;
+        let text = ask!(sample "Hi").text();
+        match ask!(key = "sure", elicit "Sure?") {
+            _ => {}
+        }
+        let named = ask!(key = "explicit", roots);
+        let (first, second) = join!(ask!(elicit "A?"), ask!(elicit "B?"));
+    }));
+    assert!(errors.is_empty(), "{errors:?}");
+    for key in ["\"place\"", "\"text\"", "\"sure\"", "\"explicit\"", "\"first\"", "\"second\""] {
+        assert!(out.contains(&format!("ask ! (@ __mcp __mcp_ctx , {key} ;")), "{key} missing in {out}");
+    }
+    assert_eq!(out.matches(". await").count(), 4);
+}
+
+#[test]
+fn an_ask_with_no_name_is_an_error_not_a_position() {
+    for body in [
+        parse_quote!({
+            match ask!(elicit "Sure?") {
+                _ => {}
+            }
+        }),
+        parse_quote!({
+            let _ = join!(ask!(elicit "A?"), ask!(key = "b", roots));
+        }),
+        parse_quote!({
+            let (a, _) = join!(ask!(elicit "A?"), ask!(elicit "B?"));
+        }),
+    ] {
+        let (_, errors) = rewrite(body);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].contains("ask!(key = \"target\", …)"), "{errors:?}");
+    }
+}
+
+#[test]
+fn every_typed_form_binding_is_checked_at_registration() {
+    let mut errors = Vec::new();
+    let mut rewriter = Rewriter::new(Ident::new("__mcp_ctx", Span::call_site()), &mut errors);
+    rewriter.visit_block_mut(&mut parse_quote!({
+        let a: Party = ask!(elicit "How many?")?;
+        let b: Result<Slot, Declined> = ask!(elicit "When?");
+        let c: Result<Table, _> = ask!(key = "table", elicit "Where?");
+        let d: Result<String, ToolError> = Ok(String::new());
+        let e: CreateMessageResult = ask!(sample "Hi");
+    }));
+    let forms: Vec<String> = rewriter.form_types.iter().map(|t| t.to_token_stream().to_string()).collect();
+    assert_eq!(forms, ["Party", "Slot", "Table"]);
+}
+
+#[test]
+fn joined_asks_stay_futures() {
+    let (out, errors) = rewrite(parse_quote!({
+        let (a, b) = join!(ask!(key = "a", elicit "A?"), ask!(key = "b", roots));
+    }));
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(out.matches(". await").count(), 0, "{out}");
+    assert_eq!(out.matches("@ __mcp").count(), 2);
+}
+
+#[test]
+fn refuses_what_cannot_work() {
+    let (_, errors) = rewrite(parse_quote!({
+        let a = ask!(elicit "A?");
+        let a = ask!(elicit "A again?");
+        for i in 0..3 {
+            let x = ask!(elicit "In a loop?");
+        }
+        for i in 0..3 {
+            let y = ask!(key = "fixed", elicit "In a loop?");
+        }
+        let f = || ask!(elicit "In a closure?");
+        let s = format!("{}", ask!(elicit "In a macro?"));
+    }));
+    assert_eq!(errors.len(), 5, "{errors:?}");
+    assert!(errors[0].contains("already used"));
+    assert!(errors[1].contains("per-iteration key"));
+    assert!(errors[2].contains("not the fixed key"));
+    assert!(errors[3].contains("closure"));
+    assert!(errors[4].contains("inside another macro"));
+}
+
+#[test]
+fn names_what_is_wrong_where_it_is() {
+    let (_, errors) = rewrite(parse_quote!({
+        let a = ask!(shout "Hey?");
+        fn nested() -> usize {
+            ask!(roots).len()
+        }
+        let b = ask!();
+    }));
+    assert_eq!(errors.len(), 3, "{errors:?}");
+    assert!(errors[0].starts_with("ask! expects `elicit MESSAGE`"));
+    assert!(errors[1].contains("inside a nested item"));
+    assert!(errors[2].starts_with("ask! expects"));
+}
+
+#[test]
+fn the_helper_form_is_welcome_in_nested_items_and_other_macros() {
+    let (_, errors) = rewrite(parse_quote!({
+        async fn helper(ctx: &Ctx) -> usize {
+            ask!(ctx, key = "k", roots).len()
+        }
+        let s = format!("{}", ask!(ctx, key = "j", roots).len());
+    }));
+    assert!(errors.is_empty(), "{errors:?}");
+}
+
+#[test]
+fn loops_accept_per_iteration_keys_and_helpers_are_left_alone() {
+    let (out, errors) = rewrite(parse_quote!({
+        for i in 0..3 {
+            let x = ask!(key = format!("item-{i}"), elicit "Item?");
+        }
+        let y = ask!(ctx, key = "k", roots);
+    }));
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(out.contains("ask ! (ctx , key = \"k\" , roots)"), "{out}");
+}
