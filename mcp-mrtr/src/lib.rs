@@ -245,10 +245,45 @@ pub mod prelude {
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};
 
+    // The macro alone: `crate::ask` also names the module of ask types.
+    #[doc(inline)]
+    pub use crate::__ask as ask;
     pub use crate::{
-        ask, join, once, prompt, prompts, require_client_capability, resource, resources, tool, toolbox, tools,
+        join, once, prompt, prompts, require_client_capability, resource, resources, tool, toolbox, tools,
         CallToolResult, Caller, Capability, ContentBlock, Ctx, Declined, Extension, Json, PromptMessage,
         ResourceContents, Server, State, ToolError,
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __ask {
+    (@__mcp $ctx:ident, $key:expr; elicit $message:expr $(, $option:ident = $value:expr)* $(,)?) => {
+        $ctx.ask($key, $crate::ask::Elicit::new($message) $(.$option($value))*)
+    };
+    (@__mcp $ctx:ident, $key:expr; elicit_url $message:expr, $url:expr $(,)?) => {
+        $ctx.ask($key, $crate::ask::ElicitUrl::new($message, $url))
+    };
+    (@__mcp $ctx:ident, $key:expr; sample $prompt:expr $(, $option:ident = $value:expr)* $(,)?) => {
+        $ctx.ask($key, $crate::ask::Sample::new($prompt) $(.$option($value))*)
+    };
+    (@__mcp $ctx:ident, $key:expr; roots $(,)?) => {
+        $ctx.ask($key, $crate::ask::Roots)
+    };
+    (@__mcp $ctx:ident, $key:expr; $($rest:tt)*) => {
+        ::core::compile_error!("ask! expects `elicit MESSAGE`, `elicit_url MESSAGE, URL`, `sample PROMPT[, option = value]` or `roots`")
+    };
+    ($ctx:ident, key = $key:expr, fresh, $($rest:tt)+) => {
+        $crate::__ask!(@__mcp $ctx, $key; $($rest)+).fresh().await
+    };
+    ($ctx:ident, key = $key:expr, $($rest:tt)+) => {
+        $crate::__ask!(@__mcp $ctx, $key; $($rest)+).await
+    };
+    ($ctx:ident, $($rest:tt)+) => {
+        ::core::compile_error!("in a helper fn, ask! needs a key after the context: ask!(ctx, key = \"name\", …)")
+    };
+    ($($rest:tt)*) => {
+        ::core::compile_error!("ask! can only be used inside a #[tool], #[prompt] or #[resource] function; in a helper async fn, pass the context: ask!(ctx, key = \"name\", elicit \"…\")")
     };
 }
 
@@ -306,36 +341,8 @@ pub mod prelude {
 /// the ask `fresh` (after `key = …,` if any): `ask!(fresh, elicit "Pay 12 EUR?")` counts
 /// only an answer to the question as asked ([`Ask::fresh`]). Inside a task every ask is
 /// fresh ([guide](guide::replay)).
-#[macro_export]
-macro_rules! ask {
-    (@__mcp $ctx:ident, $key:expr; elicit $message:expr $(, $option:ident = $value:expr)* $(,)?) => {
-        $ctx.ask($key, $crate::ask::Elicit::new($message) $(.$option($value))*)
-    };
-    (@__mcp $ctx:ident, $key:expr; elicit_url $message:expr, $url:expr $(,)?) => {
-        $ctx.ask($key, $crate::ask::ElicitUrl::new($message, $url))
-    };
-    (@__mcp $ctx:ident, $key:expr; sample $prompt:expr $(, $option:ident = $value:expr)* $(,)?) => {
-        $ctx.ask($key, $crate::ask::Sample::new($prompt) $(.$option($value))*)
-    };
-    (@__mcp $ctx:ident, $key:expr; roots $(,)?) => {
-        $ctx.ask($key, $crate::ask::Roots)
-    };
-    (@__mcp $ctx:ident, $key:expr; $($rest:tt)*) => {
-        ::core::compile_error!("ask! expects `elicit MESSAGE`, `elicit_url MESSAGE, URL`, `sample PROMPT[, option = value]` or `roots`")
-    };
-    ($ctx:ident, key = $key:expr, fresh, $($rest:tt)+) => {
-        $crate::ask!(@__mcp $ctx, $key; $($rest)+).fresh().await
-    };
-    ($ctx:ident, key = $key:expr, $($rest:tt)+) => {
-        $crate::ask!(@__mcp $ctx, $key; $($rest)+).await
-    };
-    ($ctx:ident, $($rest:tt)+) => {
-        ::core::compile_error!("in a helper fn, ask! needs a key after the context: ask!(ctx, key = \"name\", …)")
-    };
-    ($($rest:tt)*) => {
-        ::core::compile_error!("ask! can only be used inside a #[tool], #[prompt] or #[resource] function; in a helper async fn, pass the context: ask!(ctx, key = \"name\", elicit \"…\")")
-    };
-}
+#[doc(inline)]
+pub use crate::__ask as ask;
 
 /// Runs a step once across all rounds of a multi-round call: its result is sealed into
 /// the request state and reused when the handler runs again. `let id = once!(create().await?);`
