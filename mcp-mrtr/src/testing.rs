@@ -271,7 +271,9 @@ impl Exchange<'_> {
         self.send(None).await
     }
 
-    /// Sends the next round with these answers and the last round's state.
+    /// Sends the next round with these answers and the last round's state. After a round
+    /// that finished (and so carries no state) the answers go without one: a new call with
+    /// answers up front, which `ask!(fresh, …)` does not count.
     pub async fn answer<K: Into<String>>(&mut self, answers: impl IntoIterator<Item = (K, Value)>) -> Round {
         let answers: JsonObject = answers.into_iter().map(|(k, v)| (k.into(), v)).collect();
         self.send(Some(answers)).await

@@ -1,4 +1,5 @@
-//! Fair under pressure (DESIGN §13), over real sockets on loopback: the single-use guard,
+//! Fair under pressure (no bound hands the server to whoever fills it first), over real
+//! sockets on loopback: the single-use guard,
 //! listen streams and connections each have a bound that one client cannot turn into a
 //! lockout. Every test runs an attack and shows an honest client served promptly while
 //! it goes on. The attacker connects from 127.0.0.2 and the honest client from 127.0.0.3

@@ -1,4 +1,4 @@
-//! Task bounds (DESIGN §13, `TaskLimits`) over HTTP on 127.0.0.1, each client on a
+//! Task bounds (`TaskLimits`) over HTTP on 127.0.0.1, each client on a
 //! loopback address of its own: a flood of tasks from one client is refused at its
 //! share while another client's task is created and completes promptly; the total is
 //! refused, never evicted; creation has a rate; arguments are kept as the tool decodes
