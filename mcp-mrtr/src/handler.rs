@@ -491,7 +491,10 @@ impl ResourceTemplate {
 }
 
 fn decode_args<A: DeserializeOwned>(args: JsonObject, kind: &str, name: &str) -> Result<A, ToolError> {
-    serde_json::from_value(Value::Object(args))
+    // From `&Value`, as everything else that decodes `A` does (`kept_arguments`): serde's
+    // derived code is compiled once per deserializer it meets, per type, and a crate of
+    // many tools pays for each. A string is copied rather than moved, which is cheap.
+    A::deserialize(&Value::Object(args))
         .map_err(|e| ToolError::protocol(Error::invalid_params(format!("Invalid arguments for {kind} {name}: {e}"))))
 }
 

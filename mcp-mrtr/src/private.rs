@@ -24,7 +24,19 @@ pub fn tool<A: schemars::JsonSchema>(
     headers: &[(&str, &str, HeaderCheck)],
     output_schema: Option<Value>,
 ) -> Tool {
-    let mut schema = input_schema::<A>();
+    // Only the schema depends on `A`: the rest is compiled once, not once per tool.
+    tool_with_schema(input_schema::<A>(), name, description, title, hints, headers, output_schema)
+}
+
+fn tool_with_schema(
+    mut schema: Value,
+    name: &str,
+    description: &str,
+    title: Option<&str>,
+    hints: &[&str],
+    headers: &[(&str, &str, HeaderCheck)],
+    output_schema: Option<Value>,
+) -> Tool {
     for (param, header, _) in headers {
         if let Some(Value::Object(property)) = schema.pointer_mut(&format!("/properties/{param}")) {
             property.insert("x-mcp-header".into(), Value::from(*header));
@@ -75,7 +87,10 @@ header_integers!(i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
 /// The input schema of a generated argument struct: an object schema without the
 /// struct's internal name.
 pub fn input_schema<A: schemars::JsonSchema>() -> Value {
-    let mut schema = schemars::schema_for!(A).to_value();
+    without_title(schemars::schema_for!(A).to_value())
+}
+
+fn without_title(mut schema: Value) -> Value {
     if let Value::Object(object) = &mut schema {
         object.remove("title");
         object.entry("properties").or_insert_with(|| Value::Object(JsonObject::new()));
@@ -146,7 +161,7 @@ where
     resource.mime_type = mime_type.map(str::to_owned);
     resource.handler(move |ctx| {
         // A static resource's generated argument struct has no fields.
-        let args = serde_json::from_value::<A>(Value::Object(JsonObject::new()));
+        let args = A::deserialize(&Value::Object(JsonObject::new()));
         let fut = args.map(|args| read(ctx, args));
         async move {
             match fut {

@@ -17,7 +17,10 @@ environment:
   MCP_MRTR_STATE_KEYS     the key ring sealing request states (instances share it)
   MCP_MRTR_REDIS_URL      redis://host:port/: single-use states, tasks and list
                           changes in Redis, shared by every instance using it
-  MCP_MRTR_TASK_LEASE_MS  how long a running task's lease lasts (default 10000)";
+  MCP_MRTR_TASK_LEASE_MS  how long a running task's lease lasts (default 10000)
+  MCP_MRTR_TASK_RATE      tasks one client may start per second, and hold live at once
+                          (for load runs; default 1/s after a burst of 16, 16 live)
+  MCP_MRTR_MAX_LISTENERS  listen streams held at once (for load runs; default 1024)";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -31,7 +34,13 @@ async fn main() -> anyhow::Result<()> {
         ["--stdio"] => server.serve_stdio().await?,
         ["--port", port] => {
             let port: u16 = port.parse().with_context(|| format!("--port takes a number, got {port:?}"))?;
-            server.serve_http(("127.0.0.1", port)).await?;
+            let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+            // On 127.0.0.1 the default configuration is what `serve_http` would use.
+            let mut config = mcp_mrtr::HttpConfig::default();
+            if let Some(streams) = mcp_mrtr_examples::everything::max_listeners()? {
+                config = config.limits(mcp_mrtr::Limits::default().max_connections(streams + 1024));
+            }
+            server.serve_http_with(listener, config).await?;
         }
         ["--help" | "-h"] => println!("{USAGE}"),
         _ => bail!("{USAGE}"),

@@ -1,12 +1,16 @@
 //! Load client for `subscriptions/listen`: opens many listen streams to a running
 //! `everything` server on 127.0.0.1, reports the server's memory per open stream, then
 //! changes the tool list a number of times and reports how many notifications per second
-//! reach the listeners.
+//! reach the listeners, and how long each took from the change to its listener (p50,
+//! p99, max).
 //!
 //! ```text
 //! everything --port 3000 &
 //! listen_load --port 3000 --pid $! --listeners 1000 --changes 200
+//! listen_load --port 3000 --pid $! --listeners 1000 --changes 50 --pace-ms 100   # latency unloaded
 //! ```
+//!
+//! Past 1,024 streams, start the server with `MCP_MRTR_MAX_LISTENERS`.
 //!
 //! Listeners connect from many loopback addresses (127.1.0.1 onwards), 16 to an address,
 //! as many clients would.
@@ -15,6 +19,7 @@
 //! every change (or a deadline passes).
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
@@ -23,7 +28,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::task::JoinSet;
 
-const USAGE: &str = "usage: listen_load --port N --pid SERVER_PID [--listeners 1000] [--changes 200]";
+const USAGE: &str = "usage: listen_load --port N --pid SERVER_PID [--listeners 1000] [--changes 200] [--pace-ms 0]";
 const DEADLINE: Duration = Duration::from_mins(2);
 /// Listeners opened at once.
 const BATCH: usize = 100;
@@ -34,6 +39,15 @@ struct Options {
     pid: u32,
     listeners: usize,
     changes: usize,
+    /// Time between two changes; 0 makes them back to back.
+    pace: Duration,
+}
+
+/// When each change was made, and how long each notification took to arrive after it.
+#[derive(Default)]
+struct Timings {
+    made_at: Mutex<Vec<Instant>>,
+    delays_us: Mutex<Vec<u64>>,
 }
 
 #[tokio::main]
@@ -43,13 +57,14 @@ async fn main() -> anyhow::Result<()> {
     let opened = Instant::now();
     let mut listeners = JoinSet::new();
     let (acked_tx, mut acked_rx) = tokio::sync::mpsc::channel(options.listeners);
+    let timings = Arc::new(Timings::default());
     // In batches, as clients arrive: a thousand connects at once on a small machine
     // overflow the kernel's accept queue, which measures the kernel, not the server.
     for batch in (0..options.listeners).collect::<Vec<_>>().chunks(BATCH) {
         for &id in batch {
-            let (port, changes, acked) = (options.port, options.changes, acked_tx.clone());
+            let (port, changes, acked, timings) = (options.port, options.changes, acked_tx.clone(), timings.clone());
             listeners.spawn(async move {
-                let seen = listen(port, id, changes, &acked).await;
+                let seen = listen(port, id, changes, &acked, &timings).await;
                 // A listener that fails before its acknowledgement says so at once, rather
                 // than leave the wait for acknowledgements to run out its deadline.
                 if let Err(error) = &seen {
@@ -75,7 +90,12 @@ async fn main() -> anyhow::Result<()> {
     );
 
     let started = Instant::now();
-    for _ in 0..options.changes {
+    for change in 0..options.changes {
+        if change > 0 && !options.pace.is_zero() {
+            tokio::time::sleep(options.pace).await;
+        }
+        // Stamped before the call: the change is made while it runs.
+        timings.made_at.lock().expect("not poisoned").push(Instant::now());
         trigger(options.port).await?;
     }
     let triggered = started.elapsed();
@@ -95,6 +115,19 @@ async fn main() -> anyhow::Result<()> {
         delivered as f64 / elapsed.as_secs_f64(),
         rss_kib(options.pid)?
     );
+    let mut delays = std::mem::take(&mut *timings.delays_us.lock().expect("not poisoned"));
+    delays.sort_unstable();
+    // The value below which `per_mille` thousandths of the delays fall.
+    let at =
+        |per_mille: usize| delays.get((delays.len() * per_mille / 1000).min(delays.len().saturating_sub(1))).copied();
+    if let (Some(p50), Some(p99), Some(max)) = (at(500), at(990), delays.last()) {
+        println!(
+            "change to delivery: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            p50 as f64 / 1000.0,
+            p99 as f64 / 1000.0,
+            *max as f64 / 1000.0
+        );
+    }
     Ok(())
 }
 
@@ -105,6 +138,7 @@ async fn listen(
     id: usize,
     changes: usize,
     acked: &tokio::sync::mpsc::Sender<Result<(), String>>,
+    timings: &Timings,
 ) -> anyhow::Result<usize> {
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":{id},"method":"subscriptions/listen","params":{{{META},"notifications":{{"toolsListChanged":true}}}}}}"#
@@ -121,6 +155,13 @@ async fn listen(
             acknowledged = true;
             acked.send(Ok(())).await?;
         } else if line.contains("notifications/tools/list_changed") {
+            // The n-th notification answers the n-th change: the fixture makes one change
+            // per call, and a stream too slow to keep up is ended, not thinned.
+            let made_at = timings.made_at.lock().expect("not poisoned").get(seen).copied();
+            if let Some(made_at) = made_at {
+                let delay = u64::try_from(made_at.elapsed().as_micros()).unwrap_or(u64::MAX);
+                timings.delays_us.lock().expect("not poisoned").push(delay);
+            }
             seen += 1;
         }
     }
@@ -177,7 +218,7 @@ async fn post(
 
 fn parse_args() -> anyhow::Result<Options> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut options = Options { port: 0, pid: 0, listeners: 1000, changes: 200 };
+    let mut options = Options { port: 0, pid: 0, listeners: 1000, changes: 200, pace: Duration::ZERO };
     for pair in args.chunks(2) {
         let [flag, value] = pair else { bail!("{USAGE}") };
         match flag.as_str() {
@@ -185,6 +226,7 @@ fn parse_args() -> anyhow::Result<Options> {
             "--pid" => options.pid = value.parse()?,
             "--listeners" => options.listeners = value.parse()?,
             "--changes" => options.changes = value.parse()?,
+            "--pace-ms" => options.pace = Duration::from_millis(value.parse()?),
             _ => bail!("{USAGE}"),
         }
     }

@@ -60,15 +60,40 @@ pub async fn from_env(mut server: Server) -> anyhow::Result<Server> {
         let millis: u64 = lease.parse().with_context(|| format!("MCP_MRTR_TASK_LEASE_MS: not a number: {lease:?}"))?;
         server = server.task_lease(Duration::from_millis(millis));
     }
+    if let Ok(rate) = std::env::var("MCP_MRTR_TASK_RATE") {
+        // For load runs: one client (the load client's one address) starting tasks at
+        // this rate, with as many live at once; the defaults suit a shared server.
+        let per_second: u32 = rate.parse().with_context(|| format!("MCP_MRTR_TASK_RATE: not a number: {rate:?}"))?;
+        let limits = mcp_mrtr::TaskLimits::default()
+            .creation_rate(f64::from(per_second), per_second)
+            .max_live_tasks_per_client(per_second.try_into().unwrap_or(usize::MAX));
+        server = server.task_limits(limits);
+    }
+    let mut listen = None;
+    if let Some(streams) = max_listeners()? {
+        listen = Some(Listen::default().max_streams(streams));
+    }
     if let Ok(url) = std::env::var("MCP_MRTR_REDIS_URL") {
         let redis = mcp_mrtr::redis::Redis::connect(&url).await.context("MCP_MRTR_REDIS_URL")?;
-        server = server
-            .single_use_states(redis.state_guard())
-            .task_store(redis.task_store())
-            .listen(Listen::default().fanout(redis.change_fanout().await.context("MCP_MRTR_REDIS_URL")?));
+        server = server.single_use_states(redis.state_guard()).task_store(redis.task_store());
+        let fanout = redis.change_fanout().await.context("MCP_MRTR_REDIS_URL")?;
+        listen = Some(listen.unwrap_or_default().fanout(fanout));
         tracing::info!("single-use states, tasks and list changes are in Redis");
     }
+    if let Some(listen) = listen {
+        server = server.listen(listen);
+    }
     Ok(server)
+}
+
+/// `MCP_MRTR_MAX_LISTENERS`: how many listen streams the server holds, for load runs
+/// past the default 1,024 (the HTTP server then allows as many connections and more).
+pub fn max_listeners() -> anyhow::Result<Option<usize>> {
+    use anyhow::Context as _;
+    std::env::var("MCP_MRTR_MAX_LISTENERS")
+        .ok()
+        .map(|n| n.parse().with_context(|| format!("MCP_MRTR_MAX_LISTENERS: not a number: {n:?}")))
+        .transpose()
 }
 
 fn content_tools(server: Server) -> Server {

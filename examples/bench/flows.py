@@ -1,0 +1,263 @@
+#!/usr/bin/env python3
+"""Flows per second, latency and server CPU per flow, measured with `flow_load`.
+
+    examples/bench/flows.py compare [--other PATH --other-name rmcp] [--flows "task multi_round"]
+    examples/bench/flows.py redis   [--flows "elicitation multi_round task"] [--instances 3]
+
+`compare` runs the `everything` fixture (release) against another server that serves the
+conformance fixtures on 127.0.0.1:$PORT/mcp (rmcp's conformance server does), started with
+TCP_NODELAY forced on its accepted sockets (`nodelay.c`), alternating A B A B so that
+drift hits both. Without `--other` it runs ours against itself, which is the noise.
+
+`redis` runs `everything` with its in-memory stores, then with the Redis stores on a
+`redis-server` of its own (`MCP_MRTR_REDIS_URL`): CPU per flow and Redis commands per flow
+(from `INFO commandstats`) on one instance, then flows/s on 1, 2, ... N instances that
+share a key ring, `flow_load` spreading every request round robin over them.
+
+Medians of `--reps` runs (default 3), with the spread (max - min) / median of the same
+binary as its noise. Everything listens on 127.0.0.1 only. Run from the project's root.
+"""
+import argparse
+import base64
+import json
+import os
+import secrets
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+RELEASE = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "release")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, proc, seconds=30):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            sys.exit(f"bench: a server exited at start ({proc.args[0]})")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    sys.exit(f"bench: nothing listens on {port}")
+
+
+class Servers:
+    """The processes of one run, stopped when it ends."""
+
+    def __init__(self):
+        self.procs = []
+
+    def start(self, argv, port, env=None):
+        proc = subprocess.Popen(argv, env={**os.environ, **(env or {})},
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.procs.append(proc)
+        wait_port(port, proc)
+        return proc
+
+    def everything(self, env=None):
+        port = free_port()
+        env = {"MCP_MRTR_TASK_RATE": "100000", "RUST_LOG": "warn", **(env or {})}
+        proc = self.start([os.path.join(RELEASE, "everything"), "--port", str(port)], port, env)
+        return f"http://127.0.0.1:{port}/mcp", proc.pid
+
+    def stop(self):
+        for proc in self.procs:
+            proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        self.procs = []
+
+
+def load(flow, urls, pids, args):
+    argv = [os.path.join(RELEASE, "flow_load"), "--flow", flow, "--seconds", str(args.seconds),
+            "--warmup", str(args.warmup), "--workers", str(args.workers)]
+    for url in urls:
+        argv += ["--url", url]
+    for pid in pids:
+        argv += ["--pid", str(pid)]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=args.seconds + args.warmup + 60)
+    if out.returncode != 0:
+        sys.exit(f"bench: flow_load failed: {out.stderr.strip()}")
+    if out.stderr.strip():
+        print(f"  ({flow}: {out.stderr.strip()})", file=sys.stderr)
+    return json.loads(out.stdout)
+
+
+def summary(runs, key):
+    values = [r[key] for r in runs if r.get(key) is not None]
+    if not values:
+        return None, None
+    median = statistics.median(values)
+    spread = (max(values) - min(values)) / median if median else 0.0
+    return median, spread
+
+
+def line(label, runs):
+    fps, fps_noise = summary(runs, "flows_per_s")
+    p99, _ = summary(runs, "p99_ms")
+    cpu, cpu_noise = summary(runs, "server_cpu_us_per_flow")
+    rpf, _ = summary(runs, "requests_per_flow")
+    failures = sum(r["failures"] for r in runs)
+    cpu_text = f"{cpu:8.0f} µs ±{cpu_noise:4.0%}" if cpu is not None else "       -        "
+    return (f"  {label:<22} {fps:9.0f}/s ±{fps_noise:4.0%}  p99 {p99:6.2f} ms  cpu/flow {cpu_text}"
+            f"  req/flow {rpf:5.2f}  failures {failures}")
+
+
+def build():
+    subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "mcp-mrtr-examples",
+                    "--bin", "everything", "--bin", "flow_load"], cwd=ROOT, check=True)
+
+
+def nodelay_shim():
+    out = os.path.join(tempfile.gettempdir(), "mcp-mrtr-nodelay.so")
+    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", out,
+                    os.path.join(ROOT, "examples", "bench", "nodelay.c"), "-ldl"], check=True)
+    return out
+
+
+def compare(args):
+    build()
+    shim = nodelay_shim() if args.other else None
+    for flow in args.flows.split():
+        print(f"{flow} ({args.workers} workers, {args.seconds} s × {args.reps}):")
+        ours, other = [], []
+        for _ in range(args.reps):
+            servers = Servers()
+            url, pid = servers.everything()
+            ours.append(load(flow, [url], [pid], args))
+            servers.stop()
+            servers = Servers()
+            if args.other:
+                port = free_port()
+                proc = servers.start([args.other], port, {"PORT": str(port), "LD_PRELOAD": shim})
+                other.append(load(flow, [f"http://127.0.0.1:{port}/mcp"], [proc.pid], args))
+            else:
+                url, pid = servers.everything()
+                other.append(load(flow, [url], [pid], args))
+            servers.stop()
+        print(line("mcp-mrtr", ours))
+        print(line(args.other_name if args.other else "mcp-mrtr (again)", other))
+        a, b = summary(ours, "flows_per_s")[0], summary(other, "flows_per_s")[0]
+        if a and b:
+            print(f"  ratio {a / b:.2f}")
+
+
+class Redis:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="mcp-mrtr-bench-redis.")
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", self.dir], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(self.port, self.proc)
+        self.url = f"redis://127.0.0.1:{self.port}/"
+
+    def cli(self, *words):
+        return subprocess.run(["redis-cli", "-p", str(self.port), *words], capture_output=True, text=True,
+                              check=True).stdout
+
+    def commands(self):
+        """Every command Redis has run, by name."""
+        counts = {}
+        for row in self.cli("info", "commandstats").splitlines():
+            if row.startswith("cmdstat_"):
+                name, stats = row[len("cmdstat_"):].split(":", 1)
+                counts[name] = int(stats.split(",")[0].split("=")[1])
+        return counts
+
+    def cpu_ticks(self):
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def redis(args):
+    if not shutil.which("redis-server"):
+        sys.exit("bench: redis-server is not installed (Debian's redis-server package)")
+    build()
+    keys = {"MCP_MRTR_STATE_KEYS": "bench:" + base64.b64encode(secrets.token_bytes(32)).decode()}
+    for flow in args.flows.split():
+        print(f"{flow}, one instance ({args.workers} workers, {args.seconds} s × {args.reps}):")
+        memory, shared, per_flow, redis_cpu = [], [], [], []
+        for _ in range(args.reps):
+            servers = Servers()
+            url, pid = servers.everything(keys)
+            memory.append(load(flow, [url], [pid], args))
+            servers.stop()
+            store = Redis()
+            servers = Servers()
+            url, pid = servers.everything({**keys, "MCP_MRTR_REDIS_URL": store.url})
+            before, ticks = store.commands(), store.cpu_ticks()
+            run = load(flow, [url], [pid], args)
+            after, ticks = store.commands(), store.cpu_ticks() - ticks
+            servers.stop()
+            store.stop()
+            shared.append(run)
+            # Commands counted over the whole run (warm-up too): per flow of the run's
+            # rate, an estimate; the by-name split shows what a round pays.
+            total_flows = run["flows_per_s"] * (args.seconds + args.warmup)
+            per_flow.append({name: (after.get(name, 0) - before.get(name, 0)) / total_flows
+                             for name in after if total_flows})
+            redis_cpu.append(ticks * 10_000 / total_flows if total_flows else 0)
+        print(line("in memory", memory))
+        print(line("Redis stores", shared))
+        names = sorted({n for p in per_flow for n in p})
+        split = ", ".join(f"{n} {statistics.median([p.get(n, 0) for p in per_flow]):.2f}" for n in names)
+        total = statistics.median([sum(p.values()) for p in per_flow]) if per_flow else 0
+        print(f"  Redis commands per flow: {total:.2f} ({split}); redis-server CPU per flow "
+              f"{statistics.median(redis_cpu):.0f} µs")
+        for n in range(1, args.instances + 1):
+            runs = []
+            for _ in range(args.reps):
+                store = Redis()
+                servers = Servers()
+                started = [servers.everything({**keys, "MCP_MRTR_REDIS_URL": store.url}) for _ in range(n)]
+                runs.append(load(flow, [u for u, _ in started], [p for _, p in started], args))
+                servers.stop()
+                store.stop()
+            print(line(f"{n} instance(s), Redis", runs))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("what", choices=["compare", "redis"])
+    parser.add_argument("--flows", default=None)
+    parser.add_argument("--other", help="another server's binary, started with PORT=n")
+    parser.add_argument("--other-name", default="other")
+    parser.add_argument("--instances", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=16)
+    parser.add_argument("--seconds", type=int, default=8)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--reps", type=int, default=3)
+    args = parser.parse_args()
+    os.chdir(ROOT)
+    if args.what == "compare":
+        args.flows = args.flows or "task elicitation multi_round"
+        compare(args)
+    else:
+        args.flows = args.flows or "elicitation multi_round task"
+        redis(args)
+
+
+if __name__ == "__main__":
+    main()
