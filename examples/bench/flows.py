@@ -224,7 +224,7 @@ def redis(args):
         names = sorted({n for p in per_flow for n in p})
         split = ", ".join(f"{n} {statistics.median([p.get(n, 0) for p in per_flow]):.2f}" for n in names)
         total = statistics.median([sum(p.values()) for p in per_flow]) if per_flow else 0
-        print(f"  Redis commands per flow: {total:.2f} ({split}); redis-server CPU per flow "
+        print(f"  Redis commands per flow, a script's own included: {total:.2f} ({split}); redis-server CPU per flow "
               f"{statistics.median(redis_cpu):.0f} µs")
         for n in range(1, args.instances + 1):
             runs = []
