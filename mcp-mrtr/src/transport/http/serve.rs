@@ -22,6 +22,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::response::Response;
 use axum::Router;
+use futures_util::future::BoxFuture;
 use hyper::body::{Body as HttpBody, Frame, Incoming, SizeHint};
 use hyper::server::conn::http1;
 use hyper::service::Service as _;
@@ -249,10 +250,15 @@ impl<A: App> Serving<A> {
             extensions.insert(activity.clone());
             let counted = requests.enter();
             let response = app.clone().respond(request);
-            async move {
+            // Boxed: hyper keeps a slot the size of this future for the whole life of the
+            // connection (about 6 KiB, the largest path through dispatch), idle or holding
+            // a listen stream; boxed, the slot is a pointer and the future lives only until
+            // the response head is out.
+            let response: BoxFuture<'static, Result<Response, Infallible>> = Box::pin(async move {
                 let response = response.await;
                 Ok(response.map(|body| Body::new(Counted { body, _counted: (counted, busy) })))
-            }
+            });
+            response
         })
     }
 }
