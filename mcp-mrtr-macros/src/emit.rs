@@ -280,7 +280,8 @@ pub(crate) fn route(handler: &Handler, runtime: &Path, args: &Ident, call: &Toke
                 let variant = Ident::new(mode.variant(), Span::call_site());
                 quote!(.task(#runtime::TaskSupport::#variant))
             });
-            quote!(#private::tool::<#args>(#name, #description, #title, &[#(#hints),*], &[#(#headers),*], #output)#attach #task)
+            let schema = quote!(#private::input_schema::<#args>());
+            quote!(#private::tool(#schema, #name, #description, #title, &[#(#hints),*], &[#(#headers),*], #output)#attach #task)
         }
         Kind::Prompt => {
             let arguments = handler.params.iter().map(|p| {

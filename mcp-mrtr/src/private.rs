@@ -14,21 +14,10 @@ use crate::handler::IntoResourceResult;
 use crate::protocol::{JsonObject, ToolAnnotations};
 use crate::{Ctx, Error, Prompt, PromptArgument, Resource, ResourceRoute, ResourceTemplate, Tool, ToolError};
 
-/// A tool's metadata, with the input schema of its generated argument struct.
-/// `headers` are the parameters mirrored into headers: (parameter, header name, type check).
-pub fn tool<A: schemars::JsonSchema>(
-    name: &str,
-    description: &str,
-    title: Option<&str>,
-    hints: &[&str],
-    headers: &[(&str, &str, HeaderCheck)],
-    output_schema: Option<Value>,
-) -> Tool {
-    // Only the schema depends on `A`: the rest is compiled once, not once per tool.
-    tool_with_schema(input_schema::<A>(), name, description, title, hints, headers, output_schema)
-}
-
-fn tool_with_schema(
+/// A tool's metadata, with `schema` ([`input_schema`] of its generated argument struct)
+/// as its input schema. `headers` are the parameters mirrored into headers: (parameter,
+/// header name, type check). Not generic, so it is compiled once, not once per tool.
+pub fn tool(
     mut schema: Value,
     name: &str,
     description: &str,

@@ -27,50 +27,81 @@ def asks(i):
     return i % 3 == 2
 
 
+def item(i, derive):
+    """The struct tools of shape 2 take."""
+    return [
+        f"/// What tool {i} works on.",
+        derive,
+        f"pub struct Item{i} {{",
+        "    /// Its name.", "    pub name: String,",
+        "    /// How many.", "    pub count: u32,",
+        "    /// A weight.", "    pub weight: f64,",
+        "    /// Whether it is urgent.", "    pub urgent: bool,",
+        "    /// A note.", "    pub note: Option<String>,",
+        "}", "",
+    ]
+
+
+def order(i, derive):
+    """The enum tools of shape 3 take."""
+    return [f"/// How tool {i} sorts.", derive, "#[serde(rename_all = \"lowercase\")]", f"pub enum Order{i} {{ Asc, Desc }}", ""]
+
+
+def answer(i, derive):
+    """The form a tool that asks asks for."""
+    return [
+        f"/// What tool {i} asks for.",
+        derive,
+        f"pub struct Answer{i} {{",
+        "    /// The choice.", "    pub choice: String,",
+        "    /// Sure?", "    pub sure: bool,",
+        "}",
+    ]
+
+
+def manifest(dependencies):
+    """A crate of its own, outside any workspace."""
+    return textwrap.dedent("""\
+        [package]
+        name = "compile-bench"
+        version = "0.1.0"
+        edition = "2021"
+        publish = false
+
+        [workspace]
+
+        [dependencies]
+        """) + textwrap.dedent(dependencies)
+
+
+def result(i, s):
+    """The expression a tool of shape `s` returns, the same in both flavors."""
+    return {
+        0: f'format!("tool {i}")',
+        1: f'format!("tool {i}: {{}}", word.repeat(times as usize))',
+        2: f'format!("tool {i}: {{}} x{{}} {{}} {{}} {{:?}}", item.name, item.count, item.weight, item.urgent, item.note)',
+        3: f'format!("tool {i}: {{}} {{}}", matches!(order, Order{i}::Asc), values.len())',
+    }[s]
+
+
 def ours(n):
     out = ["use mcp_mrtr::prelude::*;", ""]
     for i in range(n):
         s = shape(i)
+        derive = "#[derive(Deserialize, JsonSchema)]"
         if s == 2:
-            out += [
-                f"/// What tool {i} works on.",
-                "#[derive(Deserialize, JsonSchema)]",
-                f"pub struct Item{i} {{",
-                "    /// Its name.", "    pub name: String,",
-                "    /// How many.", "    pub count: u32,",
-                "    /// A weight.", "    pub weight: f64,",
-                "    /// Whether it is urgent.", "    pub urgent: bool,",
-                "    /// A note.", "    pub note: Option<String>,",
-                "}", "",
-            ]
+            out += item(i, derive)
         if s == 3:
-            out += [
-                f"/// How tool {i} sorts.",
-                "#[derive(Deserialize, JsonSchema)]",
-                "#[serde(rename_all = \"lowercase\")]",
-                f"pub enum Order{i} {{ Asc, Desc }}", "",
-            ]
+            out += order(i, derive)
         if asks(i):
-            out += [
-                f"/// What tool {i} asks for.",
-                "#[derive(Deserialize, JsonSchema)]",
-                f"pub struct Answer{i} {{",
-                "    /// The choice.", "    pub choice: String,",
-                "    /// Sure?", "    pub sure: bool,",
-                "}", "",
-            ]
+            out += answer(i, derive) + [""]
         params = {
             0: "",
             1: "\n    /// A word.\n    word: String,\n    /// A number.\n    times: u32,\n",
             2: f"\n    /// The item.\n    item: Item{i},\n",
             3: f"\n    /// Sort order.\n    order: Order{i},\n    /// Values.\n    values: Vec<i64>,\n",
         }[s]
-        body = {
-            0: f'format!("tool {i}")',
-            1: f'format!("tool {i}: {{}}", word.repeat(times as usize))',
-            2: f'format!("tool {i}: {{}} x{{}} {{}} {{}} {{:?}}", item.name, item.count, item.weight, item.urgent, item.note)',
-            3: f'format!("tool {i}: {{}} {{}}", matches!(order, Order{i}::Asc), values.len())',
-        }[s]
+        body = result(i, s)
         marker = "    // EDIT-ME\n" if i == 0 else ""
         ask = f'    let answer: Answer{i} = ask!(elicit "Tool {i} needs a choice")?;\n' if asks(i) else ""
         tail = f'    Ok(format!("{{}} {{}} {{}}", {body}, answer.choice, answer.sure))\n' if asks(i) else f"    Ok({body})\n"
@@ -86,22 +117,13 @@ def ours(n):
         f'    Server::new("compile-bench", "0.1.0").tools(tools![{names}]).serve_stdio().await',
         "}",
     ]
-    manifest = f"""\
-        [package]
-        name = "compile-bench"
-        version = "0.1.0"
-        edition = "2021"
-        publish = false
-
-        [workspace]
-
-        [dependencies]
+    dependencies = f"""\
         mcp-mrtr = {{ path = "{ROOT}/mcp-mrtr" }}
         serde = {{ version = "1", features = ["derive"] }}
         schemars = "1"
         tokio = {{ version = "1", features = ["macros", "rt-multi-thread"] }}
         """
-    return textwrap.dedent(manifest), "\n".join(out) + "\n"
+    return manifest(dependencies), "\n".join(out) + "\n"
 
 
 def rmcp(n):
@@ -113,58 +135,23 @@ def rmcp(n):
         "use serde::Deserialize;",
         "",
     ]
+    derive = "#[derive(Deserialize, schemars::JsonSchema)]"
     for i in range(n):
         s = shape(i)
-        if s == 1:
-            out += [
-                f"/// The arguments of tool {i}.",
-                "#[derive(Deserialize, schemars::JsonSchema)]",
-                f"pub struct Args{i} {{",
-                "    /// A word.", "    pub word: String,",
-                "    /// A number.", "    pub times: u32,",
-                "}", "",
-            ]
+        # rmcp takes a tool's arguments as one struct: the same fields as ours.
+        fields = {
+            1: ["    /// A word.", "    pub word: String,", "    /// A number.", "    pub times: u32,"],
+            2: ["    /// The item.", f"    pub item: Item{i},"],
+            3: ["    /// Sort order.", f"    pub order: Order{i},", "    /// Values.", "    pub values: Vec<i64>,"],
+        }.get(s)
         if s == 2:
-            out += [
-                f"/// What tool {i} works on.",
-                "#[derive(Deserialize, schemars::JsonSchema)]",
-                f"pub struct Item{i} {{",
-                "    /// Its name.", "    pub name: String,",
-                "    /// How many.", "    pub count: u32,",
-                "    /// A weight.", "    pub weight: f64,",
-                "    /// Whether it is urgent.", "    pub urgent: bool,",
-                "    /// A note.", "    pub note: Option<String>,",
-                "}", "",
-                f"/// The arguments of tool {i}.",
-                "#[derive(Deserialize, schemars::JsonSchema)]",
-                f"pub struct Args{i} {{",
-                "    /// The item.", f"    pub item: Item{i},",
-                "}", "",
-            ]
+            out += item(i, derive)
         if s == 3:
-            out += [
-                f"/// How tool {i} sorts.",
-                "#[derive(Deserialize, schemars::JsonSchema)]",
-                "#[serde(rename_all = \"lowercase\")]",
-                f"pub enum Order{i} {{ Asc, Desc }}", "",
-                f"/// The arguments of tool {i}.",
-                "#[derive(Deserialize, schemars::JsonSchema)]",
-                f"pub struct Args{i} {{",
-                "    /// Sort order.", f"    pub order: Order{i},",
-                "    /// Values.", "    pub values: Vec<i64>,",
-                "}", "",
-            ]
+            out += order(i, derive)
+        if fields:
+            out += [f"/// The arguments of tool {i}.", derive, f"pub struct Args{i} {{", *fields, "}", ""]
         if asks(i):
-            out += [
-                f"/// What tool {i} asks for.",
-                "#[derive(Deserialize, schemars::JsonSchema)]",
-                f"pub struct Answer{i} {{",
-                "    /// The choice.", "    pub choice: String,",
-                "    /// Sure?", "    pub sure: bool,",
-                "}",
-                f"rmcp::elicit_safe!(Answer{i});",
-                "",
-            ]
+            out += answer(i, derive) + [f"rmcp::elicit_safe!(Answer{i});", ""]
     out += ["#[derive(Clone)]", "pub struct Bench;", "", "#[tool_router(server_handler)]", "impl Bench {"]
     for i in range(n):
         s = shape(i)
@@ -173,12 +160,7 @@ def rmcp(n):
                   3: f", Parameters(Args{i} {{ order, values }}): Parameters<Args{i}>"}[s]
         if asks(i):
             params += ", context: RequestContext<RoleServer>"
-        body = {
-            0: f'format!("tool {i}")',
-            1: f'format!("tool {i}: {{}}", word.repeat(times as usize))',
-            2: f'format!("tool {i}: {{}} x{{}} {{}} {{}} {{:?}}", item.name, item.count, item.weight, item.urgent, item.note)',
-            3: f'format!("tool {i}: {{}} {{}}", matches!(order, Order{i}::Asc), values.len())',
-        }[s]
+        body = result(i, s)
         marker = "        // EDIT-ME\n" if i == 0 else ""
         out.append(f"    /// Tool number {i}.")
         out.append(f'    #[tool(description = "Tool number {i}.")]')
@@ -201,21 +183,12 @@ def rmcp(n):
         "    Ok(())",
         "}",
     ]
-    manifest = """\
-        [package]
-        name = "compile-bench"
-        version = "0.1.0"
-        edition = "2021"
-        publish = false
-
-        [workspace]
-
-        [dependencies]
+    dependencies = """\
         rmcp = { version = "=3.11.0", features = ["server", "macros", "elicitation", "transport-io"] }
         serde = { version = "1", features = ["derive"] }
         tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
         """
-    return textwrap.dedent(manifest), "\n".join(out) + "\n"
+    return manifest(dependencies), "\n".join(out) + "\n"
 
 
 def main():

@@ -112,11 +112,22 @@ impl TestClient {
                 Some(Outgoing::Notification(ack)) => {
                     Ok(ListenStream { acknowledged: ack.params, notes, stream })
                 }
-                _ => Err(Error::internal("the listen stream ended before its acknowledgement")),
+                // The channel closes when the request ends, maybe before its outcome is
+                // polled here: the outcome says why.
+                None => Err(refusal(stream.await)),
+                Some(_) => Err(Error::internal("the listen stream sent something else before its acknowledgement")),
             },
-            ended = &mut stream => Err(ended.map_err(|_| Error::internal("the listen stream panicked"))?.err()
-                .unwrap_or_else(|| Error::internal("the listen stream ended before its acknowledgement"))),
+            ended = &mut stream => Err(refusal(ended)),
         }
+    }
+}
+
+/// Why a listen request ended before its acknowledgement.
+fn refusal(ended: Result<Result<(), Error>, tokio::task::JoinError>) -> Error {
+    match ended {
+        Ok(Err(error)) => error,
+        Ok(Ok(())) => Error::internal("the listen stream ended before its acknowledgement"),
+        Err(_) => Error::internal("the listen stream panicked"),
     }
 }
 
