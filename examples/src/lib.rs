@@ -5,3 +5,4 @@ pub mod everything;
 pub mod notes;
 pub mod process;
 pub mod soak;
+pub mod stats;

@@ -31,6 +31,7 @@ use hyper::body::Bytes;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
 use mcp_mrtr_examples::process::cpu_ticks;
+use mcp_mrtr_examples::stats::percentile;
 use serde_json::{json, Map, Value};
 use tokio::net::TcpStream;
 
@@ -90,11 +91,7 @@ async fn main() -> anyhow::Result<()> {
     let flows = counts.flows.load(Ordering::Relaxed);
     let mut latencies = std::mem::take(&mut *counts.latencies_us.lock().expect("not poisoned"));
     latencies.sort_unstable();
-    // In ms, the latency below which `per_mille` thousandths of the flows fall.
-    let percentile = |per_mille: usize| {
-        let at = (latencies.len() * per_mille / 1000).min(latencies.len().saturating_sub(1));
-        latencies.get(at).map(|&us| us as f64 / 1000.0)
-    };
+    let percentile = |pct| percentile(&latencies, pct).map(|us| us as f64 / 1000.0);
     // /proc counts CPU in clock ticks of 10 ms.
     let cpu_us_per_flow =
         (!options.pids.is_empty() && flows > 0).then(|| (cpu_after - cpu_before) as f64 * 10_000.0 / flows as f64);
@@ -107,8 +104,8 @@ async fn main() -> anyhow::Result<()> {
         "flows_per_s": flows as f64 / options.seconds as f64,
         "failures": counts.failures.load(Ordering::Relaxed),
         "requests_per_flow": if flows == 0 { 0.0 } else { counts.requests.load(Ordering::Relaxed) as f64 / flows as f64 },
-        "p50_ms": percentile(500),
-        "p99_ms": percentile(990),
+        "p50_ms": percentile(50),
+        "p99_ms": percentile(99),
         "server_cpu_us_per_flow": cpu_us_per_flow,
     });
     println!("{report}");

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use mcp_mrtr_examples::process::rss_kib;
+use mcp_mrtr_examples::stats::percentile;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::task::JoinSet;
@@ -117,10 +118,7 @@ async fn main() -> anyhow::Result<()> {
     );
     let mut delays = std::mem::take(&mut *timings.delays_us.lock().expect("not poisoned"));
     delays.sort_unstable();
-    // The value below which `per_mille` thousandths of the delays fall.
-    let at =
-        |per_mille: usize| delays.get((delays.len() * per_mille / 1000).min(delays.len().saturating_sub(1))).copied();
-    if let (Some(p50), Some(p99), Some(max)) = (at(500), at(990), delays.last()) {
+    if let (Some(p50), Some(p99), Some(max)) = (percentile(&delays, 50), percentile(&delays, 99), delays.last()) {
         println!(
             "change to delivery: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
             p50 as f64 / 1000.0,

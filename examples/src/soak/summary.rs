@@ -9,6 +9,7 @@ use super::checks::{Coverage, Judged, Verdict};
 use super::faults::FaultKind;
 use super::history::{FaultLog, Kind, OpLog, Outcome};
 use super::samples::Series;
+use crate::stats::percentile;
 
 /// The window before and after a fault that its latency columns cover.
 const WINDOW_MS: u64 = 10_000;
@@ -139,12 +140,6 @@ fn failures(out: &mut String, judged: &[Judged]) {
         }
     }
     out.push('\n');
-}
-
-/// The `pct`th percentile (nearest rank) of sorted values.
-fn percentile(sorted: &[u64], pct: usize) -> Option<u64> {
-    let rank = (pct * sorted.len()).div_ceil(100).clamp(1, sorted.len().max(1));
-    sorted.get(rank - 1).copied()
 }
 
 fn cell(mut values: Vec<u64>) -> String {
