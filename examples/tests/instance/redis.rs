@@ -40,6 +40,11 @@ impl Redis {
         format!("redis://127.0.0.1:{}/", self.port)
     }
 
+    /// The port it listens on, on 127.0.0.1.
+    pub(crate) fn port(&self) -> u16 {
+        self.port
+    }
+
     /// Kills it (SIGKILL); everything it held is gone.
     pub(crate) fn kill(&mut self) {
         let _ = self.child.kill();

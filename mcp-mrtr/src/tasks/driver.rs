@@ -24,7 +24,8 @@ use tokio::sync::Semaphore;
 use tokio::task::AbortHandle;
 
 use super::status::StatusWriter;
-use super::store::{Lease, TaskCall, TaskRecord, TaskStatus, TaskStore};
+use super::store::{Lease, TaskCall, TaskRecord, TaskStatus};
+use super::write::{transition, RunWrites};
 use super::Host;
 use super::{admission, lease, new_task_id, store_error, wire, Tasks};
 use crate::dispatch::{Called, ToolFuture};
@@ -33,9 +34,6 @@ use crate::fair::ClientId;
 use crate::protocol::{ClientCapabilities, InputRequest, RequestId};
 use crate::replay::{self, Carried, Outcome, Replay, Step, TaskLog};
 use crate::{Ctx, Error};
-
-/// Writers that lose a compare-and-set race retry from a fresh read, this many times.
-const MAX_RACES: u32 = 16;
 
 /// Runs one round of a call that may become a task. When the handler asks to continue
 /// as a task, or waits on its own work, the task is created (durably, before anything
@@ -82,7 +80,7 @@ async fn create(
     tasks.store.create(record.clone()).await.map_err(store_error)?;
     admitted.keep();
     let limit = route.and_then(|route| route.task_timeout).or(tasks.limits.run_timeout);
-    launch(tasks, record.id(), run, limit, caps, replay, handler);
+    launch(tasks, &record, run, limit, caps, replay, handler);
     Ok(Called::Task(wire::task(&record)))
 }
 
@@ -92,7 +90,7 @@ pub(crate) async fn start(server: &Host<'_>, record: &TaskRecord, run: String) -
     let tasks = &server.tasks;
     let Some(route) = server.find_tool(&record.call.tool) else {
         let error = Error::internal(format!("the tool {:?} of this task is no longer served", record.call.tool));
-        super::end::finishing(tasks, record.id(), |record| {
+        super::end::finishing(tasks, record.id(), Some(record.clone()), |record| {
             let held = record.is_held_by(&run);
             if held {
                 record.error = Some(error.to_object());
@@ -116,31 +114,27 @@ pub(crate) async fn start(server: &Host<'_>, record: &TaskRecord, run: String) -
     let ctx = Ctx::new(id, meta, transport, server.logging, replay.clone(), server.app.clone());
     let handler = route.run(ctx, record.call.arguments.clone());
     let limit = route.task_timeout.or(tasks.limits.run_timeout);
-    launch(tasks, record.id(), run, limit, record.call.client_capabilities.clone(), replay, handler);
+    launch(tasks, record, run, limit, record.call.client_capabilities.clone(), replay, handler);
     Ok(())
 }
 
-/// Spawns the handler as the run `run` of the task `id`, keeping its lease while it
-/// waits for a run slot and runs (for at most `limit`). The handler is dropped when the
-/// lease is lost (the task was cancelled, or another instance took it over after this
-/// one stalled).
+/// Spawns the handler as the run `run` of the task whose record (holding the run's
+/// lease) is `record`, keeping its lease while it waits for a run slot and runs (for at
+/// most `limit`). The handler is dropped when the lease is lost (the task was
+/// cancelled, or another instance took it over after this one stalled).
 fn launch(
     tasks: &Tasks,
-    id: &str,
+    record: &TaskRecord,
     run: String,
     limit: Option<Duration>,
     caps: ClientCapabilities,
     replay: Arc<Replay>,
     handler: ToolFuture,
 ) {
-    let status = StatusWriter::new(tasks.store.clone(), id, &run);
-    let log = StoreLog {
-        store: tasks.store.clone(),
-        id: id.to_owned(),
-        run: run.clone(),
-        status: status.clone(),
-        lease: tasks.lease,
-    };
+    let id = record.id();
+    let writes = RunWrites::new(tasks.store.clone(), record, &run);
+    let status = StatusWriter::new(writes.clone());
+    let log = StoreLog { writes: writes.clone(), status: status.clone(), lease: tasks.lease };
     // One span per run, outliving the request that created the task, in the trace of
     // the flow it continues.
     let span = crate::telemetry::task_run_span(id, &run, replay.carried().origin());
@@ -153,12 +147,12 @@ fn launch(
             async move {
                 let settled = tokio::select! {
                     settled = in_slot(&tasks_here.runs, limit, self::run(&replay, &caps, handler)) => settled,
-                    () = lease::keep(&tasks_here, &task_id, &holder) => return,
+                    () = lease::keep(&tasks_here, &writes) => return,
                 };
                 // The last status message, if one still waits, goes into the final write.
                 let message = status.take_pending();
                 let keep = tasks_here.limits.keep_finished;
-                let written = super::end::finishing(&tasks_here, &task_id, |record| {
+                let written = super::end::finishing(&tasks_here, &task_id, writes.last(), |record| {
                     settle(record, &settled, &holder, message.as_ref(), keep)
                 })
                 .await;
@@ -250,32 +244,27 @@ fn settle(record: &mut TaskRecord, settled: &Settled, run: &str, message: Option
 /// A run's status messages and journal, written to the task's record while the run
 /// holds the lease: the journal at once, status messages coalesced.
 struct StoreLog {
-    store: Arc<dyn TaskStore>,
-    id: String,
-    run: String,
+    writes: Arc<RunWrites>,
     status: Arc<StatusWriter>,
     /// How long a lease lasts: a claim renews it.
     lease: Duration,
 }
 
 impl StoreLog {
-    fn write(&self, mut change: impl FnMut(&mut TaskRecord) + Send + 'static) -> BoxFuture<'static, bool> {
-        let (store, id, run) = (self.store.clone(), self.id.clone(), self.run.clone());
+    fn write(&self, change: impl FnMut(&mut TaskRecord) + Send + 'static) -> BoxFuture<'static, bool> {
+        let writes = self.writes.clone();
         Box::pin(async move {
-            match fenced(&*store, &id, &run, &mut change).await {
-                Ok(wrote) => wrote,
-                Err(error) => {
-                    tracing::warn!(task = %id, %error, "could not write to a task's record");
-                    false
-                }
-            }
+            writes.fenced(change).await.unwrap_or_else(|error| {
+                tracing::warn!(task = %writes.id, %error, "could not write to a task's record");
+                false
+            })
         })
     }
 }
 
 impl TaskLog for StoreLog {
     fn task_id(&self) -> &str {
-        &self.id
+        &self.writes.id
     }
 
     fn status(&self, message: String) -> BoxFuture<'static, ()> {
@@ -288,68 +277,33 @@ impl TaskLog for StoreLog {
     }
 
     fn claim(&self, journal: Carried) -> BoxFuture<'static, bool> {
-        let (store, id, run, lease) = (self.store.clone(), self.id.clone(), self.run.clone(), self.lease);
+        let (writes, lease) = (self.writes.clone(), self.lease);
         Box::pin(async move {
-            let claimed = transition(&*store, &id, |record| {
+            let run = &writes.run;
+            let claimed = transition(&*writes.store, &writes.id, writes.last(), |record| {
                 // Held is not enough: a lease that lapsed may be taken over at any moment.
-                let live = record.is_held_by(&run) && !record.lease_lapsed(SystemTime::now());
+                let live = record.is_held_by(run) && !record.lease_lapsed(SystemTime::now());
                 if live {
                     record.journal = journal.clone();
-                    record.lease = Some(Lease::new(&run, lease));
+                    record.lease = Some(Lease::new(run, lease));
                 }
                 live
             })
             .await;
             match claimed {
-                Ok(written) => written.is_some_and(|(_, wrote)| wrote),
+                Ok(written) => {
+                    let claimed = written.and_then(|(record, wrote)| wrote.then_some(record));
+                    let wrote = claimed.is_some();
+                    writes.remember(claimed);
+                    wrote
+                }
                 Err(error) => {
-                    tracing::warn!(task = %id, %error, "could not claim a once! step in a task's record");
+                    tracing::warn!(task = %writes.id, %error, "could not claim a once! step in a task's record");
                     false
                 }
             }
         })
     }
-}
-
-/// Applies `change` to the record `id` by compare-and-set, retrying lost races from a
-/// fresh read. `change` returns whether it changed anything (nothing is written if not).
-/// `Ok(None)` for an unknown task; otherwise the record as it now stands, and whether
-/// this call wrote it.
-pub(super) async fn transition(
-    store: &dyn TaskStore,
-    id: &str,
-    mut change: impl FnMut(&mut TaskRecord) -> bool,
-) -> Result<Option<(TaskRecord, bool)>, Error> {
-    for _ in 0..MAX_RACES {
-        let Some(current) = store.get(id).await.map_err(store_error)? else { return Ok(None) };
-        let mut next = current.next();
-        if !change(&mut next) {
-            return Ok(Some((current, false)));
-        }
-        if store.replace(current.version(), next.clone()).await.map_err(store_error)? {
-            return Ok(Some((next, true)));
-        }
-    }
-    Err(Error::internal("the task changed too often to be updated"))
-}
-
-/// Applies `change` to the record `id` only while the run `run` holds its lease (see
-/// [`transition`]); `Ok(false)` when it does not (cancelled, taken over, or gone).
-pub(super) async fn fenced(
-    store: &dyn TaskStore,
-    id: &str,
-    run: &str,
-    mut change: impl FnMut(&mut TaskRecord),
-) -> Result<bool, Error> {
-    let written = transition(store, id, |record| {
-        let held = record.is_held_by(run);
-        if held {
-            change(record);
-        }
-        held
-    })
-    .await?;
-    Ok(written.is_some_and(|(_, wrote)| wrote))
 }
 
 /// The tasks whose handlers run in this process, so `tasks/cancel` can stop them.

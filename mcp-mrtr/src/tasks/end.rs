@@ -17,8 +17,8 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt as _;
 use serde::de::DeserializeOwned;
 
-use super::driver::transition;
 use super::store::{TaskRecord, TaskStatus};
+use super::write::transition;
 use super::Tasks;
 use crate::app_state::AppState;
 use crate::protocol::{ErrorObject, JsonObject};
@@ -129,11 +129,12 @@ pub(crate) fn expired_error() -> Error {
 pub(super) async fn finishing(
     tasks: &Tasks,
     id: &str,
+    guess: Option<TaskRecord>,
     mut change: impl FnMut(&mut TaskRecord) -> bool,
 ) -> Result<Option<(TaskRecord, bool)>, Error> {
     let hook = tasks.on_end.as_ref();
     let mut before = None;
-    let written = transition(&*tasks.store, id, |record| {
+    let written = transition(&*tasks.store, id, guess, |record| {
         // Taken before the change: a final record forgets the arguments.
         before = before_end(hook, record, &tasks.app);
         change(record)

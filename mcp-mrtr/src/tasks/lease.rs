@@ -14,8 +14,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::driver::{self, fenced};
+use super::driver;
 use super::store::{now_ms, Lease, TaskRecord, TaskStatus};
+use super::write::{fenced, RunWrites};
 use super::Host;
 use super::{new_task_id, Tasks};
 use crate::dispatch::Engine;
@@ -63,7 +64,7 @@ impl Tasks {
         // First, so this instance's own look cannot take a released task straight back.
         self.closing.store(true, Ordering::Release);
         for (id, run) in self.running.abort_all() {
-            let released = fenced(&*self.store, &id, &run, |record| record.lease = None).await;
+            let released = fenced(&*self.store, &id, &run, None, |record| record.lease = None).await;
             match released {
                 Ok(_) => tracing::info!(task = %id, "handed a running task back to the store"),
                 Err(error) => tracing::warn!(task = %id, %error, "could not release a task's lease"),
@@ -72,15 +73,16 @@ impl Tasks {
     }
 }
 
-/// Renews the lease of `run` on the task `id` while the handler runs; returns when the
+/// Renews the lease of the run writing `writes` while its handler runs; returns when the
 /// lease is lost. A store that cannot be reached is tried again at the next renewal: if
 /// it stays away past the lease, another instance may take the task over, and the next
 /// renewal that reaches the store finds the lease gone.
-pub(crate) async fn keep(tasks: &Tasks, id: &str, run: &str) {
+pub(super) async fn keep(tasks: &Tasks, writes: &RunWrites) {
+    let (id, run) = (&writes.id, &writes.run);
     let every = tasks.lease / 3;
     loop {
         tokio::time::sleep(every).await;
-        let renewed = fenced(&*tasks.store, id, run, |record| record.lease = Some(tasks.lease_for(run))).await;
+        let renewed = writes.fenced(|record| record.lease = Some(tasks.lease_for(run))).await;
         match renewed {
             Ok(true) => {}
             Ok(false) => {
@@ -126,7 +128,7 @@ pub(crate) fn watch(server: &Host<'_>) {
             match server.tasks.store.lapsed(SystemTime::now(), TAKE_PER_LOOK).await {
                 Ok(ids) => {
                     for id in ids {
-                        if let Err(error) = take_over(&server, &id).await {
+                        if let Err(error) = take_over(&server, &id, None).await {
                             tracing::warn!(task = %id, %error, "could not take over a task");
                         }
                     }
@@ -146,8 +148,9 @@ fn look_every(tasks: &Tasks) -> Duration {
 }
 
 /// Takes the task `id` over if its lease has lapsed: claims the lease (only one instance
-/// can, by compare-and-set) and replays the handler from the journal.
-pub(crate) async fn take_over(server: &Host<'_>, id: &str) -> Result<(), Error> {
+/// can, by compare-and-set) and replays the handler from the journal. `known` is the
+/// record if the caller just read it.
+pub(crate) async fn take_over(server: &Host<'_>, id: &str, known: Option<TaskRecord>) -> Result<(), Error> {
     if server.tasks.closing.load(Ordering::Acquire) {
         return Ok(());
     }
@@ -155,7 +158,8 @@ pub(crate) async fn take_over(server: &Host<'_>, id: &str) -> Result<(), Error> 
     let now = SystemTime::now();
     let tasks = &server.tasks;
     let keep = tasks.limits.keep_finished;
-    let claimed = super::end::finishing(tasks, id, |record| claim(record, tasks.lease_for(&run), now, keep)).await?;
+    let claimed =
+        super::end::finishing(tasks, id, known, |record| claim(record, tasks.lease_for(&run), now, keep)).await?;
     match claimed {
         Some((record, true)) if record.status == TaskStatus::Working => {
             tracing::info!(task = %id, takeovers = record.takeovers, "taking over a task whose runner stopped");

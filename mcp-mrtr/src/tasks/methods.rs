@@ -20,9 +20,10 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::driver::{self, transition};
+use super::driver;
 use super::lease;
 use super::store::{TaskRecord, TaskStatus};
+use super::write::transition;
 use super::Host;
 use super::{caller, store_error, wire};
 use crate::context::Transport;
@@ -77,7 +78,7 @@ pub(crate) async fn serve(
     }
     // A client polling a task whose runner died need not wait for the next look.
     if record.lease_lapsed(std::time::SystemTime::now()) {
-        lease::take_over(server, record.id()).await?;
+        lease::take_over(server, record.id(), Some(record.clone())).await?;
     }
     match method {
         TaskMethod::Get => Ok(wire::detailed(&record)),
@@ -127,7 +128,8 @@ async fn update(
     // An instance shutting down runs nothing new: the task is left without a lease (handed
     // back), and another instance takes it over at its next look (audit B15).
     let closing = server.tasks.closing.load(std::sync::atomic::Ordering::Acquire);
-    let changed = transition(&*server.tasks.store, record.id(), |record| {
+    // The record was read for this request: the write starts from it.
+    let changed = transition(&*server.tasks.store, record.id(), Some(record.clone()), |record| {
         if record.status != TaskStatus::InputRequired {
             return false;
         }
@@ -158,7 +160,7 @@ async fn update(
 /// the request is acknowledged all the same.
 async fn cancel(server: &Host<'_>, record: &TaskRecord) -> Result<JsonObject, Error> {
     let keep = server.tasks.limits.keep_finished;
-    super::end::finishing(server.tasks, record.id(), |record| {
+    super::end::finishing(server.tasks, record.id(), Some(record.clone()), |record| {
         let live = !record.status.is_terminal();
         if live {
             record.finish(TaskStatus::Cancelled, keep);

@@ -30,6 +30,7 @@ mod methods;
 mod status;
 mod store;
 mod wire;
+mod write;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;

@@ -12,8 +12,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::driver::fenced;
-use super::store::TaskStore;
+use super::write::RunWrites;
 
 /// At most one status write per task run this often.
 pub(super) const STATUS_EVERY: Duration = Duration::from_secs(1);
@@ -25,9 +24,7 @@ pub(super) const MAX_STATUS_MESSAGE: usize = 1024;
 /// The status messages of one run of a task, written to its record while the run holds
 /// the task's lease.
 pub(super) struct StatusWriter {
-    store: Arc<dyn TaskStore>,
-    id: String,
-    run: String,
+    writes: Arc<RunWrites>,
     pending: Mutex<Pending>,
 }
 
@@ -48,8 +45,8 @@ enum Next {
 }
 
 impl StatusWriter {
-    pub(super) fn new(store: Arc<dyn TaskStore>, id: &str, run: &str) -> Arc<Self> {
-        Arc::new(Self { store, id: id.to_owned(), run: run.to_owned(), pending: Mutex::default() })
+    pub(super) fn new(writes: Arc<RunWrites>) -> Arc<Self> {
+        Arc::new(Self { writes, pending: Mutex::default() })
     }
 
     /// Records `message` as the task's status: written now if the last write is a
@@ -108,9 +105,9 @@ impl StatusWriter {
 
     async fn write(&self, message: String) {
         // Fenced: a run that lost the task (cancelled, taken over, or ended) writes nothing.
-        let written = fenced(&*self.store, &self.id, &self.run, |record| record.status_message = Some(message.clone()));
+        let written = self.writes.fenced(|record| record.status_message = Some(message.clone()));
         if let Err(error) = written.await {
-            tracing::warn!(task = %self.id, %error, "could not write a task's status message");
+            tracing::warn!(task = %self.writes.id, %error, "could not write a task's status message");
         }
     }
 
@@ -137,13 +134,14 @@ mod tests {
     use super::*;
     use crate::tasks::lease::new_run;
     use crate::tasks::store::tests::record;
-    use crate::tasks::store::{now_ms, Lease};
+    use crate::tasks::store::{now_ms, Lease, TaskStore};
     use crate::tasks::MemoryTaskStore;
 
-    async fn leased(store: &MemoryTaskStore, run: &str) {
+    async fn leased(store: &Arc<MemoryTaskStore>, run: &str) -> Arc<StatusWriter> {
         let mut task = record("t", None);
         task.lease = Some(Lease { holder: run.to_owned(), until_ms: now_ms() + 600_000 });
-        store.create(task).await.unwrap();
+        store.create(task.clone()).await.unwrap();
+        StatusWriter::new(RunWrites::new(store.clone(), &task, run))
     }
 
     async fn read(store: &MemoryTaskStore) -> (u64, Option<String>) {
@@ -155,8 +153,7 @@ mod tests {
     async fn a_burst_of_messages_is_one_write_now_and_one_with_the_last_a_second_later() {
         let store = Arc::new(MemoryTaskStore::new());
         let run = new_run().unwrap();
-        leased(&store, &run).await;
-        let writer = StatusWriter::new(store.clone(), "t", &run);
+        let writer = leased(&store, &run).await;
         for n in 1..=100 {
             writer.status(format!("step {n}")).await;
         }
@@ -175,8 +172,7 @@ mod tests {
     async fn the_message_still_waiting_goes_into_the_final_write() {
         let store = Arc::new(MemoryTaskStore::new());
         let run = new_run().unwrap();
-        leased(&store, &run).await;
-        let writer = StatusWriter::new(store.clone(), "t", &run);
+        let writer = leased(&store, &run).await;
         writer.status("first".into()).await;
         writer.status("last".into()).await;
         assert_eq!(writer.take_pending().as_deref(), Some("last"));
