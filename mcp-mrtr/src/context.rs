@@ -505,7 +505,7 @@ impl Ctx {
     async fn send(&self, notification: Notification) {
         if let Some(notifier) = &self.inner.transport.notifier {
             // A closed channel means the client is gone; the request is being cancelled.
-            let _ = notifier.send(Outgoing::Notification(notification)).await;
+            let _ = notifier.send(Box::new(Outgoing::Notification(notification))).await;
         }
     }
 }

@@ -17,7 +17,6 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use tracing::Instrument as _;
 
-use self::listen::serve_listen;
 use crate::context::Transport;
 use crate::envelope::{Request, RequestMeta, TraceContext};
 use crate::fair::ClientId;
@@ -143,8 +142,14 @@ impl Engine {
         // principal function): a panic fails this request, never the connection.
         // Boxed: the dispatch future is several KB, and every future that holds this one
         // inline (the transport's, the HTTP framework's) would be moved with it, a memcpy
-        // of the whole state each time.
-        let dispatch = Box::pin(self.dispatch(request, meta, transport));
+        // of the whole state each time. A listen stream, which lives for hours, gets a
+        // future sized for listening alone.
+        let dispatch: futures_util::future::BoxFuture<'_, Result<ResultJson, Error>> =
+            if request.method == "subscriptions/listen" && transport.bridge.is_none() {
+                Box::pin(self.dispatch_listen(request, meta, transport))
+            } else {
+                Box::pin(self.dispatch(request, meta, transport))
+            };
         let outcome = AssertUnwindSafe(dispatch.instrument(span.clone())).catch_unwind().await.unwrap_or_else(|_| {
             tracing::error!(parent: &span, "a request panicked");
             Err(Error::internal("the request failed: the server panicked while handling it"))
@@ -181,10 +186,7 @@ impl Engine {
             Method::PromptsList => Body::Complete(Text::Prepared(self.list_prompts(&params, &view)?)),
             Method::ResourcesList => Body::Complete(Text::Prepared(self.list_resources(&params, &view)?)),
             Method::ResourceTemplatesList => Body::Complete(Text::Prepared(self.list_templates(&params, &view)?)),
-            // Runs until the client goes; 2025-11-25 sessions have no such method.
-            Method::Listen if !legacy => {
-                Body::Complete(Text::from_object(&serve_listen(self, &id, &params, &transport, &view).await?))
-            }
+            // 2025-11-25 sessions have no such method; modern listens go to `dispatch_listen`.
             Method::Listen => return Err(Error::method_not_found(&request.method)),
             Method::ToolsCall => self.call_tool(self.call(id, params, meta, transport)?).await?,
             Method::PromptsGet => self.get_prompt(self.call(id, params, meta, transport)?).await?,

@@ -6,17 +6,21 @@
 //! which of them a stream hears, and whether it may read a resource it names, is
 //! decided here with the same access rules as the other methods (`access`).
 
+use std::sync::Arc;
+
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
 use tokio::sync::mpsc::error::TrySendError;
 
-use super::Engine;
+use super::stamp::Text;
+use super::{Body, Engine, Method};
 use crate::context::Transport;
+use crate::envelope::{Request, RequestMeta};
 use crate::fair::{ClientId, Refused};
 use crate::handler::{PromptRoute, ResourceRoute, ToolRoute};
 use crate::live::{Change, RequestView};
-use crate::protocol::{JsonObject, Notification, Outgoing, RequestId};
+use crate::protocol::{JsonObject, Notification, Outgoing, RequestId, ResultJson};
 use crate::shutdown::Draining;
 use crate::Error;
 
@@ -116,6 +120,27 @@ fn may_read(server: &Engine, view: &RequestView<'_>, uri: &str) -> bool {
     server.reach_resource(&server.catalog(), view, uri).is_ok()
 }
 
+impl Engine {
+    /// [`Engine::dispatch`] of a modern `subscriptions/listen`: a future sized for
+    /// listening alone, since a stream holds it for hours.
+    pub(super) async fn dispatch_listen(
+        &self,
+        request: Request,
+        meta: Arc<RequestMeta>,
+        transport: Transport,
+    ) -> Result<ResultJson, Error> {
+        if !self.serves(Method::Listen) {
+            return Err(Error::method_not_found(&request.method));
+        }
+        let params = request.params.unwrap_or_else(|| json!({}));
+        let view = RequestView::new(&meta, &transport);
+        let result = serve_listen(self, &request.id, params, &transport, &view).await?;
+        let body = Body::Complete(Text::from_object(&result));
+        tracing::Span::current().record("outcome", body.result_type());
+        Ok(self.stamp(body, None))
+    }
+}
+
 /// Serves one listen request until the client goes (the transport drops this future,
 /// or cancels it on stdio) or the stream must end (the client does not keep up, or the
 /// server shuts down): then the listen result is the last message,
@@ -123,10 +148,10 @@ fn may_read(server: &Engine, view: &RequestView<'_>, uri: &str) -> bool {
 ///
 /// Memory per stream is bounded: the transport's channel holds a few notifications, and
 /// a listener that does not take them (or falls behind the fanout) is ended.
-pub(crate) async fn serve_listen(
+async fn serve_listen(
     server: &Engine,
     id: &RequestId,
-    params: &Value,
+    params: Value,
     transport: &Transport,
     view: &RequestView<'_>,
 ) -> Result<JsonObject, Error> {
@@ -142,6 +167,8 @@ pub(crate) async fn serve_listen(
             .map_err(|e| Error::invalid_params(format!("Invalid params: notifications: {e}")))?,
         _ => return Err(Error::invalid_params("subscriptions/listen needs params.notifications (an object)")),
     };
+    // Read once: not kept for the hours the stream may last.
+    drop(params);
     let filter = filter.honoured(server, view);
     let place = listen.streams.admit(&ClientId::of(&transport.extensions)).map_err(|refused| {
         Error::internal(match refused {
@@ -159,7 +186,7 @@ pub(crate) async fn serve_listen(
         method: "notifications/subscriptions/acknowledged".into(),
         params: json!({ "_meta": { SUBSCRIPTION_ID: id }, "notifications": filter.to_json() }),
     };
-    notifier.send(Outgoing::Notification(ack)).await.map_err(|_| gone())?;
+    notifier.send(Box::new(Outgoing::Notification(ack))).await.map_err(|_| gone())?;
     tracing::debug!(
         listeners = server.live.listeners(),
         keep_alive_s = listen.keep_alive.as_secs(),
@@ -190,7 +217,7 @@ pub(crate) async fn serve_listen(
         match change {
             Ok(change) => {
                 let Some(note) = filter.delivered(&change, id, server, view) else { continue };
-                match notifier.try_send(Outgoing::Notification(note)) {
+                match notifier.try_send(Box::new(Outgoing::Notification(note))) {
                     Ok(()) => {}
                     Err(TrySendError::Full(_)) => {
                         tracing::debug!("ending a listen stream whose client does not read it");

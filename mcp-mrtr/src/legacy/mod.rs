@@ -259,7 +259,7 @@ impl Waiting<'_> {
             bridge.issued_url(&key, elicitation_id);
         }
         self.asked.push(Asked { key, id: id.clone(), method: method.clone(), answer: Some(answer) });
-        if outgoing.send(Outgoing::Request { id, method, params }).await.is_err() {
+        if outgoing.send(Box::new(Outgoing::Request { id, method, params })).await.is_err() {
             return Err(Error::internal("the client closed the stream before answering"));
         }
         Ok(())
@@ -313,7 +313,7 @@ impl Waiting<'_> {
                 method: "notifications/cancelled".into(),
                 params: json!({ "requestId": asked.id, "reason": reason }),
             };
-            let _ = outgoing.send(Outgoing::Notification(cancel)).await;
+            let _ = outgoing.send(Box::new(Outgoing::Notification(cancel))).await;
             first.get_or_insert(asked.method.as_str());
         }
         first

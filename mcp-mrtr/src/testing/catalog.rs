@@ -108,7 +108,7 @@ impl TestClient {
         let mut stream =
             tokio::spawn(async move { server.handle(request, Arc::new(meta), transport).await.outcome.map(drop) });
         tokio::select! {
-            note = notes.recv() => match note {
+            note = notes.recv() => match note.map(|note| *note) {
                 Some(Outgoing::Notification(ack)) => {
                     Ok(ListenStream { acknowledged: ack.params, notes, stream })
                 }
@@ -137,7 +137,7 @@ fn refusal(ended: Result<Result<(), Error>, tokio::task::JoinError>) -> Error {
 #[derive(Debug)]
 pub struct ListenStream {
     acknowledged: Value,
-    notes: mpsc::Receiver<Outgoing>,
+    notes: mpsc::Receiver<Box<Outgoing>>,
     stream: JoinHandle<Result<(), Error>>,
 }
 
@@ -153,7 +153,7 @@ impl ListenStream {
     pub async fn next(&mut self) -> Option<Value> {
         loop {
             // A listen stream carries notifications only; anything else is not for a test.
-            if let Outgoing::Notification(note) = self.notes.recv().await? {
+            if let Outgoing::Notification(note) = *self.notes.recv().await? {
                 return Some(json!({ "method": note.method, "params": note.params }));
             }
         }

@@ -212,13 +212,13 @@ impl StdioSession {
                 tokio::select! {
                     biased;
                     reply = &mut reply => break reply,
-                    Some(note) = note_rx.recv() => { let _ = out.send(note).await; }
+                    Some(note) = note_rx.recv() => { let _ = out.send(*note).await; }
                 }
             };
             // A cancelled request sends nothing more, not even what it had queued.
             let Some(reply) = reply else { return };
             while let Ok(note) = note_rx.try_recv() {
-                let _ = out.send(note).await;
+                let _ = out.send(*note).await;
             }
             let _ = out.send(reply.into_outgoing()).await;
         });

@@ -3,16 +3,17 @@
 //! [`Engine::handle`](crate::dispatch::Engine), its reply framed by `sse`. Modern POSTs
 //! come here from `post`, 2025-11-25 ones from `legacy`.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
-use axum::http::{header, HeaderMap};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue};
 use axum::response::Response;
+use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use tokio::sync::mpsc;
 
 use super::endpoint::Endpoint;
 use super::sse::{error_response, json_response, respond};
-use super::{connections, legacy, slots};
+use super::{connections, handoff, legacy, slots};
 use crate::context::Transport;
 use crate::dispatch::{Engine, Reply};
 use crate::envelope::{Era, Request, RequestMeta};
@@ -73,7 +74,11 @@ pub(super) async fn serve_request(
     let handler_timeout = endpoint.config.limits.handler_timeout;
     let transport = Transport {
         notifier,
-        headers: Some(head.headers.clone()),
+        headers: Some(if request.method == "subscriptions/listen" {
+            owned(&head.headers)
+        } else {
+            head.headers.clone()
+        }),
         extensions: head.extensions.clone(),
         bridge: bridge.map(|bridge| bridge as Arc<dyn crate::context::Bridge>),
         handler_timeout,
@@ -81,14 +86,12 @@ pub(super) async fn serve_request(
     let id = request.id.clone();
     let server = endpoint.server.clone();
     let keep_alive = server.keep_alive();
-    // A listen stream marks its connection, which may then be closed for room when its
-    // client holds the most connections (see `connections`).
-    let listening = (request.method == "subscriptions/listen")
-        .then(|| head.extensions.get::<Arc<connections::Activity>>().map(connections::Activity::listening))
-        .flatten();
+    if request.method == "subscriptions/listen" && session.is_none() {
+        let (reply, handoff) = listen_reply(head, server, request, meta, transport);
+        return respond(Era::Modern, reply, notes, keep_alive, handoff).await;
+    }
     let reply_id = id.clone();
     let reply = async move {
-        let _listening = listening;
         let handled = run_holding((slot, lease), server.handle(request, meta, transport));
         let Some(place) = place else { return handled.await };
         tokio::select! {
@@ -97,9 +100,32 @@ pub(super) async fn serve_request(
         }
     };
     match session {
-        None => respond(Era::Modern, Box::pin(reply.map(Some)), notes, keep_alive).await,
-        Some(session) => respond(Era::Legacy, Box::pin(session.in_flight.track(id, reply)), notes, keep_alive).await,
+        None => respond(Era::Modern, Box::pin(reply.map(Some)), notes, keep_alive, None).await,
+        Some(session) => {
+            respond(Era::Legacy, Box::pin(session.in_flight.track(id, reply)), notes, keep_alive, None).await
+        }
     }
+}
+
+/// A listen stream's reply: the smallest future that runs it (the stream holds it for
+/// hours; it takes no handler slot, so has none to give way), marking its connection as
+/// listening, which may then be closed for room when its client holds the most
+/// connections (see `connections`). Served by `serve_http*`, the stream leaves hyper
+/// once acknowledged, through the returned handoff (see `handoff`).
+fn listen_reply(
+    head: &Head,
+    server: Arc<Engine>,
+    request: Request,
+    meta: Arc<RequestMeta>,
+    transport: Transport,
+) -> (BoxFuture<'static, Option<Reply>>, Option<Arc<handoff::Handoff>>) {
+    let listening = head.extensions.get::<Arc<connections::Activity>>().map(connections::Activity::listening);
+    let handoff = head.extensions.get::<Weak<handoff::Handoff>>().and_then(Weak::upgrade);
+    let reply = async move {
+        let _listening = listening;
+        Some(server.handle(request, meta, transport).await)
+    };
+    (Box::pin(reply), handoff)
 }
 
 /// A POST's head, shared by everything that serves it: the headers, and the extensions
@@ -114,6 +140,20 @@ impl Head {
     pub(super) fn principal(&self, server: &Engine) -> Option<String> {
         server.principal_from(Some(&self.headers), &self.extensions)
     }
+}
+
+/// A copy of `headers` that shares no memory with them. Hyper's header values (and
+/// names it does not know) are views of the connection's read buffer (16 KiB once grown), which a listen stream would
+/// otherwise keep for its whole life, long after hyper let go of the connection.
+fn owned(headers: &HeaderMap) -> Arc<HeaderMap> {
+    let mut copy = HeaderMap::with_capacity(headers.len());
+    for (name, value) in headers {
+        let mut fresh = HeaderValue::from_bytes(value.as_bytes()).unwrap_or_else(|_| value.clone());
+        fresh.set_sensitive(value.is_sensitive());
+        let name = HeaderName::from_bytes(name.as_str().as_bytes()).unwrap_or_else(|_| name.clone());
+        copy.append(name, fresh);
+    }
+    Arc::new(copy)
 }
 
 /// Runs `handler` holding its slot: the slot frees when the handler ends or is dropped.

@@ -189,6 +189,10 @@ impl Server {
 /// `serve_http*` routes as the router of [`Server::try_into_router_with`] does: the MCP
 /// path, the protected resource metadata when auth is on, and 404 for anything else.
 impl App for Arc<Endpoint> {
+    /// No middleware rewrites these responses: a listen stream's events may be written
+    /// to the socket directly.
+    const HANDS_OFF_STREAMS: bool = true;
+
     async fn respond(self, request: hyper::Request<hyper::body::Incoming>) -> Response {
         let path = request.uri().path();
         if path == self.config.path {

@@ -10,13 +10,16 @@
 //! - `legacy`: 2025-11-25 sessions (initialize, their GET and DELETE, answers to the
 //!   bridge's requests);
 //! - `call`: a handler slot (`slots`), the request's `Transport`, dispatch;
-//! - `sse`, `status`: the reply as JSON or SSE, and its HTTP status.
+//! - `sse`, `status`: the reply as JSON or SSE, and its HTTP status;
+//! - `handoff`: an acknowledged listen stream, written by its connection's task once
+//!   hyper lets go of the socket.
 
 mod call;
 mod config;
 mod connections;
 mod endpoint;
 mod guard;
+mod handoff;
 mod headers;
 mod legacy;
 mod limits;

@@ -34,6 +34,7 @@ use tokio::task::JoinSet;
 use tokio::time::{Instant, Sleep};
 
 use super::connections::{Activity, Busy, Connections, Place};
+use super::handoff::{self, Flushed, Handoff};
 use super::Limits;
 use crate::fair::ClientId;
 use crate::shutdown::{Drain, Draining};
@@ -110,6 +111,10 @@ pub async fn serve_router_with_shutdown(
 
 /// What each connection serves.
 pub(super) trait App: Clone + Send + Sync + 'static {
+    /// Whether a listen stream may leave hyper once acknowledged (see `handoff`): only
+    /// when nothing between the endpoint and hyper rewrites the body.
+    const HANDS_OFF_STREAMS: bool = false;
+
     /// The response to one request (by value: the future must own what it uses).
     fn respond(self, request: hyper::Request<Incoming>) -> impl Future<Output = Response> + Send + 'static;
 }
@@ -129,7 +134,8 @@ pub(super) async fn serve_app(
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
     let drain = Drain::new();
-    let serving = Serving { app, limits, draining: drain.watch(), requests: Requests::default() };
+    // Shared: each connection's task holds a pointer, not a copy of the limits.
+    let serving = Arc::new(Serving { app, limits, draining: drain.watch(), requests: Requests::default() });
     let mut connections = JoinSet::new();
     accept_until(listener, shutdown, &serving, &mut connections).await;
     drain.start();
@@ -142,7 +148,6 @@ pub(super) async fn serve_app(
 pub(super) struct Peer(pub(super) SocketAddr);
 
 /// What every connection is served with.
-#[derive(Clone)]
 struct Serving<A> {
     app: A,
     limits: Limits,
@@ -154,7 +159,7 @@ struct Serving<A> {
 async fn accept_until<A: App>(
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
-    serving: &Serving<A>,
+    serving: &Arc<Serving<A>>,
     connections: &mut JoinSet<()>,
 ) {
     let open = Connections::new(serving.limits.connection_cap());
@@ -207,25 +212,52 @@ async fn finish(mut connections: JoinSet<()>, requests: &Requests, bound: Durati
 /// once the drain starts, or until it must make room for another (it is closed at once:
 /// only connections doing no work, or the heaviest client's listen streams, are asked
 /// to); its place is freed when it closes.
-async fn serve_connection<A: App>(stream: TcpStream, peer: SocketAddr, serving: Serving<A>, place: Place) {
+async fn serve_connection<A: App>(stream: TcpStream, peer: SocketAddr, serving: Arc<Serving<A>>, place: Place) {
     let _ = stream.set_nodelay(true);
-    let io = TokioIo::new(WriteDeadline::new(stream, serving.limits.write_timeout));
-    let connection = http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(serving.limits.header_timeout)
-        .serve_connection(io, serving.service(peer, &place.activity));
-    tokio::pin!(connection);
+    let handoff = Arc::new(Handoff::default());
+    let io = TokioIo::new(Flushed::new(WriteDeadline::new(stream, serving.limits.write_timeout), handoff.clone()));
+    let offered = A::HANDS_OFF_STREAMS.then_some(&handoff);
+    // Boxed, so that a stream handed off keeps none of it: the task is sized for the
+    // larger of its two lives, and hyper's connection is the larger by far.
+    let mut connection = Box::new(
+        http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(serving.limits.header_timeout)
+            .serve_connection(io, serving.service(peer, &place.activity, offered)),
+    );
     let served = tokio::select! {
-        served = connection.as_mut() => served,
+        served = &mut *connection => served,
         () = place.closed_for_room() => return,
         () = serving.draining.started() => {
-            connection.as_mut().graceful_shutdown();
+            Pin::new(&mut *connection).graceful_shutdown();
             connection.await
+        }
+        () = handoff.ready() => {
+            // Hyper flushed all it owed: the socket is the stream's alone.
+            let socket = socket_of(connection);
+            let Some(events) = handoff.take() else { return };
+            tokio::select! {
+                () = handoff::write(socket, events) => {}
+                () = place.closed_for_room() => {}
+            }
+            return;
         }
     };
     if let Err(error) = served {
         tracing::debug!(%error, "connection closed");
     }
+}
+
+/// The socket under a hyper connection. The box is taken by value, so that it is freed
+/// here, not when the caller's scope ends (hours later, for a listen stream).
+#[allow(clippy::boxed_local, reason = "taking the box is the point: it is freed on return")]
+fn socket_of<S>(
+    connection: Box<http1::Connection<TokioIo<Flushed<WriteDeadline<TcpStream>>>, S>>,
+) -> WriteDeadline<TcpStream>
+where
+    S: hyper::service::HttpService<Incoming, ResBody = Body, Error = Infallible>,
+{
+    connection.into_parts().io.into_inner().into_inner()
 }
 
 impl<A: App> Serving<A> {
@@ -234,20 +266,30 @@ impl<A: App> Serving<A> {
     ///
     /// Each request also carries its connection's peer and [`Activity`], and keeps the
     /// connection busy (not to be closed for room) until its response is sent.
+    /// With a `handoff`, HTTP/1.1 requests carry it too, for a listen stream to leave
+    /// hyper once acknowledged.
     fn service(
         &self,
         peer: SocketAddr,
         activity: &Arc<Activity>,
+        handoff: Option<&Arc<Handoff>>,
     ) -> impl hyper::service::Service<hyper::Request<Incoming>, Response = Response, Error = Infallible, Future: Send>
     {
         let app = self.app.clone();
         let (draining, requests, activity) = (self.draining.clone(), self.requests.clone(), activity.clone());
+        let handoff = handoff.cloned();
         hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
             let busy = activity.begin();
+            // Only chunked framing is written by hand.
+            let handoff = handoff.clone().filter(|_| request.version() == hyper::Version::HTTP_11);
             let extensions = request.extensions_mut();
             extensions.insert(draining.clone());
             extensions.insert(Peer(peer));
             extensions.insert(activity.clone());
+            if let Some(handoff) = &handoff {
+                // Weak: the stream handed off holds its request's extensions.
+                extensions.insert(Arc::downgrade(handoff));
+            }
             let counted = requests.enter();
             let response = app.clone().respond(request);
             // Boxed: hyper keeps a slot the size of this future for the whole life of the
@@ -256,7 +298,7 @@ impl<A: App> Serving<A> {
             // the response head is out.
             let response: BoxFuture<'static, Result<Response, Infallible>> = Box::pin(async move {
                 let response = response.await;
-                Ok(response.map(|body| Body::new(Counted { body, _counted: (counted, busy) })))
+                Ok(response.map(|body| Body::new(Counted { body, guards: Some((counted, busy)), handoff })))
             });
             response
         })
@@ -288,10 +330,11 @@ impl Drop for Entered {
 }
 
 /// A response body that keeps its request counted, and its connection busy, until hyper
-/// drops it.
+/// drops it, or until its stream is handed off (the guards go with the stream).
 struct Counted {
     body: Body,
-    _counted: (Entered, Busy),
+    guards: Option<(Entered, Busy)>,
+    handoff: Option<Arc<Handoff>>,
 }
 
 impl HttpBody for Counted {
@@ -302,7 +345,13 @@ impl HttpBody for Counted {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
+        let frame = Pin::new(&mut self.body).poll_frame(cx);
+        if frame.is_pending() && self.handoff.as_ref().is_some_and(|handoff| handoff.is_given()) {
+            if let (Some(guards), Some(handoff)) = (self.guards.take(), &self.handoff) {
+                handoff.keep(Box::new(guards));
+            }
+        }
+        frame
     }
 
     fn is_end_stream(&self) -> bool {

@@ -9,6 +9,7 @@
 
 use std::convert::Infallible;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -20,6 +21,7 @@ use futures_util::Stream;
 use tokio::sync::mpsc;
 use tokio::time::{Interval, MissedTickBehavior};
 
+use super::handoff::{GiveWhenIdle, Handoff};
 use super::status;
 use crate::dispatch::Reply;
 use crate::envelope::Era;
@@ -32,11 +34,15 @@ use crate::Error;
 ///
 /// `reply` resolves to `None` when the request was cancelled (`notifications/cancelled`
 /// on a legacy session): nothing more is sent for it, and its stream ends.
+///
+/// With a `handoff` (a listen stream on `serve_http*`), a stream that goes idle leaves
+/// hyper for its connection's task (see `handoff`).
 pub(super) async fn respond(
     era: Era,
     mut reply: BoxFuture<'static, Option<Reply>>,
-    notes: Option<mpsc::Receiver<Outgoing>>,
+    notes: Option<mpsc::Receiver<Box<Outgoing>>>,
     keep_alive: Duration,
+    handoff: Option<Arc<Handoff>>,
 ) -> Response {
     let Some(mut notes) = notes else {
         return match reply.await {
@@ -52,14 +58,20 @@ pub(super) async fn respond(
         reply = &mut reply => match reply {
             None => sse(SseReply::ended(keep_alive)),
             Some(reply) => {
-                let early: Vec<_> = std::iter::from_fn(|| notes.try_recv().ok()).collect();
+                let early: Vec<_> = std::iter::from_fn(|| notes.try_recv().ok().map(|note| *note)).collect();
                 if early.is_empty() {
                     return json_reply(era, reply);
                 }
                 sse(stream(notes, None, Some(reply), early))
             }
         },
-        Some(first) = notes.recv() => sse(stream(notes, Some(reply), None, vec![first])),
+        Some(first) = notes.recv() => {
+            let stream = stream(notes, Some(reply), None, vec![*first]);
+            match handoff {
+                Some(handoff) => sse(GiveWhenIdle::new(stream, handoff)),
+                None => sse(stream),
+            }
+        }
     }
 }
 
@@ -92,7 +104,10 @@ pub(super) fn json_response(status: u16, message: Outgoing) -> Response {
         .into_response()
 }
 
-fn sse(stream: SseReply) -> Response {
+fn sse<S>(stream: S) -> Response
+where
+    S: Stream<Item = Result<Bytes, Infallible>> + Send + 'static,
+{
     let headers = [
         (header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream")),
         (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
@@ -103,7 +118,7 @@ fn sse(stream: SseReply) -> Response {
 
 /// The SSE body: notifications as they come, then the reply, then the end.
 struct SseReply {
-    notes: mpsc::Receiver<Outgoing>,
+    notes: mpsc::Receiver<Box<Outgoing>>,
     reply: Option<BoxFuture<'static, Option<Reply>>>,
     last: Option<Reply>,
     /// Notifications already taken off the channel, sent first.
@@ -131,7 +146,12 @@ impl Stream for SseReply {
             return Poll::Ready(None);
         }
         if !this.early.is_empty() {
-            return Poll::Ready(Some(Ok(event(this.early.remove(0)))));
+            let note = this.early.remove(0);
+            if this.early.is_empty() {
+                // A listen stream would keep the room for its acknowledgement for hours.
+                this.early = Vec::new();
+            }
+            return Poll::Ready(Some(Ok(event(note))));
         }
         // The reply first: a request cancelled meanwhile must send nothing more, not
         // even what its handler had queued.
@@ -146,7 +166,7 @@ impl Stream for SseReply {
             }
         }
         if let Poll::Ready(Some(note)) = this.notes.poll_recv(cx) {
-            return Poll::Ready(Some(Ok(event(note))));
+            return Poll::Ready(Some(Ok(event(*note))));
         }
         if this.reply.is_some() {
             if this.idle.poll_tick(cx).is_ready() {
