@@ -4,8 +4,10 @@
 //!
 //! A store offers four operations: create, get, a compare-and-set replace keyed by the
 //! record's version, and a list of the tasks whose runner's lease lapsed. Every change
-//! the runtime makes is a read, a change to the copy, and a replace that only lands if
-//! nobody wrote in between; a lost race is retried from a fresh read. That is all a
+//! the runtime makes is a change to a copy of the record and a replace that only lands if
+//! nobody wrote in between; the copy is of the record the writer already holds when it
+//! has one (its request read it, its run wrote it), else of a fresh read, and a lost race
+//! is retried from a fresh read. That is all a
 //! shared store (Redis, SQL) needs to provide to let several instances serve the same
 //! tasks, and take over those of an instance that died.
 
