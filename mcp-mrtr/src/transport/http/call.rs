@@ -142,9 +142,10 @@ impl Head {
     }
 }
 
-/// A copy of `headers` that shares no memory with them. Hyper's header values (and
-/// names it does not know) are views of the connection's read buffer (16 KiB once grown), which a listen stream would
-/// otherwise keep for its whole life, long after hyper let go of the connection.
+/// A copy of `headers` that shares no memory with them. Hyper's header values (and the
+/// names it does not know) are views of the connection's read buffer (16 KiB once
+/// grown), which a listen stream would otherwise keep for its whole life, long after
+/// hyper let go of the connection.
 fn owned(headers: &HeaderMap) -> Arc<HeaderMap> {
     let mut copy = HeaderMap::with_capacity(headers.len());
     for (name, value) in headers {
