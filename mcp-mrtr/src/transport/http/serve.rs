@@ -230,21 +230,26 @@ async fn serve_connection<A: App>(stream: TcpStream, peer: SocketAddr, serving: 
         () = place.closed_for_room() => return,
         () = serving.draining.started() => {
             Pin::new(&mut *connection).graceful_shutdown();
-            connection.await
-        }
-        () = handoff.ready() => {
-            // Hyper flushed all it owed: the socket is the stream's alone.
-            let socket = socket_of(connection);
-            let Some(events) = handoff.take() else { return };
+            // A stream given away while hyper winds down is written to its end here.
             tokio::select! {
-                () = handoff::write(socket, events) => {}
-                () = place.closed_for_room() => {}
+                served = &mut *connection => served,
+                () = handoff.ready() => return handed_off(socket_of(connection), &handoff, &place).await,
             }
-            return;
         }
+        () = handoff.ready() => return handed_off(socket_of(connection), &handoff, &place).await,
     };
     if let Err(error) = served {
         tracing::debug!(%error, "connection closed");
+    }
+}
+
+/// Writes the stream handed off (hyper flushed all it owed: the socket is the stream's
+/// alone) until it ends, or its connection must make room for another.
+async fn handed_off(socket: WriteDeadline<TcpStream>, handoff: &Handoff, place: &Place) {
+    let Some(events) = handoff.take() else { return };
+    tokio::select! {
+        () = handoff::write(socket, events) => {}
+        () = place.closed_for_room() => {}
     }
 }
 
