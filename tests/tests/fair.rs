@@ -6,6 +6,7 @@
 //! where a test is about per-client shares; the shedding tests also run with both on
 //! 127.0.0.1.
 
+use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -326,4 +327,30 @@ async fn one_client_runs_at_most_its_share_of_handlers_and_the_heaviest_gives_wa
     tokio::time::timeout(TIMEOUT, oldest.read_to_end(&mut answer)).await.expect("answered").unwrap();
     let answer = String::from_utf8_lossy(&answer);
     assert!(answer.contains("make room for another client"), "{answer}");
+}
+
+#[tokio::test]
+async fn a_listen_stream_on_a_keep_alive_connection_closes_it_when_it_ends() {
+    let listen = Listen::default().max_lifetime(Duration::from_millis(300));
+    let (server, config) = listen_server(listen, Limits::default());
+    let server = TestServer::start_with(server, config).await;
+    // Not `Connection: close`, as the other tests' client sends: a keep-alive request.
+    let rpc = Rpc::new("subscriptions/listen").param("notifications", json!({ "toolsListChanged": true }));
+    let body = rpc.body();
+    let mut head = format!("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n", body.len());
+    for (name, value) in rpc.headers() {
+        let _ = write!(head, "{name}: {value}\r\n");
+    }
+    head.push_str("\r\n");
+    let mut socket = TcpStream::connect(server.addr).await.unwrap();
+    socket.write_all(head.as_bytes()).await.unwrap();
+    socket.write_all(&body).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(TIMEOUT, socket.read_to_end(&mut answer)).await.expect("the connection closes").unwrap();
+    let answer = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+    // The stream left hyper once acknowledged: the response said the connection would
+    // close with it, and the body ends as HTTP/1.1 says, with the last chunk.
+    assert!(answer.contains("\r\nconnection: close\r\n"), "{answer}");
+    assert!(answer.contains("\"resulttype\":\"complete\""), "{answer}");
+    assert!(answer.ends_with("\n\n\r\n0\r\n\r\n"), "{answer:?}");
 }

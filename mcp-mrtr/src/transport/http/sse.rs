@@ -68,7 +68,13 @@ pub(super) async fn respond(
         Some(first) = notes.recv() => {
             let stream = stream(notes, Some(reply), None, vec![*first]);
             match handoff {
-                Some(handoff) => sse(GiveWhenIdle::new(stream, handoff)),
+                Some(handoff) => {
+                    let mut response = sse(GiveWhenIdle::new(stream, handoff));
+                    // The connection closes when the stream ends: its socket left hyper,
+                    // so no request can follow on it.
+                    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+                    response
+                }
                 None => sse(stream),
             }
         }
