@@ -42,6 +42,7 @@ mod stamp;
 mod task_hook;
 
 pub(crate) use self::engine::Engine;
+pub(crate) use self::listen::LISTEN;
 pub(crate) use self::task_hook::{Called, TaskHook, TaskRequest, ToolFuture};
 
 use self::call::{input_responses, Call, RoundInput, Target};
@@ -85,7 +86,7 @@ impl Method {
             "resources/templates/list" => Self::ResourceTemplatesList,
             "resources/read" => Self::ResourcesRead,
             "completion/complete" => Self::Complete,
-            "subscriptions/listen" => Self::Listen,
+            LISTEN => Self::Listen,
             other if engine.tasks.as_ref().is_some_and(|tasks| tasks.answers(other)) => Self::Task,
             other if engine.methods.contains_key(other) => Self::Custom,
             _ => return None,
@@ -145,7 +146,7 @@ impl Engine {
         // of the whole state each time. A listen stream, which lives for hours, gets a
         // future sized for listening alone.
         let dispatch: futures_util::future::BoxFuture<'_, Result<ResultJson, Error>> =
-            if request.method == "subscriptions/listen" && transport.bridge.is_none() {
+            if request.method == LISTEN && transport.bridge.is_none() {
                 Box::pin(self.dispatch_listen(request, meta, transport))
             } else {
                 Box::pin(self.dispatch(request, meta, transport))

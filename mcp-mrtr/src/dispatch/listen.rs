@@ -120,6 +120,9 @@ fn may_read(server: &Engine, view: &RequestView<'_>, uri: &str) -> bool {
     server.reach_resource(&server.catalog(), view, uri).is_ok()
 }
 
+/// The method of a listen stream.
+pub(crate) const LISTEN: &str = "subscriptions/listen";
+
 impl Engine {
     /// [`Engine::dispatch`] of a modern `subscriptions/listen`: a future sized for
     /// listening alone, since a stream holds it for hours.

@@ -25,7 +25,7 @@ use tokio::task::AbortHandle;
 
 use super::status::StatusWriter;
 use super::store::{Lease, TaskCall, TaskRecord, TaskStatus};
-use super::write::{transition, RunWrites};
+use super::write::RunWrites;
 use super::Host;
 use super::{admission, lease, new_task_id, store_error, wire, Tasks};
 use crate::dispatch::{Called, ToolFuture};
@@ -280,23 +280,19 @@ impl TaskLog for StoreLog {
         let (writes, lease) = (self.writes.clone(), self.lease);
         Box::pin(async move {
             let run = &writes.run;
-            let claimed = transition(&*writes.store, &writes.id, writes.last(), |record| {
-                // Held is not enough: a lease that lapsed may be taken over at any moment.
-                let live = record.is_held_by(run) && !record.lease_lapsed(SystemTime::now());
-                if live {
-                    record.journal = journal.clone();
-                    record.lease = Some(Lease::new(run, lease));
-                }
-                live
-            })
-            .await;
+            let claimed = writes
+                .transition(|record| {
+                    // Held is not enough: a lease that lapsed may be taken over at any moment.
+                    let live = record.is_held_by(run) && !record.lease_lapsed(SystemTime::now());
+                    if live {
+                        record.journal = journal.clone();
+                        record.lease = Some(Lease::new(run, lease));
+                    }
+                    live
+                })
+                .await;
             match claimed {
-                Ok(written) => {
-                    let claimed = written.and_then(|(record, wrote)| wrote.then_some(record));
-                    let wrote = claimed.is_some();
-                    writes.remember(claimed);
-                    wrote
-                }
+                Ok(wrote) => wrote,
                 Err(error) => {
                     tracing::warn!(task = %writes.id, %error, "could not claim a once! step in a task's record");
                     false

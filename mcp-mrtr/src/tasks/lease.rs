@@ -64,7 +64,7 @@ impl Tasks {
         // First, so this instance's own look cannot take a released task straight back.
         self.closing.store(true, Ordering::Release);
         for (id, run) in self.running.abort_all() {
-            let released = fenced(&*self.store, &id, &run, None, |record| record.lease = None).await;
+            let released = fenced(&*self.store, &id, &run, |record| record.lease = None).await;
             match released {
                 Ok(_) => tracing::info!(task = %id, "handed a running task back to the store"),
                 Err(error) => tracing::warn!(task = %id, %error, "could not release a task's lease"),

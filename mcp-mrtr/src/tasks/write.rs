@@ -57,18 +57,24 @@ pub(super) async fn fenced(
     store: &dyn TaskStore,
     id: &str,
     run: &str,
-    guess: Option<TaskRecord>,
-    mut change: impl FnMut(&mut TaskRecord),
-) -> Result<Option<TaskRecord>, Error> {
-    let written = transition(store, id, guess, |record| {
+    change: impl FnMut(&mut TaskRecord),
+) -> Result<bool, Error> {
+    let written = transition(store, id, None, while_held(run, change)).await?;
+    Ok(written.is_some_and(|(_, wrote)| wrote))
+}
+
+/// `change` as a transition's change that applies only while `run` holds the lease.
+fn while_held<'a>(
+    run: &'a str,
+    mut change: impl FnMut(&mut TaskRecord) + 'a,
+) -> impl FnMut(&mut TaskRecord) -> bool + 'a {
+    move |record| {
         let held = record.is_held_by(run);
         if held {
             change(record);
         }
         held
-    })
-    .await?;
-    Ok(written.and_then(|(record, wrote)| wrote.then_some(record)))
+    }
 }
 
 /// The writes of one run of a task: each fenced by the run's lease, each starting from
@@ -94,20 +100,22 @@ impl RunWrites {
 
     /// Applies `change` while the run holds the lease; `Ok(false)` when it does not.
     pub(super) async fn fenced(&self, change: impl FnMut(&mut TaskRecord)) -> Result<bool, Error> {
-        let written = fenced(&*self.store, &self.id, &self.run, self.last(), change).await?;
+        self.transition(while_held(&self.run, change)).await
+    }
+
+    /// [`transition`] from the record as this run last wrote it, keeping what it writes
+    /// for the next write; whether it wrote.
+    pub(super) async fn transition(&self, change: impl FnMut(&mut TaskRecord) -> bool) -> Result<bool, Error> {
+        let written = transition(&*self.store, &self.id, self.last(), change).await?;
+        let written = written.and_then(|(record, wrote)| wrote.then_some(record));
         let wrote = written.is_some();
-        self.remember(written);
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = written;
         Ok(wrote)
     }
 
     /// The record as this run last wrote it, for the next write to start from.
     pub(super) fn last(&self) -> Option<TaskRecord> {
         self.last.lock().unwrap_or_else(PoisonError::into_inner).take()
-    }
-
-    /// Keeps `record` (the run's last write) for the next write to start from.
-    pub(super) fn remember(&self, record: Option<TaskRecord>) {
-        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = record;
     }
 }
 

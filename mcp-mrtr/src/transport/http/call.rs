@@ -15,7 +15,7 @@ use super::endpoint::Endpoint;
 use super::sse::{error_response, json_response, respond};
 use super::{connections, handoff, legacy, slots};
 use crate::context::Transport;
-use crate::dispatch::{Engine, Reply};
+use crate::dispatch::{Engine, Reply, LISTEN};
 use crate::envelope::{Era, Request, RequestMeta};
 use crate::fair::ClientId;
 use crate::transport::error_message;
@@ -35,9 +35,10 @@ pub(super) async fn serve_request(
         let error = Error::internal("too many requests running on this session; wait for one to finish");
         return error_response(Era::Legacy, Some(request.id), &error);
     }
+    let listen = request.method == LISTEN;
     // A `subscriptions/listen` stream idles for hours: it holds a connection (bounded by
     // `max_connections`), not one of the handler slots meant for work.
-    let slot = if request.method == "subscriptions/listen" {
+    let slot = if listen {
         None
     } else {
         match endpoint.slots.take(&ClientId::of(&head.extensions), session.is_some()).await {
@@ -52,10 +53,7 @@ pub(super) async fn serve_request(
     };
     // A client that cannot read SSE gets JSON, and so no notifications; nor does a modern
     // call that asked for neither progress nor logs, which has none to get.
-    let may_notify = session.is_some()
-        || request.method == "subscriptions/listen"
-        || meta.progress_token.is_some()
-        || meta.log_level.is_some();
+    let may_notify = session.is_some() || listen || meta.progress_token.is_some() || meta.log_level.is_some();
     let (notifier, notes) = if may_notify && accepts_event_stream(&head.headers) {
         let (tx, rx) = mpsc::channel(32);
         (Some(tx), Some(rx))
@@ -74,11 +72,7 @@ pub(super) async fn serve_request(
     let handler_timeout = endpoint.config.limits.handler_timeout;
     let transport = Transport {
         notifier,
-        headers: Some(if request.method == "subscriptions/listen" {
-            owned(&head.headers)
-        } else {
-            head.headers.clone()
-        }),
+        headers: Some(if listen { owned(&head.headers) } else { head.headers.clone() }),
         extensions: head.extensions.clone(),
         bridge: bridge.map(|bridge| bridge as Arc<dyn crate::context::Bridge>),
         handler_timeout,
@@ -86,7 +80,7 @@ pub(super) async fn serve_request(
     let id = request.id.clone();
     let server = endpoint.server.clone();
     let keep_alive = server.keep_alive();
-    if request.method == "subscriptions/listen" && session.is_none() {
+    if listen && session.is_none() {
         let (reply, handoff) = listen_reply(head, server, request, meta, transport);
         return respond(Era::Modern, reply, notes, keep_alive, handoff).await;
     }
