@@ -79,6 +79,7 @@ pub fn input_schema<A: schemars::JsonSchema>() -> Value {
     without_title(schemars::schema_for!(A).to_value())
 }
 
+/// The non-generic part of [`input_schema`], compiled once rather than once per tool.
 fn without_title(mut schema: Value) -> Value {
     if let Value::Object(object) = &mut schema {
         object.remove("title");
