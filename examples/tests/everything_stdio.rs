@@ -1,7 +1,7 @@
 //! The `everything` binary over real stdio: a child process, its stdin and stdout, and
 //! what it says at start-up about its request-state keys.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

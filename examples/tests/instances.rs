@@ -3,8 +3,8 @@
 //! the state keys across two instances whose rounds alternate. Real processes, real
 //! sockets on 127.0.0.1; every wait is bounded.
 
-mod common;
-mod instance;
+use crate::common;
+use crate::instance;
 
 use std::io::Write;
 use std::process::{Command, Stdio};

@@ -3,8 +3,7 @@
 //! round taking a `once!` step stays claimed across them, tasks are served by any instance and survive the death of
 //! the one running them, and list changes reach listeners everywhere.
 
-mod common;
-mod instance;
+use crate::instance;
 
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};

@@ -4,8 +4,7 @@
 //! harness of issue 24 found: 31 steps taken twice). States sealed before the guard's
 //! memory began are refused; calls started afterwards work.
 
-mod common;
-mod instance;
+use crate::instance;
 
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};

@@ -1,8 +1,7 @@
 //! Two servers on one real `redis-server` whose key prefixes nest (audit B22): neither
 //! reaches the other's keys, even through a task id the client chose.
 
-mod common;
-mod instance;
+use crate::instance;
 
 use instance::Redis;
 use mcp_mrtr::prelude::*;

@@ -4,8 +4,7 @@
 //! already holds. Counted with `MONITOR`, which lists every command a client sent (and
 //! the commands a script ran inside, marked `lua`, which are no round trip).
 
-mod common;
-mod instance;
+use crate::instance;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;

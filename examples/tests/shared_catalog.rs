@@ -4,8 +4,7 @@
 //! it applied the change. With `share_catalog_changes(false)` the edit stays where it
 //! was made.
 
-mod common;
-mod instance;
+use crate::instance;
 
 use std::net::SocketAddr;
 

@@ -1,6 +1,6 @@
 //! The weather example over real stdio: it asks for the city, then answers.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -2,9 +2,6 @@
 //! [`TIMEOUT`], and the child is killed when the test ends, so a hung server fails its
 //! test instead of hanging `cargo test`.
 
-// Each test binary that includes this module uses a part of it.
-#![allow(dead_code)]
-
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};

@@ -4,12 +4,8 @@
 //! HTTP/1.1 client for 2026-07-28 requests. Every wait is bounded, and a child still
 //! running when its test ends is killed.
 
-// Each test binary that includes this module uses a part of it.
-#![allow(dead_code)]
-
 mod redis;
 
-#[allow(unused_imports, reason = "not every test binary starts a Redis")]
 pub(crate) use self::redis::Redis;
 
 use std::collections::hash_map::RandomState;
