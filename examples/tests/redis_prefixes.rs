@@ -1,13 +1,12 @@
 //! Two servers on one real `redis-server` whose key prefixes nest (audit B22): neither
 //! reaches the other's keys, even through a task id the client chose.
 
-use crate::instance;
-
-use instance::Redis;
 use mcp_mrtr::prelude::*;
 use mcp_mrtr::testing::TestClient;
 use mcp_mrtr::TaskStore;
 use serde_json::json;
+
+use crate::instance::Redis;
 
 /// Finishes at once, as a task.
 #[tool(task = "required")]
