@@ -42,6 +42,37 @@ fn the_binary_serves_newline_delimited_json_on_stdio() {
     assert_eq!(stderr.matches("MCP_MRTR_STATE_KEYS is not set").count(), 1, "{stderr}");
 }
 
+/// Audit C1 (2026-12-02): a `traceparent` with a multi-byte character where a field
+/// boundary goes panicked the envelope parser before dispatch, and the process exited
+/// with 101 on this one line. Now each gets an answer and the server reads the next.
+#[test]
+fn a_traceparent_that_panicked_the_parser_is_one_answer_and_the_server_goes_on() {
+    let mut server = common::Server::start(everything(None));
+    let traceparents = [format!("\u{20ac}{}", "0".repeat(53)), format!("0\u{20ac}{}", "0".repeat(52))];
+    for (id, traceparent) in (1..).zip(&traceparents) {
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "traceparent": traceparent,
+        });
+        server.send(&json!({ "jsonrpc": "2.0", "id": id, "method": "tools/list", "params": { "_meta": meta } }));
+        let reply = server.next();
+        assert_eq!(reply["id"], id, "{reply}");
+        assert!(reply["result"]["tools"].is_array(), "an invalid traceparent is as if absent: {reply}");
+    }
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    server.send(&json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": { "name": "test_simple_text", "_meta": meta } }));
+    let reply = server.next();
+    assert_eq!(reply["result"]["resultType"], "complete", "{reply}");
+    let (succeeded, rest, stderr) = server.finish();
+    assert!(succeeded && rest.is_empty(), "{rest:?} {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
 #[test]
 fn malformed_or_weak_keys_fail_at_start_up_without_quoting_the_secret() {
     let zeros = format!("k:{}", "A".repeat(43));

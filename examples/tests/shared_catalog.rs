@@ -2,7 +2,8 @@
 //! change fanout: a tool disabled, enabled or removed through one's `ServerHandle` is
 //! disabled, enabled or removed on the other, and the other's listeners hear of it after
 //! it applied the change. With `share_catalog_changes(false)` the edit stays where it
-//! was made.
+//! was made. The channel is a trust boundary (audit C2): what any other Redis client
+//! publishes on it, forged or replayed, changes nothing.
 
 use crate::instance;
 
@@ -10,7 +11,7 @@ use std::net::SocketAddr;
 
 use instance::Redis;
 use mcp_mrtr::prelude::*;
-use mcp_mrtr::{Listen, ServerHandle};
+use mcp_mrtr::{KeyRing, Listen, ServerHandle, StateConfig, StateKey};
 use serde_json::{json, Value};
 
 /// Rolls a service out.
@@ -25,13 +26,19 @@ async fn hello() -> Result<String, ToolError> {
     Ok("hello".into())
 }
 
+/// The key ring every instance of the fleet shares, as `MCP_MRTR_STATE_KEYS` gives it.
+fn fleet_keys() -> StateConfig {
+    StateConfig::new(KeyRing::new(StateKey::parse("fleet:o5WMhaOlbyC4Nt5itdSSUxDZt4b7QPFI4Z65QlesZMw").unwrap()))
+}
+
 /// Serves a server on the Redis at `url` on a port of its own, on `runtime`.
 fn serve(runtime: &tokio::runtime::Runtime, url: &str, share: bool) -> (ServerHandle, SocketAddr) {
     runtime.block_on(async {
         let redis = mcp_mrtr::redis::Redis::connect(url).await.expect("redis");
         let fanout = redis.change_fanout().await.expect("a change fanout");
         let listen = Listen::default().fanout(fanout).share_catalog_changes(share);
-        let server = Server::new("deploys", "1").tools(tools![deploy, hello]).listen(listen);
+        let server =
+            Server::new("deploys", "1").tools(tools![deploy, hello]).listen(listen).request_state(fleet_keys());
         let handle = server.server_handle();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -114,4 +121,36 @@ fn an_instance_that_does_not_share_keeps_its_edits_to_itself() {
     assert_eq!(tool_names(a_addr), ["hello"]);
     assert_eq!(tool_names(b_addr), ["deploy", "hello"]);
     assert!(calls(b_addr, "deploy"));
+}
+
+/// Audit C2: a catalog edit published by any Redis client, in the format instances once
+/// sent unsigned, disabled a tool on every instance. Now only what an instance sealed
+/// applies, once: a forgery and a replay of a genuine edit both change nothing.
+#[test]
+fn edits_that_no_instance_sealed_or_that_were_heard_before_change_nothing() {
+    let Some(redis) = Redis::start() else { return };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (a, _) = serve(&runtime, &redis.url(), true);
+    let (_b, b_addr) = serve(&runtime, &redis.url(), true);
+    let (mut stream, mut seen) = listen(b_addr);
+    let mut channel = redis.subscribe("mcp-mrtr:changes");
+
+    redis.publish("mcp-mrtr:changes", "edit 0000000000000001 tool disable deploy");
+    assert_eq!(channel.next(), "edit 0000000000000001 tool disable deploy");
+    // A genuine edit after it: once B's listener hears it, B has read the forgery too.
+    assert!(a.disable_tool("hello"));
+    let genuine = channel.next();
+    heard(&mut stream, &mut seen, 1);
+    assert_eq!(tool_names(b_addr), ["deploy"], "the forgery disabled nothing");
+    assert!(calls(b_addr, "deploy"));
+    assert!(genuine.starts_with("sealed1 fleet ") && genuine.ends_with(" tool disable hello"), "{genuine}");
+
+    assert!(a.enable_tool("hello"));
+    heard(&mut stream, &mut seen, 2);
+    // The genuine `disable hello`, published again by someone who recorded it.
+    redis.publish("mcp-mrtr:changes", &genuine);
+    assert!(a.disable_tool("deploy"));
+    heard(&mut stream, &mut seen, 3);
+    assert_eq!(tool_names(b_addr), ["hello"], "the replay disabled hello again");
+    assert!(calls(b_addr, "hello"));
 }

@@ -125,7 +125,7 @@ pub use handler::{
     ResourceRoute, Routes, TaskSupport, ToolRoute, Toolbox,
 };
 pub use live::{
-    CatalogEdit, CatalogError, Change, ChangeFanout, Item, Listen, MemoryFanout, RequestView, ServerHandle,
+    CatalogEdit, CatalogError, Change, ChangeFanout, FanoutKeys, Item, Listen, MemoryFanout, RequestView, ServerHandle,
 };
 pub use protocol::{
     CacheHints, CacheScope, CallToolResult, ClientCapabilities, CompleteParams, Completion, ContentBlock,

@@ -200,7 +200,9 @@ impl Server {
     /// How `requestState` is sealed. Without this, the keys in `MCP_MRTR_STATE_KEYS`
     /// are used, or else a random key of this server's own (states then open only on
     /// this server, until it restarts). The environment is read when serving starts,
-    /// and a malformed value fails it there.
+    /// and a malformed value fails it there. The same keys authenticate what a shared
+    /// change fanout carries between instances ([`FanoutKeys`](crate::FanoutKeys)), so
+    /// every instance needs the same ring.
     pub fn request_state(mut self, config: StateConfig) -> Self {
         self.engine.state = Arc::new(OnceLock::from(config));
         self

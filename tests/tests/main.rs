@@ -12,6 +12,7 @@ mod access;
 mod app_state;
 mod ask_keys;
 mod audit_http;
+mod audit_third;
 mod auth;
 mod consent;
 mod custom_headers;

@@ -93,7 +93,10 @@ impl Engine {
     /// Starts what runs beside the requests: the tasks extension's look for the tasks of
     /// instances that died. Serving calls it, and each request (for in-process use).
     pub(crate) fn start(&self) {
-        self.live.start_relay();
+        // The relay needs the keys; without usable ones the server does not serve at all.
+        if let Ok(state) = self.resolve_state() {
+            self.live.start_relay(state.ring());
+        }
         if let Some(tasks) = &self.tasks {
             tasks.watch(self);
         }

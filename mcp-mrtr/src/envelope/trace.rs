@@ -70,21 +70,27 @@ impl TraceContext {
 
 impl TraceParent {
     /// The `traceparent` `text`, if valid (its first four fields).
+    ///
+    /// Every check reads bytes, never a `str` slice: the text is client data, and a
+    /// multi-byte character where a field boundary should be must be a mismatch, not a
+    /// slice inside a character (audit C1). Only a text found valid, whose first 55 bytes
+    /// are then ASCII, is sliced.
     pub(crate) fn parse(text: &str) -> Option<Self> {
-        if text.len() > MAX_TRACEPARENT || text.len() < 55 {
+        let bytes = text.as_bytes();
+        if bytes.len() > MAX_TRACEPARENT || bytes.len() < 55 {
             return None;
         }
-        let bytes = text.as_bytes();
         let lower_hex =
             |range: std::ops::Range<usize>| bytes[range].iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
         let dashes = bytes[2] == b'-' && bytes[35] == b'-' && bytes[52] == b'-';
         let fields = lower_hex(0..2) && lower_hex(3..35) && lower_hex(36..52) && lower_hex(53..55);
-        let version = &text[..2];
+        let version = &bytes[..2];
         // Version 00 is exactly 55 characters; a later version may add `-…` fields.
-        let length_ok = if version == "00" { text.len() == 55 } else { text.len() == 55 || bytes[55] == b'-' };
+        let length_ok = if version == b"00" { bytes.len() == 55 } else { bytes.len() == 55 || bytes[55] == b'-' };
         let zero = |range: std::ops::Range<usize>| bytes[range].iter().all(|b| *b == b'0');
-        let valid = dashes && fields && length_ok && version != "ff" && !zero(3..35) && !zero(36..52);
-        valid.then(|| Self(text[..55].to_owned()))
+        let valid = dashes && fields && length_ok && version != b"ff" && !zero(3..35) && !zero(36..52);
+        let first_fields = std::str::from_utf8(&bytes[..55]).ok().filter(|_| valid)?;
+        Some(Self(first_fields.to_owned()))
     }
 
     /// The trace's id: 32 lowercase hex digits.
@@ -199,6 +205,13 @@ mod tests {
 
     #[test]
     fn malformed_values_are_ignored_never_errors() {
+        // A multi-byte character across a field boundary (audit C1: the first two panicked).
+        let multibyte = [
+            format!("\u{20ac}{}", "0".repeat(53)),
+            format!("0\u{20ac}{}", "0".repeat(52)),
+            "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-0\u{e9}".to_owned(),
+            "01-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01\u{e9}".to_owned(),
+        ];
         for bad in [
             "garbage",
             "ff-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01",
@@ -207,7 +220,10 @@ mod tests {
             "00-0AF7651916CD43DD8448EB211C80319C-00f067aa0ba902b7-01",
             "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01-extra",
             "01-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01x",
-        ] {
+        ]
+        .into_iter()
+        .chain(multibyte.iter().map(String::as_str))
+        {
             let trace = TraceContext::read(Some(bad), Some("a=b"), None);
             assert!(trace.traceparent().is_none(), "{bad}");
             assert!(trace.tracestate().is_none(), "tracestate needs a valid traceparent: {bad}");

@@ -51,7 +51,7 @@ impl ServerHandle {
             Ok(headers) => route.headers = headers,
             Err(problem) => return Err(CatalogError::InvalidHeader { tool: route.tool.name, problem }),
         }
-        self.live.add(route)
+        self.live.add(route, Reach::Everywhere)
     }
 
     /// Unregisters a tool; `false` if none has that name.
@@ -72,7 +72,7 @@ impl ServerHandle {
 
     /// Registers a prompt at the end of the list.
     pub fn add_prompt(&self, prompt: impl Into<PromptRoute>) -> Result<(), CatalogError> {
-        self.live.add(prompt.into())
+        self.live.add(prompt.into(), Reach::Everywhere)
     }
 
     /// Unregisters a prompt; `false` if none has that name.
@@ -92,7 +92,7 @@ impl ServerHandle {
 
     /// Registers a resource or a resource template at the end of its list.
     pub fn add_resource(&self, resource: impl Into<ResourceRoute>) -> Result<(), CatalogError> {
-        self.live.add(resource.into())
+        self.live.add(resource.into(), Reach::Everywhere)
     }
 
     /// Unregisters the resource with this URI (or the template with this URI template);
@@ -110,6 +110,12 @@ impl ServerHandle {
     /// is none.
     pub fn disable_resource(&self, uri: &str) -> bool {
         self.live.set_enabled::<ResourceRoute>(uri, false, Reach::Everywhere)
+    }
+
+    /// Registers a resource that only this instance edits: what it derived from its own
+    /// state (its skills folder), which other instances' edits must not reach.
+    pub(crate) fn add_resource_here(&self, resource: impl Into<ResourceRoute>) -> Result<(), CatalogError> {
+        self.live.add(resource.into(), Reach::Here)
     }
 
     /// Unregisters a resource on this instance only, whatever the server shares: what

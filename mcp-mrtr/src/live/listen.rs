@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::broadcast;
 
+use super::FanoutKeys;
 use crate::fair::FairPool;
 
 /// How often an idle SSE stream gets a comment line, unless [`Listen::keep_alive`] says otherwise.
@@ -47,6 +48,16 @@ pub trait ChangeFanout: Send + Sync + 'static {
     /// A receiver of every change published from now on. A receiver that falls more
     /// than the channel's capacity behind sees `Lagged`, and its stream is ended.
     fn subscribe(&self) -> broadcast::Receiver<Change>;
+
+    /// Called once when serving starts, before the first [`subscribe`](Self::subscribe),
+    /// with the keys every instance of this server shares. A fanout whose bus others can
+    /// reach seals each message it sends with [`FanoutKeys::seal`] and drops each it
+    /// receives that [`FanoutKeys::open`] refuses: instances apply the catalog edits they
+    /// hear, so an unauthenticated bus lets whoever can publish on it change every
+    /// instance's catalog. The default ignores them, as an in-process fanout may.
+    fn authenticate_with(&self, keys: FanoutKeys) {
+        let _ = keys;
+    }
 }
 
 /// [`ChangeFanout`] within one process: a bounded broadcast channel.

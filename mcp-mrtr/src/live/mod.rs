@@ -8,6 +8,7 @@
 //! a change clones the (small: `Arc`s only) catalog, edits the copy, swaps it in and then
 //! tells listeners through the [`ChangeFanout`].
 
+mod fanout_keys;
 mod handle;
 mod listen;
 mod prepared;
@@ -17,6 +18,7 @@ mod view;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
+pub use self::fanout_keys::FanoutKeys;
 pub use self::handle::{CatalogError, ServerHandle};
 pub(crate) use self::listen::DEFAULT_KEEP_ALIVE;
 pub use self::listen::{Change, ChangeFanout, Listen, MemoryFanout};
@@ -64,17 +66,19 @@ pub(crate) struct Catalog {
     pub(crate) resources: Vec<Entry<ResourceRoute>>,
 }
 
-/// A registered route, its position in listing order, and whether it is served.
+/// A registered route, its position in listing order, whether it is served, and whether
+/// other instances' edits reach it.
 pub(crate) struct Entry<T> {
     pub(crate) route: Arc<T>,
     /// Strictly increasing in registration order; stable while the entry lives.
     pub(crate) seq: u64,
     pub(crate) enabled: bool,
+    pub(crate) reach: Reach,
 }
 
 impl<T> Clone for Entry<T> {
     fn clone(&self) -> Self {
-        Self { route: self.route.clone(), seq: self.seq, enabled: self.enabled }
+        Self { route: self.route.clone(), seq: self.seq, enabled: self.enabled, reach: self.reach }
     }
 }
 
@@ -161,15 +165,16 @@ impl Live {
         self.catalog.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    /// Adds a route at the end of its list.
-    pub(crate) fn add<K: Kind>(&self, route: K) -> Result<(), CatalogError> {
+    /// Adds a route at the end of its list; with `Reach::Here`, other instances' edits
+    /// never reach it.
+    pub(crate) fn add<K: Kind>(&self, route: K, reach: Reach) -> Result<(), CatalogError> {
         self.edit(|catalog| {
             let entries = K::entries_mut(catalog);
             if entries.iter().any(|e| e.route.key() == route.key()) {
                 return Err(CatalogError::Taken { kind: K::NOUN, key: route.key().to_owned() });
             }
             let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-            entries.push(Entry { route: Arc::new(route), seq, enabled: true });
+            entries.push(Entry { route: Arc::new(route), seq, enabled: true, reach });
             Ok(K::CHANGED)
         })
     }
@@ -296,10 +301,10 @@ mod tests {
     #[test]
     fn edits_swap_snapshots_and_keep_old_ones_intact() {
         let live = Live::default();
-        live.add(tool("a")).unwrap();
+        live.add(tool("a"), Reach::Everywhere).unwrap();
         let before = live.snapshot();
-        live.add(tool("b")).unwrap();
-        assert!(matches!(live.add(tool("a")), Err(CatalogError::Taken { .. })));
+        live.add(tool("b"), Reach::Everywhere).unwrap();
+        assert!(matches!(live.add(tool("a"), Reach::Everywhere), Err(CatalogError::Taken { .. })));
         assert_eq!(before.enabled::<ToolRoute>().count(), 1, "a request's snapshot does not move");
         assert_eq!(names(&live), ["a", "b"]);
         assert!(live.set_enabled::<ToolRoute>("a", false, Reach::Here));
@@ -310,7 +315,7 @@ mod tests {
         assert!(live.remove::<ToolRoute>("a", Reach::Here));
         assert!(!live.remove::<ToolRoute>("a", Reach::Here));
         assert!(!live.set_enabled::<ToolRoute>("a", true, Reach::Here));
-        live.add(tool("a")).unwrap();
+        live.add(tool("a"), Reach::Everywhere).unwrap();
         assert_eq!(names(&live), ["b", "a"], "a re-added route goes to the end");
     }
 
@@ -320,8 +325,8 @@ mod tests {
         let fanout = Arc::new(MemoryFanout::new(8));
         live.set_fanout(fanout.clone(), false);
         let mut changes = fanout.subscribe();
-        live.add(tool("a")).unwrap();
-        let _ = live.add(tool("a"));
+        live.add(tool("a"), Reach::Everywhere).unwrap();
+        let _ = live.add(tool("a"), Reach::Everywhere);
         live.set_enabled::<ToolRoute>("a", true, Reach::Here);
         live.remove::<ToolRoute>("missing", Reach::Here);
         live.set_enabled::<ToolRoute>("a", false, Reach::Here);

@@ -20,8 +20,9 @@ use std::sync::{Arc, Weak};
 
 use tokio::sync::broadcast;
 
-use super::{Change, Kind, Live};
+use super::{Change, FanoutKeys, Kind, Live};
 use crate::handler::{PromptRoute, ResourceRoute, ToolRoute};
+use crate::state::KeyRing;
 
 /// Changes this instance's listen streams may fall behind by before they end.
 const LOCAL_CAPACITY: usize = 1024;
@@ -166,17 +167,17 @@ impl Live {
         }
     }
 
-    /// The changes this instance's listen streams hear, from now on.
-    pub(crate) fn subscribe(self: &Arc<Self>) -> broadcast::Receiver<Change> {
-        let receiver = self.relay.local.subscribe();
-        self.start_relay();
-        receiver
+    /// The changes this instance's listen streams hear, from now on. The relay that fills
+    /// it was started by the request that listens (`Engine::start`).
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Change> {
+        self.relay.local.subscribe()
     }
 
     /// Starts relaying the fanout, once, when there is one and a runtime to relay on.
     /// Serving calls it (every request does), so remote edits are applied even where no
-    /// listen stream is open.
-    pub(crate) fn start_relay(self: &Arc<Self>) {
+    /// listen stream is open. `keys` are the server's request-state keys: the fanout
+    /// authenticates what travels between instances with keys derived from them.
+    pub(crate) fn start_relay(self: &Arc<Self>, keys: &KeyRing) {
         if self.relay.started.load(Ordering::Relaxed) {
             return;
         }
@@ -185,6 +186,7 @@ impl Live {
         if self.relay.started.swap(true, Ordering::AcqRel) {
             return;
         }
+        fanout.authenticate_with(FanoutKeys::new(keys, self.relay.instance));
         // Subscribed here, not in the task: nothing published from now on is missed.
         runtime.spawn(relay(Arc::downgrade(self), fanout.subscribe()));
     }
@@ -198,14 +200,24 @@ impl Live {
         }
     }
 
+    /// Only a route registered to be shared is edited from afar (audit C3): what an
+    /// instance derived from its own state (its skills folder) is its own, whatever the
+    /// fanout says.
     fn apply_to<K: Kind>(&self, edit: &CatalogEdit) {
         let key = edit.key.as_str();
-        let _ = self.swap(|catalog| match edit.action {
+        let _ = self.swap(|catalog| {
+            if !K::entries(catalog).iter().any(|e| e.route.key() == key && e.reach == Reach::Everywhere) {
+                tracing::debug!(kind = K::NOUN, "a remote edit names no route this instance shares; ignored");
+                return Err(());
+            }
+            Ok(())
+        }
+        .and_then(|()| match edit.action {
             Action::Remove => self.removed::<K>(catalog, key, Reach::Here),
             Action::Enable | Action::Disable => {
                 self.enabled_set::<K>(catalog, key, edit.action == Action::Enable, Reach::Here, &mut false)
             }
-        });
+        }));
     }
 }
 
@@ -240,6 +252,27 @@ async fn relay(live: Weak<Live>, mut changes: broadcast::Receiver<Change>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Tool, ToolError};
+
+    fn tool(name: &str) -> ToolRoute {
+        Tool::new(name).handler(|_ctx, _: crate::protocol::JsonObject| async { Ok::<_, ToolError>("") })
+    }
+
+    /// Audit C3: a remote edit reached routes an instance derived from its own state
+    /// (registered `Reach::Here`, as skills are). Only shared routes take one now.
+    #[test]
+    fn a_remote_edit_reaches_shared_routes_only() {
+        let live = Live::default();
+        live.add(tool("shared"), Reach::Everywhere).unwrap();
+        live.add(tool("local"), Reach::Here).unwrap();
+        for (action, key) in [(Action::Disable, "shared"), (Action::Disable, "local"), (Action::Remove, "local")] {
+            live.apply(&CatalogEdit { origin: 7, kind: EditKind::Tool, action, key: key.into() });
+        }
+        let served: Vec<String> = live.snapshot().enabled::<ToolRoute>().map(|t| t.tool.name.clone()).collect();
+        assert_eq!(served, ["local"]);
+        // This instance's own edits reach both.
+        assert!(live.set_enabled::<ToolRoute>("local", false, Reach::Here));
+    }
 
     #[test]
     fn edits_survive_their_text() {

@@ -6,14 +6,20 @@
 //! streams subscribe to. Pub/sub delivers to whoever is connected: while an instance is
 //! cut off from Redis it misses changes, so when it reconnects it tells its listeners
 //! that every list may have changed (a `resources/updated` it missed is lost).
+//!
+//! The channel is a trust boundary: each message is sealed with the server's
+//! [`FanoutKeys`], and one that does not open (unsealed, forged, replayed, or sealed for
+//! another server's channel) is dropped. Until serving starts and hands the fanout its
+//! keys, nothing is published or relayed.
 
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use redis::aio::{ConnectionManager, PubSub};
 use tokio::sync::{broadcast, mpsc};
 
-use crate::live::{Change, ChangeFanout};
+use crate::live::{Change, ChangeFanout, FanoutKeys};
 use crate::tasks::StoreError;
 
 /// Changes an instance holds for its listeners, and changes waiting to be published.
@@ -30,6 +36,8 @@ const RECONNECT_AFTER: Duration = Duration::from_secs(1);
 pub struct RedisFanout {
     outgoing: mpsc::Sender<Change>,
     local: broadcast::Sender<Change>,
+    /// Set once, by the server that serves with this fanout.
+    keys: Arc<OnceLock<FanoutKeys>>,
 }
 
 impl RedisFanout {
@@ -41,9 +49,11 @@ impl RedisFanout {
         let subscribed = subscribe(&client, &channel).await.map_err(super::unreachable)?;
         let (outgoing, queued) = mpsc::channel(CAPACITY);
         let local = broadcast::channel(CAPACITY).0;
-        tokio::spawn(publish(connection, channel.clone(), queued));
-        tokio::spawn(relay(client, channel, subscribed, local.downgrade()));
-        Ok(Self { outgoing, local })
+        let keys = Arc::new(OnceLock::new());
+        let bus = Bus { channel, keys: keys.clone() };
+        tokio::spawn(publish(connection, bus.clone(), queued));
+        tokio::spawn(relay(client, bus, subscribed, local.downgrade()));
+        Ok(Self { outgoing, local, keys })
     }
 }
 
@@ -57,13 +67,42 @@ impl ChangeFanout for RedisFanout {
     fn subscribe(&self) -> broadcast::Receiver<Change> {
         self.local.subscribe()
     }
+
+    /// The first server to serve with this fanout keys it; a second one's keys are ignored.
+    fn authenticate_with(&self, keys: FanoutKeys) {
+        if self.keys.set(keys).is_err() {
+            tracing::warn!("a Redis change fanout serves one server: a second one's keys are ignored");
+        }
+    }
+}
+
+/// The channel and the keys its messages are sealed with.
+#[derive(Clone)]
+struct Bus {
+    channel: String,
+    keys: Arc<OnceLock<FanoutKeys>>,
+}
+
+impl Bus {
+    fn seal(&self, change: &Change) -> Option<String> {
+        Some(self.keys.get()?.seal(&self.channel, &encode(change)))
+    }
+
+    fn open(&self, payload: &str) -> Option<Change> {
+        // Not keyed yet: nothing serves, so nothing can be trusted or needed.
+        decode(&self.keys.get()?.open(&self.channel, payload)?)
+    }
 }
 
 /// Publishes queued changes one at a time, so they arrive in the order they were made.
-async fn publish(mut connection: ConnectionManager, channel: String, mut queued: mpsc::Receiver<Change>) {
+async fn publish(mut connection: ConnectionManager, bus: Bus, mut queued: mpsc::Receiver<Change>) {
     while let Some(change) = queued.recv().await {
+        let Some(sealed) = bus.seal(&change) else {
+            tracing::warn!("a change made before the server served was not published: the fanout has no keys yet");
+            continue;
+        };
         let sent: redis::RedisResult<i64> =
-            redis::cmd("PUBLISH").arg(&channel).arg(encode(&change)).query_async(&mut connection).await;
+            redis::cmd("PUBLISH").arg(&bus.channel).arg(sealed).query_async(&mut connection).await;
         if let Err(error) = sent {
             tracing::warn!(%error, "could not publish a change to Redis");
         }
@@ -78,7 +117,7 @@ async fn subscribe(client: &redis::Client, channel: &str) -> redis::RedisResult<
 
 /// Relays the channel into the local broadcast while the fanout lives, subscribing
 /// again after a lost connection.
-async fn relay(client: redis::Client, channel: String, subscribed: PubSub, local: broadcast::WeakSender<Change>) {
+async fn relay(client: redis::Client, bus: Bus, subscribed: PubSub, local: broadcast::WeakSender<Change>) {
     let mut pubsub = Some(subscribed);
     loop {
         let Some(mut current) = pubsub.take() else { return };
@@ -86,11 +125,10 @@ async fn relay(client: redis::Client, channel: String, subscribed: PubSub, local
         while let Some(message) = messages.next().await {
             let Some(local) = local.upgrade() else { return };
             let payload = message.get_payload::<String>().ok();
-            if let Some(change) = payload.as_deref().and_then(decode) {
+            // What does not open was counted and logged (without quoting it) by the keys.
+            if let Some(change) = payload.as_deref().and_then(|payload| bus.open(payload)) {
                 // An error only means no listener is open right now.
                 let _ = local.send(change);
-            } else {
-                tracing::debug!("ignored a message on the change channel that is not a change");
             }
         }
         drop(messages);
@@ -98,7 +136,7 @@ async fn relay(client: redis::Client, channel: String, subscribed: PubSub, local
         while pubsub.is_none() {
             tokio::time::sleep(RECONNECT_AFTER).await;
             let Some(local) = local.upgrade() else { return };
-            match subscribe(&client, &channel).await {
+            match subscribe(&client, &bus.channel).await {
                 Ok(again) => {
                     // Changes made while we were away are lost: say every list may differ.
                     for change in [Change::ToolsListChanged, Change::PromptsListChanged, Change::ResourcesListChanged] {

@@ -248,7 +248,7 @@ impl Skills {
                 let read = skills.snapshot().read(&uri);
                 async move { Ok::<_, ToolError>(read) }
             });
-        if let Err(error) = handle.add_resource(route) {
+        if let Err(error) = handle.add_resource_here(route) {
             tracing::warn!(%error, uri = %entry.uri, "could not list a skill");
         }
     }
@@ -267,7 +267,7 @@ impl Skills {
                 let read = skills.snapshot().read(&format!("{SCHEME}{}", vars.path));
                 async move { Ok::<_, ToolError>(read) }
             });
-        if let Err(error) = handle.add_resource(files) {
+        if let Err(error) = handle.add_resource_here(files) {
             tracing::warn!(%error, "could not serve skill files");
         }
         let _ = self.shared.handle.set(handle);

@@ -58,7 +58,6 @@ const REQUEST_STATE_V2_PURPOSE: &[u8] = b"request-state xchacha20poly1305 v2";
 #[derive(Clone)]
 pub struct StateKey {
     id: String,
-    #[cfg_attr(not(test), allow(dead_code, reason = "later uses (the tasks journal) derive their own keys from it"))]
     secret: Zeroizing<[u8; 32]>,
     /// The request-state cipher, its key derived and expanded once: every seal and open
     /// needs it. Its round keys are wiped when dropped (the `aes` crate's `zeroize`).
@@ -124,6 +123,11 @@ impl StateKey {
     #[cfg(test)]
     pub(crate) fn secret(&self) -> &[u8; 32] {
         &self.secret
+    }
+
+    /// A key of this secret's own for `purpose` (see [`derive`]).
+    pub(crate) fn derive(&self, purpose: &[u8]) -> Zeroizing<[u8; 32]> {
+        derive(&self.secret, purpose)
     }
 
     /// The cipher of request states.
@@ -237,6 +241,11 @@ impl KeyRing {
     /// The key that seals.
     pub(crate) fn current(&self) -> &StateKey {
         &self.keys[0]
+    }
+
+    /// Every key, the sealing one first.
+    pub(crate) fn keys(&self) -> &[StateKey] {
+        &self.keys
     }
 
     /// The key with this id, if the ring holds one.

@@ -108,6 +108,12 @@ impl StateConfig {
         self
     }
 
+    /// The keys: what every instance of the server shares, so other shared secrets (the
+    /// change fanout's) derive from them too.
+    pub(crate) fn ring(&self) -> &KeyRing {
+        &self.keys
+    }
+
     /// How long a state opens after it is sealed.
     pub(crate) fn lifetime(&self) -> Duration {
         self.ttl

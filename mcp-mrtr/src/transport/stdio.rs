@@ -169,7 +169,15 @@ impl StdioSession {
                 return self.send(error_message(None, &error)).await;
             }
         };
-        match read_message(&bytes) {
+        // Every byte of the line is read inside the boundary: a parser's panic costs this
+        // line an error answer, and the server reads the next one.
+        if super::contain(self.on_message(&bytes)).await.is_none() {
+            self.send(super::panicked(&bytes)).await;
+        }
+    }
+
+    async fn on_message(&mut self, bytes: &[u8]) {
+        match read_message(bytes) {
             Err((id, error)) => self.send(error_message(id, &error)).await,
             Ok(Incoming::Notification { method, params }) => self.on_notification(&method, params.as_ref()),
             Ok(Incoming::Request(request)) => self.on_request(request).await,

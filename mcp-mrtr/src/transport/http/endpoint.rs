@@ -212,7 +212,15 @@ fn metadata(endpoint: &Endpoint, method: &Method) -> Response {
     endpoint.gate.as_ref().map_or_else(method_not_allowed, |gate| gate.metadata(method, &declared))
 }
 
-async fn endpoint_handler(State(endpoint): State<Arc<Endpoint>>, mut request: HttpRequest) -> Response {
+async fn endpoint_handler(State(endpoint): State<Arc<Endpoint>>, request: HttpRequest) -> Response {
+    // Every header and body byte is read inside the boundary: a parser's panic costs this
+    // request a 500 with a JSON-RPC error, never its connection without an answer.
+    crate::transport::contain(answer(&endpoint, request))
+        .await
+        .unwrap_or_else(|| json_response(500, crate::transport::panicked(&[])))
+}
+
+async fn answer(endpoint: &Endpoint, mut request: HttpRequest) -> Response {
     if let Err(reason) = endpoint.config.guard.check(request.headers()) {
         return json_response(403, error_message(None, &Error::invalid_request(format!("Forbidden: {reason}"))));
     }
@@ -226,9 +234,9 @@ async fn endpoint_handler(State(endpoint): State<Arc<Endpoint>>, mut request: Ht
         }
     }
     let response = match *request.method() {
-        Method::POST => post(&endpoint, request).await,
+        Method::POST => post(endpoint, request).await,
         // Only legacy sessions have anything to GET or DELETE.
-        Method::GET | Method::DELETE => legacy::session_method(&endpoint, &request),
+        Method::GET | Method::DELETE => legacy::session_method(endpoint, &request),
         _ => method_not_allowed(),
     };
     crate::auth::finish(gate, response)
