@@ -200,7 +200,11 @@ impl Engine {
             }
             Method::Custom => {
                 let route = self.reach_method(&view, &request.method)?;
-                hints = route.cache.map(|hints| retried_or(&params, hints));
+                // A method may list resources through the visibility filter (skills do):
+                // then, as lists are, its result is the caller's own.
+                let private = |hints: CacheHints| CacheHints { scope: CacheScope::Private, ..hints };
+                let vary = self.lists_vary_by_caller();
+                hints = route.cache.map(|hints| retried_or(&params, if vary { private(hints) } else { hints }));
                 self.call_method(route, self.call(id, params, meta, transport)?).await?
             }
             Method::Complete => {
@@ -310,7 +314,9 @@ impl Engine {
         crate::telemetry::target(&tracing::Span::current(), name, name);
         let target = self.target(&call, name, name, Some(&call.params));
         self.rounds(&target, &call, input, |replay| {
-            let run = (route.run)(self.ctx(&call, replay), Value::Object(call.params.clone()));
+            let resources = access::MethodResources::new(self, &call.meta, &call.transport);
+            let ctx = self.ctx(&call, replay).with_resource_access(resources);
+            let run = (route.run)(ctx, Value::Object(call.params.clone()));
             async move { run.await.map_err(execution_as_internal) }
         })
         .await

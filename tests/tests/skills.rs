@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use base64::Engine as _;
-use mcp_mrtr::{Server, Skill, Skills};
+use mcp_mrtr::{Item, Server, Skill, Skills};
 use mcp_mrtr_tests::harness::{Rpc, TestServer};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -121,6 +121,27 @@ async fn a_folder_is_listed_fetched_and_browsed_with_digests_of_the_bytes_served
             && r["mimeType"] == "text/markdown"));
 }
 
+/// Audit C6: a hard link is a regular file with the inode of a file elsewhere, so a skill
+/// could serve a file from outside the folder under a name inside it.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_skill_holding_a_hard_link_is_skipped_whole() {
+    let folder = Folder::new("hardlink");
+    let outside = Folder::new("hardlink-outside");
+    let secret = outside.write("secret.txt", "top secret");
+    folder.write("safe/SKILL.md", &skill_md("safe", "A safe skill."));
+    folder.write("leaky/SKILL.md", &skill_md("leaky", "Links out."));
+    std::fs::hard_link(&secret, folder.0.join("leaky/notes.txt")).unwrap();
+    let server = TestServer::start(Server::new("skills", "1").skills(Skills::from_dir(&folder.0).unwrap())).await;
+
+    let uris: Vec<Value> = list(&server).await.iter().map(|s| s["uri"].clone()).collect();
+    assert_eq!(uris, [json!("skill://safe/SKILL.md")], "a skill holding a hard link is skipped whole");
+    for attempt in ["skill://leaky/notes.txt", "skill://leaky/SKILL.md"] {
+        let error = read(&server, attempt).await.expect_err(attempt);
+        assert_eq!(error["code"], -32602, "{attempt}: {error}");
+    }
+}
+
 #[tokio::test]
 async fn nothing_outside_the_folder_is_reachable() {
     let folder = Folder::new("boundary");
@@ -193,6 +214,37 @@ async fn skills_built_in_code_are_served_alike_and_bad_ones_left_out() {
     assert_eq!(read(&server, "skill://acme/refunds/POLICY.md").await.unwrap(), b"30 days.\n");
     let browse = server.send(&Rpc::new("resources/directory/read").param("uri", json!("skill://acme/refunds"))).await;
     assert_eq!(browse.reply()["error"]["code"], -32601, "not declared, not served");
+}
+
+/// Audit C7: `skills/list` and `skills/get` showed every skill, even one whose `SKILL.md`
+/// the visibility filter hides from `resources/list`. They decide as for that resource
+/// now. (A skill's other files are served by the one `skill://{+path}` template, which a
+/// filter hides for every skill or none: the guide says so.)
+#[tokio::test]
+async fn skills_hidden_by_the_visibility_filter_are_neither_listed_nor_got() {
+    let skills = Skills::new()
+        .skill(Skill::new("public", skill_md("public", "For everyone.")).file("NOTES.md", "hi\n"))
+        .skill(Skill::new("internal", skill_md("internal", "Staff only.")));
+    let server = Server::new("skills", "1").skills(skills).visible(|_view, item| match item {
+        Item::Resource(resource) => !resource.uri.starts_with("skill://internal/"),
+        _ => true,
+    });
+    let server = TestServer::start(server).await;
+    let uris: Vec<Value> = list(&server).await.iter().map(|s| s["uri"].clone()).collect();
+    assert_eq!(uris, [json!("skill://public/SKILL.md")]);
+    let get = |uri: &str| Rpc::new("skills/get").param("uri", json!(uri));
+    assert_eq!(server.call(&get("skill://public/SKILL.md")).await["result"]["skill"]["frontmatter"]["name"], "public");
+    let hidden = server.call(&get("skill://internal/SKILL.md")).await;
+    assert_eq!(hidden["error"]["code"], -32602, "answered as a skill that is not served: {hidden}");
+    let missing = server.call(&get("skill://nowhere/SKILL.md")).await;
+    assert_eq!(
+        missing["error"]["message"].as_str().map(|m| m.replace("nowhere", "internal")),
+        hidden["error"]["message"].as_str().map(str::to_owned)
+    );
+    // The lists say the same: the hidden SKILL.md is not among the resources either.
+    let listed = server.call(&Rpc::new("resources/list")).await;
+    let resources = listed["result"]["resources"].as_array().unwrap();
+    assert!(resources.iter().all(|r| r["uri"] != "skill://internal/SKILL.md"), "{listed}");
 }
 
 #[tokio::test]

@@ -22,6 +22,8 @@
 use std::sync::Arc;
 
 use super::Engine;
+use crate::context::{Readable, ResourceAccess, Transport};
+use crate::envelope::RequestMeta;
 use crate::handler::{MethodRoute, PromptRoute, ResourceRoute, ToolRoute};
 use crate::live::{Catalog, Item, RequestView};
 use crate::protocol::JsonObject;
@@ -152,5 +154,40 @@ impl Engine {
         let route = self.methods.get(name).ok_or_else(|| Error::method_not_found(name))?;
         self.access(view, &**route).map_err(|refused| refused.or_unknown(|| Error::method_not_found(name)))?;
         Ok(route.clone())
+    }
+}
+
+/// [`Engine::access`] for the resources a server's own method lists or serves (skills):
+/// one request's view, asking what `resources/read` would decide (audit C7: skills were
+/// listed to callers `resources/read` would refuse).
+#[derive(Debug)]
+pub(crate) struct MethodResources {
+    engine: Engine,
+    meta: Arc<RequestMeta>,
+    transport: Transport,
+}
+
+impl MethodResources {
+    pub(crate) fn new(engine: &Engine, meta: &Arc<RequestMeta>, transport: &Transport) -> Arc<Self> {
+        Arc::new(Self { engine: engine.clone(), meta: meta.clone(), transport: transport.clone() })
+    }
+}
+
+impl ResourceAccess for MethodResources {
+    fn readable(&self, uri: &str) -> Readable {
+        let view = RequestView::new(&self.meta, &self.transport);
+        readable(self.engine.reach_resource(&self.engine.catalog(), &view, uri).map(drop))
+    }
+
+    fn registered(&self, uri: &str) -> Readable {
+        readable(self.engine.reach_resource_key(&RequestView::new(&self.meta, &self.transport), uri))
+    }
+}
+
+fn readable(decided: Result<(), Refused>) -> Readable {
+    match decided {
+        Ok(()) => Readable::Granted,
+        Err(Refused::Forbidden(error)) => Readable::Forbidden(error),
+        Err(Refused::Unknown) => Readable::Hidden,
     }
 }

@@ -136,7 +136,7 @@ impl FanoutKeys {
     }
 
     /// The message `sealed` carries, if an instance holding these keys sealed it for
-    /// `channel` within [`WINDOW`] and it was not opened before; `None` (logged, without
+    /// `channel` within the last 60 s and it was not opened before; `None` (logged, without
     /// quoting it) for anything else.
     pub fn open(&self, channel: &str, sealed: &str) -> Option<String> {
         match self.check(channel, sealed) {
@@ -220,7 +220,9 @@ mod tests {
 
     /// A ring of these key ids, each secret made from its id.
     fn ring(ids: &[&str]) -> KeyRing {
-        let key = |id: &str| StateKey::new(id, std::array::from_fn(|i| id.as_bytes()[0] ^ b"0123456789abcdefghijklmnopqrstuv"[i]));
+        let key = |id: &str| {
+            StateKey::new(id, std::array::from_fn(|i| id.as_bytes()[0] ^ b"0123456789abcdefghijklmnopqrstuv"[i]))
+        };
         let mut ring = KeyRing::new(key(ids[0]));
         for id in &ids[1..] {
             ring = ring.with_previous(key(id));

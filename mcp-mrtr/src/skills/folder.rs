@@ -3,7 +3,9 @@
 //! in that snapshot and never build a path from a URI, so `..`, encoded slashes and
 //! absolute paths reach nothing.
 //!
-//! - Symlinks are never followed: a skill with one anywhere in it is skipped whole.
+//! - Links are never followed: a skill with a symlink anywhere in it is skipped whole, and
+//!   so is one with a hard link (a regular file with more than one name), which can be
+//!   a file from anywhere else on the filesystem under a name inside the folder.
 //! - Hidden entries (a name starting with `.`), names that are not UTF-8 and anything
 //!   but regular files and directories are left out, as if absent.
 //! - Each file is opened non-blocking and must still be the file the walk saw (same
@@ -37,8 +39,8 @@ struct Seen {
     identity: (u64, u64),
 }
 
-/// What the walk saw: regular files and the places that hold a symlink, by their path
-/// below the root.
+/// What the walk saw: regular files and the places that hold a link (symbolic, or a
+/// file with another name elsewhere), by their path below the root.
 #[derive(Default)]
 struct Walk {
     files: BTreeMap<String, Seen>,
@@ -59,7 +61,7 @@ pub(crate) fn read(root: &Path) -> io::Result<Vec<Found>> {
     for skill in roots {
         let prefix = format!("{skill}/");
         if walk.links.iter().any(|link| link.starts_with(&prefix)) {
-            tracing::warn!(skill, "skipped a skill that holds a symlink");
+            tracing::warn!(skill, "skipped a skill that holds a link (symbolic, or a hard link)");
             continue;
         }
         match read_skill(&walk, &prefix) {
@@ -89,7 +91,7 @@ impl Walk {
             let at = if below.is_empty() { name.clone() } else { format!("{below}/{name}") };
             // `DirEntry::metadata` does not follow a symlink.
             let meta = entry.metadata()?;
-            if meta.file_type().is_symlink() {
+            if meta.file_type().is_symlink() || (meta.is_file() && names(&meta) > 1) {
                 self.links.push(at);
             } else if meta.is_dir() {
                 self.dir(&entry.path(), &at, depth + 1)?;
@@ -122,7 +124,7 @@ fn read_skill(walk: &Walk, prefix: &str) -> Result<BTreeMap<String, Vec<u8>>, St
 fn read_file(seen: &Seen, budget: u64) -> io::Result<Vec<u8>> {
     let file = open(&seen.path)?;
     let meta = file.metadata()?;
-    if !meta.is_file() || identity(&meta) != seen.identity {
+    if !meta.is_file() || identity(&meta) != seen.identity || names(&meta) > 1 {
         return Err(io::Error::other("changed since the folder was read"));
     }
     let mut bytes = Vec::new();
@@ -153,4 +155,17 @@ fn identity(meta: &Metadata) -> (u64, u64) {
 #[cfg(not(unix))]
 fn identity(meta: &Metadata) -> (u64, u64) {
     (meta.len(), 0)
+}
+
+/// How many names (hard links) the file has.
+#[cfg(unix)]
+fn names(meta: &Metadata) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    meta.nlink()
+}
+
+/// The standard library reads a file's link count on Unix only.
+#[cfg(not(unix))]
+fn names(_meta: &Metadata) -> u64 {
+    1
 }

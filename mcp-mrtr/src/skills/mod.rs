@@ -43,11 +43,12 @@ use serde_json::{json, Value};
 
 use self::catalog::{Catalog, SCHEME};
 use self::folder::Found;
+use crate::context::Readable;
 use crate::error::Error;
 use crate::handler::{MethodRoute, ResourceRoute};
 use crate::live::ServerHandle;
 use crate::protocol::{CacheHints, Resource, ResourceTemplate};
-use crate::ToolError;
+use crate::{Ctx, ToolError};
 
 /// The extension's id, in `capabilities.extensions`.
 pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/skills";
@@ -284,9 +285,12 @@ impl Skills {
 
     fn list(&self, hints: CacheHints) -> MethodRoute {
         let skills = self.clone();
-        MethodRoute::new("skills/list", move |_ctx, params: Page| {
+        MethodRoute::new("skills/list", move |ctx: Ctx, params: Page| {
             let snapshot = skills.snapshot();
             async move {
+                // Listed as `resources/list` lists the skill's `SKILL.md`: what the
+                // visibility filter hides from this caller is not here either.
+                let listed = |entry: &&catalog::Entry| !matches!(ctx.registered(&entry.uri), Readable::Hidden);
                 let after = match &params.cursor {
                     None => None,
                     Some(cursor) => Some(
@@ -295,10 +299,11 @@ impl Skills {
                     ),
                 };
                 let start = after.map_or(0, |after| snapshot.entries.partition_point(|e| e.uri <= after));
-                let page: Vec<&Value> = snapshot.entries[start..].iter().take(PAGE).map(|e| &e.wire).collect();
-                let mut result = json!({ "skills": page });
-                if start + PAGE < snapshot.entries.len() {
-                    result["nextCursor"] = json!(URL_SAFE_NO_PAD.encode(&snapshot.entries[start + PAGE - 1].uri));
+                let mut shown = snapshot.entries[start..].iter().filter(listed);
+                let page: Vec<&catalog::Entry> = shown.by_ref().take(PAGE).collect();
+                let mut result = json!({ "skills": page.iter().map(|e| &e.wire).collect::<Vec<_>>() });
+                if let (Some(last), Some(_)) = (page.last(), shown.next()) {
+                    result["nextCursor"] = json!(URL_SAFE_NO_PAD.encode(&last.uri));
                 }
                 Ok::<_, ToolError>(result)
             }
@@ -308,15 +313,21 @@ impl Skills {
 
     fn get(&self, hints: CacheHints) -> MethodRoute {
         let skills = self.clone();
-        MethodRoute::new("skills/get", move |_ctx, params: UriParam| {
+        MethodRoute::new("skills/get", move |ctx: Ctx, params: UriParam| {
             let snapshot = skills.snapshot();
             async move {
-                match snapshot.get(&params.uri) {
-                    Some(entry) => Ok(json!({ "skill": entry.wire })),
-                    None => Err(ToolError::protocol(Error::invalid_params(format!(
+                let unknown = || {
+                    ToolError::protocol(Error::invalid_params(format!(
                         "No skill is served at {}",
                         crate::error::shown(&params.uri)
-                    )))),
+                    )))
+                };
+                let entry = snapshot.get(&params.uri).ok_or_else(unknown)?;
+                // Decided as for its `SKILL.md` resource.
+                match ctx.registered(&entry.uri) {
+                    Readable::Granted => Ok(json!({ "skill": entry.wire })),
+                    Readable::Forbidden(error) => Err(ToolError::protocol(error)),
+                    Readable::Hidden => Err(unknown()),
                 }
             }
         })
@@ -325,11 +336,18 @@ impl Skills {
 
     fn directory(&self) -> MethodRoute {
         let skills = self.clone();
-        MethodRoute::new("resources/directory/read", move |_ctx, params: UriParam| {
+        MethodRoute::new("resources/directory/read", move |ctx: Ctx, params: UriParam| {
             let snapshot = skills.snapshot();
             async move {
                 match snapshot.children(&params.uri) {
-                    Some(resources) => Ok(json!({ "resources": resources })),
+                    Some(mut resources) => {
+                        // What the visibility filter hides from this caller is not listed.
+                        resources.retain(|child| {
+                            let uri = child["uri"].as_str().unwrap_or_default();
+                            !matches!(ctx.readable(uri), Readable::Hidden)
+                        });
+                        Ok(json!({ "resources": resources }))
+                    }
                     None => Err(ToolError::invalid_params(format!(
                         "{} is not a directory resource",
                         crate::error::shown(&params.uri)
