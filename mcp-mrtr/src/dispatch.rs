@@ -200,11 +200,7 @@ impl Engine {
             }
             Method::Custom => {
                 let route = self.reach_method(&view, &request.method)?;
-                // A method may list resources through the visibility filter (skills do):
-                // then, as lists are, its result is the caller's own.
-                let private = |hints: CacheHints| CacheHints { scope: CacheScope::Private, ..hints };
-                let vary = self.lists_vary_by_caller();
-                hints = route.cache.map(|hints| retried_or(&params, if vary { private(hints) } else { hints }));
+                hints = route.cache.map(|hints| retried_or(&params, hints));
                 self.call_method(route, self.call(id, params, meta, transport)?).await?
             }
             Method::Complete => {
