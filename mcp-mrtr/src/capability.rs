@@ -170,6 +170,14 @@ mod tests {
             error.data().unwrap()["requiredCapabilities"],
             json!({ "elicitation": { "form": {} }, "sampling": { "tools": {} }, "roots": {} })
         );
+        // Hosts drop `data`: the message alone names what is missing.
+        let message = error.message();
+        assert!(message.starts_with("Missing required client capabilities: "), "{message}");
+        for name in ["elicitation.form", "sampling.tools", "roots"] {
+            assert!(message.contains(name), "{name} not named: {message}");
+        }
+        let one = missing(&caps(json!({})), [Sampling]).unwrap_err();
+        assert!(one.message().starts_with("Missing required client capability: sampling. "), "{}", one.message());
         assert!(missing(&declared, [ElicitationUrl]).is_ok());
     }
 

@@ -66,7 +66,9 @@ impl ErrorCode {
 pub struct Error {
     code: ErrorCode,
     message: Cow<'static, str>,
-    data: Option<Value>,
+    /// Boxed: most errors carry none, and an error travels in every `Result` of the
+    /// request path (a JSON value is several times larger with `preserve_order`).
+    data: Option<Box<Value>>,
     /// Set where the spec fixes a status that the code alone does not imply
     /// (`-32602` for a malformed envelope is 400, elsewhere 200).
     status: Option<u16>,
@@ -80,7 +82,7 @@ impl Error {
 
     /// Attaches structured data.
     pub fn with_data(mut self, data: Value) -> Self {
-        self.data = Some(data);
+        self.data = Some(Box::new(data));
         self
     }
 
@@ -134,11 +136,28 @@ impl Error {
     ///
     /// `required` is a `ClientCapabilities` object naming what is missing,
     /// such as `{"sampling": {}}`.
+    ///
+    /// The message names each missing capability by its path (`sampling`,
+    /// `elicitation.url`): hosts show the message and drop `data`, and a person or a model
+    /// must learn what was missing from it alone.
     pub fn missing_client_capability(required: Value) -> Self {
+        let mut names = Vec::new();
+        capability_paths(&required, &mut String::new(), &mut names);
+        let message = match names.as_slice() {
+            [] => "Missing required client capability".to_owned(),
+            [one] => format!(
+                "Missing required client capability: {one}. This request needs the client to offer it, \
+                 and this client did not declare it"
+            ),
+            many => format!(
+                "Missing required client capabilities: {}. This request needs the client to offer them, \
+                 and this client did not declare them",
+                many.join(", ")
+            ),
+        };
         let mut data = serde_json::Map::new();
         data.insert("requiredCapabilities".into(), required);
-        Self::new(ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY, "Missing required client capability")
-            .with_data(Value::Object(data))
+        Self::new(ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY, message).with_data(Value::Object(data))
     }
 
     /// `-32022`: the requested protocol version is not supported.
@@ -164,7 +183,7 @@ impl Error {
 
     /// The structured data, if any.
     pub fn data(&self) -> Option<&Value> {
-        self.data.as_ref()
+        self.data.as_deref()
     }
 
     /// The HTTP status the Streamable HTTP transport answers this error with.
@@ -188,7 +207,7 @@ impl Error {
     }
 
     pub(crate) fn to_object(&self) -> ErrorObject {
-        ErrorObject { code: self.code.0, message: self.message.to_string(), data: self.data.clone() }
+        ErrorObject { code: self.code.0, message: self.message.to_string(), data: self.data.as_deref().cloned() }
     }
 
     /// The JSON-RPC error message answering request `id` (`None` when it is unknown).
@@ -313,4 +332,22 @@ pub(crate) fn shown(text: &str) -> String {
         shown.push('…');
     }
     shown
+}
+
+/// The dotted paths to the leaves of a capabilities object (`{"elicitation": {"url": {}}}`
+/// is `elicitation.url`).
+fn capability_paths(value: &Value, prefix: &mut String, out: &mut Vec<String>) {
+    let Value::Object(map) = value else { return };
+    for (name, inner) in map {
+        let len = prefix.len();
+        if !prefix.is_empty() {
+            prefix.push('.');
+        }
+        prefix.push_str(name);
+        match inner {
+            Value::Object(children) if !children.is_empty() => capability_paths(inner, prefix, out),
+            _ => out.push(prefix.clone()),
+        }
+        prefix.truncate(len);
+    }
 }

@@ -199,8 +199,9 @@ mod tests {
         }})))
         .unwrap();
         let names: Vec<&str> = found.iter().map(|p| p.header.as_str()).collect();
-        assert_eq!(names, ["Mcp-Param-Limit", "Mcp-Param-Dry", "Mcp-Param-Region"]);
-        assert_eq!(found[1].path, ["opts", "dry"]);
+        // In the order the schema declares them.
+        assert_eq!(names, ["Mcp-Param-Region", "Mcp-Param-Limit", "Mcp-Param-Dry"]);
+        assert_eq!(found[2].path, ["opts", "dry"]);
     }
 
     #[test]

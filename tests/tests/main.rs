@@ -21,6 +21,7 @@ mod era_errors;
 mod fair;
 mod fair_legacy;
 mod fair_tasks;
+mod field_order;
 mod http_behaviour;
 mod http_errors;
 mod http_guard;

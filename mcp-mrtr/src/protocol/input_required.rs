@@ -76,7 +76,8 @@ pub enum ElicitParams {
 ///
 /// let schema = FormSchema::new(json!({"type": "object", "properties": {"name": {"type": "string"}}}));
 /// assert_eq!(schema["properties"]["name"]["type"], "string");
-/// assert_eq!(serde_json::to_string(&schema).unwrap(), r#"{"properties":{"name":{"type":"string"}},"type":"object"}"#);
+/// // Written in the order it was built: hosts render a form's fields in wire order.
+/// assert_eq!(serde_json::to_string(&schema).unwrap(), r#"{"type":"object","properties":{"name":{"type":"string"}}}"#);
 /// assert_eq!(schema.to_string(), schema.as_json());
 /// ```
 #[derive(Clone)]
