@@ -48,7 +48,6 @@
 
 use std::any::TypeId;
 use std::collections::HashMap;
-use std::fmt;
 use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
@@ -98,57 +97,7 @@ fn hex_digest(hash: impl AsRef<[u8]>) -> String {
     crate::hex::encode(&hash.as_ref()[..16])
 }
 
-/// The user declined or cancelled an elicitation.
-///
-/// With `?` in a tool it ends the call as a tool error the model can read; `match` on it
-/// to do something else.
-///
-/// ```
-/// use mcp_mrtr::prelude::*;
-/// use mcp_mrtr::testing::{answer, TestClient};
-///
-/// #[derive(Deserialize, JsonSchema)]
-/// struct Size { gigabytes: u32 }
-///
-/// /// Resizes the disk to the size the user picks.
-/// #[tool]
-/// async fn resize() -> Result<String, ToolError> {
-///     match ask!(key = "size", elicit "New size?") {
-///         Ok(Size { gigabytes }) => Ok(format!("resized to {gigabytes} GB")),
-///         // A "no" is an answer: report it as a result, not a failure.
-///         Err(Declined::Decline) => Ok("left as it was".into()),
-///         // Dismissed without answering: end the call as cancelled.
-///         Err(Declined::Cancel) => Err(ToolError::cancelled()),
-///     }
-/// }
-///
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() {
-/// let client = TestClient::new(Server::new("disks", "1.0.0").tool(resize));
-/// let mut call = client.call_tool("resize", serde_json::json!({}));
-/// call.start().await;
-/// let done = call.answer([("size", answer::decline())]).await;
-/// assert_eq!(done.text().as_deref(), Some("left as it was"));
-/// # }
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Declined {
-    /// The user said no.
-    Decline,
-    /// The user dismissed the request.
-    Cancel,
-}
-
-impl fmt::Display for Declined {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Decline => "the user declined the request",
-            Self::Cancel => "the user cancelled the request",
-        })
-    }
-}
-
-impl std::error::Error for Declined {}
+pub use crate::error::Declined;
 
 /// Types that can be asked for with a form: a flat object of string, number, integer,
 /// boolean and enum properties.

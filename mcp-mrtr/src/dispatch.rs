@@ -20,7 +20,9 @@ use tracing::Instrument as _;
 use crate::context::Transport;
 use crate::envelope::{Request, RequestMeta, TraceContext};
 use crate::fair::ClientId;
-use crate::handler::{MethodRoute, PromptRoute, ResourceKind, ResourceRoute, ToolRoute};
+use crate::handler::{
+    declined_prompt, declined_read, MethodRoute, PromptRoute, ResourceKind, ResourceRoute, ToolRoute,
+};
 use crate::live::RequestView;
 use crate::protocol::{CacheHints, CacheScope};
 use crate::protocol::{
@@ -270,7 +272,7 @@ impl Engine {
         let target = self.target(&call, "prompts/get", name, Some(&args));
         self.rounds(&target, &call, input, |replay| {
             let run = (route.get)(self.ctx(&call, replay), args.clone());
-            async move { run.await.map_err(execution_as_internal) }
+            async move { run.await.or_else(|e| e.declined().map(declined_prompt).ok_or(e)).map_err(execution_as_internal) }
         })
         .await
     }
@@ -289,7 +291,8 @@ impl Engine {
             let run = (route.read)(self.ctx(&call, replay), vars.clone());
             let missing = resource_not_found(uri, legacy);
             async move {
-                let result = run.await.map_err(execution_as_internal)?;
+                let declined = |e: crate::ToolError| e.declined().map(|choice| declined_read(uri, choice)).ok_or(e);
+                let result = run.await.or_else(declined).map_err(execution_as_internal)?;
                 // The spec forbids empty contents: a resource with nothing to show is missing.
                 if result.contents.is_empty() {
                     return Err(missing);

@@ -268,6 +268,8 @@ pub struct ToolError(ToolErrorKind);
 enum ToolErrorKind {
     Execution(String),
     Protocol(Error),
+    /// The user declined or cancelled an ask: not a failure of anyone's.
+    Declined(Declined),
 }
 
 impl ToolError {
@@ -276,9 +278,10 @@ impl ToolError {
         Self(ToolErrorKind::Execution(message.to_string()))
     }
 
-    /// The user or client cancelled the operation.
+    /// The user or client cancelled the operation: ended as a user's choice (see
+    /// [`Declined`]), not as a failure.
     pub fn cancelled() -> Self {
-        Self::new("cancelled by the user")
+        Self(ToolErrorKind::Declined(Declined::Cancel))
     }
 
     /// A protocol error: sent as a JSON-RPC error response, not as a tool result.
@@ -291,11 +294,20 @@ impl ToolError {
         Self::protocol(Error::invalid_params(detail))
     }
 
-    /// Splits into an execution message or a protocol error.
+    /// Splits into an execution message (a user's choice reads as one) or a protocol error.
     pub(crate) fn into_parts(self) -> Result<String, Error> {
         match self.0 {
             ToolErrorKind::Execution(message) => Ok(message),
+            ToolErrorKind::Declined(declined) => Ok(declined.to_string()),
             ToolErrorKind::Protocol(error) => Err(error),
+        }
+    }
+
+    /// The user's choice this error carries, if it is one.
+    pub(crate) fn declined(&self) -> Option<Declined> {
+        match self.0 {
+            ToolErrorKind::Declined(declined) => Some(declined),
+            _ => None,
         }
     }
 }
@@ -304,6 +316,7 @@ impl fmt::Display for ToolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.0 {
             ToolErrorKind::Execution(message) => f.write_str(message),
+            ToolErrorKind::Declined(declined) => declined.fmt(f),
             ToolErrorKind::Protocol(error) => error.fmt(f),
         }
     }
@@ -316,12 +329,71 @@ where
     fn from(error: E) -> Self {
         // A protocol error keeps its code; everything else is the tool's own failure.
         let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(error);
-        match boxed.downcast::<Error>() {
-            Ok(protocol) => Self::protocol(*protocol),
+        let boxed = match boxed.downcast::<Error>() {
+            Ok(protocol) => return Self::protocol(*protocol),
+            Err(other) => other,
+        };
+        match boxed.downcast::<Declined>() {
+            Ok(declined) => Self(ToolErrorKind::Declined(*declined)),
             Err(other) => Self::new(other),
         }
     }
 }
+
+/// The user declined or cancelled an elicitation.
+///
+/// A user's choice is an answer, not a failure. With `?` it ends the call with a complete
+/// result that says so: a tool's `isError` result the model can read, a prompt with no
+/// messages, a resource read whose one text says it was not read. `match` on it to do
+/// something else. (A method of your own decides its result's shape, so it should
+/// `match`; one that lets it escape answers `-32603` with the choice as its message.)
+///
+/// ```
+/// use mcp_mrtr::prelude::*;
+/// use mcp_mrtr::testing::{answer, TestClient};
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct Size { gigabytes: u32 }
+///
+/// /// Resizes the disk to the size the user picks.
+/// #[tool]
+/// async fn resize() -> Result<String, ToolError> {
+///     match ask!(key = "size", elicit "New size?") {
+///         Ok(Size { gigabytes }) => Ok(format!("resized to {gigabytes} GB")),
+///         // A "no" is an answer: report it as a result, not a failure.
+///         Err(Declined::Decline) => Ok("left as it was".into()),
+///         // Dismissed without answering: end the call as cancelled.
+///         Err(Declined::Cancel) => Err(ToolError::cancelled()),
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let client = TestClient::new(Server::new("disks", "1.0.0").tool(resize));
+/// let mut call = client.call_tool("resize", serde_json::json!({}));
+/// call.start().await;
+/// let done = call.answer([("size", answer::decline())]).await;
+/// assert_eq!(done.text().as_deref(), Some("left as it was"));
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Declined {
+    /// The user said no.
+    Decline,
+    /// The user dismissed the request.
+    Cancel,
+}
+
+impl fmt::Display for Declined {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Decline => "the user declined the request",
+            Self::Cancel => "the user cancelled the request",
+        })
+    }
+}
+
+impl std::error::Error for Declined {}
 
 /// Client text as an error may repeat it: cut to 64 characters (with `…`), so a megabyte
 /// of it is not sent back to the client (nor into a proxy's logs).

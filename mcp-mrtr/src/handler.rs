@@ -23,6 +23,7 @@ use crate::{Ctx, Error, ToolError};
 
 mod results;
 
+pub(crate) use self::results::{declined_prompt, declined_read};
 pub use self::results::{IntoPromptResult, IntoResourceResult, IntoToolResult, Json};
 
 type HandlerFn<I, O> = Arc<dyn Fn(Ctx, I) -> BoxFuture<'static, Result<O, ToolError>> + Send + Sync>;

@@ -6,6 +6,22 @@ use serde::Serialize;
 use crate::protocol::{
     CallToolResult, ContentBlock, GetPromptResult, PromptMessage, ReadResourceResult, ResourceContents,
 };
+use crate::Declined;
+
+/// A prompt the user declined to fill in: complete, with nothing to send, saying why. A
+/// user's choice is an answer, not a server failure.
+pub(crate) fn declined_prompt(declined: Declined) -> GetPromptResult {
+    GetPromptResult { description: Some(declined.to_string()), messages: Vec::new(), meta: None }
+}
+
+/// A read the user declined: one text saying `uri` was not read, and why (empty contents
+/// would read as a resource that does not exist).
+pub(crate) fn declined_read(uri: &str, declined: Declined) -> ReadResourceResult {
+    ReadResourceResult {
+        contents: vec![ResourceContents::text(uri, "text/plain", format!("Not read: {declined}."))],
+        meta: None,
+    }
+}
 
 /// Values a tool may return: they become the `content` (and `structuredContent`) of a
 /// `tools/call` result.
