@@ -47,6 +47,7 @@ mod tasks;
 mod test_client;
 mod tool_schema;
 mod toolbox;
+mod url_elicitation;
 mod user_choice;
 
 /// Cargo builds only the files this crate names (`autotests = false`): a file left out

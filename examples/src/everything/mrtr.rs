@@ -163,6 +163,25 @@ pub async fn test_input_required_result_prompt() -> Result<Vec<PromptMessage>, T
 }
 
 /// Registers the fixture.
+/// Asks the user to open a page (url-mode elicitation, key `connect`): what a host shows as
+/// a link to follow. On consent it reports the step done (a 2025-11-25 client hears
+/// `notifications/elicitation/complete`; 2026-07-28 has no such notification).
+#[tool]
+pub async fn test_url_elicitation(ctx: &Ctx) -> Result<String, ToolError> {
+    match ask!(key = "connect", elicit_url "Open this page to connect your account", CONNECT_URL) {
+        Ok(()) => {
+            // A real server would check its own records of the step first.
+            ctx.complete_url_elicitation("connect").await;
+            Ok("Connected: the user opened the page.".into())
+        }
+        Err(Declined::Decline) => Ok("Not connected: the user declined to open the page.".into()),
+        Err(Declined::Cancel) => Err(ToolError::cancelled()),
+    }
+}
+
+/// Where `test_url_elicitation` sends the user: a page nobody serves, as in the spec's examples.
+pub const CONNECT_URL: &str = "https://example.com/mcp-mrtr/connect";
+
 pub fn register(server: Server) -> Server {
     server
         .tools(tools![
@@ -177,6 +196,7 @@ pub fn register(server: Server) -> Server {
             test_missing_capability,
             test_streaming_elicitation,
             test_once_side_effect,
+            test_url_elicitation,
         ])
         .prompt(test_input_required_result_prompt)
 }
