@@ -127,7 +127,12 @@ pub(crate) fn check(declared: &[ParamHeader], headers: &HeaderMap, arguments: Op
 fn header_text(body: &Value) -> String {
     use base64::Engine as _;
     match body {
-        Value::String(text) if text.bytes().all(|b| (0x20..0x7f).contains(&b)) && text.trim() == text => text.clone(),
+        // A text that reads as the sentinel is encoded too, or it would be decoded.
+        Value::String(text)
+            if text.bytes().all(|b| (0x20..0x7f).contains(&b)) && text.trim() == text && sentinel(text).is_none() =>
+        {
+            text.clone()
+        }
         Value::String(text) => format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode(text)),
         other => other.to_string(),
     }
@@ -155,10 +160,15 @@ pub(crate) fn refuse_repeated(headers: &HeaderMap, name: impl AsHeaderName, show
     Ok(())
 }
 
+/// The base64 inside a value written as the `=?base64?…?=` sentinel.
+fn sentinel(value: &str) -> Option<&str> {
+    value.strip_prefix("=?base64?").and_then(|v| v.strip_suffix("?="))
+}
+
 /// Decodes the `=?base64?…?=` sentinel clients use for values that are not safe header
 /// text; anything else is the literal value.
 pub(crate) fn decode_value(value: &str) -> Result<String, Error> {
-    let Some(encoded) = value.strip_prefix("=?base64?").and_then(|v| v.strip_suffix("?=")) else {
+    let Some(encoded) = sentinel(value) else {
         return Ok(value.to_owned());
     };
     let bytes = base64::engine::general_purpose::STANDARD
@@ -242,6 +252,24 @@ mod tests {
         assert!(check(&found, &headers(&[("mcp-param-count", "1")]), Some(&empty)).is_err());
         let error = check(&found, &headers(&[]), Some(&args)).unwrap_err();
         assert_eq!((error.code(), error.http_status()), (crate::ErrorCode::HEADER_MISMATCH, 400));
+    }
+
+    /// Found with the fuzz target `headers` (mcp-mrtr/fuzz/regressions/headers): for an
+    /// argument that reads as the base64 sentinel, the error said to send it as it is, and
+    /// that header was then decoded and refused. What an error says to send is accepted.
+    #[test]
+    fn the_header_an_error_says_to_send_is_accepted() {
+        let found = declared(&schema(json!({ "properties": {
+            "region": { "type": "string", "x-mcp-header": "Region" },
+        }})))
+        .unwrap();
+        for value in ["=?base64?aGk=?=", "plain", " padded", "caf\u{e9}"] {
+            let args = json!({ "region": value });
+            let advice = check(&found, &headers(&[]), Some(&args)).unwrap_err().message().to_owned();
+            let sent = advice.split("send `Mcp-Param-Region: ").nth(1).and_then(|s| s.strip_suffix('`')).unwrap();
+            let told = headers(&[("mcp-param-region", sent)]);
+            assert!(check(&found, &told, Some(&args)).is_ok(), "{value:?}: {advice}");
+        }
     }
 
     #[test]

@@ -399,7 +399,7 @@ impl Server {
     ///
     /// When the server serves skills already (or a method of the same name).
     pub fn skills(self, skills: Skills) -> Self {
-        let (settings, methods) = skills.serve(self.server_handle());
+        let (settings, methods) = skills.serve(&self.server_handle());
         methods.into_iter().fold(self.extension(crate::skills::EXTENSION, settings), Self::method)
     }
 

@@ -5,9 +5,13 @@
 use std::path::PathBuf;
 
 use base64::Engine as _;
-use mcp_mrtr::{Item, Server, Skill, Skills};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use mcp_mrtr::{Item, Server, Skill, Skills, Tool};
 use mcp_mrtr_tests::harness::{Rpc, TestServer};
-use serde_json::{json, Value};
+use mcp_mrtr_tests::DropFlag;
+use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 /// A folder of its own under the system's temp dir, removed when dropped.
@@ -245,6 +249,27 @@ async fn skills_hidden_by_the_visibility_filter_are_neither_listed_nor_got() {
     let listed = server.call(&Rpc::new("resources/list")).await;
     let resources = listed["result"]["resources"].as_array().unwrap();
     assert!(resources.iter().all(|r| r["uri"] != "skill://internal/SKILL.md"), "{listed}");
+}
+
+/// Found by LeakSanitizer through the `stdio` fuzz target: the skills held the server's
+/// catalog, whose routes held the skills, so a server with skills was never freed.
+#[tokio::test]
+async fn a_server_with_skills_is_freed_when_dropped() {
+    let skills = Skills::new().skill(Skill::new("public", skill_md("public", "For everyone.")));
+    let server = |freed: &Arc<AtomicBool>| {
+        let flag = DropFlag(freed.clone());
+        let tool = Tool::new("hold").handler(move |_ctx, _: Map<String, Value>| {
+            let _held = &flag;
+            async { Ok::<_, mcp_mrtr::ToolError>("held") }
+        });
+        mcp_mrtr::testing::with_own_keys(Server::new("skills", "1").tool(tool).skills(skills.clone()))
+    };
+    let built = Arc::new(AtomicBool::new(false));
+    drop(server(&built));
+    assert!(built.load(Ordering::SeqCst), "a server built with skills outlived its last handle");
+
+    // The skills the application kept still refresh, with nothing to announce to.
+    assert!(!skills.refresh().unwrap());
 }
 
 #[tokio::test]

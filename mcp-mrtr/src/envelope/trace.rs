@@ -134,7 +134,7 @@ impl fmt::Display for TraceParent {
 /// Up to 32 `key=value` members: keys of `a-z 0-9 _ - * / @`, values printable ASCII
 /// without `,` or `=`.
 fn valid_tracestate(text: &str) -> bool {
-    let members: Vec<&str> = text.split(',').map(str::trim).filter(|m| !m.is_empty()).collect();
+    let members: Vec<&str> = text.split(',').map(trim_ows).filter(|m| !m.is_empty()).collect();
     text.len() <= MAX_TRACESTATE
         && members.len() <= MAX_TRACESTATE_MEMBERS
         && members.iter().all(|member| {
@@ -150,17 +150,24 @@ fn valid_tracestate(text: &str) -> bool {
 /// Up to 64 members of `key=value(;property)*`, keys HTTP tokens, values without
 /// whitespace, commas or semicolons (percent-encoded when needed).
 fn valid_baggage(text: &str) -> bool {
-    let members: Vec<&str> = text.split(',').map(str::trim).collect();
+    let members: Vec<&str> = text.split(',').map(trim_ows).collect();
     let token =
         |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+    let octets = |s: &str| s.bytes().all(|b| (0x21..=0x7e).contains(&b) && !b",;\\\"".contains(&b));
+    // `key=value`, then properties: `key` or `key=value`, each checked like the member.
+    let pair = |s: &str| s.split_once('=').is_some_and(|(key, value)| token(trim_ows(key)) && octets(trim_ows(value)));
     text.len() <= MAX_BAGGAGE
         && members.len() <= MAX_BAGGAGE_MEMBERS
         && members.iter().all(|member| {
-            let value = member.split(';').next().unwrap_or_default();
-            value.split_once('=').is_some_and(|(key, value)| {
-                token(key.trim()) && value.trim().bytes().all(|b| (0x21..=0x7e).contains(&b) && !b",;\\\"".contains(&b))
-            })
+            let mut parts = member.split(';');
+            pair(parts.next().unwrap_or_default()) && parts.all(|p| pair(p) || token(trim_ows(p)))
         })
+}
+
+/// W3C's optional whitespace: spaces and tabs, never newlines or other Unicode spaces, so
+/// what is kept is always header text.
+fn trim_ows(text: &str) -> &str {
+    text.trim_matches([' ', '\t'])
 }
 
 fn percent_decode(value: &str) -> String {
@@ -229,6 +236,14 @@ mod tests {
             assert!(trace.tracestate().is_none(), "tracestate needs a valid traceparent: {bad}");
         }
         assert!(TraceContext::read(Some(VALID), Some("Bad Key=1"), None).tracestate().is_none());
+        // Found by the fuzzer (mcp-mrtr/fuzz/regressions/trace_context): properties went
+        // unchecked, and trimming took newlines and Unicode spaces, so text that is no
+        // header value was kept and handed to the tracer.
+        for bad in ["k=v;\r\nX-Injected: 1", "\nk=v", "k1=v1;prop\u{ff}k,k2=%41", "k=v;a b"] {
+            assert!(TraceContext::read(None, None, Some(bad)).baggage().is_none(), "{bad:?}");
+        }
+        assert!(TraceContext::read(Some(VALID), Some("\u{3000}a=b"), None).tracestate().is_none());
+        assert_eq!(TraceContext::read(None, None, Some(" k=v;flag;p=1\t")).baggage(), Some(" k=v;flag;p=1\t"));
         assert!(TraceContext::read(None, None, Some("no equals sign")).baggage().is_none());
         assert!(TraceContext::read(None, None, Some(&"k=v,".repeat(65))).baggage().is_none());
         let baggage_alone = TraceContext::read(Some("garbage"), None, Some("userId=bob"));

@@ -2,7 +2,7 @@
 //! its listeners.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use super::{Change, Live, Reach};
 use crate::handler::{PromptRoute, ResourceRoute, ToolRoute};
@@ -37,7 +37,24 @@ pub struct ServerHandle {
     pub(crate) live: Arc<Live>,
 }
 
+/// A [`ServerHandle`] that does not keep the server's catalog alive: for what the catalog's
+/// own routes hold, which would otherwise make a cycle.
+#[derive(Clone)]
+pub(crate) struct WeakHandle(Weak<Live>);
+
+impl WeakHandle {
+    /// The handle, while the catalog lives.
+    pub(crate) fn upgrade(&self) -> Option<ServerHandle> {
+        self.0.upgrade().map(|live| ServerHandle { live })
+    }
+}
+
 impl ServerHandle {
+    /// A handle that does not keep the catalog alive.
+    pub(crate) fn downgrade(&self) -> WeakHandle {
+        WeakHandle(Arc::downgrade(&self.live))
+    }
+
     /// Registers a tool at the end of the list.
     ///
     /// Unlike the builder, this cannot check that the server was given the `State<T>`

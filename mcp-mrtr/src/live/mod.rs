@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 pub use self::fanout_keys::FanoutKeys;
+pub(crate) use self::handle::WeakHandle;
 pub use self::handle::{CatalogError, ServerHandle};
 pub(crate) use self::listen::DEFAULT_KEEP_ALIVE;
 pub use self::listen::{Change, ChangeFanout, Listen, MemoryFanout};

@@ -46,7 +46,7 @@ use self::folder::Found;
 use crate::context::Readable;
 use crate::error::Error;
 use crate::handler::{MethodRoute, ResourceRoute};
-use crate::live::ServerHandle;
+use crate::live::{ServerHandle, WeakHandle};
 use crate::protocol::{CacheHints, Resource, ResourceTemplate};
 use crate::{Ctx, ToolError};
 
@@ -87,8 +87,11 @@ pub struct Skills {
 struct Shared {
     config: Mutex<Config>,
     snapshot: RwLock<Arc<Catalog>>,
-    /// The catalog the `SKILL.md` resources are registered in, once served.
-    handle: OnceLock<ServerHandle>,
+    /// The catalog the `SKILL.md` resources are registered in, once served. Weak: that
+    /// catalog's routes hold these skills, and a strong handle here made a cycle that kept
+    /// every server with skills alive after it was dropped (found by LeakSanitizer through
+    /// the `stdio` fuzz target). A refresh after the server is gone just swaps the snapshot.
+    handle: OnceLock<WeakHandle>,
 }
 
 #[derive(Clone, Default)]
@@ -212,8 +215,8 @@ impl Skills {
         if old.same_as(&new) {
             return Ok(false);
         }
-        if let Some(handle) = self.shared.handle.get() {
-            self.announce(handle, &old, &new);
+        if let Some(handle) = self.shared.handle.get().and_then(WeakHandle::upgrade) {
+            self.announce(&handle, &old, &new);
         }
         Ok(true)
     }
@@ -256,10 +259,10 @@ impl Skills {
 
     /// Plugs these skills into a server's catalog; returns the extension's settings and
     /// its methods. Called once, by `Server::skills`.
-    pub(crate) fn serve(self, handle: ServerHandle) -> (Value, Vec<MethodRoute>) {
+    pub(crate) fn serve(self, handle: &ServerHandle) -> (Value, Vec<MethodRoute>) {
         let snapshot = self.snapshot();
         for entry in &snapshot.entries {
-            self.register(&handle, entry);
+            self.register(handle, entry);
         }
         let skills = self.clone();
         let files: ResourceRoute = ResourceTemplate::new(format!("{SCHEME}{{+path}}"), "skill-files")
@@ -271,7 +274,7 @@ impl Skills {
         if let Err(error) = handle.add_resource_here(files) {
             tracing::warn!(%error, "could not serve skill files");
         }
-        let _ = self.shared.handle.set(handle);
+        let _ = self.shared.handle.set(handle.downgrade());
         let config = self.config().clone();
         let mut methods = vec![self.list(config.cache), self.get(config.cache)];
         let settings = if config.no_directory_read {
