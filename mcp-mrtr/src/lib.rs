@@ -90,6 +90,10 @@ mod error;
 pub mod extract;
 mod fair;
 mod form_schema;
+// Entry points for `mcp-mrtr/fuzz` (cargo-fuzz sets `--cfg fuzzing`); absent from every other build.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing;
 mod handler;
 mod hex;
 mod inflight;

@@ -25,7 +25,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("dispatch", &["dispatch"]),
     ("extensions", &["tasks", "auth", "redis", "skills"]),
     ("the builder", &["server"]),
-    ("transports", &["legacy", "transport", "testing"]),
+    // `fuzzing` (only with `--cfg fuzzing`) drives parsers of every layer, transports included.
+    ("transports", &["legacy", "transport", "testing", "fuzzing"]),
 ];
 
 fn ranks() -> BTreeMap<&'static str, usize> {
