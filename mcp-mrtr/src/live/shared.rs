@@ -206,19 +206,16 @@ impl Live {
     fn apply_to<K: Kind>(&self, edit: &CatalogEdit) {
         let key = edit.key.as_str();
         let _ = self.swap(|catalog| {
-            {
-                if !K::entries(catalog).iter().any(|e| e.route.key() == key && e.reach == Reach::Everywhere) {
-                    tracing::debug!(kind = K::NOUN, "a remote edit names no route this instance shares; ignored");
-                    return Err(());
-                }
-                Ok(())
+            if !K::entries(catalog).iter().any(|e| e.route.key() == key && e.reach == Reach::Everywhere) {
+                tracing::debug!(kind = K::NOUN, "a remote edit names no route this instance shares; ignored");
+                return Err(());
             }
-            .and_then(|()| match edit.action {
+            match edit.action {
                 Action::Remove => self.removed::<K>(catalog, key, Reach::Here),
                 Action::Enable | Action::Disable => {
                     self.enabled_set::<K>(catalog, key, edit.action == Action::Enable, Reach::Here, &mut false)
                 }
-            })
+            }
         });
     }
 }
