@@ -9,6 +9,7 @@ mod drop_flag;
 pub mod harness;
 pub mod legacy;
 pub mod listen;
+pub mod pipe;
 pub mod schema;
 
 pub use drop_flag::DropFlag;

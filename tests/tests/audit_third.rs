@@ -2,10 +2,9 @@
 //! that panicked the envelope parser (C1) over real HTTP on 127.0.0.1 and over a stdio
 //! pipe, each answered while the server goes on serving.
 
-use mcp_mrtr_tests::client::TIMEOUT;
 use mcp_mrtr_tests::harness::{meta, Rpc, TestServer};
-use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+use mcp_mrtr_tests::pipe::Pipe;
+use serde_json::json;
 
 /// `traceparent`s of 55+ bytes with a multi-byte character in their first two bytes:
 /// slicing `[..2]` of either panicked `TraceParent::parse`.
@@ -26,29 +25,18 @@ async fn c1_over_http_a_multibyte_traceparent_is_answered_and_the_next_request_t
 
 #[tokio::test]
 async fn c1_over_stdio_a_multibyte_traceparent_is_answered_and_the_server_reads_on() {
-    let (mut input, server_in) = tokio::io::duplex(1 << 16);
-    let (server_out, output) = tokio::io::duplex(1 << 16);
-    let server = mcp_mrtr::testing::with_own_keys(mcp_mrtr_examples::everything::server());
-    let serving = tokio::spawn(server.serve_io(server_in, server_out));
-    let mut lines = BufReader::new(output).lines();
+    let mut pipe = Pipe::start(mcp_mrtr_examples::everything::server());
     for (id, traceparent) in (1..).zip(panicking_traceparents()) {
         let mut meta = meta(json!({}));
         meta["traceparent"] = json!(traceparent);
-        let line = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/list", "params": { "_meta": meta } });
-        input.write_all(format!("{line}\n").as_bytes()).await.unwrap();
-        let reply = next(&mut lines).await;
+        let reply = pipe
+            .round(&json!({ "jsonrpc": "2.0", "id": id, "method": "tools/list", "params": { "_meta": meta } }))
+            .await;
         assert_eq!(reply["id"], id, "{reply}");
         assert!(reply["result"]["tools"].is_array(), "{reply}");
     }
     let call = json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call",
         "params": { "name": "test_simple_text", "_meta": meta(json!({})) } });
-    input.write_all(format!("{call}\n").as_bytes()).await.unwrap();
-    assert_eq!(next(&mut lines).await["result"]["resultType"], "complete");
-    drop(input);
-    tokio::time::timeout(TIMEOUT, serving).await.expect("serving ends with its input").unwrap().unwrap();
-}
-
-async fn next(lines: &mut Lines<BufReader<DuplexStream>>) -> Value {
-    let line = tokio::time::timeout(TIMEOUT, lines.next_line()).await.expect("an answer in time");
-    serde_json::from_str(&line.unwrap().expect("a line")).unwrap()
+    assert_eq!(pipe.round(&call).await["result"]["resultType"], "complete");
+    pipe.finish().await;
 }

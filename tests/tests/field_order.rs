@@ -3,10 +3,9 @@
 //! the raw bytes over real HTTP on 127.0.0.1 and over a stdio pipe, never re-parsed.
 
 use mcp_mrtr::prelude::*;
-use mcp_mrtr_tests::client::TIMEOUT;
 use mcp_mrtr_tests::harness::{meta, Rpc, TestServer};
+use mcp_mrtr_tests::pipe::Pipe;
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// Who signs up.
 #[derive(Deserialize, JsonSchema)]
@@ -56,13 +55,9 @@ async fn a_form_and_a_tool_list_their_fields_in_declaration_order_over_http() {
 
 #[tokio::test]
 async fn the_same_order_over_stdio() {
-    let (mut input, server_in) = tokio::io::duplex(1 << 16);
-    let (server_out, output) = tokio::io::duplex(1 << 16);
-    let server = mcp_mrtr::testing::with_own_keys(Server::new("order", "0").tool(sign_up));
-    tokio::spawn(server.serve_io(server_in, server_out));
-    let mut lines = BufReader::new(output).lines();
-    let list = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": { "_meta": meta(json!({})) } });
-    input.write_all(format!("{list}\n").as_bytes()).await.unwrap();
-    let line = tokio::time::timeout(TIMEOUT, lines.next_line()).await.unwrap().unwrap().unwrap();
-    assert_in_order(&line, &["team", "referrer"]);
+    let mut pipe = Pipe::start(Server::new("order", "0").tool(sign_up));
+    pipe.send(&json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": { "_meta": meta(json!({})) } }))
+        .await;
+    // The raw line, not a re-serialized value: the order is the server's.
+    assert_in_order(&pipe.next_line().await, &["team", "referrer"]);
 }

@@ -5,11 +5,10 @@
 //! `elicitationId`, then `notifications/elicitation/complete` naming it).
 
 use mcp_mrtr_examples::everything::{self, mrtr::CONNECT_URL};
-use mcp_mrtr_tests::client::TIMEOUT;
 use mcp_mrtr_tests::harness::{meta, Rpc, TestServer};
 use mcp_mrtr_tests::legacy::Legacy;
+use mcp_mrtr_tests::pipe::Pipe;
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 fn url_caps() -> Value {
     json!({ "elicitation": { "url": {} } })
@@ -53,22 +52,15 @@ async fn over_http_the_url_is_asked_and_consent_completes_the_call() {
 
 #[tokio::test]
 async fn over_stdio_the_same_two_rounds() {
-    let (mut input, server_in) = tokio::io::duplex(1 << 16);
-    let (server_out, output) = tokio::io::duplex(1 << 16);
-    tokio::spawn(mcp_mrtr::testing::with_own_keys(everything::server()).serve_io(server_in, server_out));
-    let mut lines = BufReader::new(output).lines();
+    let mut pipe = Pipe::start(everything::server());
     let mut params = json!({ "name": "test_url_elicitation", "_meta": meta(url_caps()) });
-    let mut round = async |id: i64, params: &Value| {
-        let line = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params });
-        input.write_all(format!("{line}\n").as_bytes()).await.unwrap();
-        let line = tokio::time::timeout(TIMEOUT, lines.next_line()).await.unwrap().unwrap().unwrap();
-        serde_json::from_str::<Value>(&line).unwrap()
-    };
-    let first = round(1, &params).await["result"].clone();
+    let request =
+        |id: i64, params: &Value| json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params });
+    let first = pipe.round(&request(1, &params)).await["result"].clone();
     assert_asks_url(&first);
     params["inputResponses"] = json!({ "connect": { "action": "accept" } });
     params["requestState"] = first["requestState"].clone();
-    let done = round(2, &params).await;
+    let done = pipe.round(&request(2, &params)).await;
     assert_eq!(done["result"]["content"][0]["text"], "Connected: the user opened the page.", "{done}");
 }
 

@@ -5,10 +5,9 @@
 //! as the server's failure.
 
 use mcp_mrtr::prelude::*;
-use mcp_mrtr_tests::client::TIMEOUT;
 use mcp_mrtr_tests::harness::{meta, Rpc, TestServer};
+use mcp_mrtr_tests::pipe::Pipe;
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// What to write about.
 #[derive(Deserialize, JsonSchema)]
@@ -94,23 +93,15 @@ async fn a_declined_or_cancelled_form_completes_every_method_over_http() {
 
 #[tokio::test]
 async fn a_cancelled_form_completes_every_method_over_stdio() {
-    let (mut input, server_in) = tokio::io::duplex(1 << 16);
-    let (server_out, output) = tokio::io::duplex(1 << 16);
-    tokio::spawn(mcp_mrtr::testing::with_own_keys(server()).serve_io(server_in, server_out));
-    let mut lines = BufReader::new(output).lines();
+    let mut pipe = Pipe::start(server());
     for (id, (method, mut params)) in (1..).zip(requests()) {
         params["_meta"] = meta(json!({ "elicitation": {} }));
-        let mut send = async |params: &Value| {
-            let line = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
-            input.write_all(format!("{line}\n").as_bytes()).await.unwrap();
-            let line = tokio::time::timeout(TIMEOUT, lines.next_line()).await.unwrap().unwrap().unwrap();
-            serde_json::from_str::<Value>(&line).unwrap()
-        };
-        let first = send(&params).await["result"].clone();
+        let request = |params: &Value| json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        let first = pipe.round(&request(&params)).await["result"].clone();
         let (key, _) = first["inputRequests"].as_object().unwrap().iter().next().expect("one ask");
         params["inputResponses"] = json!({ key.clone(): answer("cancel") });
         params["requestState"] = first["requestState"].clone();
-        let reply = send(&params).await;
+        let reply = pipe.round(&request(&params)).await;
         assert_says_so(method, &reply["result"], "cancelled");
     }
 }
