@@ -101,7 +101,7 @@ async fn serve() -> (SocketAddr, AuthConfig) {
     let addr = listener.local_addr().unwrap();
     let config = AuthConfig::dev(addr.port());
     let app = app(&config).unwrap();
-    tokio::spawn(async move { mcp_mrtr::serve_router(listener, app, limits()).await.unwrap() });
+    tokio::spawn(async move { mcp_mrtr::http::serve_router(listener, app, limits()).await.unwrap() });
     (addr, config)
 }
 

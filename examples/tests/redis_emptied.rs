@@ -66,7 +66,7 @@ fn a_state_claimed_before_redis_was_emptied_does_not_open_again() {
         let server = Server::new("charges", "1").tool(charge).single_use_states(store.state_guard());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        tokio::spawn(server.serve_http_listener(listener));
+        tokio::spawn(server.serve(mcp_mrtr::http::Http::listener(listener)));
         addr
     });
     let first = round(addr, json!({}), None);

@@ -2,8 +2,8 @@
 //! reaches the other's keys, even through a task id the client chose.
 
 use mcp_mrtr::prelude::*;
+use mcp_mrtr::tasks::TaskStore;
 use mcp_mrtr::testing::TestClient;
-use mcp_mrtr::TaskStore;
 use serde_json::json;
 
 use crate::instance::Redis;

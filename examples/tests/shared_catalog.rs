@@ -11,7 +11,9 @@ use std::net::SocketAddr;
 
 use instance::Redis;
 use mcp_mrtr::prelude::*;
-use mcp_mrtr::{KeyRing, Listen, ServerHandle, StateConfig, StateKey};
+use mcp_mrtr::{
+    catalog::Listen, catalog::ServerHandle, request_state::KeyRing, request_state::StateConfig, request_state::StateKey,
+};
 use serde_json::{json, Value};
 
 /// Rolls a service out.
@@ -42,7 +44,7 @@ fn serve(runtime: &tokio::runtime::Runtime, url: &str, share: bool) -> (ServerHa
         let handle = server.server_handle();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        tokio::spawn(server.serve_http_listener(listener));
+        tokio::spawn(server.serve(mcp_mrtr::http::Http::listener(listener)));
         (handle, addr)
     })
 }

@@ -7,7 +7,7 @@
 use std::time::{Duration, SystemTime};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use mcp_mrtr::{Claim, Consumed, MemoryGuard};
+use mcp_mrtr::{request_state::Claim, request_state::Consumed, request_state::MemoryGuard};
 
 /// A claim whose digest is `n` (any 32 bytes do: the guard takes what it is given).
 fn claim(n: u64, expires: SystemTime) -> Claim {

@@ -3,13 +3,13 @@
 //! answer, finish). In-process, so the numbers are the runtime's, not the network's.
 //!
 //! Rounds 1+2 run twice: with single-use states (the default, so round 2 also records
-//! the state in the server's `MemoryGuard`) and with `reusable_states()`, which shows
+//! the state in the server's `MemoryGuard`) and with `reusable_states(true)`, which shows
 //! what the guard costs end to end.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use mcp_mrtr::prelude::*;
 use mcp_mrtr::testing::{answer, TestClient};
-use mcp_mrtr::{KeyRing, StateConfig, StateKey};
+use mcp_mrtr::{request_state::KeyRing, request_state::StateConfig, request_state::StateKey};
 use serde_json::json;
 
 #[derive(Deserialize, JsonSchema)]
@@ -35,7 +35,7 @@ fn rounds(c: &mut Criterion) {
     c.bench_function("mrtr_round1_input_required", |b| {
         b.iter(|| runtime.block_on(async { client.call_tool("greet", args.clone()).start().await }));
     });
-    let reusable = TestClient::new(server().reusable_states());
+    let reusable = TestClient::new(server().reusable_states(true));
     for (name, client) in
         [("mrtr_rounds_1_and_2_complete", &client), ("mrtr_rounds_1_and_2_reusable_states", &reusable)]
     {

@@ -1,7 +1,7 @@
 //! Sealing and opening a request state: a typical ~1 KiB payload and a large ~16 KiB one.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use mcp_mrtr::{KeyRing, StateConfig, StateKey};
+use mcp_mrtr::{request_state::KeyRing, request_state::StateConfig, request_state::StateKey};
 
 /// JSON-looking bytes of about `len`, like a handler's accumulated answers.
 fn payload(len: usize) -> Vec<u8> {

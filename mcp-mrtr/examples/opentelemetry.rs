@@ -20,6 +20,7 @@
 //! `0af7651916cd43dd8448eb211c80319c`, child of `00f067aa0ba902b7`. A real deployment
 //! installs an OTLP exporter (`opentelemetry-otlp`) where this one prints.
 
+use mcp_mrtr::http::Http;
 use mcp_mrtr::prelude::*;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::error::OTelSdkResult;
@@ -65,5 +66,5 @@ async fn main() -> std::io::Result<()> {
     tracing::subscriber::set_global_default(tracing_subscriber::registry().with(otel)).expect("one subscriber");
 
     println!("serving on http://127.0.0.1:3001/mcp; call greet with a traceparent in _meta");
-    Server::new("traced", "1.0.0").tool(greet).serve_http("127.0.0.1:3001").await
+    Server::new("traced", "1.0.0").tool(greet).serve(Http::bind("127.0.0.1:3001")).await
 }

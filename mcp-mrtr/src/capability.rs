@@ -16,7 +16,7 @@ use crate::Error;
 /// with `-32021`); the check itself reads the capabilities a request declared:
 ///
 /// ```
-/// use mcp_mrtr::{Capability, ClientCapabilities};
+/// use mcp_mrtr::{Capability, protocol::ClientCapabilities};
 /// use serde_json::json;
 ///
 /// let declared: ClientCapabilities = serde_json::from_value(json!({ "elicitation": {} })).unwrap();

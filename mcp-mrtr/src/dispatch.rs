@@ -17,20 +17,20 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use tracing::Instrument as _;
 
+use crate::catalog::RequestView;
 use crate::context::Transport;
 use crate::envelope::{Request, RequestMeta, TraceContext};
 use crate::fair::ClientId;
 use crate::handler::{
     declined_prompt, declined_read, MethodRoute, PromptRoute, ResourceKind, ResourceRoute, ToolRoute,
 };
-use crate::live::RequestView;
 use crate::protocol::{CacheHints, CacheScope};
 use crate::protocol::{
     CallToolParams, CompleteParams, CompleteResult, Completion, CompletionReference, GetPromptParams, JsonObject,
     ReadResourceParams, RequestId, ResultJson,
 };
 use crate::replay::{self, Carried, Outcome, Replay};
-use crate::state::{Binding, Presented, SingleUse};
+use crate::request_state::{Binding, Presented, SingleUse};
 use axum::http::Extensions;
 
 use crate::{deadline, Ctx, Error};

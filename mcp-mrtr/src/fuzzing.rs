@@ -29,11 +29,13 @@ use crate::envelope::{check_version, classify, read_modern, Era, Incoming, Reque
 use crate::param_headers::{check, declared, decode_value, ParamHeader};
 use crate::protocol::{meta_keys, ClientCapabilities, JsonObject, RequestId};
 use crate::replay::{self, Carried, Outcome, Replay};
-use crate::state::{Binding, BindingDigest, Presented};
+use crate::request_state::{Binding, BindingDigest, Presented};
 use crate::uri_template::UriTemplate;
 use crate::{
-    Ctx, ErrorCode, KeyRing, Prompt, PromptMessage, RequestMeta, Resource, ResourceContents, ResourceTemplate, Server,
-    Skill, Skills, StateConfig, StateKey, Tool, ToolError, TraceContext, PROTOCOL_VERSION,
+    context::RequestMeta, context::TraceContext, protocol::Prompt, protocol::PromptMessage, protocol::Resource,
+    protocol::ResourceContents, protocol::ResourceTemplate, protocol::Tool, protocol::PROTOCOL_VERSION,
+    request_state::KeyRing, request_state::StateConfig, request_state::StateKey, skills::Skill, skills::Skills, Ctx,
+    ErrorCode, Server, ToolError,
 };
 
 /// One message body, as HTTP and stdio read it: framing, era, `_meta`, version. Where the
@@ -438,7 +440,7 @@ pub fn server(skills: usize) -> Server {
     for name in ["greet", "brief", "recap"] {
         let prompt = Prompt::new(name).description("Says hello");
         server = server.prompt(prompt.handler(|_ctx, _: JsonObject| async {
-            Ok::<_, ToolError>(vec![PromptMessage::user(crate::ContentBlock::text("hello"))])
+            Ok::<_, ToolError>(vec![PromptMessage::user(crate::protocol::ContentBlock::text("hello"))])
         }));
     }
     for uri in ["note://a", "note://b", "file:///readme"] {

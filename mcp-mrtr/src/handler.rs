@@ -1,8 +1,21 @@
-//! Handlers as the dispatcher stores them: a listing entry plus a boxed async function.
+//! What handlers are made of, beyond the route types at the crate root: what a handler may
+//! return ([`IntoToolResult`], [`IntoPromptResult`], [`IntoResourceResult`], [`Json`]),
+//! the groups the `tools!`-style macros and `#[toolbox]` make ([`Routes`], [`Toolbox`]),
+//! and whether a tool may run as a task ([`TaskSupport`]).
 //!
-//! Users build routes from the protocol's metadata types: [`Tool::handler`],
-//! [`Prompt::handler`], [`Resource::handler`] and [`ResourceTemplate::handler`]. The
-//! `#[tool]`/`#[prompt]`/`#[resource]` macros generate the same routes.
+//! The `#[tool]`/`#[prompt]`/`#[resource]` macros build routes; by hand, build them from
+//! the protocol's metadata types: [`Tool::handler`](crate::protocol::Tool::handler),
+//! [`Prompt::handler`](crate::protocol::Prompt::handler),
+//! [`Resource::handler`](crate::protocol::Resource::handler) and
+//! [`ResourceTemplate::handler`](crate::protocol::ResourceTemplate::handler).
+
+// For maintainers:
+//
+// Handlers as the dispatcher stores them: a listing entry plus a boxed async function.
+//
+// Users build routes from the protocol's metadata types: [`Tool::handler`],
+// [`Prompt::handler`], [`Resource::handler`] and [`ResourceTemplate::handler`]. The
+// `#[tool]`/`#[prompt]`/`#[resource]` macros generate the same routes.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -77,7 +90,7 @@ pub enum TaskSupport {
 /// use std::time::Duration;
 ///
 /// use mcp_mrtr::prelude::*;
-/// use mcp_mrtr::{TaskSupport, ToolRoute};
+/// use mcp_mrtr::{handler::TaskSupport, ToolRoute};
 ///
 /// /// Builds the monthly report.
 /// #[tool]
@@ -114,7 +127,7 @@ pub struct ToolRoute {
 
 impl ToolRoute {
     /// How long one run of this tool may take, instead of the server's
-    /// [`Limits::handler_timeout`](crate::Limits::handler_timeout): longer for a tool
+    /// [`Server::handler_timeout`](crate::Server::handler_timeout): longer for a tool
     /// known to be slow, shorter for one that must be quick. Past it the call fails with
     /// `-32603` "timed out after …". Applies on every transport, stdio included.
     pub fn timeout(mut self, limit: Duration) -> Self {
@@ -134,7 +147,7 @@ impl ToolRoute {
     }
 
     /// How long one run of this tool as a task may take, instead of the server's
-    /// [`TaskLimits::run_timeout`](crate::TaskLimits::run_timeout): longer for a job known
+    /// [`TaskLimits::run_timeout`](crate::tasks::TaskLimits::run_timeout): longer for a job known
     /// to take hours, shorter for one that must not hold a run slot long. Past it the
     /// task fails with `-32603` "the task timed out after …".
     pub fn task_timeout(mut self, limit: Duration) -> Self {
@@ -201,7 +214,7 @@ pub struct PromptRoute {
 ///
 /// ```
 /// use mcp_mrtr::testing::TestClient;
-/// use mcp_mrtr::{ResourceContents, ResourceTemplate, Server, ToolError};
+/// use mcp_mrtr::{protocol::ResourceContents, protocol::ResourceTemplate, Server, ToolError};
 ///
 /// /// The template's variables, taken from the URI read.
 /// #[derive(serde::Deserialize)]
@@ -277,7 +290,7 @@ requirements!(ToolRoute, PromptRoute, ResourceRoute, MethodRoute);
 ///
 /// It is served like the built-in methods: on both protocol revisions and every
 /// transport, through the same limits, authorization ([`requires_scopes`](Self::requires_scopes))
-/// and visibility filter ([`Item::Method`](crate::Item::Method)); its complete results
+/// and visibility filter ([`Item::Method`](crate::catalog::Item::Method)); its complete results
 /// are stamped with `resultType` and `serverInfo`, and with caching hints when
 /// [`cache_hints`](Self::cache_hints) says so. The handler may ask (through
 /// [`Ctx::ask`]), in rounds like a tool's.

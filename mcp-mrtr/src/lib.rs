@@ -17,7 +17,7 @@
 //!
 //! #[tokio::main]
 //! async fn main() -> std::io::Result<()> {
-//!     Server::new("weather", "1.0.0").tool(weather).serve_stdio().await
+//!     Server::new("weather", "1.0.0").tool(weather).serve(Stdio::new()).await
 //! }
 //! ```
 //!
@@ -29,27 +29,27 @@
 //!
 //! - **Asking.** [`ask!`] elicits a form (`T: Deserialize + JsonSchema`, a flat object),
 //!   a URL visit, a sample from the client's model or the client's roots. Asks inside
-//!   [`join!`] go out in one round. Decline and cancel are values ([`Declined`]).
+//!   [`join!`](prelude::join) go out in one round. Decline and cancel are values ([`Declined`]).
 //! - **Replay.** Each round re-runs the handler; answers are pinned to their question
 //!   and carried in the sealed state. [`once!`] keeps a side effect from repeating.
 //! - **Capabilities.** Before a round is sent, each question is checked against what the
 //!   client declared on *this* request: `-32021` names everything missing. Branch first
 //!   with [`Ctx::client_supports`].
 //! - **Request state.** Authenticated encryption, bound to the method, target,
-//!   arguments and (optionally) the caller, with expiry and a size cap ([`StateConfig`]).
+//!   arguments and (optionally) the caller, with expiry and a size cap ([`StateConfig`](request_state::StateConfig)).
 //!   Share a key ring (`MCP_MRTR_STATE_KEYS`) to run several instances.
-//! - **Serving.** [`Server::serve_stdio`], [`Server::serve_http`], or mount
-//!   [`Server::into_router`] in an axum app. Results are stamped centrally (`resultType`,
-//!   `serverInfo`, [`CacheHints`]); errors carry their JSON-RPC code and HTTP status.
+//! - **Serving.** [`Server::serve`] on [`Stdio`](stdio::Stdio) or [`Http`](http::Http), or
+//!   mount [`Server::into_router`] in an axum app. Results are stamped centrally (`resultType`,
+//!   `serverInfo`, [`CacheHints`](protocol::CacheHints)); errors carry their JSON-RPC code and HTTP status.
 //!   On SIGTERM or Ctrl-C both shut down gracefully: no new connections, requests in
-//!   flight finish within [`Limits::shutdown_timeout`], tasks are handed back.
+//!   flight finish within [`Limits::shutdown_timeout`](http::Limits::shutdown_timeout), tasks are handed back.
 //! - **Both eras.** 2025-11-25 clients get the same handlers through a bridge: after
 //!   `initialize`, each round's questions go to the client as real requests on the
 //!   request's stream, and the handler is replayed with the answers.
 //! - **Tasks.** `#[tool(task = "optional")]` lets a client that declares the tasks
 //!   extension get a task id at once and poll it; the handler, its asks and its `once!`
-//!   steps are the same, journaled in a [`TaskStore`] instead of the request state.
-//! - **Authorization.** [`HttpConfig::auth`] makes the HTTP endpoint an OAuth 2.1
+//!   steps are the same, journaled in a [`TaskStore`](tasks::TaskStore) instead of the request state.
+//! - **Authorization.** [`HttpConfig::auth`](http::HttpConfig::auth) makes the HTTP endpoint an OAuth 2.1
 //!   resource server ([`auth`]): bearer tokens checked before the MCP pipeline, the
 //!   protected resource metadata, and per-handler scopes (`#[tool(scopes = [...])]`).
 //! - **Testing.** [`testing::TestClient`] drives a handler through its rounds in-process.
@@ -82,7 +82,8 @@ pub mod ask;
 pub mod auth;
 mod caller;
 mod capability;
-mod context;
+pub mod catalog;
+pub mod context;
 mod deadline;
 mod dispatch;
 mod envelope;
@@ -94,12 +95,11 @@ mod form_schema;
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzzing;
-mod handler;
+pub mod handler;
 mod hex;
 mod inflight;
 mod kept_arguments;
 mod legacy;
-mod live;
 mod param_headers;
 mod private;
 pub mod protocol;
@@ -107,41 +107,46 @@ pub mod protocol;
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;
 mod replay;
+pub mod request_state;
 mod server;
 mod shutdown;
-mod skills;
-mod state;
-mod tasks;
+pub mod skills;
+pub mod tasks;
 mod telemetry;
 pub mod testing;
 mod transport;
 mod uri_template;
 
-pub use ask::{Declined, ElicitForm};
 pub use caller::Caller;
 pub use capability::Capability;
-pub use context::{Ask, ContinueAsTask, Ctx, Halted, RetryLater};
-pub use envelope::{RequestMeta, TraceContext, TraceParent, PROTOCOL_VERSION};
-pub use error::{Error, ErrorCode, ToolError};
+pub use context::Ctx;
+pub use error::{Declined, Error, ErrorCode, ToolError};
 pub use extract::{Extension, State};
-pub use handler::{
-    IntoPromptResult, IntoResourceResult, IntoToolResult, Json, MethodRoute, PromptArguments, PromptRoute,
-    ResourceRoute, Routes, TaskSupport, ToolRoute, Toolbox,
-};
-pub use live::{
-    CatalogEdit, CatalogError, Change, ChangeFanout, FanoutKeys, Item, Listen, MemoryFanout, RequestView, ServerHandle,
-};
-pub use protocol::{
-    CacheHints, CacheScope, CallToolResult, ClientCapabilities, CompleteParams, Completion, ContentBlock,
-    GetPromptResult, LoggingLevel, Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource,
-    ResourceContents, ResourceTemplate, Role, Tool,
-};
+pub use handler::{Json, MethodRoute, PromptRoute, ResourceRoute, ToolRoute};
 pub use server::Server;
-pub use shutdown::shutdown_signal;
-pub use skills::{Skill, Skills};
-pub use state::{Claim, Consumed, KeyError, KeyRing, MemoryGuard, StateConfig, StateGuard, StateKey};
-pub use tasks::{MemoryTaskStore, StoreError, TaskEnd, TaskLimits, TaskRecord, TaskStatus, TaskStore};
-pub use transport::http::{serve_router, serve_router_with_shutdown, HttpConfig, Limits};
+// Until the macros name these through `__private` only (issue 34).
+#[doc(hidden)]
+pub use handler::{Routes, TaskSupport, Toolbox};
+
+/// Serving: [`Server::serve`] takes a transport ([`stdio::Stdio`], [`http::Http`]) and
+/// returns a [`Serve`](serve::Serve), which graceful shutdown modifies.
+pub mod serve {
+    pub use crate::shutdown::shutdown_signal;
+    pub use crate::transport::serve::{Serve, Transport};
+}
+
+/// Newline-delimited JSON-RPC on the process's stdio, or any byte stream pair.
+pub mod stdio {
+    pub use crate::transport::stdio::{Pipe, Stdio};
+}
+
+/// Streamable HTTP: the [`Http`](http::Http) transport, the endpoint's settings
+/// ([`HttpConfig`](http::HttpConfig)), the listener's bounds ([`Limits`](http::Limits)), and
+/// an accept loop with those bounds for an axum app that mounts
+/// [`Server::into_router`].
+pub mod http {
+    pub use crate::transport::http::{serve_router, Http, HttpConfig, Limits, ServeRouter};
+}
 
 /// Turns an `async fn` into a tool: `server.tool(my_fn)`.
 ///
@@ -159,7 +164,7 @@ pub use transport::http::{serve_router, serve_router_with_shutdown, HttpConfig, 
 /// | `title = "…"` | display title |
 /// | `description = "…"` | description (default: the doc comment; one is required) |
 /// | `read_only`, `destructive`, `idempotent`, `open_world` | behaviour hints |
-/// | `task = "optional"` / `"required"` | may run as a task ([`TaskSupport`], [`Ctx::continue_as_task`]) |
+/// | `task = "optional"` / `"required"` | may run as a task ([`handler::TaskSupport`], [`Ctx::continue_as_task`]) |
 /// | `scopes = ["…", …]` | OAuth scopes a caller needs; others get 403 before the handler runs ([`auth`]) |
 /// | `forms = [Type, …]` | forms helper functions ask for, checked at registration |
 /// | `crate = "path"` | where `mcp_mrtr` is, when re-exported under another name |
@@ -182,7 +187,7 @@ pub use mcp_mrtr_macros::tool;
 /// `Option<String>` ones optional. Extractors count as no argument, as in a tool: `&Ctx`,
 /// `State<T>`, `Extension<T>`, `Caller`. Keys: `name`, `title`, `description`, `scopes`,
 /// `forms`, `crate`, as for [`tool`]. The function returns `Result<Vec<PromptMessage>, ToolError>` (or a
-/// [`GetPromptResult`]) and may [`ask!`].
+/// [`GetPromptResult`](protocol::GetPromptResult)) and may [`ask!`].
 pub use mcp_mrtr_macros::prompt;
 
 /// Turns an `async fn` into a resource: `server.resource(my_fn)`.
@@ -192,7 +197,7 @@ pub use mcp_mrtr_macros::prompt;
 /// (extractors aside: `&Ctx`, `State<T>`, `Extension<T>`, `Caller` are not variables).
 /// Other keys: `name`, `title`, `description`, `mime_type`, `scopes`, `forms`, `crate`
 /// (as for [`tool`]). Returns
-/// [`ResourceContents`] (or a `Vec` of them, or a [`ReadResourceResult`]) and may [`ask!`].
+/// [`ResourceContents`](protocol::ResourceContents) (or a `Vec` of them, or a [`ReadResourceResult`](protocol::ReadResourceResult)) and may [`ask!`].
 pub use mcp_mrtr_macros::resource;
 /// Makes the `#[tool]`, `#[prompt]` and `#[resource]` methods of an `impl` block, taking
 /// `&self`, the handlers of a struct the server owns: `server.toolbox(notes)`.
@@ -233,9 +238,6 @@ pub use mcp_mrtr_macros::resource;
 /// top each round, like any handler. The annotated methods become handlers only: call
 /// them through the server (or [`testing`]), not directly.
 pub use mcp_mrtr_macros::toolbox;
-/// Joins asks (and other futures) so they are polled together: joined asks go out in
-/// one round. A re-export of `tokio::join!`.
-pub use tokio::join;
 
 #[doc(hidden)]
 pub mod __private {
@@ -244,7 +246,8 @@ pub mod __private {
     pub use crate::private::*;
 }
 
-/// Everything a handler module usually needs.
+/// Everything a first server needs: the macros, the types handlers take and return, the
+/// server and its two transports.
 pub mod prelude {
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};
@@ -252,10 +255,16 @@ pub mod prelude {
     // The macro alone: `crate::ask` also names the module of ask types.
     #[doc(inline)]
     pub use crate::__ask as ask;
+    /// Joins asks (and other futures) so they are polled together: joined asks go out in
+    /// one round. A re-export of `tokio::join!`.
+    pub use tokio::join;
+
+    pub use crate::http::Http;
+    pub use crate::protocol::{CallToolResult, ContentBlock, PromptMessage, ResourceContents};
+    pub use crate::stdio::Stdio;
     pub use crate::{
-        join, once, prompt, prompts, require_client_capability, resource, resources, tool, toolbox, tools,
-        CallToolResult, Caller, Capability, ContentBlock, Ctx, Declined, Extension, Json, PromptMessage,
-        ResourceContents, Server, State, ToolError,
+        once, prompt, prompts, require_client_capability, resource, resources, tool, toolbox, tools, Caller,
+        Capability, Ctx, Declined, Extension, Json, Server, State, ToolError,
     };
 }
 
@@ -337,13 +346,13 @@ macro_rules! __ask {
 /// ```
 ///
 /// In a loop, give a per-iteration key. Asks inside
-/// [`join!`] go out together in one round. In a helper `async fn`, pass the context:
+/// [`join!`](prelude::join) go out together in one round. In a helper `async fn`, pass the context:
 /// `ask!(ctx, key = "name", elicit "…")`.
 ///
 /// On the first request of a call (no request state yet) an answer the client sent in
 /// advance counts for an ask under its key, even one it was never shown. For consent, make
 /// the ask `fresh` (after `key = …,` if any): `ask!(fresh, elicit "Pay 12 EUR?")` counts
-/// only an answer to the question as asked ([`Ask::fresh`]). Inside a task every ask is
+/// only an answer to the question as asked ([`Ask::fresh`](context::Ask::fresh)). Inside a task every ask is
 /// fresh ([guide](guide::replay)).
 #[doc(inline)]
 pub use crate::__ask as ask;

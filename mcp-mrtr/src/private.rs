@@ -12,7 +12,10 @@ use serde_json::Value;
 
 use crate::handler::IntoResourceResult;
 use crate::protocol::{JsonObject, ToolAnnotations};
-use crate::{Ctx, Error, Prompt, PromptArgument, Resource, ResourceRoute, ResourceTemplate, Tool, ToolError};
+use crate::{
+    protocol::Prompt, protocol::PromptArgument, protocol::Resource, protocol::ResourceTemplate, protocol::Tool, Ctx,
+    Error, ResourceRoute, ToolError,
+};
 
 /// A tool's metadata, with `schema` ([`input_schema`] of its generated argument struct)
 /// as its input schema. `headers` are the parameters mirrored into headers: (parameter,
@@ -168,7 +171,7 @@ where
 /// # Panics
 ///
 /// With the offending property named, when `T` is not a flat object of primitives.
-pub fn check_form<T: crate::ElicitForm>(handler: &str) {
+pub fn check_form<T: crate::ask::ElicitForm>(handler: &str) {
     if let Err(problem) = T::requested_schema() {
         panic!(
             "handler `{handler}` asks for a `{}` with ask!(elicit …), which cannot be a form: {problem}",

@@ -31,7 +31,7 @@ use tracing::Instrument as _;
 use crate::ask::Question;
 use crate::capability;
 use crate::protocol::{ClientCapabilities, InputRequest, InputRequiredResult, JsonObject};
-use crate::state::SingleUse;
+use crate::request_state::SingleUse;
 use crate::Error;
 
 /// Rounds after which a multi-round call is abandoned as a loop.

@@ -8,21 +8,21 @@ use std::time::Duration;
 
 use axum::http::HeaderMap;
 
+use crate::catalog::{Item, Listen, RequestView, ServerHandle};
 use crate::dispatch::Engine;
 use crate::handler::{MethodRoute, PromptRoute, ResourceRoute, Routes, ToolRoute, Toolbox};
-use crate::live::{Item, Listen, RequestView, ServerHandle};
 use crate::protocol::{CacheHints, CompleteParams, Completion, ServerCapabilities};
 use crate::skills::Skills;
 use crate::tasks::Tasks;
-use crate::{Ctx, StateConfig, StateGuard, TaskStore, ToolError};
+use crate::{request_state::StateConfig, request_state::StateGuard, tasks::TaskStore, Ctx, ToolError};
 
 /// An MCP server: its identity and its tools, prompts and resources.
 ///
-/// Build one, then serve it with [`Server::serve_stdio`], [`Server::serve_http`] or
-/// mount [`Server::into_router`] in an axum app.
+/// Build one, then serve it with [`Server::serve`] on [`Stdio`](crate::stdio::Stdio) or
+/// [`Http`](crate::http::Http), or mount [`Server::into_router`] in an axum app.
 ///
 /// ```
-/// use mcp_mrtr::{Server, Tool, ToolError};
+/// use mcp_mrtr::{Server, protocol::Tool, ToolError};
 ///
 /// let server = Server::new("greeter", "1.0.0").tool(
 ///     Tool::new("hello")
@@ -144,7 +144,7 @@ impl Server {
     /// shared: their `cacheScope` is `private` whatever the [`CacheHints`] say.
     ///
     /// ```
-    /// use mcp_mrtr::{Item, Server};
+    /// use mcp_mrtr::{catalog::Item, Server};
     ///
     /// // Tools named `admin/…` only for callers with the `admin` scope.
     /// let server = Server::new("s", "1").visible(|view, item| match item {
@@ -201,7 +201,7 @@ impl Server {
     /// are used, or else a random key of this server's own (states then open only on
     /// this server, until it restarts). The environment is read when serving starts,
     /// and a malformed value fails it there. The same keys authenticate what a shared
-    /// change fanout carries between instances ([`FanoutKeys`](crate::FanoutKeys)), so
+    /// change fanout carries between instances ([`FanoutKeys`](crate::catalog::FanoutKeys)), so
     /// every instance needs the same ring.
     pub fn request_state(mut self, config: StateConfig) -> Self {
         self.engine.state = Arc::new(OnceLock::from(config));
@@ -240,7 +240,7 @@ impl Server {
     }
 
     /// Remembers claimed states with `guard` instead of the default
-    /// [`MemoryGuard`](crate::MemoryGuard): a round claims its request state before its
+    /// [`MemoryGuard`](crate::request_state::MemoryGuard): a round claims its request state before its
     /// first `once!` step runs, and a second claim of the same state is refused like a
     /// tampered state (rounds that take no step claim nothing). `MemoryGuard` serves one
     /// instance; several instances behind a load balancer need a [`StateGuard`] backed by
@@ -248,6 +248,20 @@ impl Server {
     /// replayed once on each.
     pub fn single_use_states(mut self, guard: impl StateGuard) -> Self {
         self.engine.state_guard = Some(Arc::new(guard));
+        self
+    }
+
+    /// How long one run of a tool, prompt, resource or completion handler may take, on
+    /// every transport (time a 2025-11-25 client spends answering questions between runs
+    /// is not counted). Past it the request fails with `-32603` "timed out after …";
+    /// [`ToolRoute::timeout`] sets it per tool. `None` lets handlers run as long as they
+    /// like.
+    ///
+    /// Unset, it is 60 s over HTTP (the request timeout common clients use; a stuck
+    /// handler holds a place many clients share) and unbounded over stdio (the one client
+    /// is a local process that can cancel, and nobody else waits for the place).
+    pub fn handler_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.engine.handler_timeout = Some(timeout);
         self
     }
 
@@ -262,7 +276,7 @@ impl Server {
         self
     }
 
-    /// Where task records live (default: a [`MemoryTaskStore`](crate::MemoryTaskStore), for one instance).
+    /// Where task records live (default: a [`MemoryTaskStore`](crate::tasks::MemoryTaskStore), for one instance).
     /// Several instances serving the same tasks need a store they share (the `redis`
     /// feature's `RedisTaskStore`).
     pub fn task_store(mut self, store: impl TaskStore) -> Self {
@@ -273,16 +287,16 @@ impl Server {
     /// How long a task's record is kept after the task is created (default one hour);
     /// `None` keeps it as long as the store does. After that, `tasks/get` no longer
     /// knows the task. A task that finished is kept for a shorter time, within this:
-    /// [`TaskLimits::keep_finished`](crate::TaskLimits::keep_finished).
+    /// [`TaskLimits::keep_finished`](crate::tasks::TaskLimits::keep_finished).
     pub fn task_ttl(mut self, ttl: Option<Duration>) -> Self {
         self.tasks.ttl = ttl;
         self
     }
 
     /// How many tasks this instance holds and runs, for how long, and how big their
-    /// arguments may be: see [`TaskLimits`](crate::TaskLimits) for each bound, its
+    /// arguments may be: see [`TaskLimits`](crate::tasks::TaskLimits) for each bound, its
     /// default and the memory it allows.
-    pub fn task_limits(mut self, limits: crate::TaskLimits) -> Self {
+    pub fn task_limits(mut self, limits: crate::tasks::TaskLimits) -> Self {
         self.tasks = self.tasks.with_limits(limits);
         self
     }
@@ -300,7 +314,7 @@ impl Server {
     }
 
     /// Runs `hook` when a task ends: completed, failed (its handler failed, its run timed
-    /// out, or it expired: [`TaskEnd::expired`](crate::TaskEnd::expired)) or cancelled.
+    /// out, or it expired: [`TaskEnd::expired`](crate::tasks::TaskEnd::expired)) or cancelled.
     /// It is where to undo what a task left half done, since its handler cannot: a
     /// cancel drops the handler where it stands, a task waiting for an answer holds no
     /// handler at all, and a `Drop` guard inside the handler runs at every ask too.
@@ -312,7 +326,7 @@ impl Server {
     /// [`task_ttl`](Self::task_ttl), at most a minute), while some instance is serving.
     ///
     /// ```
-    /// use mcp_mrtr::{Server, TaskStatus};
+    /// use mcp_mrtr::{Server, tasks::TaskStatus};
     ///
     /// let server = Server::new("deploys", "1.0.0").on_task_end(|end| async move {
     ///     if end.tool() == "deploy" && end.status() != TaskStatus::Completed {
@@ -325,7 +339,7 @@ impl Server {
     /// ```
     pub fn on_task_end<F, Fut>(mut self, hook: F) -> Self
     where
-        F: Fn(crate::TaskEnd) -> Fut + Send + Sync + 'static,
+        F: Fn(crate::tasks::TaskEnd) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = ()> + Send + 'static,
     {
         self.tasks.on_end = Some(crate::tasks::end_hook(hook));
@@ -335,7 +349,7 @@ impl Server {
     /// Gives back the tasks running on this instance, as a graceful shutdown does: their
     /// handlers are dropped and their leases released, so another instance sharing the
     /// task store takes them over at once, replaying them from their journals. After it,
-    /// this server takes no task over. `serve_http*` and `serve_stdio` call it after
+    /// this server takes no task over. [`Server::serve`] calls it after
     /// their drain; call it yourself when you serve the router another way.
     pub async fn hand_back_tasks(&self) {
         self.tasks.hand_back().await;
@@ -344,9 +358,15 @@ impl Server {
     /// Lets a round take its `once!` steps however often its request state is presented
     /// within its lifetime: a client replaying an older state runs that round's steps
     /// again. Only for servers whose steps are harmless to re-run. (Rounds without a
-    /// `once!` step may be presented again either way.)
-    pub fn reusable_states(mut self) -> Self {
-        self.engine.state_guard = None;
+    /// `once!` step may be presented again either way.) `false` (the default) makes states
+    /// single-use again, with the guard given to [`single_use_states`](Self::single_use_states)
+    /// or else a [`MemoryGuard`](crate::request_state::MemoryGuard).
+    pub fn reusable_states(mut self, reusable: bool) -> Self {
+        if reusable {
+            self.engine.state_guard = None;
+        } else if self.engine.state_guard.is_none() {
+            self.engine.state_guard = Some(Arc::new(crate::request_state::MemoryGuard::new()));
+        }
         self
     }
 

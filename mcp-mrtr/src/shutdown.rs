@@ -17,14 +17,14 @@ use futures_util::FutureExt;
 use tokio::sync::watch;
 
 /// How long requests in flight get to finish once shutdown starts, unless
-/// [`Limits::shutdown_timeout`](crate::Limits::shutdown_timeout) says otherwise.
+/// [`Limits::shutdown_timeout`](crate::http::Limits::shutdown_timeout) says otherwise.
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Resolves when the process is asked to stop: on SIGTERM (what `docker stop`, systemd
-/// and Kubernetes send) or Ctrl-C. Pass it to
-/// [`serve_router_with_shutdown`](crate::serve_router_with_shutdown);
-/// [`Server::serve_http`](crate::Server::serve_http) and
-/// [`Server::serve_stdio`](crate::Server::serve_stdio) use it unless told otherwise.
+/// and Kubernetes send) or Ctrl-C. [`Server::serve`](crate::Server::serve) stops on it
+/// over HTTP and the process's stdio unless told otherwise; pass it (or a future that
+/// also waits for it) to [`Serve::with_graceful_shutdown`](crate::serve::Serve::with_graceful_shutdown)
+/// or [`ServeRouter::with_graceful_shutdown`](crate::http::ServeRouter::with_graceful_shutdown).
 ///
 /// The handlers are installed when this is called, not when the future is first polled,
 /// so a signal that arrives while the server is starting is not missed. Once installed
@@ -32,20 +32,21 @@ pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 ///
 /// ```no_run
 /// # async fn run() -> std::io::Result<()> {
-/// use mcp_mrtr::{HttpConfig, Server};
+/// use mcp_mrtr::{http::Http, Server};
 ///
 /// // Stop on SIGTERM or Ctrl-C, or when the app sends on `stop`: whichever comes first.
 /// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-/// let signal = mcp_mrtr::shutdown_signal();
-/// let config = HttpConfig::default().shutdown_signal(async move {
-///     tokio::select! {
-///         () = signal => {}
-///         _ = stopped => {}
-///     }
-/// });
+/// let signal = mcp_mrtr::serve::shutdown_signal();
 /// # let _keep = stop;
-/// let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
-/// Server::new("app", "1.0.0").serve_http_with(listener, config).await
+/// Server::new("app", "1.0.0")
+///     .serve(Http::bind("127.0.0.1:3000"))
+///     .with_graceful_shutdown(async move {
+///         tokio::select! {
+///             () = signal => {}
+///             _ = stopped => {}
+///         }
+///     })
+///     .await
 /// # }
 /// ```
 ///
@@ -147,11 +148,11 @@ impl Draining {
     }
 }
 
-/// The future [`HttpConfig::shutdown_signal`](crate::HttpConfig::shutdown_signal) was
+/// The future [`Serve::with_graceful_shutdown`](crate::serve::Serve::with_graceful_shutdown) was
 /// given, shared so that the configuration stays `Clone`: every server given a clone of
 /// the configuration stops on it.
 #[derive(Clone)]
-pub(crate) struct Signal(Shared<BoxFuture<'static, ()>>);
+pub struct Signal(Shared<BoxFuture<'static, ()>>);
 
 impl Signal {
     pub(crate) fn new(signal: impl Future<Output = ()> + Send + 'static) -> Self {

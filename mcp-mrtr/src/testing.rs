@@ -47,7 +47,7 @@ use crate::context::Transport;
 use crate::dispatch::Engine;
 use crate::envelope::{Request, RequestMeta, PROTOCOL_VERSION};
 use crate::protocol::{InputRequest, InputRequiredResult, JsonObject, RequestId};
-use crate::{Caller, Error, KeyRing, Server, StateConfig, StateKey};
+use crate::{request_state::KeyRing, request_state::StateConfig, request_state::StateKey, Caller, Error, Server};
 
 /// Gives `server` a random request-state key of its own, unless it was given a
 /// [`StateConfig`] already: a test then never depends on (or breaks on) a

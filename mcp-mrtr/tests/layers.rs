@@ -18,10 +18,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("bounds and lifecycle", &["fair", "shutdown"]),
     (
         "sealed state, envelope, capabilities",
-        &["state", "capability", "envelope", "param_headers", "app_state", "telemetry"],
+        &["request_state", "capability", "envelope", "param_headers", "app_state", "telemetry"],
     ),
     ("the MRTR core", &["ask", "replay", "context", "extract"]),
-    ("handlers and the catalog", &["handler", "live", "private"]),
+    ("handlers and the catalog", &["handler", "catalog", "private"]),
     ("dispatch", &["dispatch"]),
     ("extensions", &["tasks", "auth", "redis", "skills"]),
     ("the builder", &["server"]),
@@ -188,10 +188,10 @@ fn the_check_sees_paths_groups_and_root_exports() {
     let text = strip(
         "use crate::{dispatch::Engine, Server, tasks::{Tasks, Host}};\n\
          // crate::transport is a comment\n\
-         fn f() { crate::live::x(); }\n\
+         fn f() { crate::catalog::x(); }\n\
          #[cfg(test)]\nmod tests { use crate::testing; }\n",
     );
-    assert_eq!(crate_names(&text), ["dispatch", "Server", "tasks", "live"]);
+    assert_eq!(crate_names(&text), ["dispatch", "Server", "tasks", "catalog"]);
     let modules = modules();
     assert_eq!(root_exports(&modules).get("Server").map(String::as_str), Some("server"));
     assert_eq!(root_exports(&modules).get("Ctx").map(String::as_str), Some("context"));

@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use mcp_mrtr::{HttpConfig, Server};
+use mcp_mrtr::{http::HttpConfig, Server};
 use serde_json::{json, Map, Value};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -48,7 +48,7 @@ impl TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1");
         let addr = listener.local_addr().expect("local addr");
         let task = tokio::spawn(async move {
-            server.serve_http_listener(listener).await.expect("serve");
+            server.serve(mcp_mrtr::http::Http::listener(listener)).await.expect("serve");
         });
         Self { addr, task }
     }
@@ -58,7 +58,7 @@ impl TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1");
         let addr = listener.local_addr().expect("local addr");
         let task = tokio::spawn(async move {
-            server.serve_http_with(listener, config).await.expect("serve");
+            server.serve(mcp_mrtr::http::Http::listener(listener).config(config)).await.expect("serve");
         });
         Self { addr, task }
     }
@@ -182,7 +182,7 @@ impl Rpc {
         let mut headers: Vec<(String, String)> = vec![
             ("content-type".into(), "application/json".into()),
             ("accept".into(), "application/json, text/event-stream".into()),
-            ("mcp-protocol-version".into(), mcp_mrtr::PROTOCOL_VERSION.into()),
+            ("mcp-protocol-version".into(), mcp_mrtr::protocol::PROTOCOL_VERSION.into()),
             ("mcp-method".into(), self.method.clone()),
         ];
         let name = match self.method.as_str() {
@@ -207,7 +207,7 @@ impl Rpc {
 /// A `_meta` envelope for 2026-07-28 with these capabilities.
 pub fn meta(caps: Value) -> Value {
     let mut meta = json!({
-        "io.modelcontextprotocol/protocolVersion": mcp_mrtr::PROTOCOL_VERSION,
+        "io.modelcontextprotocol/protocolVersion": mcp_mrtr::protocol::PROTOCOL_VERSION,
         "io.modelcontextprotocol/clientInfo": { "name": "mcp-mrtr-tests", "version": "0" },
     });
     meta["io.modelcontextprotocol/clientCapabilities"] = caps;

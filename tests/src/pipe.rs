@@ -1,5 +1,5 @@
-//! [`Pipe`]: a server on an in-memory stdio pipe, through `Server::serve_io`, the same
-//! code path `serve_stdio` runs on the process's stdin and stdout.
+//! [`Pipe`]: a server on an in-memory stdio pipe, through `Stdio::over`, the same code
+//! path `Stdio::new()` runs on the process's stdin and stdout.
 
 use mcp_mrtr::Server;
 use serde_json::Value;
@@ -20,7 +20,9 @@ impl Pipe {
     pub fn start(server: Server) -> Self {
         let (input, server_in) = tokio::io::duplex(1 << 16);
         let (server_out, output) = tokio::io::duplex(1 << 16);
-        let serving = tokio::spawn(mcp_mrtr::testing::with_own_keys(server).serve_io(server_in, server_out));
+        let serving = tokio::spawn(
+            mcp_mrtr::testing::with_own_keys(server).serve(mcp_mrtr::stdio::Stdio::over(server_in, server_out)),
+        );
         Self { input, output: BufReader::new(output).lines(), serving }
     }
 

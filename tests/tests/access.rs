@@ -11,8 +11,9 @@ use mcp_mrtr::auth::{JwtKeys, JwtVerifier, ResourceServer};
 use mcp_mrtr::prelude::*;
 use mcp_mrtr::testing::answer;
 use mcp_mrtr::{
-    Completion, HttpConfig, Item, Listen, Prompt, PromptMessage, RequestView, Resource, ResourceContents,
-    ResourceTemplate, ServerHandle,
+    catalog::Item, catalog::Listen, catalog::RequestView, catalog::ServerHandle, http::HttpConfig,
+    protocol::Completion, protocol::Prompt, protocol::PromptMessage, protocol::Resource, protocol::ResourceContents,
+    protocol::ResourceTemplate,
 };
 use mcp_mrtr_tests::client::{self, HttpResponse};
 use mcp_mrtr_tests::harness::{task_caps, Rpc};
@@ -58,9 +59,9 @@ async fn hidden_sign_off(ctx: &Ctx) -> Result<String, ToolError> {
 type Args = Map<String, Value>;
 
 fn prompt(name: &str) -> mcp_mrtr::PromptRoute {
-    Prompt::new(name)
-        .description("A prompt")
-        .handler(|_ctx, _: mcp_mrtr::PromptArguments| async { Ok::<_, ToolError>(vec![PromptMessage::user("hi")]) })
+    Prompt::new(name).description("A prompt").handler(|_ctx, _: mcp_mrtr::handler::PromptArguments| async {
+        Ok::<_, ToolError>(vec![PromptMessage::user("hi")])
+    })
 }
 
 fn resource(uri: &str) -> mcp_mrtr::ResourceRoute {
@@ -117,7 +118,7 @@ async fn serve() -> (SocketAddr, String, ServerHandle) {
     let resource = format!("http://127.0.0.1:{}/mcp", addr.port());
     let verifier = JwtVerifier::new(JwtKeys::hs256(SECRET).unwrap(), ISSUER, &resource);
     let auth = ResourceServer::new(&resource, [ISSUER]).verifier(verifier);
-    let app = server.into_router_with(HttpConfig::default().auth(auth));
+    let app = server.into_router(HttpConfig::default().auth(auth)).expect("a router");
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (addr, resource, handle)
 }
@@ -359,7 +360,10 @@ async fn a_task_created_without_a_principal_is_refused_to_every_caller_with_one(
     let server = Server::new("ownerless", "0")
         .tool(hidden_sign_off)
         .principal(|headers| headers.get("x-user").and_then(|v| v.to_str().ok()).map(str::to_owned));
-    let app = server.into_router().layer(axum::middleware::from_fn(authenticate));
+    let app = server
+        .into_router(mcp_mrtr::http::HttpConfig::default())
+        .expect("a router")
+        .layer(axum::middleware::from_fn(authenticate));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });

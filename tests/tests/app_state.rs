@@ -85,7 +85,7 @@ async fn a_handler_wanting_state_the_server_was_never_given_fails_at_start() {
 #[tokio::test]
 async fn serving_refuses_to_start_without_the_state_handlers_take() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let refused = Server::new("app", "1").tool(file_note).serve_http_listener(listener).await;
+    let refused = Server::new("app", "1").tool(file_note).serve(mcp_mrtr::http::Http::listener(listener)).await;
     let error = refused.expect_err("serving must not start");
     assert!(error.to_string().contains("Store"), "{error}");
 }
@@ -121,7 +121,10 @@ async fn authenticate(mut request: Request, next: Next) -> Response {
 }
 
 async fn serve_behind_auth() -> std::net::SocketAddr {
-    let app = server().into_router().layer(axum::middleware::from_fn(authenticate));
+    let app = server()
+        .into_router(mcp_mrtr::http::HttpConfig::default())
+        .expect("a router")
+        .layer(axum::middleware::from_fn(authenticate));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use jsonwebtoken::{EncodingKey, Header};
 use mcp_mrtr::auth::{AccessToken, JwtKeys, JwtVerifier, ResourceServer};
 use mcp_mrtr::prelude::*;
-use mcp_mrtr::{HttpConfig, Item, Tool};
+use mcp_mrtr::{catalog::Item, http::HttpConfig, protocol::Tool};
 use mcp_mrtr_tests::client::{self, HttpResponse};
 use mcp_mrtr_tests::harness::{Rpc, TestServer};
 use mcp_mrtr_tests::legacy::Legacy;
@@ -26,7 +26,7 @@ async fn serve_with_auth(server: Server, configure: fn(ResourceServer) -> Resour
     let resource = format!("http://127.0.0.1:{}/mcp", addr.port());
     let verifier = JwtVerifier::new(JwtKeys::hs256(SECRET).unwrap(), ISSUER, &resource);
     let auth = configure(ResourceServer::new(&resource, [ISSUER]).verifier(verifier));
-    let app = server.into_router_with(HttpConfig::default().auth(auth));
+    let app = server.into_router(HttpConfig::default().auth(auth)).expect("a router");
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (addr, resource)
 }
@@ -113,7 +113,7 @@ async fn the_bearer_token_reaches_neither_handlers_nor_visibility_filters_unless
 #[tokio::test]
 async fn pass_token_to_handlers_hands_the_token_over() {
     let seen = Arc::new(Seen::default());
-    let (addr, resource) = serve_with_auth(header_probe(&seen), ResourceServer::pass_token_to_handlers).await;
+    let (addr, resource) = serve_with_auth(header_probe(&seen), |auth| auth.pass_token_to_handlers(true)).await;
     let (bearer, report) = probe_as_alice(addr, &resource).await;
     assert_eq!(report["authorization"], bearer.as_str(), "{report}");
     assert_eq!(report["accessToken"], bearer.trim_start_matches("Bearer "), "{report}");
@@ -183,7 +183,7 @@ async fn a_repeated_mcp_header_is_refused_and_named() {
     let fine = send_with(server.addr, &call(), &[]).await;
     assert_eq!(fine.reply()["result"]["content"][0]["text"], "routed to eu", "{fine:?}");
 
-    let version = mcp_mrtr::PROTOCOL_VERSION;
+    let version = mcp_mrtr::protocol::PROTOCOL_VERSION;
     let cases = [
         // What the audit sent: the server checked the first value, a proxy may act on the second.
         ("Mcp-Name", "purge"),

@@ -8,7 +8,10 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use mcp_mrtr::auth::{JwtKeys, JwtVerifier, ResourceServer};
 use mcp_mrtr::prelude::*;
 use mcp_mrtr::testing::TestClient;
-use mcp_mrtr::{ErrorCode, HttpConfig, Prompt, ResourceContents, ResourceTemplate, Tool};
+use mcp_mrtr::{
+    http::HttpConfig, protocol::Prompt, protocol::ResourceContents, protocol::ResourceTemplate, protocol::Tool,
+    ErrorCode,
+};
 use mcp_mrtr_tests::client::{self, HttpResponse};
 use mcp_mrtr_tests::harness::Rpc;
 use mcp_mrtr_tests::legacy::Legacy;
@@ -83,7 +86,7 @@ async fn serve_server(server: Server, path: &str) -> (SocketAddr, String) {
     let resource = format!("http://127.0.0.1:{}{path}", addr.port());
     let verifier = JwtVerifier::new(JwtKeys::hs256(SECRET).unwrap(), ISSUER, &resource);
     let auth = ResourceServer::new(&resource, [ISSUER]).scopes(["notes:read"]).verifier(verifier);
-    let app = server.into_router_with(HttpConfig::default().path(path).auth(auth));
+    let app = server.into_router(HttpConfig::default().path(path).auth(auth)).expect("a router");
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (addr, resource)
 }
@@ -335,8 +338,9 @@ async fn serve_http_routes_the_endpoint_and_its_metadata_as_the_router_does() {
     let resource = format!("http://127.0.0.1:{}/v1/mcp", served.port());
     let verifier = JwtVerifier::new(JwtKeys::hs256(SECRET).unwrap(), ISSUER, &resource);
     let auth = ResourceServer::new(&resource, [ISSUER]).scopes(["notes:read"]).verifier(verifier);
-    let config = HttpConfig::default().path("/v1/mcp").auth(auth).shutdown_signal(std::future::pending());
-    tokio::spawn(server().serve_http_with(listener, config));
+    let config = HttpConfig::default().path("/v1/mcp").auth(auth);
+    let serving = server().serve(mcp_mrtr::http::Http::listener(listener).config(config));
+    tokio::spawn(serving.with_graceful_shutdown(std::future::pending()));
     let (routed, _) = serve("/v1/mcp").await;
     let metadata = "/.well-known/oauth-protected-resource/v1/mcp";
     let mut seen = Vec::new();
@@ -388,8 +392,9 @@ async fn scopes_guard_prompts_and_resources_in_process_too() {
 #[test]
 #[should_panic(expected = "set a token verifier")]
 fn a_resource_server_without_a_verifier_is_refused_at_start() {
-    let _ =
-        server().into_router_with(HttpConfig::default().auth(ResourceServer::new("http://127.0.0.1:1/mcp", [ISSUER])));
+    let _ = server()
+        .into_router(HttpConfig::default().auth(ResourceServer::new("http://127.0.0.1:1/mcp", [ISSUER])))
+        .expect("a router");
 }
 
 /// `mcp_mrtr::testing::TestToken` mints what a verifier on the same secret accepts,
@@ -402,7 +407,7 @@ async fn a_minted_test_token_is_accepted_and_its_expired_twin_refused() {
     let resource = format!("http://127.0.0.1:{}/mcp", addr.port());
     let verifier = JwtVerifier::new(JwtKeys::hs256(SECRET).unwrap(), ISSUER, &resource).require_at_jwt();
     let auth = ResourceServer::new(&resource, [ISSUER]).verifier(verifier);
-    let app = server().into_router_with(HttpConfig::default().auth(auth));
+    let app = server().into_router(HttpConfig::default().auth(auth)).expect("a router");
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
 
     let minted = TestToken::hs256(SECRET, ISSUER, &resource).subject("bob").scopes(["notes:write"]);

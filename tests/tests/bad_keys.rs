@@ -1,7 +1,9 @@
 //! A malformed `MCP_MRTR_STATE_KEYS` fails every way of serving when it starts, never on
 //! a client's call. The only test in its binary: it sets the variable for the process.
 
-use mcp_mrtr::{HttpConfig, Server};
+use mcp_mrtr::http::{Http, HttpConfig};
+use mcp_mrtr::stdio::Stdio;
+use mcp_mrtr::Server;
 
 #[tokio::test]
 async fn malformed_keys_fail_at_start_up_on_every_transport() {
@@ -10,21 +12,18 @@ async fn malformed_keys_fail_at_start_up_on_every_transport() {
     std::env::set_var("MCP_MRTR_STATE_KEYS", "k:not-a-32-byte-secret");
     let server = mcp_mrtr_examples::everything::server;
 
-    let error = server().try_into_router_with(HttpConfig::default()).expect_err("the router is not built");
+    let error = server().into_router(HttpConfig::default()).expect_err("the router is not built");
     assert!(error.to_string().contains("MCP_MRTR_STATE_KEYS entry 1"), "{error}");
-    let panicked = std::panic::catch_unwind(|| server().into_router()).expect_err("into_router panics at build");
-    let message = panicked.downcast_ref::<String>().cloned().unwrap_or_default();
-    assert!(message.contains("MCP_MRTR_STATE_KEYS"), "{message}");
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let http = server().serve_http_listener(listener).await.expect_err("HTTP does not start");
+    let http = server().serve(Http::listener(listener)).await.expect_err("HTTP does not start");
     assert_eq!(http.kind(), std::io::ErrorKind::InvalidInput);
     let (_input, server_in) = tokio::io::duplex(64);
     let (server_out, _output) = tokio::io::duplex(64);
-    let stdio = server().serve_io(server_in, server_out).await.expect_err("stdio does not start");
+    let stdio = server().serve(Stdio::over(server_in, server_out)).await.expect_err("stdio does not start");
     assert!(stdio.to_string().contains("MCP_MRTR_STATE_KEYS"), "{stdio}");
 
     // Configured in code, the environment is not read at all.
     let configured = mcp_mrtr::testing::with_own_keys(Server::new("fine", "0"));
-    assert!(configured.try_into_router_with(HttpConfig::default()).is_ok());
+    assert!(configured.into_router(HttpConfig::default()).is_ok());
 }

@@ -9,7 +9,7 @@ use jsonwebtoken::{EncodingKey, Header};
 use mcp_mrtr::ask::Elicit;
 use mcp_mrtr::auth::{JwtKeys, JwtVerifier, ResourceServer};
 use mcp_mrtr::prelude::*;
-use mcp_mrtr::{CacheHints, CacheScope, HttpConfig, Item, MethodRoute};
+use mcp_mrtr::{catalog::Item, http::HttpConfig, protocol::CacheHints, protocol::CacheScope, MethodRoute};
 use mcp_mrtr_tests::client;
 use mcp_mrtr_tests::harness::{Rpc, TestServer};
 use mcp_mrtr_tests::legacy::Legacy;
@@ -129,7 +129,8 @@ async fn a_method_needs_its_scopes_like_any_route() {
     let resource = format!("http://127.0.0.1:{}/mcp", addr.port());
     let verifier = JwtVerifier::new(JwtKeys::hs256(SECRET).unwrap(), ISSUER, &resource);
     let auth = ResourceServer::new(&resource, [ISSUER]).verifier(verifier);
-    let app = mcp_mrtr::testing::with_own_keys(server()).into_router_with(HttpConfig::default().auth(auth));
+    let app =
+        mcp_mrtr::testing::with_own_keys(server()).into_router(HttpConfig::default().auth(auth)).expect("a router");
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
 
     let (status, reply) = call_with(addr, "acme/secret", &token("ann", "other", &resource)).await;
@@ -154,7 +155,7 @@ async fn a_2025_11_25_session_gets_the_same_methods_unstamped() {
 async fn stdio_serves_the_same_methods() {
     let (mut input, server_in) = tokio::io::duplex(1 << 16);
     let (server_out, output) = tokio::io::duplex(1 << 16);
-    tokio::spawn(mcp_mrtr::testing::with_own_keys(server()).serve_io(server_in, server_out));
+    tokio::spawn(mcp_mrtr::testing::with_own_keys(server()).serve(mcp_mrtr::stdio::Stdio::over(server_in, server_out)));
     let mut lines = BufReader::new(output).lines();
     let meta = mcp_mrtr_tests::harness::meta(json!({}));
     let line =

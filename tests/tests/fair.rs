@@ -13,7 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_mrtr::testing::answer;
-use mcp_mrtr::{HttpConfig, Limits, Listen, MemoryGuard, Server, Tool, ToolError};
+use mcp_mrtr::{
+    catalog::Listen, http::HttpConfig, http::Limits, protocol::Tool, request_state::MemoryGuard, Server, ToolError,
+};
 use mcp_mrtr_tests::client::{self, TIMEOUT};
 use mcp_mrtr_tests::harness::{Rpc, TestServer, REJECTED};
 use mcp_mrtr_tests::listen::ListenStream;
@@ -170,7 +172,7 @@ async fn one_client_holds_at_most_its_share_of_listen_streams() {
 async fn behind_a_trusted_proxy_each_forwarded_address_has_its_own_share() {
     let listen = Listen::default().max_streams(8).max_streams_per_client(2);
     let server = mcp_mrtr_examples::everything::server().listen(listen.clone());
-    let trusting = TestServer::start_with(server, HttpConfig::default().trust_forwarded_for()).await;
+    let trusting = TestServer::start_with(server, HttpConfig::default().trust_forwarded_for(true)).await;
     let mut held = Vec::new();
     for client in ["198.51.100.7", "198.51.100.8"] {
         for _ in 0..2 {

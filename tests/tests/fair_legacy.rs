@@ -11,7 +11,7 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
-use mcp_mrtr::{HttpConfig, Limits};
+use mcp_mrtr::{http::HttpConfig, http::Limits};
 use mcp_mrtr_tests::client::{self, HttpResponse};
 use mcp_mrtr_tests::harness::{Rpc, TestServer};
 use mcp_mrtr_tests::legacy::{Legacy, Stream};

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp_mrtr::prelude::*;
-use mcp_mrtr::{TaskLimits, TaskSupport, Tool, ToolRoute};
+use mcp_mrtr::{handler::TaskSupport, protocol::Tool, tasks::TaskLimits, ToolRoute};
 use mcp_mrtr_tests::client;
 use mcp_mrtr_tests::harness::{task_caps, Rpc, TestServer};
 use serde_json::{json, Map, Value};

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_mrtr::{Server, Tool, ToolError};
+use mcp_mrtr::{protocol::Tool, Server, ToolError};
 use mcp_mrtr_tests::client::{self, TIMEOUT};
 use mcp_mrtr_tests::harness::{Rpc, TestServer};
 use mcp_mrtr_tests::DropFlag;
@@ -46,7 +46,7 @@ async fn lists_and_reads_carry_cache_hints_and_calls_do_not() {
 #[tokio::test]
 async fn configured_cache_hints_are_not_applied_to_retries() {
     let public = mcp_mrtr_examples::everything::server()
-        .cache_hints(mcp_mrtr::CacheHints { ttl_ms: 60_000, scope: mcp_mrtr::CacheScope::Public });
+        .cache_hints(mcp_mrtr::protocol::CacheHints { ttl_ms: 60_000, scope: mcp_mrtr::protocol::CacheScope::Public });
     let server = TestServer::start(public).await;
     let read = || Rpc::new("resources/read").param("uri", json!("test://static-text"));
     let first = server.call(&read()).await;

@@ -48,7 +48,7 @@ async fn missing_or_mismatched_headers_are_header_mismatch() {
     let tool = || Rpc::call_tool("test_simple_text", json!({})).id(json!(7));
     // Each case, and what the error must tell the client to send (nothing to add where the
     // value itself is broken).
-    let version = mcp_mrtr::PROTOCOL_VERSION;
+    let version = mcp_mrtr::protocol::PROTOCOL_VERSION;
     let cases = [
         (tool().header("mcp-protocol-version", None), format!("`MCP-Protocol-Version: {version}`")),
         (tool().header("mcp-method", None), "`Mcp-Method: tools/call`".to_owned()),

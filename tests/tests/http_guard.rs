@@ -8,14 +8,16 @@
 
 use std::net::SocketAddr;
 
-use mcp_mrtr::HttpConfig;
+use mcp_mrtr::http::HttpConfig;
 use mcp_mrtr_tests::client::{self, HttpResponse};
 use mcp_mrtr_tests::harness::{Rpc, TestServer};
 use serde_json::{json, Value};
 
 /// Serves the fixture with `config` on 127.0.0.1; the task ends with the test.
 async fn serve_with(config: HttpConfig) -> SocketAddr {
-    let router = mcp_mrtr::testing::with_own_keys(mcp_mrtr_examples::everything::server()).into_router_with(config);
+    let router = mcp_mrtr::testing::with_own_keys(mcp_mrtr_examples::everything::server())
+        .into_router(config)
+        .expect("a router");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, router).await });
@@ -46,7 +48,7 @@ fn assert_refused(response: &HttpResponse, status: u16, why: &str) {
 
 #[tokio::test]
 async fn any_host_still_refuses_foreign_origins() {
-    let addr = serve_with(HttpConfig::default().allow_any_host()).await;
+    let addr = serve_with(HttpConfig::default().allow_any_host(true)).await;
     let port = addr.port();
     // DNS rebinding: the attacker's name in Host and Origin alike.
     let rebound = discover(addr, &[("host", "attacker.example"), ("origin", "http://attacker.example")]).await;
@@ -63,7 +65,7 @@ async fn any_host_still_refuses_foreign_origins() {
 
 #[tokio::test]
 async fn allowed_origins_are_answered_and_only_they() {
-    let config = HttpConfig::default().allow_any_host().allowed_origins(["https://app.example.com"]);
+    let config = HttpConfig::default().allow_any_host(true).allowed_origins(["https://app.example.com"]);
     let addr = serve_with(config).await;
     assert_eq!(discover(addr, &[("origin", "https://app.example.com")]).await.status, 200);
     assert_refused(&discover(addr, &[("origin", "http://app.example.com")]).await, 403, "Origin not allowed");

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_mrtr::{HttpConfig, Limits, Server, Tool, ToolError};
+use mcp_mrtr::{http::HttpConfig, http::Limits, protocol::Tool, Server, ToolError};
 use mcp_mrtr_tests::client::{self, TIMEOUT};
 use mcp_mrtr_tests::harness::{Rpc, TestServer};
 use mcp_mrtr_tests::listen::ListenStream;
@@ -202,9 +202,9 @@ async fn a_handler_past_its_time_limit_fails_with_a_clear_error() {
     let started = Arc::new(AtomicUsize::new(0));
     let server = Server::new("slow", "1")
         .tool(sleepy("server_limit", started.clone()))
-        .tool(sleepy("own_limit", started.clone()).timeout(Duration::from_millis(150)));
-    let limits = Limits::default().handler_timeout(Some(Duration::from_millis(300)));
-    let server = TestServer::start_with(server, HttpConfig::default().limits(limits)).await;
+        .tool(sleepy("own_limit", started.clone()).timeout(Duration::from_millis(150)))
+        .handler_timeout(Some(Duration::from_millis(300)));
+    let server = TestServer::start(server).await;
     for (tool, message) in [("server_limit", "timed out after 300ms"), ("own_limit", "timed out after 150ms")] {
         let reply = server.call(&Rpc::call_tool(tool, json!({}))).await;
         assert_eq!(reply["error"]["code"], -32603, "{reply}");
@@ -270,7 +270,7 @@ async fn past_the_handler_cap_requests_are_told_the_server_is_busy() {
 #[tokio::test]
 async fn listen_streams_take_no_handler_slot() {
     let server = Server::new("listen", "0")
-        .listen(mcp_mrtr::Listen::default())
+        .listen(mcp_mrtr::catalog::Listen::default())
         .tool(Tool::new("quick").handler(|_ctx, _: Map<String, Value>| async { Ok::<_, ToolError>("done") }));
     let limits = Limits::default().max_handlers(1);
     let server = TestServer::start_with(server, HttpConfig::default().limits(limits)).await;

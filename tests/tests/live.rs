@@ -10,8 +10,9 @@ use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::Response;
 use mcp_mrtr::{
-    Caller, Item, Listen, MemoryFanout, Prompt, PromptArguments, PromptMessage, Resource, ResourceContents,
-    ResourceTemplate, Server, ServerHandle, Tool, ToolError,
+    catalog::Item, catalog::Listen, catalog::MemoryFanout, catalog::ServerHandle, handler::PromptArguments,
+    protocol::Prompt, protocol::PromptMessage, protocol::Resource, protocol::ResourceContents,
+    protocol::ResourceTemplate, protocol::Tool, Caller, Server, ToolError,
 };
 use mcp_mrtr_tests::client::{self, TIMEOUT};
 use mcp_mrtr_tests::harness::{Rpc, TestServer};
@@ -306,7 +307,10 @@ async fn each_caller_sees_and_calls_only_its_own_tools() {
                 _ => true,
             }
         });
-    let app = server.into_router().layer(axum::middleware::from_fn(authenticate));
+    let app = server
+        .into_router(mcp_mrtr::http::HttpConfig::default())
+        .expect("a router")
+        .layer(axum::middleware::from_fn(authenticate));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let serving = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -376,7 +380,7 @@ async fn over_stdio_streams_are_demultiplexed_by_subscription_id_and_cancelled()
     let handle = server.server_handle();
     let (mut input, server_in) = tokio::io::duplex(1 << 16);
     let (server_out, output) = tokio::io::duplex(1 << 16);
-    let serving = tokio::spawn(server.serve_io(server_in, server_out));
+    let serving = tokio::spawn(server.serve(mcp_mrtr::stdio::Stdio::over(server_in, server_out)));
     let mut lines = BufReader::new(output).lines();
     let meta = mcp_mrtr_tests::harness::meta(json!({}));
     for (id, filter) in

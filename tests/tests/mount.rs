@@ -1,7 +1,7 @@
 //! The HTTP endpoint mounted in an application of its own, at a path of its choosing,
 //! with its own host policy.
 
-use mcp_mrtr::HttpConfig;
+use mcp_mrtr::http::HttpConfig;
 use mcp_mrtr_tests::client;
 use mcp_mrtr_tests::harness::Rpc;
 use serde_json::Value;
@@ -9,7 +9,8 @@ use serde_json::Value;
 #[tokio::test]
 async fn the_router_mounts_beside_the_app_s_own_routes() {
     let mcp = mcp_mrtr::testing::with_own_keys(mcp_mrtr_examples::everything::server())
-        .into_router_with(HttpConfig::default().path("/v1/mcp").allowed_hosts(["api.example.test"]));
+        .into_router(HttpConfig::default().path("/v1/mcp").allowed_hosts(["api.example.test"]))
+        .expect("a router");
     let app = axum::Router::new().route("/health", axum::routing::get(|| async { "ok" })).merge(mcp);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

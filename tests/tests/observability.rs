@@ -85,7 +85,10 @@ fn requests_and_rounds_are_spans_without_the_client_s_data() {
 #[test]
 fn a_state_too_large_to_seal_is_logged_below_warn() {
     let log = logged_while(async {
-        let tiny = mcp_mrtr::StateConfig::new(mcp_mrtr::KeyRing::new(mcp_mrtr::StateKey::random())).max_bytes(16);
+        let tiny = mcp_mrtr::request_state::StateConfig::new(mcp_mrtr::request_state::KeyRing::new(
+            mcp_mrtr::request_state::StateKey::random(),
+        ))
+        .max_bytes(16);
         let client = TestClient::new(Server::new("t", "1").tool(unlock).request_state(tiny));
         let refused = client.call_tool("unlock", json!({})).start().await;
         assert!(refused.error().is_some(), "the state cannot be sealed");

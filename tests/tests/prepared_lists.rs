@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use mcp_mrtr::{
-    Item, Prompt, PromptArguments, PromptMessage, Resource, ResourceContents, ResourceTemplate, Server, Tool, ToolError,
+    catalog::Item, handler::PromptArguments, protocol::Prompt, protocol::PromptMessage, protocol::Resource,
+    protocol::ResourceContents, protocol::ResourceTemplate, protocol::Tool, Server, ToolError,
 };
 use mcp_mrtr_tests::harness::{Rpc, TestServer};
 use serde_json::{json, Map, Value};

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use mcp_mrtr::prelude::*;
 use mcp_mrtr::testing::{answer, TestClient};
-use mcp_mrtr::{KeyRing, StateConfig, StateKey};
+use mcp_mrtr::{request_state::KeyRing, request_state::StateConfig, request_state::StateKey};
 use mcp_mrtr_tests::harness::{state_body, Rpc, TestServer, REJECTED};
 use serde_json::{json, Value};
 
@@ -42,7 +42,7 @@ async fn authorize() -> Result<String, ToolError> {
 /// Samples with tools.
 #[tool]
 async fn agentic() -> Result<String, ToolError> {
-    let tool = mcp_mrtr::Tool::new("lookup").description("Looks things up");
+    let tool = mcp_mrtr::protocol::Tool::new("lookup").description("Looks things up");
     let reply = ask!(sample "Use the tool", tools = vec![tool], tool_choice = "auto");
     Ok(reply.text())
 }
@@ -281,7 +281,7 @@ async fn states_are_bound_to_the_caller() {
 
 #[tokio::test]
 async fn single_use_states_are_claimed_only_by_rounds_that_take_a_once_step() {
-    let once = mcp_mrtr_examples::everything::server().single_use_states(mcp_mrtr::MemoryGuard::new());
+    let once = mcp_mrtr_examples::everything::server().single_use_states(mcp_mrtr::request_state::MemoryGuard::new());
     let server = TestServer::start(once).await;
     let state = first_state(&server).await;
     let second = second_round(&server, &state, "Ada").await;

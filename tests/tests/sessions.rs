@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_mrtr::{HttpConfig, Limits, Server, Tool, ToolError};
+use mcp_mrtr::{http::HttpConfig, http::Limits, protocol::Tool, Server, ToolError};
 use mcp_mrtr_tests::client::{self, TIMEOUT};
 use mcp_mrtr_tests::harness::TestServer;
 use mcp_mrtr_tests::legacy::Legacy;

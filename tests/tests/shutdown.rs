@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_mrtr::prelude::*;
-use mcp_mrtr::{HttpConfig, Limits, Listen, Tool, ToolRoute};
+use mcp_mrtr::{catalog::Listen, http::HttpConfig, http::Limits, protocol::Tool, ToolRoute};
 use mcp_mrtr_tests::client::{self, TIMEOUT};
 use mcp_mrtr_tests::harness::{default_caps, Rpc};
 use mcp_mrtr_tests::legacy::Legacy;
@@ -92,11 +92,12 @@ impl Serving {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1");
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
-        let config = HttpConfig::default().limits(limits).shutdown_signal(async move {
-            let _ = stopped.await;
-        });
+        let config = HttpConfig::default().limits(limits);
         let server = mcp_mrtr::testing::with_own_keys(server);
-        let task = tokio::spawn(server.serve_http_with(listener, config));
+        let serving = server.serve(mcp_mrtr::http::Http::listener(listener).config(config));
+        let task = tokio::spawn(serving.with_graceful_shutdown(async move {
+            let _ = stopped.await;
+        }));
         Self { addr, stop: Some(stop), served: task }
     }
 
@@ -214,11 +215,11 @@ async fn an_open_listen_stream_ends_with_its_result_and_does_not_delay_shutdown(
     let limits = Limits::default().shutdown_timeout(LONG_BOUND);
     let app = axum::Router::new()
         .route("/health", axum::routing::get(|| async { "ok" }))
-        .merge(server.into_router_with(HttpConfig::default().limits(limits)));
+        .merge(server.into_router(HttpConfig::default().limits(limits)).expect("a router"));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(mcp_mrtr::serve_router_with_shutdown(listener, app, limits, async move {
+    let task = tokio::spawn(mcp_mrtr::http::serve_router(listener, app, limits).with_graceful_shutdown(async move {
         let _ = stopped.await;
     }));
     let rpc =

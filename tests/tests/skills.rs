@@ -8,7 +8,7 @@ use base64::Engine as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use mcp_mrtr::{Item, Server, Skill, Skills, Tool};
+use mcp_mrtr::{catalog::Item, protocol::Tool, skills::Skill, skills::Skills, Server};
 use mcp_mrtr_tests::harness::{Rpc, TestServer};
 use mcp_mrtr_tests::DropFlag;
 use serde_json::{json, Map, Value};

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use mcp_mrtr::prelude::*;
 use mcp_mrtr::testing::answer;
-use mcp_mrtr::{KeyRing, MemoryGuard, StateConfig, StateKey};
+use mcp_mrtr::{
+    request_state::KeyRing, request_state::MemoryGuard, request_state::StateConfig, request_state::StateKey,
+};
 use mcp_mrtr_tests::harness::{Rpc, TestServer, REJECTED};
 use serde_json::{json, Map, Value};
 
@@ -66,7 +68,7 @@ async fn replaying_an_older_state_never_runs_a_once_step_again() {
 #[tokio::test]
 async fn with_reusable_states_a_replay_runs_the_once_step_again() {
     // The documented opt-out, and the control that shows the test above can fail.
-    let server = TestServer::start(fixture().reusable_states()).await;
+    let server = TestServer::start(fixture().reusable_states(true)).await;
     let (rpc, before_step, after_step) = once_call(&server, "replay-reusable").await;
     let replayed = server.call(&retry(&rpc, json!({ "start": ok() }), &before_step)).await;
     assert_eq!(replayed["result"]["resultType"], "input_required");
@@ -168,7 +170,10 @@ async fn every_rejected_state_gets_the_same_answer() {
 #[tokio::test]
 async fn a_principal_named_by_a_header_is_never_the_caller_of_the_same_name() {
     let server = by_user("namespaces", StateConfig::new(KeyRing::new(StateKey::random())));
-    let app = server.into_router().layer(axum::middleware::from_fn(caller_from_x_auth));
+    let app = server
+        .into_router(mcp_mrtr::http::HttpConfig::default())
+        .expect("a router")
+        .layer(axum::middleware::from_fn(caller_from_x_auth));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let serving = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -210,7 +215,7 @@ async fn state_of(server: &TestServer, rpc: &Rpc) -> String {
 
 /// Asks for a context, as a tool named like the fixture's prompt.
 fn tool_named_like_the_prompt() -> mcp_mrtr::ToolRoute {
-    mcp_mrtr::Tool::new("test_input_required_result_prompt").description("Asks like the prompt does").handler(
+    mcp_mrtr::protocol::Tool::new("test_input_required_result_prompt").description("Asks like the prompt does").handler(
         |ctx: Ctx, _args: Map<String, Value>| async move {
             let asked = ctx.ask("user_context", mcp_mrtr::ask::Elicit::<Context>::new("What context?")).await;
             Ok::<_, ToolError>(asked.map_or_else(|_| "declined".to_owned(), |c| c.context))
@@ -232,10 +237,12 @@ async fn book(chapter: String) -> Result<ResourceContents, ToolError> {
 
 /// Asks for a name, whatever its arguments.
 fn echo_tool() -> mcp_mrtr::ToolRoute {
-    mcp_mrtr::Tool::new("echo").description("Asks a name").handler(|ctx: Ctx, args: Map<String, Value>| async move {
-        let asked = ctx.ask("who", mcp_mrtr::ask::Elicit::<Context>::new("Who?")).await;
-        Ok::<_, ToolError>(format!("{} {}", asked.map_or_else(|_| String::new(), |c| c.context), args.len()))
-    })
+    mcp_mrtr::protocol::Tool::new("echo").description("Asks a name").handler(
+        |ctx: Ctx, args: Map<String, Value>| async move {
+            let asked = ctx.ask("who", mcp_mrtr::ask::Elicit::<Context>::new("Who?")).await;
+            Ok::<_, ToolError>(format!("{} {}", asked.map_or_else(|_| String::new(), |c| c.context), args.len()))
+        },
+    )
 }
 
 #[tokio::test]
@@ -408,16 +415,20 @@ async fn a_recorded_once_result_that_no_longer_decodes_is_an_error_not_a_second_
     // Two deployments of one tool: the first records a text, the second expects a number.
     let key = StateKey::random();
     let deployment = |route: mcp_mrtr::ToolRoute| keyed(Server::new("orders", "0").tool(route), &key);
-    let v1 = mcp_mrtr::Tool::new("order").description("v1").handler(|ctx: Ctx, _: Map<String, Value>| async move {
-        let id: String = ctx.once("id", async { "order-1".to_owned() }).await;
-        let _ = ctx.ask("go", mcp_mrtr::ask::Elicit::<Context>::new("Go?")).await;
-        Ok::<_, ToolError>(id)
-    });
-    let v2 = mcp_mrtr::Tool::new("order").description("v2").handler(|ctx: Ctx, _: Map<String, Value>| async move {
-        let id: u32 = ctx.once("id", async { STALE_RUNS.fetch_add(1, Ordering::SeqCst) }).await;
-        let _ = ctx.ask("go", mcp_mrtr::ask::Elicit::<Context>::new("Go?")).await;
-        Ok::<_, ToolError>(id.to_string())
-    });
+    let v1 = mcp_mrtr::protocol::Tool::new("order").description("v1").handler(
+        |ctx: Ctx, _: Map<String, Value>| async move {
+            let id: String = ctx.once("id", async { "order-1".to_owned() }).await;
+            let _ = ctx.ask("go", mcp_mrtr::ask::Elicit::<Context>::new("Go?")).await;
+            Ok::<_, ToolError>(id)
+        },
+    );
+    let v2 = mcp_mrtr::protocol::Tool::new("order").description("v2").handler(
+        |ctx: Ctx, _: Map<String, Value>| async move {
+            let id: u32 = ctx.once("id", async { STALE_RUNS.fetch_add(1, Ordering::SeqCst) }).await;
+            let _ = ctx.ask("go", mcp_mrtr::ask::Elicit::<Context>::new("Go?")).await;
+            Ok::<_, ToolError>(id.to_string())
+        },
+    );
     let (old, new) = (TestServer::start(deployment(v1)).await, TestServer::start(deployment(v2)).await);
     let rpc = Rpc::call_tool("order", json!({}));
     let state = old.call(&rpc).await["result"]["requestState"].clone();
@@ -455,7 +466,7 @@ async fn answers_sent_without_a_state_count_for_every_ask_the_handler_reaches() 
 
 #[tokio::test]
 async fn panics_in_application_code_fail_the_request_and_the_server_carries_on() {
-    let eager = mcp_mrtr::Tool::new("eager").description("Panics before its future exists").handler(
+    let eager = mcp_mrtr::protocol::Tool::new("eager").description("Panics before its future exists").handler(
         |_ctx: Ctx, args: Map<String, Value>| {
             assert!(args.is_empty(), "eager panics on arguments");
             async { Ok::<_, ToolError>("calm") }

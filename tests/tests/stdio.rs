@@ -1,9 +1,9 @@
-//! The stdio transport, driven through `Server::serve_io` on an in-memory pipe: the
-//! same code path `serve_stdio` runs on the process's stdin and stdout.
+//! The stdio transport, driven through `Stdio::over` on an in-memory pipe: the same code
+//! path `Stdio::new()` runs on the process's stdin and stdout.
 
 use std::time::Duration;
 
-use mcp_mrtr::{Server, Tool, ToolError};
+use mcp_mrtr::{protocol::Tool, Server, ToolError};
 use mcp_mrtr_tests::client::TIMEOUT;
 use mcp_mrtr_tests::harness::meta;
 use mcp_mrtr_tests::schema;
@@ -19,7 +19,9 @@ impl Pipe {
     fn start(server: Server) -> Self {
         let (input, server_in) = tokio::io::duplex(1 << 16);
         let (server_out, output) = tokio::io::duplex(1 << 16);
-        tokio::spawn(mcp_mrtr::testing::with_own_keys(server).serve_io(server_in, server_out));
+        tokio::spawn(
+            mcp_mrtr::testing::with_own_keys(server).serve(mcp_mrtr::stdio::Stdio::over(server_in, server_out)),
+        );
         Self { input, output: BufReader::new(output).lines() }
     }
 
@@ -200,4 +202,19 @@ async fn legacy_url_elicitations_carry_an_elicitation_id() {
     let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept"}});
     pipe.send_line(&answer.to_string()).await;
     assert_eq!(pipe.next_legacy("tools/call").await["result"]["content"][0]["text"], "authorized");
+}
+
+/// Stdio has no time limit of its own (its one client can cancel), but the server's
+/// `handler_timeout` is one setting for every transport.
+#[tokio::test]
+async fn the_servers_handler_timeout_bounds_a_handler_over_stdio_too() {
+    let slow = Tool::new("slow").description("Sleeps.").handler(|_ctx, _args: Map<String, Value>| async {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        Ok::<_, ToolError>("woke")
+    });
+    let mut pipe = Pipe::start(Server::new("slow", "1").tool(slow).handler_timeout(Some(Duration::from_millis(200))));
+    pipe.request(1, "tools/call", json!({ "name": "slow", "arguments": {} })).await;
+    let reply = pipe.next("tools/call").await;
+    assert_eq!(reply["error"]["code"], -32603, "{reply}");
+    assert_eq!(reply["error"]["message"], "timed out after 200ms", "{reply}");
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use mcp_mrtr::prelude::*;
 use mcp_mrtr::testing::{answer, TestClient};
-use mcp_mrtr::{TaskEnd, TaskStatus};
+use mcp_mrtr::{tasks::TaskEnd, tasks::TaskStatus};
 use serde_json::json;
 use tokio::sync::mpsc;
 

@@ -281,7 +281,7 @@ async fn nap() -> Result<String, ToolError> {
 /// back, and the second, which is sent nothing at all, finishes it.
 #[tokio::test]
 async fn an_instance_that_has_served_nothing_takes_over_a_task_handed_back() {
-    use mcp_mrtr::{MemoryTaskStore, TaskStatus, TaskStore};
+    use mcp_mrtr::{tasks::MemoryTaskStore, tasks::TaskStatus, tasks::TaskStore};
 
     let store = std::sync::Arc::new(MemoryTaskStore::new());
     let instance = || server().tool(nap).task_store(store.clone()).task_lease(Duration::from_millis(300));
@@ -304,7 +304,7 @@ async fn an_instance_that_has_served_nothing_takes_over_a_task_handed_back() {
 /// task arrives: it leaves the task without a lease, and another instance finishes it.
 #[tokio::test]
 async fn an_answer_that_lands_on_a_closing_instance_is_run_elsewhere() {
-    use mcp_mrtr::{MemoryTaskStore, TaskStatus, TaskStore};
+    use mcp_mrtr::{tasks::MemoryTaskStore, tasks::TaskStatus, tasks::TaskStore};
 
     let store = std::sync::Arc::new(MemoryTaskStore::new());
     let instance = || server().task_store(store.clone()).task_lease(Duration::from_millis(300));

@@ -3,7 +3,10 @@
 
 use mcp_mrtr::prelude::*;
 use mcp_mrtr::testing::TestClient;
-use mcp_mrtr::{Listen, Prompt, PromptArguments, PromptMessage, ResourceContents, ResourceTemplate, Tool};
+use mcp_mrtr::{
+    catalog::Listen, handler::PromptArguments, protocol::Prompt, protocol::PromptMessage, protocol::ResourceContents,
+    protocol::ResourceTemplate, protocol::Tool,
+};
 use serde_json::{json, Map, Value};
 
 type NoArgs = Map<String, Value>;

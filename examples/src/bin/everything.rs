@@ -6,6 +6,8 @@
 //! ```
 
 use anyhow::{bail, Context as _};
+use mcp_mrtr::http::{Http, HttpConfig, Limits};
+use mcp_mrtr::stdio::Stdio;
 
 const USAGE: &str = "usage: everything --port N | everything --stdio
 
@@ -31,16 +33,16 @@ async fn main() -> anyhow::Result<()> {
     let server = mcp_mrtr_examples::everything::from_env(mcp_mrtr_examples::everything::server()).await?;
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
-        ["--stdio"] => server.serve_stdio().await?,
+        ["--stdio"] => server.serve(Stdio::new()).await?,
         ["--port", port] => {
             let port: u16 = port.parse().with_context(|| format!("--port takes a number, got {port:?}"))?;
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
-            // On 127.0.0.1 the default configuration is what `serve_http` would use.
-            let mut config = mcp_mrtr::HttpConfig::default();
+            // On 127.0.0.1 the default configuration is what `Http::bind` would use.
+            let mut config = HttpConfig::default();
             if let Some(streams) = mcp_mrtr_examples::everything::max_listeners()? {
-                config = config.limits(mcp_mrtr::Limits::default().max_connections(streams + 1024));
+                config = config.limits(Limits::default().max_connections(streams + 1024));
             }
-            server.serve_http_with(listener, config).await?;
+            server.serve(Http::listener(listener).config(config)).await?;
         }
         ["--help" | "-h"] => println!("{USAGE}"),
         _ => bail!("{USAGE}"),

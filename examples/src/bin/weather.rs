@@ -5,7 +5,9 @@
 //! weather --port 3001 # Streamable HTTP on http://127.0.0.1:3001/mcp
 //! ```
 
+use mcp_mrtr::http::Http;
 use mcp_mrtr::prelude::*;
+use mcp_mrtr::stdio::Stdio;
 
 /// The city to report on.
 #[derive(Deserialize, JsonSchema)]
@@ -24,8 +26,8 @@ async fn weather() -> Result<String, ToolError> {
 async fn main() -> anyhow::Result<()> {
     let server = Server::new("weather", env!("CARGO_PKG_VERSION")).tool(weather);
     match std::env::args().nth(2).filter(|_| std::env::args().nth(1).as_deref() == Some("--port")) {
-        Some(port) => server.serve_http(("127.0.0.1", port.parse::<u16>()?)).await?,
-        None => server.serve_stdio().await?,
+        Some(port) => server.serve(Http::bind(("127.0.0.1", port.parse::<u16>()?))).await?,
+        None => server.serve(Stdio::new()).await?,
     }
     Ok(())
 }

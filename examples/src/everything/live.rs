@@ -2,7 +2,10 @@
 //! call adds a tool (or prompt) if it is absent and removes it if present, through the
 //! server handle, so every call is a real change that open listen streams hear of.
 
-use mcp_mrtr::{Ctx, Prompt, PromptArguments, PromptMessage, Server, ServerHandle, Tool, ToolError};
+use mcp_mrtr::{
+    catalog::ServerHandle, handler::PromptArguments, protocol::Prompt, protocol::PromptMessage, protocol::Tool, Ctx,
+    Server, ToolError,
+};
 use serde_json::{Map, Value};
 
 type NoArgs = Map<String, Value>;

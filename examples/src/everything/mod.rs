@@ -11,8 +11,10 @@ use std::time::Duration;
 
 use mcp_mrtr::protocol::CompletionReference;
 use mcp_mrtr::{
-    CallToolResult, CompleteParams, Completion, ContentBlock, Ctx, Listen, LoggingLevel, Prompt, PromptArgument,
-    PromptArguments, PromptMessage, Resource, ResourceContents, ResourceTemplate, Server, Tool, ToolError,
+    catalog::Listen, handler::PromptArguments, protocol::CallToolResult, protocol::CompleteParams,
+    protocol::Completion, protocol::ContentBlock, protocol::LoggingLevel, protocol::Prompt, protocol::PromptArgument,
+    protocol::PromptMessage, protocol::Resource, protocol::ResourceContents, protocol::ResourceTemplate,
+    protocol::Tool, Ctx, Server, ToolError,
 };
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -45,9 +47,10 @@ pub fn server() -> Server {
 
 /// The skills of `examples/skills` (SEP-2640): one at the top, one under a prefix, each
 /// with a supporting file in a subfolder, as the conformance scenarios browse them.
-fn skills() -> mcp_mrtr::Skills {
+fn skills() -> mcp_mrtr::skills::Skills {
     let folder = concat!(env!("CARGO_MANIFEST_DIR"), "/skills");
-    mcp_mrtr::Skills::from_dir(folder).unwrap_or_else(|error| panic!("the fixture's skills at {folder}: {error}"))
+    mcp_mrtr::skills::Skills::from_dir(folder)
+        .unwrap_or_else(|error| panic!("the fixture's skills at {folder}: {error}"))
 }
 
 /// The settings a deployment gives the fixture through its environment: Redis for the
@@ -64,7 +67,7 @@ pub async fn from_env(mut server: Server) -> anyhow::Result<Server> {
         // For load runs: one client (the load client's one address) starting tasks at
         // this rate, with as many live at once; the defaults suit a shared server.
         let per_second: u32 = rate.parse().with_context(|| format!("MCP_MRTR_TASK_RATE: not a number: {rate:?}"))?;
-        let limits = mcp_mrtr::TaskLimits::default()
+        let limits = mcp_mrtr::tasks::TaskLimits::default()
             .creation_rate(f64::from(per_second), per_second)
             .max_live_tasks_per_client(per_second.try_into().unwrap_or(usize::MAX));
         server = server.task_limits(limits);

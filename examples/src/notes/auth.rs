@@ -16,7 +16,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context as _};
 use mcp_mrtr::auth::{JwtKeys, JwtVerifier, ResourceServer};
-use mcp_mrtr::{HttpConfig, Limits};
+use mcp_mrtr::{http::HttpConfig, http::Limits};
 use serde_json::json;
 
 /// The development issuer's default name.
@@ -105,16 +105,16 @@ impl AuthConfig {
 }
 
 /// The bounds notes serves with: the router's (handler slots and deadlines) and
-/// [`mcp_mrtr::serve_router`]'s (header deadline, connection cap) alike.
+/// [`mcp_mrtr::http::serve_router`]'s (header deadline, connection cap) alike.
 pub fn limits() -> Limits {
     Limits::default()
 }
 
 /// The app: the notes server at `/mcp` behind bearer auth (its metadata at the
-/// well-known URI), and a public `/health`. Serve it with [`mcp_mrtr::serve_router`]
+/// well-known URI), and a public `/health`. Serve it with [`mcp_mrtr::http::serve_router`]
 /// and [`limits`], so its connections are bounded too.
 pub fn app(config: &AuthConfig) -> anyhow::Result<axum::Router> {
     let http = HttpConfig::default().limits(limits()).auth(config.resource_server()?);
-    let mcp = super::server().into_router_with(http);
+    let mcp = super::server().into_router(http)?;
     Ok(axum::Router::new().route("/health", axum::routing::get(|| async { "ok" })).merge(mcp))
 }

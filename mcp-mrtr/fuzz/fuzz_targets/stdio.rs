@@ -44,7 +44,7 @@ fuzz_target!(|bytes: &[u8]| {
     // A runtime per input: serving leaves nothing behind that the next input could meet.
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
     runtime
-        .block_on(mcp_mrtr::fuzzing::server(2).serve_io(bytes, written.clone()))
+        .block_on(mcp_mrtr::fuzzing::server(2).serve(mcp_mrtr::stdio::Stdio::over(bytes, written.clone())))
         .expect("serving ends without an error when its input does");
     drop(runtime);
     let lines_in = bytes.split(|b| *b == b'\n').filter(|line| !line.iter().all(u8::is_ascii_whitespace)).count();

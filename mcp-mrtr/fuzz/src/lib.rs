@@ -26,7 +26,7 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
 pub fn open_router() -> &'static Router {
     static ROUTER: OnceLock<Router> = OnceLock::new();
     ROUTER.get_or_init(|| {
-        runtime().block_on(async { mcp_mrtr::fuzzing::server(3).into_router_with(mcp_mrtr::HttpConfig::default()) })
+        runtime().block_on(async { mcp_mrtr::fuzzing::server(3).into_router(mcp_mrtr::http::HttpConfig::default()).expect("a router") })
     })
 }
 
@@ -37,8 +37,8 @@ pub fn auth_router() -> &'static Router {
         let keys = mcp_mrtr::auth::JwtKeys::hs256(SECRET).expect("the secret is long enough");
         let verifier = mcp_mrtr::auth::JwtVerifier::new(keys, ISSUER, RESOURCE);
         let auth = mcp_mrtr::auth::ResourceServer::new(RESOURCE, [ISSUER]).verifier(verifier);
-        let config = mcp_mrtr::HttpConfig::default().auth(auth);
-        runtime().block_on(async { mcp_mrtr::fuzzing::server(3).into_router_with(config) })
+        let config = mcp_mrtr::http::HttpConfig::default().auth(auth);
+        runtime().block_on(async { mcp_mrtr::fuzzing::server(3).into_router(config).expect("a router") })
     })
 }
 

@@ -240,7 +240,7 @@ mod tests {
         assert_eq!(admitted.extensions().get::<crate::Caller>().map(crate::Caller::id), Some("alice"));
         assert!(admitted.extensions().get::<AccessToken>().is_none());
         let mut passed = request("t0k3n");
-        Gate::new(&config.pass_token_to_handlers()).unwrap().admit(&mut passed).await.unwrap();
+        Gate::new(&config.pass_token_to_handlers(true)).unwrap().admit(&mut passed).await.unwrap();
         assert_eq!(passed.extensions().get::<AccessToken>().map(AccessToken::secret), Some("t0k3n"));
     }
 

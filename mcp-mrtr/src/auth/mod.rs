@@ -2,7 +2,7 @@
 //!
 //! Configure a [`ResourceServer`] with this server's canonical URI, the authorization
 //! servers that issue its tokens and a [`TokenVerifier`], and give it to the router with
-//! [`HttpConfig::auth`](crate::HttpConfig::auth). Then:
+//! [`HttpConfig::auth`](crate::http::HttpConfig::auth). Then:
 //!
 //! - the protected resource metadata (RFC 9728) is served, unauthenticated, at the
 //!   well-known URI of the resource (`/.well-known/oauth-protected-resource/mcp` for
@@ -22,7 +22,7 @@
 //!
 //! ```
 //! use mcp_mrtr::auth::{BoxFuture, ResourceServer, TokenError, TokenVerifier, VerifiedToken};
-//! use mcp_mrtr::{Caller, HttpConfig};
+//! use mcp_mrtr::{Caller, http::HttpConfig};
 //!
 //! /// Accepts one fixed token: a stand-in for introspection or your IdP's SDK.
 //! struct Fixed;
@@ -195,7 +195,7 @@ impl fmt::Debug for AccessToken {
 }
 
 /// This server as an OAuth 2.1 protected resource: its identity, who issues its tokens,
-/// and how to verify them. Give it to [`HttpConfig::auth`](crate::HttpConfig::auth).
+/// and how to verify them. Give it to [`HttpConfig::auth`](crate::http::HttpConfig::auth).
 #[derive(Clone)]
 pub struct ResourceServer {
     resource: String,
@@ -259,8 +259,8 @@ impl ResourceServer {
     /// `Authorization` header in the headers handlers and visibility filters read. Off by
     /// default (the header is removed once verified): an MCP server must not pass its
     /// client's token on to other services.
-    pub fn pass_token_to_handlers(mut self) -> Self {
-        self.pass_token = true;
+    pub fn pass_token_to_handlers(mut self, pass: bool) -> Self {
+        self.pass_token = pass;
         self
     }
 

@@ -1,5 +1,7 @@
 //! [`Ctx`]: what a handler knows about the request it serves, and its channel for
-//! progress and log notifications.
+//! progress and log notifications; the futures its methods return ([`Ask`], [`Halted`],
+//! [`ContinueAsTask`], [`RetryLater`]); and what it reads of the request's `_meta`
+//! ([`RequestMeta`], [`TraceContext`]).
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -16,7 +18,7 @@ use serde_json::{json, Value};
 
 use crate::app_state::AppState;
 use crate::ask::Question;
-use crate::envelope::RequestMeta;
+pub use crate::envelope::{RequestMeta, TraceContext, TraceParent};
 use crate::protocol::{
     ClientCapabilities, Implementation, InputRequest, JsonObject, LoggingLevel, Notification, Notifier, Outgoing,
     RequestId,
@@ -41,7 +43,7 @@ pub(crate) struct Transport {
     /// modern requests.
     pub(crate) bridge: Option<Arc<dyn Bridge>>,
     /// How long one run of a handler may take unless its route says otherwise
-    /// ([`Limits::handler_timeout`](crate::Limits::handler_timeout) on HTTP).
+    /// (`Server::handler_timeout`, or the transport's default).
     pub(crate) handler_timeout: Option<std::time::Duration>,
 }
 
@@ -98,7 +100,7 @@ impl Transport {
 /// # async fn main() {
 /// let client = TestClient::new(Server::new("about", "1.0.0").tool(revision));
 /// let done = client.call_tool("revision", serde_json::json!({})).start().await;
-/// assert_eq!(done.text().as_deref(), Some(mcp_mrtr::PROTOCOL_VERSION));
+/// assert_eq!(done.text().as_deref(), Some(mcp_mrtr::protocol::PROTOCOL_VERSION));
 /// # }
 /// ```
 #[derive(Clone, Debug)]
@@ -345,7 +347,7 @@ impl Ctx {
     /// The id of the task this handler runs as, once the call continued as one
     /// ([`Ctx::continue_as_task`]); `None` in an ordinary round. Key what a task holds by
     /// it, so [`Server::on_task_end`](crate::Server::on_task_end) can find it
-    /// ([`TaskEnd::id`](crate::TaskEnd::id)).
+    /// ([`TaskEnd::id`](crate::tasks::TaskEnd::id)).
     pub fn task_id(&self) -> Option<String> {
         self.inner.replay.task_log().map(|log| log.task_id().to_owned())
     }

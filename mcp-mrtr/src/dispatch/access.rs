@@ -22,10 +22,10 @@
 use std::sync::Arc;
 
 use super::Engine;
+use crate::catalog::{Catalog, Item, RequestView};
 use crate::context::{Readable, ResourceAccess, Transport};
 use crate::envelope::RequestMeta;
 use crate::handler::{MethodRoute, PromptRoute, ResourceRoute, ToolRoute};
-use crate::live::{Catalog, Item, RequestView};
 use crate::protocol::JsonObject;
 use crate::Error;
 

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::catalog::RequestView;
 use crate::context::Transport;
 use crate::envelope::RequestMeta;
-use crate::live::RequestView;
 use crate::protocol::{JsonObject, RequestId};
-use crate::state::{Binding, BindingDigest};
+use crate::request_state::{Binding, BindingDigest};
 use crate::Error;
 
 /// One request to a method that may ask: its typed params, the round input it carries,

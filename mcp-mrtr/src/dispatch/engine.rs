@@ -12,15 +12,17 @@ use futures_util::future::BoxFuture;
 
 use super::TaskHook;
 use crate::app_state::AppState;
+use crate::catalog::{Live, LiveConfig, Prepared, ServerHandle};
 use crate::context::Transport;
 use crate::handler::{MethodRoute, PromptRoute, ResourceRoute, TaskSupport, ToolRoute};
-use crate::live::{Live, LiveConfig, Prepared, ServerHandle};
 use crate::protocol::{
     CacheHints, CompleteParams, Completion, Implementation, JsonObject, PromptsCapability, ResourcesCapability,
     ServerCapabilities, ToolsCapability,
 };
-use crate::state::KeyError;
-use crate::{Caller, Ctx, Error, MemoryGuard, StateConfig, StateGuard, ToolError};
+use crate::request_state::KeyError;
+use crate::{
+    request_state::MemoryGuard, request_state::StateConfig, request_state::StateGuard, Caller, Ctx, Error, ToolError,
+};
 
 pub(crate) type PrincipalFn = Arc<dyn Fn(&HeaderMap) -> Option<String> + Send + Sync>;
 
@@ -50,6 +52,9 @@ pub(crate) struct Engine {
     /// Refuses a second claim of one state; `None` only after [`Server::reusable_states`].
     pub(crate) state_guard: Option<Arc<dyn StateGuard>>,
     pub(crate) bridge_answer_timeout: Duration,
+    /// How long one run of a handler may take; `None` (unset): the transport's default.
+    #[allow(clippy::option_option, reason = "unset (the transport decides) is not set to unbounded")]
+    pub(crate) handler_timeout: Option<Option<Duration>>,
     pub(crate) app: AppState,
     /// The server's own request methods, by name.
     pub(crate) methods: Arc<BTreeMap<String, Arc<MethodRoute>>>,
@@ -83,6 +88,7 @@ impl Engine {
             principal: None,
             state_guard: Some(Arc::new(MemoryGuard::new())),
             bridge_answer_timeout: crate::context::ANSWER_TIMEOUT,
+            handler_timeout: None,
             app,
             methods: Arc::default(),
             extensions: JsonObject::new(),

@@ -2,7 +2,7 @@
 //! the subset of the client's filter the server honours, then carries the changes that
 //! filter asked for, each tagged with the listen request's id, until the client goes.
 //!
-//! The changes come from the catalog's [`ChangeFanout`](crate::ChangeFanout) (`live`);
+//! The changes come from the catalog's [`ChangeFanout`](crate::catalog::ChangeFanout) (`live`);
 //! which of them a stream hears, and whether it may read a resource it names, is
 //! decided here with the same access rules as the other methods (`access`).
 
@@ -15,11 +15,11 @@ use tokio::sync::mpsc::error::TrySendError;
 
 use super::stamp::Text;
 use super::{Body, Engine, Method};
+use crate::catalog::{Change, RequestView};
 use crate::context::Transport;
 use crate::envelope::{Request, RequestMeta};
 use crate::fair::{ClientId, Refused};
 use crate::handler::{PromptRoute, ResourceRoute, ToolRoute};
-use crate::live::{Change, RequestView};
 use crate::protocol::{JsonObject, Notification, Outgoing, RequestId, ResultJson};
 use crate::shutdown::Draining;
 use crate::Error;

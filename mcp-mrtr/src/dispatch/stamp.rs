@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::live::PreparedBody;
+use crate::catalog::PreparedBody;
 use crate::protocol::CacheHints;
 use crate::protocol::{meta_keys, Implementation, JsonObject, ResultJson};
 use crate::Error;

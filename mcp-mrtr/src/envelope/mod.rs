@@ -17,8 +17,7 @@ pub use self::trace::{TraceContext, TraceParent};
 use crate::protocol::{meta_keys, ClientCapabilities, Implementation, JsonObject, LoggingLevel, RequestId};
 use crate::Error;
 
-/// The protocol revision this server speaks to modern clients.
-pub const PROTOCOL_VERSION: &str = "2026-07-28";
+pub(crate) use crate::protocol::PROTOCOL_VERSION;
 
 /// Versions a modern request may name in `_meta`.
 pub(crate) const SUPPORTED_VERSIONS: &[&str] = &[PROTOCOL_VERSION];

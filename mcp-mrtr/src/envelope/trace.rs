@@ -14,7 +14,7 @@ const MAX_BAGGAGE: usize = 8192;
 const MAX_BAGGAGE_MEMBERS: usize = 64;
 
 /// The trace context a request carried in `_meta`, valid parts only
-/// ([`RequestMeta::trace`](crate::RequestMeta::trace), [`Ctx::meta`](crate::Ctx::meta)).
+/// ([`RequestMeta::trace`](crate::context::RequestMeta::trace), [`Ctx::meta`](crate::Ctx::meta)).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TraceContext {
     traceparent: Option<TraceParent>,

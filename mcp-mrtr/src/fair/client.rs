@@ -10,7 +10,7 @@ use axum::http::Extensions;
 use crate::Caller;
 
 /// The address a transport resolved for a request's client: the TCP peer, or the
-/// address a trusted proxy forwarded ([`HttpConfig::trust_forwarded_for`](crate::HttpConfig::trust_forwarded_for)).
+/// address a trusted proxy forwarded ([`HttpConfig::trust_forwarded_for`](crate::http::HttpConfig::trust_forwarded_for)).
 /// Inserted into the request's extensions before anything reads them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ClientAddr(pub(crate) IpAddr);

@@ -30,7 +30,7 @@ pub(crate) fn declined_read(uri: &str, declined: Declined) -> ReadResourceResult
 ///
 /// ```
 /// use mcp_mrtr::prelude::*;
-/// use mcp_mrtr::IntoToolResult;
+/// use mcp_mrtr::handler::IntoToolResult;
 ///
 /// /// Search hits, one text block each.
 /// struct Hits(Vec<String>);

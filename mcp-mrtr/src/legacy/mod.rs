@@ -29,7 +29,7 @@ pub(crate) use self::wait::{HandlerSlot, SlotLease, WaitBounds};
 use crate::dispatch::Engine;
 use crate::envelope::{self, Request};
 use crate::protocol::{meta_keys, InputRequest, JsonObject, LoggingLevel, Notification, Notifier, Outgoing, RequestId};
-use crate::{Error, RequestMeta};
+use crate::{context::RequestMeta, Error};
 
 /// The newest legacy revision, offered to clients that ask for one this server does not know.
 pub(crate) const LATEST: &str = "2025-11-25";

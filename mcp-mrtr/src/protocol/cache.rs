@@ -29,7 +29,7 @@ impl CacheScope {
 /// ```
 /// use mcp_mrtr::prelude::*;
 /// use mcp_mrtr::testing::TestClient;
-/// use mcp_mrtr::{CacheHints, CacheScope};
+/// use mcp_mrtr::{protocol::CacheHints, protocol::CacheScope};
 ///
 /// /// The price list: the same for everyone, changed once a day.
 /// #[resource(uri = "shop://prices")]

@@ -22,6 +22,10 @@
 //! ignored on input, as the spec asks of receivers. Optional fields are omitted, never
 //! sent as `null`.
 
+/// The protocol revision this server speaks to 2026-07-28 clients (the bridge speaks
+/// 2025-11-25 to older ones).
+pub const PROTOCOL_VERSION: &str = "2026-07-28";
+
 mod cache;
 mod capabilities;
 mod completion;

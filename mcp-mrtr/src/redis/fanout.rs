@@ -19,7 +19,7 @@ use futures_util::StreamExt;
 use redis::aio::{ConnectionManager, PubSub};
 use tokio::sync::{broadcast, mpsc};
 
-use crate::live::{Change, ChangeFanout, FanoutKeys};
+use crate::catalog::{Change, ChangeFanout, FanoutKeys};
 use crate::tasks::StoreError;
 
 /// Changes an instance holds for its listeners, and changes waiting to be published.
@@ -165,7 +165,7 @@ fn decode(message: &str) -> Option<Change> {
         "tools" => Change::ToolsListChanged,
         "prompts" => Change::PromptsListChanged,
         "resources" => Change::ResourcesListChanged,
-        edit if edit.starts_with("edit ") => Change::CatalogEdited(crate::CatalogEdit::decode(edit)?),
+        edit if edit.starts_with("edit ") => Change::CatalogEdited(crate::catalog::CatalogEdit::decode(edit)?),
         other => Change::ResourceUpdated(other.strip_prefix("updated ")?.to_owned()),
     })
 }

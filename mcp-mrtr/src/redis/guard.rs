@@ -14,7 +14,7 @@ use futures_util::future::BoxFuture;
 use redis::aio::ConnectionManager;
 use redis::Script;
 
-use crate::{Claim, Consumed, StateGuard};
+use crate::{request_state::Claim, request_state::Consumed, request_state::StateGuard};
 
 /// KEYS: the state's key, the memory key. ARGV: keep ms, now ms, the state's issue ms.
 /// 1 first use, 0 used before, 2 sealed before the guard's memory began.

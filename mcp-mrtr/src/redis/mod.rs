@@ -7,7 +7,7 @@
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! use mcp_mrtr::{redis::Redis, Listen, Server};
+//! use mcp_mrtr::{redis::Redis, catalog::Listen, Server};
 //!
 //! let redis = Redis::connect("redis://127.0.0.1:6379/").await?;
 //! let server = Server::new("app", "1.0.0")
@@ -91,20 +91,20 @@ impl Redis {
         self
     }
 
-    /// A [`StateGuard`](crate::StateGuard) shared by every instance: a request state
+    /// A [`StateGuard`](crate::request_state::StateGuard) shared by every instance: a request state
     /// opens once across all of them.
     pub fn state_guard(&self) -> RedisGuard {
         RedisGuard::new(self.connection.clone(), format!("{}state:", self.prefix))
     }
 
-    /// A [`TaskStore`](crate::TaskStore) shared by every instance, with leases: a task
+    /// A [`TaskStore`](crate::tasks::TaskStore) shared by every instance, with leases: a task
     /// whose instance died is taken over by another.
     pub fn task_store(&self) -> RedisTaskStore {
         RedisTaskStore::new(self.connection.clone(), &self.prefix)
     }
 
-    /// A [`ChangeFanout`](crate::ChangeFanout) over Redis pub/sub: a change made
-    /// through any instance's [`ServerHandle`](crate::ServerHandle) reaches the
+    /// A [`ChangeFanout`](crate::catalog::ChangeFanout) over Redis pub/sub: a change made
+    /// through any instance's [`ServerHandle`](crate::catalog::ServerHandle) reaches the
     /// listeners of every instance. It is subscribed when this returns.
     ///
     /// Only the notifications travel: each instance's catalog is its own, so a change

@@ -15,7 +15,7 @@
 //! `folder`.
 //!
 //! ```no_run
-//! use mcp_mrtr::{Server, Skills};
+//! use mcp_mrtr::{Server, skills::Skills};
 //!
 //! # fn main() -> std::io::Result<()> {
 //! let skills = Skills::from_dir("skills")?;
@@ -43,10 +43,10 @@ use serde_json::{json, Value};
 
 use self::catalog::{Catalog, SCHEME};
 use self::folder::Found;
+use crate::catalog::{ServerHandle, WeakHandle};
 use crate::context::Readable;
 use crate::error::Error;
 use crate::handler::{MethodRoute, ResourceRoute};
-use crate::live::{ServerHandle, WeakHandle};
 use crate::protocol::{CacheHints, Resource, ResourceTemplate};
 use crate::{Ctx, ToolError};
 
@@ -66,7 +66,7 @@ const PAGE: usize = 100;
 ///
 /// ```
 /// use mcp_mrtr::testing::TestClient;
-/// use mcp_mrtr::{Server, Skill, Skills};
+/// use mcp_mrtr::{Server, skills::Skill, skills::Skills};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
@@ -106,7 +106,7 @@ struct Config {
 /// its files, `SKILL.md` first.
 ///
 /// ```
-/// use mcp_mrtr::Skill;
+/// use mcp_mrtr::skills::Skill;
 ///
 /// let skill = Skill::new("acme/refunds", "---\nname: refunds\ndescription: Issue refunds by the book.\n---\n\nSee `POLICY.md`.\n")
 ///     .file("POLICY.md", "# Policy\n\nRefunds within 30 days.\n");

@@ -25,7 +25,7 @@ use crate::Error;
 ///
 /// A *client* is the authenticated [`Caller`](crate::Caller) when there is one, else the
 /// client's address (the TCP peer, or the one a trusted proxy forwarded, see
-/// [`HttpConfig::trust_forwarded_for`](crate::HttpConfig::trust_forwarded_for); IPv6 by its
+/// [`HttpConfig::trust_forwarded_for`](crate::http::HttpConfig::trust_forwarded_for); IPv6 by its
 /// /64). Behind a proxy whose address is not replaced, every client shares one address and
 /// the per-client bounds act as totals. On stdio there is one client.
 ///
@@ -45,7 +45,7 @@ use crate::Error;
 /// journaled, and ending it would lose that. Fairness comes from the share: one client
 /// holds at most 1/64 of the total by default.
 ///
-/// **Memory at the caps** (the default [`MemoryTaskStore`](crate::MemoryTaskStore)): a
+/// **Memory at the caps** (the default [`MemoryTaskStore`](crate::tasks::MemoryTaskStore)): a
 /// live record holds at most 64 KiB of arguments, a status message of at most 1 KiB and
 /// its journal (answers and `once!` results), so 1,024 live tasks take about 66 MiB plus
 /// their journals. A finished record drops its arguments and journal and keeps its
@@ -57,7 +57,7 @@ use crate::Error;
 ///
 /// use mcp_mrtr::prelude::*;
 /// use mcp_mrtr::testing::TestClient;
-/// use mcp_mrtr::TaskLimits;
+/// use mcp_mrtr::tasks::TaskLimits;
 ///
 /// /// Rebuilds the search index: slow, so always a task.
 /// #[tool(task = "required")]
@@ -152,7 +152,7 @@ impl TaskLimits {
     /// being refused: every run belongs to a task already admitted (the live caps bound
     /// the queue), and refusing a replay after a client answered, or a takeover, would
     /// fail work the client has invested in. Task runs do not take the HTTP transport's
-    /// handler slots ([`Limits::max_handlers`](crate::Limits::max_handlers)), so requests
+    /// handler slots ([`Limits::max_handlers`](crate::http::Limits::max_handlers)), so requests
     /// are served whatever tasks do. Default 128: with the per-client share of 16, it
     /// takes 8 clients at their full share to make runs wait.
     pub fn max_runs(mut self, max: usize) -> Self {

@@ -29,7 +29,7 @@ use super::{caller, store_error, wire};
 use crate::context::Transport;
 use crate::envelope::RequestMeta;
 use crate::protocol::JsonObject;
-use crate::{Capability, Error, RequestView};
+use crate::{catalog::RequestView, Capability, Error};
 
 /// The task methods this revision has. `tasks/result` and `tasks/list` were removed and
 /// are unknown methods (`-32601`).

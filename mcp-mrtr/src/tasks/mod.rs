@@ -2,23 +2,34 @@
 //! answers at once with a task id, which the client polls with `tasks/get`, answers with
 //! `tasks/update` and stops with `tasks/cancel`.
 //!
-//! A task runs the same handler as a multi-round call, through the same replay driver
-//! (see the [tasks guide](crate::guide::tasks)). Only the journal moves: answers and
-//! `once!` results live in the task's [`TaskRecord`] in a [`TaskStore`] instead of a sealed
-//! `requestState`. A task waiting
-//! for a person holds no future: `tasks/update` journals the answers and replays the
-//! handler from the top.
-//!
-//! One door in: [`Tasks`] is dispatch's `TaskHook` (a `tools/call` of a tool that
-//! supports tasks goes to `driver::call`, and `tasks/*` to `methods::serve`). Code here
-//! sees the server as a [`Host`]: the engine, and the task machinery.
-//!
-//! Bounds (a total and a share per client, as for every pool; [`TaskLimits`]):
-//! `admission` decides whether a client may create one more task (a rate and live caps,
-//! per client and in all); `arguments` keeps only
-//! what the tool's argument type reads, within a size cap; runs take a slot of their
-//! own and have a time limit (`driver`); status messages are coalesced (`status`); a
-//! finished record drops its inputs and is kept for a shorter time (`store`).
+//! A task runs the same handler as a multi-round call; its answers and `once!` results
+//! live in a [`TaskRecord`] in a [`TaskStore`] ([`MemoryTaskStore`] for one instance, the
+//! `redis` feature's `RedisTaskStore` for several). [`TaskLimits`] bounds them, and
+//! [`TaskEnd`] is what the end hook hears. See the [tasks guide](crate::guide::tasks).
+
+// For maintainers:
+//
+// Tasks (the `io.modelcontextprotocol/tasks` extension, SEP-2663): a `tools/call` that
+// answers at once with a task id, which the client polls with `tasks/get`, answers with
+// `tasks/update` and stops with `tasks/cancel`.
+//
+// A task runs the same handler as a multi-round call, through the same replay driver
+// (see the [tasks guide](crate::guide::tasks)). Only the journal moves: answers and
+// `once!` results live in the task's [`TaskRecord`] in a [`TaskStore`] instead of a sealed
+// `requestState`. A task waiting
+// for a person holds no future: `tasks/update` journals the answers and replays the
+// handler from the top.
+//
+// One door in: [`Tasks`] is dispatch's `TaskHook` (a `tools/call` of a tool that
+// supports tasks goes to `driver::call`, and `tasks/*` to `methods::serve`). Code here
+// sees the server as a [`Host`]: the engine, and the task machinery.
+//
+// Bounds (a total and a share per client, as for every pool; [`TaskLimits`]):
+// `admission` decides whether a client may create one more task (a rate and live caps,
+// per client and in all); `arguments` keeps only
+// what the tool's argument type reads, within a size cap; runs take a slot of their
+// own and have a time limit (`driver`); status messages are coalesced (`status`); a
+// finished record drops its inputs and is kept for a shorter time (`store`).
 
 mod admission;
 mod driver;

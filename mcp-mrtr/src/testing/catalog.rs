@@ -63,13 +63,13 @@ impl TestClient {
     /// Opens a `subscriptions/listen` stream asking for `notifications` (the filter, such
     /// as `{"toolsListChanged": true}` or `{"resourceSubscriptions": ["file:///a"]}`), and
     /// returns once the server acknowledged it. The server must serve
-    /// [`Listen`](crate::Listen); it honours only what it has (no tools, no tool list
+    /// [`Listen`](crate::catalog::Listen); it honours only what it has (no tools, no tool list
     /// changes): see [`ListenStream::acknowledged`]. The stream ends when dropped.
     ///
     /// ```
     /// use mcp_mrtr::prelude::*;
     /// use mcp_mrtr::testing::TestClient;
-    /// use mcp_mrtr::{Listen, Tool};
+    /// use mcp_mrtr::{catalog::Listen, protocol::Tool};
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {

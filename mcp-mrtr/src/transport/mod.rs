@@ -5,6 +5,7 @@
 //! message's bytes runs inside [`contain`], the unwind boundary of the transports.
 
 pub(crate) mod http;
+pub(crate) mod serve;
 pub(crate) mod stdio;
 
 use std::future::Future;

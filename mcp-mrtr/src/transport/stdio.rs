@@ -13,10 +13,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::Extensions;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
+use futures_util::future::BoxFuture;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+use super::serve::sealed::Sealed;
 use super::{error_message, read_message};
 use crate::context::Transport;
 use crate::dispatch::Engine;
@@ -24,52 +26,130 @@ use crate::envelope::{check_version, classify, Era, Incoming, Request, RequestMe
 use crate::inflight::InFlight;
 use crate::legacy::{self, Session, SessionBridge, Sessions};
 use crate::protocol::{Outgoing, RequestId, ResultJson};
-use crate::shutdown::{self, Drain};
+use crate::shutdown::{self, Drain, Signal};
 use crate::{Error, Server};
 
 /// Longest line accepted on stdin; longer lines are answered with an error and skipped.
 const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 
-impl Server {
-    /// Serves newline-delimited JSON-RPC on stdin/stdout until stdin closes or the
-    /// process gets SIGTERM or Ctrl-C. Then requests still running get 10 s to finish
-    /// (`subscriptions/listen` streams end at once with their result), the rest are cut,
-    /// and the tasks running here are handed back.
-    pub async fn serve_stdio(self) -> io::Result<()> {
-        self.serve_io_until(stdin_pipe(), tokio::io::stdout(), crate::shutdown_signal()).await
+/// The process's stdin and stdout, one JSON-RPC message per line: how desktop and CLI
+/// hosts (Claude Code, Claude Desktop, editors) launch a server. Serve with
+/// `server.serve(Stdio::new())`; [`Stdio::over`] serves any other byte stream the same way.
+///
+/// Serving ends when stdin closes or on SIGTERM or Ctrl-C (or the signal given to
+/// [`Serve::with_graceful_shutdown`](crate::serve::Serve::with_graceful_shutdown)). Then
+/// requests still running get 10 s to finish (`subscriptions/listen` streams end at once
+/// with their result), the rest are cut, and the tasks running here are handed back.
+/// Logs must go to stderr: stdout is the protocol's.
+///
+/// ```no_run
+/// use mcp_mrtr::{stdio::Stdio, Server};
+///
+/// #[tokio::main]
+/// async fn main() -> std::io::Result<()> {
+///     Server::new("hello", "1.0.0").serve(Stdio::new()).await
+/// }
+/// ```
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct Stdio {}
+
+impl Stdio {
+    /// The process's stdin and stdout.
+    pub fn new() -> Self {
+        Self {}
     }
 
-    /// Serves newline-delimited JSON-RPC on any byte stream pair (stdio, a pipe, a
-    /// socket) until the reader ends, then finishes as [`Server::serve_stdio`] does.
-    pub async fn serve_io<R, W>(self, reader: R, writer: W) -> io::Result<()>
+    /// Newline-delimited JSON-RPC on any byte stream pair (a pipe, a socket, an in-memory
+    /// duplex in a test), served as stdio is, until the reader ends. Nothing stops it on a
+    /// signal unless [`Serve::with_graceful_shutdown`](crate::serve::Serve::with_graceful_shutdown)
+    /// says so.
+    ///
+    /// ```
+    /// use mcp_mrtr::{stdio::Stdio, Server};
+    /// use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let (client, server_side) = tokio::io::duplex(64 * 1024);
+    /// let (reader, writer) = tokio::io::split(server_side);
+    /// let server = Server::new("hello", "1.0.0");
+    /// let serving = tokio::spawn(async move { server.serve(Stdio::over(reader, writer)).await });
+    ///
+    /// let (client_reader, mut client_writer) = tokio::io::split(client);
+    /// client_writer.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n").await?;
+    /// let mut answer = String::new();
+    /// BufReader::new(client_reader).read_line(&mut answer).await?;
+    /// assert!(answer.contains("\"id\":1"));
+    /// drop(client_writer); // the server's reader ends: serving ends
+    /// serving.await.expect("no panic")?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn over<R, W>(reader: R, writer: W) -> Pipe<R, W>
     where
-        R: tokio::io::AsyncRead + Unpin,
+        R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        self.serve_io_until(reader, writer, std::future::pending()).await
+        Pipe { reader, writer }
     }
+}
 
-    /// Serves newline-delimited JSON-RPC on a byte stream pair until the reader ends or
-    /// `shutdown` resolves, then finishes as [`Server::serve_stdio`] does.
-    pub async fn serve_io_until<R, W>(self, reader: R, writer: W, shutdown: impl Future<Output = ()>) -> io::Result<()>
-    where
-        R: tokio::io::AsyncRead + Unpin,
-        W: AsyncWrite + Unpin + Send + 'static,
-    {
-        // Misconfiguration (a missing State<T>, malformed keys) fails here, before any request.
-        let engine = Arc::new(self.into_engine());
-        engine.check_ready()?;
-        // From now on this instance takes over the tasks of instances that died.
-        engine.start();
-        let (out_tx, out_rx) = mpsc::channel::<Outgoing>(64);
-        let writer = tokio::spawn(write_lines(writer, out_rx));
-        let mut session = StdioSession::new(engine.clone(), out_tx);
-        let read = session.read_until(BufReader::new(reader), shutdown).await;
-        session.finish(shutdown::DEFAULT_TIMEOUT).await;
-        engine.hand_back_tasks().await;
-        read?;
-        writer.await.map_err(io::Error::other)?
+/// A byte stream pair served as stdio: see [`Stdio::over`].
+pub struct Pipe<R, W> {
+    reader: R,
+    writer: W,
+}
+
+impl<R, W> std::fmt::Debug for Pipe<R, W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Pipe(..)")
     }
+}
+
+impl Sealed for Stdio {
+    fn serve(self, server: Server, shutdown: Option<Signal>) -> BoxFuture<'static, io::Result<()>> {
+        // Installed now, before the first line is read, so a signal is never missed.
+        let shutdown = shutdown.unwrap_or_else(|| Signal::new(crate::shutdown::shutdown_signal()));
+        Box::pin(async move { serve_lines(server, stdin_pipe(), tokio::io::stdout(), shutdown.received()).await })
+    }
+}
+
+impl<R, W> Sealed for Pipe<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    fn serve(self, server: Server, shutdown: Option<Signal>) -> BoxFuture<'static, io::Result<()>> {
+        Box::pin(async move {
+            match shutdown {
+                Some(signal) => serve_lines(server, self.reader, self.writer, signal.received()).await,
+                None => serve_lines(server, self.reader, self.writer, std::future::pending()).await,
+            }
+        })
+    }
+}
+
+/// Serves newline-delimited JSON-RPC on a byte stream pair until the reader ends or
+/// `shutdown` resolves, then drains and hands back the tasks running here.
+async fn serve_lines<R, W>(server: Server, reader: R, writer: W, shutdown: impl Future<Output = ()>) -> io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    // Misconfiguration (a missing State<T>, malformed keys) fails here, before any request.
+    let engine = Arc::new(server.into_engine());
+    engine.check_ready()?;
+    // From now on this instance takes over the tasks of instances that died.
+    engine.start();
+    let (out_tx, out_rx) = mpsc::channel::<Outgoing>(64);
+    let writer = tokio::spawn(write_lines(writer, out_rx));
+    let mut session = StdioSession::new(engine.clone(), out_tx);
+    let read = session.read_until(BufReader::new(reader), shutdown).await;
+    session.finish(shutdown::DEFAULT_TIMEOUT).await;
+    engine.hand_back_tasks().await;
+    read?;
+    writer.await.map_err(io::Error::other)?
 }
 
 /// Stdin, read on a thread of its own. A blocking read cannot be cancelled, and tokio's
@@ -201,13 +281,15 @@ impl StdioSession {
         let (server, out, id) = (self.server.clone(), self.out.clone(), request.id.clone());
         let bridge = session.map(|session| Arc::new(SessionBridge::new(session)) as Arc<dyn crate::context::Bridge>);
         let (note_tx, mut note_rx) = mpsc::channel(16);
-        // Only per-tool time limits apply: the one client is a local process that can cancel.
+        // Unbounded unless the server says otherwise: the one client is a local process
+        // that can cancel, and nobody else waits for the handler's place.
+        let handler_timeout = self.server.handler_timeout.unwrap_or(None);
         let transport = Transport {
             notifier: Some(note_tx),
             headers: None,
             extensions: self.extensions.clone(),
             bridge,
-            handler_timeout: None,
+            handler_timeout,
         };
         // Reap finished requests, so a long connection does not collect them.
         while self.tasks.try_join_next().is_some() {}
@@ -351,7 +433,7 @@ mod tests {
     use tokio::io::AsyncWriteExt;
 
     use super::*;
-    use crate::{Tool, ToolError};
+    use crate::{protocol::Tool, ToolError};
 
     /// Sets its flag when dropped.
     struct Flag(Arc<AtomicBool>);
@@ -376,8 +458,8 @@ mod tests {
         let server = crate::testing::with_own_keys(Server::new("cut", "0").tool(endless));
         let (mut input, server_in) = tokio::io::duplex(4096);
         let (server_out, _output) = tokio::io::duplex(4096);
-        let serving = tokio::spawn(server.serve_io(server_in, server_out));
-        let meta = json!({ "io.modelcontextprotocol/protocolVersion": crate::PROTOCOL_VERSION,
+        let serving = tokio::spawn(async move { server.serve(Stdio::over(server_in, server_out)).await });
+        let meta = json!({ "io.modelcontextprotocol/protocolVersion": crate::protocol::PROTOCOL_VERSION,
             "io.modelcontextprotocol/clientCapabilities": {} });
         let call = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": { "name": "endless", "_meta": meta } });

@@ -21,6 +21,11 @@ use crate::fair::ClientId;
 use crate::transport::error_message;
 use crate::Error;
 
+/// How long one run of a handler may take over HTTP unless
+/// [`Server::handler_timeout`](crate::Server::handler_timeout) says otherwise: the request
+/// timeout common clients use.
+const HTTP_HANDLER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Runs a request through dispatch and answers it, if one of the
 /// [`Limits::max_handlers`] slots is free: a modern one as it stands, a legacy one (with
 /// its session) as a request of that session that `notifications/cancelled` can stop.
@@ -69,7 +74,8 @@ pub(super) async fn serve_request(
         }
         None => (slot, None, None),
     };
-    let handler_timeout = endpoint.config.limits.handler_timeout;
+    // A stuck handler holds a slot many clients share: bounded unless the server says not.
+    let handler_timeout = endpoint.server.handler_timeout.unwrap_or(Some(HTTP_HANDLER_TIMEOUT));
     let transport = Transport {
         notifier,
         headers: Some(if listen { owned(&head.headers) } else { head.headers.clone() }),
@@ -104,7 +110,7 @@ pub(super) async fn serve_request(
 /// A listen stream's reply: the smallest future that runs it (the stream holds it for
 /// hours; it takes no handler slot, so has none to give way), marking its connection as
 /// listening, which may then be closed for room when its client holds the most
-/// connections (see `connections`). Served by `serve_http*`, the stream leaves hyper
+/// connections (see `connections`). Served by `Http`, the stream leaves hyper
 /// once acknowledged, through the returned handoff (see `handoff`).
 fn listen_reply(
     head: &Head,

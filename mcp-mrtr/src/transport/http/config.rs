@@ -1,5 +1,5 @@
 //! [`HttpConfig`]: how the HTTP endpoint is mounted (path, body cap), which hosts and
-//! origins it answers, its [`Limits`], its shutdown signal, and the OAuth resource server
+//! origins it answers, its [`Limits`], and the OAuth resource server
 //! in front of it.
 
 use std::net::SocketAddr;
@@ -9,11 +9,11 @@ use super::Limits;
 
 /// How the HTTP endpoint is mounted and guarded.
 ///
-/// Give it to [`Server::into_router_with`](crate::Server::into_router_with) or
-/// [`Server::serve_http_with`](crate::Server::serve_http_with):
+/// Give it to [`Http::config`](crate::http::Http::config) or
+/// [`Server::into_router`](crate::Server::into_router):
 ///
 /// ```
-/// use mcp_mrtr::{HttpConfig, Limits, Server};
+/// use mcp_mrtr::{http::HttpConfig, http::Limits, Server};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
@@ -25,7 +25,7 @@ use super::Limits;
 ///     .allowed_origins(["https://app.example.com"])
 ///     .max_body_bytes(256 * 1024)
 ///     .limits(Limits::default().max_handlers(64));
-/// let router = Server::new("app", "1.0.0").into_router_with(config);
+/// let router = Server::new("app", "1.0.0").into_router(config).expect("configured");
 /// # let _ = router;
 /// # }
 /// ```
@@ -36,8 +36,6 @@ pub struct HttpConfig {
     pub(super) guard: Guard,
     pub(super) limits: Limits,
     pub(super) auth: Option<crate::auth::ResourceServer>,
-    /// When `serve_http*` stops; `None`: on SIGTERM or Ctrl-C.
-    pub(super) shutdown: Option<crate::shutdown::Signal>,
     /// Whether a client's address is the last one in `X-Forwarded-For`.
     pub(super) trust_forwarded_for: bool,
 }
@@ -52,7 +50,6 @@ impl Default for HttpConfig {
             guard: Guard::default(),
             limits: Limits::default(),
             auth: None,
-            shutdown: None,
             trust_forwarded_for: false,
         }
     }
@@ -81,9 +78,14 @@ impl HttpConfig {
 
     /// Answers any `Host`: for servers behind a proxy that checks it, or reached by names
     /// not known in advance. `Origin` is still checked: browser requests are answered
-    /// only from loopback pages and [`allowed_origins`](Self::allowed_origins).
-    pub fn allow_any_host(mut self) -> Self {
-        self.guard.hosts = HostPolicy::Any;
+    /// only from loopback pages and [`allowed_origins`](Self::allowed_origins). `false`
+    /// goes back to the default hosts.
+    pub fn allow_any_host(mut self, any: bool) -> Self {
+        if any {
+            self.guard.hosts = HostPolicy::Any;
+        } else if self.guard.hosts == HostPolicy::Any {
+            self.guard.hosts = Guard::default().hosts;
+        }
         self
     }
 
@@ -103,36 +105,15 @@ impl HttpConfig {
         self
     }
 
-    /// The configuration `serve_http` uses on `local`: loopback hosts only on a loopback
+    /// The configuration [`Http`](crate::http::Http) uses on `local` when given none: loopback hosts only on a loopback
     /// address; any host elsewhere (the names a LAN or container address is reached by
     /// are not known), with the `Origin` check kept.
     pub(super) fn for_address(local: SocketAddr) -> Self {
         if local.ip().is_loopback() {
             Self::default()
         } else {
-            Self::default().allow_any_host()
+            Self::default().allow_any_host(true)
         }
-    }
-
-    /// Makes [`Server::serve_http_with`](crate::Server::serve_http_with) shut down
-    /// gracefully when `signal` resolves, instead of on SIGTERM or Ctrl-C (the default):
-    /// for an application that decides itself when to stop. `std::future::pending()`
-    /// serves until the process ends. Routers
-    /// ([`Server::into_router_with`](crate::Server::into_router_with)) do not read it; see
-    /// [`serve_router_with_shutdown`](crate::serve_router_with_shutdown) for them.
-    ///
-    /// ```
-    /// use mcp_mrtr::HttpConfig;
-    ///
-    /// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    /// let config = HttpConfig::default().shutdown_signal(async move {
-    ///     let _ = stopped.await;
-    /// });
-    /// # drop((stop, config));
-    /// ```
-    pub fn shutdown_signal(mut self, signal: impl std::future::Future<Output = ()> + Send + 'static) -> Self {
-        self.shutdown = Some(crate::shutdown::Signal::new(signal));
-        self
     }
 
     /// Takes a client's address from the last entry of `X-Forwarded-For` (the one the
@@ -143,8 +124,8 @@ impl HttpConfig {
     /// The address is who a client is for every per-client share of [`Limits`] when the
     /// request has no authenticated [`Caller`](crate::Caller). Behind a proxy without this,
     /// every client shares the proxy's address, so the per-client shares act as totals.
-    pub fn trust_forwarded_for(mut self) -> Self {
-        self.trust_forwarded_for = true;
+    pub fn trust_forwarded_for(mut self, trust: bool) -> Self {
+        self.trust_forwarded_for = trust;
         self
     }
 

@@ -1,5 +1,5 @@
-//! The door of the HTTP transport: [`Server::into_router`] and the `serve_http*` entry
-//! points make an [`Endpoint`] (the engine, the config, the sessions, the handler slots
+//! The door of the HTTP transport: [`Server::into_router`] and the [`Http`] transport
+//! make an [`Endpoint`] (the engine, the config, the sessions, the handler slots
 //! and the OAuth gate), and [`endpoint_handler`] takes every request it gets: `Host` and
 //! `Origin` checked, the client's address noted, the bearer token checked, then a POST
 //! goes to `post` and a GET or DELETE (2025-11-25 sessions only) to `legacy`.
@@ -12,7 +12,8 @@ use axum::extract::{ConnectInfo, Request as HttpRequest, State};
 use axum::http::{header, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use tokio::net::{TcpListener, ToSocketAddrs};
+use futures_util::future::BoxFuture;
+use tokio::net::TcpListener;
 
 use super::post::post;
 use super::serve::{self, App};
@@ -20,7 +21,9 @@ use super::sse::json_response;
 use super::{legacy, slots, HttpConfig};
 use crate::dispatch::Engine;
 use crate::fair::ClientAddr;
+use crate::shutdown::Signal;
 use crate::transport::error_message;
+use crate::transport::serve::sealed::Sealed;
 use crate::{Error, Server};
 
 pub(super) struct Endpoint {
@@ -35,12 +38,16 @@ pub(super) struct Endpoint {
 }
 
 impl Server {
-    /// An axum router serving this server at `/mcp`, with the default [`HttpConfig`].
-    /// Merge it into an existing app with [`Router::merge`]; middleware the app layers
-    /// around it can attach a [`Caller`](crate::Caller) and other extensions that
-    /// handlers read.
+    /// An axum router serving this server as `config` says (at `/mcp` by default), to
+    /// merge into an app of your own with [`Router::merge`]. Middleware the app layers
+    /// around it can attach a [`Caller`](crate::Caller) and other extensions that handlers
+    /// read. A misconfigured server is the `Err`, before anything is served: a handler
+    /// takes `State<T>` and the server was given no `T` (see [`Server::with_state`]),
+    /// `MCP_MRTR_STATE_KEYS` is malformed, or the [`HttpConfig::auth`] resource server has
+    /// no verifier.
     ///
     /// ```
+    /// use mcp_mrtr::http::HttpConfig;
     /// use mcp_mrtr::prelude::*;
     ///
     /// /// Says hello.
@@ -50,41 +57,19 @@ impl Server {
     /// }
     ///
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
+    /// # async fn main() -> std::io::Result<()> {
     /// // MCP at `/mcp`, beside the app's own routes.
-    /// let app = axum::Router::new()
-    ///     .route("/health", axum::routing::get(|| async { "ok" }))
-    ///     .merge(Server::new("app", "1.0.0").tool(hello).into_router());
+    /// let mcp = Server::new("app", "1.0.0").tool(hello).into_router(HttpConfig::default())?;
+    /// let app = axum::Router::new().route("/health", axum::routing::get(|| async { "ok" })).merge(mcp);
     /// # let _ = app;
+    /// # Ok(())
     /// # }
     /// ```
     ///
-    /// Serve it with [`serve_router`](crate::serve_router) to get the listener's
-    /// [`Limits`](crate::Limits) too.
-    ///
-    /// # Panics
-    ///
-    /// As [`Server::into_router_with`].
-    pub fn into_router(self) -> Router {
-        self.into_router_with(HttpConfig::default())
-    }
-
-    /// An axum router serving this server as `config` says.
-    ///
-    /// # Panics
-    ///
-    /// If the server is misconfigured: a handler takes `State<T>` and the server was given
-    /// no `T` (see [`Server::with_state`]), `MCP_MRTR_STATE_KEYS` is malformed (and no
-    /// [`StateConfig`](crate::StateConfig) was given), or the [`HttpConfig::auth`] resource
-    /// server has no verifier. Found before the first request, never on a client's call;
-    /// [`Server::try_into_router_with`] returns it instead.
-    pub fn into_router_with(self, config: HttpConfig) -> Router {
-        self.try_into_router_with(config).unwrap_or_else(|error| panic!("cannot serve MCP over HTTP: {error}"))
-    }
-
-    /// An axum router serving this server as `config` says, or what is misconfigured (see
-    /// [`Server::into_router_with`]).
-    pub fn try_into_router_with(self, config: HttpConfig) -> io::Result<Router> {
+    /// Serve the app with [`serve_router`](crate::http::serve_router) for the listener's
+    /// [`Limits`](crate::http::Limits) and graceful shutdown; after it returns, hand back
+    /// the tasks running here with [`Server::hand_back_tasks`] (on a clone kept for it).
+    pub fn into_router(self, config: HttpConfig) -> io::Result<Router> {
         let endpoint = self.into_endpoint(config)?;
         let router = Router::new().route(&endpoint.config.path, axum::routing::any(endpoint_handler));
         let router = match &endpoint.gate {
@@ -120,73 +105,109 @@ impl Server {
         engine.start();
         Ok(Arc::new(Endpoint { server: Arc::new(engine), config, sessions, slots, gate }))
     }
+}
 
-    /// Serves Streamable HTTP on `addr` until SIGTERM or Ctrl-C, then shuts down
-    /// gracefully (see [`serve_router_with_shutdown`](crate::serve_router_with_shutdown))
-    /// and hands back the tasks running here.
-    ///
-    /// On a loopback address only loopback host names are answered (DNS-rebinding
-    /// protection); on any other address every host is, so put a proxy that checks
-    /// hosts in front, or use [`Server::into_router_with`]. On every address, browser
-    /// requests are answered only from loopback pages. A malformed
-    /// `MCP_MRTR_STATE_KEYS` is an error before anything is served.
-    ///
-    /// ```no_run
-    /// use mcp_mrtr::prelude::*;
-    ///
-    /// /// Says hello.
-    /// #[tool]
-    /// async fn hello() -> Result<String, ToolError> {
-    ///     Ok("hello".into())
-    /// }
-    ///
-    /// #[tokio::main]
-    /// async fn main() -> std::io::Result<()> {
-    ///     // Returns after SIGTERM or Ctrl-C, once requests in flight are drained.
-    ///     Server::new("hello", "1.0.0").tool(hello).serve_http("127.0.0.1:3000").await
-    /// }
-    /// ```
-    pub async fn serve_http(self, addr: impl ToSocketAddrs) -> io::Result<()> {
-        self.serve_http_listener(TcpListener::bind(addr).await?).await
+/// Streamable HTTP on a socket: serve with `server.serve(Http::bind("127.0.0.1:3000"))`.
+///
+/// Serving runs until SIGTERM or Ctrl-C (or the signal given to
+/// [`Serve::with_graceful_shutdown`](crate::serve::Serve::with_graceful_shutdown)), then
+/// drains as [`serve_router`](crate::http::serve_router) does, hands back the tasks
+/// running here (their handlers stop; a shared task store lets another instance take them
+/// over) and returns.
+///
+/// Without a [`config`](Http::config), a loopback address answers loopback host names only
+/// (DNS-rebinding protection), and any other address answers every host (put a proxy that
+/// checks hosts in front, or set [`HttpConfig::allowed_hosts`]); on every address,
+/// browser requests are answered only from loopback pages.
+///
+/// ```no_run
+/// use mcp_mrtr::http::{Http, HttpConfig, Limits};
+/// use mcp_mrtr::prelude::*;
+///
+/// /// Says hello.
+/// #[tool]
+/// async fn hello() -> Result<String, ToolError> {
+///     Ok("hello".into())
+/// }
+///
+/// #[tokio::main]
+/// async fn main() -> std::io::Result<()> {
+///     let config = HttpConfig::default().limits(Limits::default().max_handlers(64));
+///     Server::new("hello", "1.0.0").tool(hello).serve(Http::bind("127.0.0.1:3000").config(config)).await
+/// }
+/// ```
+#[derive(Debug)]
+pub struct Http {
+    socket: Socket,
+    config: Option<HttpConfig>,
+}
+
+#[derive(Debug)]
+enum Socket {
+    /// The addresses to bind, or why they could not be resolved (reported when served).
+    Bind(io::Result<Vec<SocketAddr>>),
+    Bound(TcpListener),
+}
+
+impl Http {
+    /// Binds `addr` when served (`"127.0.0.1:3000"`, a [`SocketAddr`]; port 0 lets the OS
+    /// pick one). A name such as `"localhost:3000"` is resolved here.
+    pub fn bind(addr: impl std::net::ToSocketAddrs) -> Self {
+        Self::on(Socket::Bind(addr.to_socket_addrs().map(Iterator::collect)))
     }
 
-    /// Serves Streamable HTTP on a bound listener (bind port 0 to let the OS pick one),
-    /// as [`Server::serve_http`] does.
-    pub async fn serve_http_listener(self, listener: TcpListener) -> io::Result<()> {
-        let local: SocketAddr = listener.local_addr()?;
-        let config = HttpConfig::for_address(local);
-        if !local.ip().is_loopback() {
-            tracing::warn!(%local, path = %config.path, "serving MCP over HTTP on a non-loopback address: any Host is answered (Origin is still checked)");
+    /// Serves on a listener bound already (to learn its port before serving, say).
+    pub fn listener(listener: TcpListener) -> Self {
+        Self::on(Socket::Bound(listener))
+    }
+
+    /// How the endpoint is mounted and guarded, and its [`Limits`](crate::http::Limits)
+    /// (see [`HttpConfig`]; the default depends on the address, as said above).
+    pub fn config(mut self, config: HttpConfig) -> Self {
+        self.config = Some(config);
+        self
+    }
+
+    fn on(socket: Socket) -> Self {
+        Self { socket, config: None }
+    }
+
+    async fn bound(socket: Socket) -> io::Result<TcpListener> {
+        match socket {
+            Socket::Bound(listener) => Ok(listener),
+            Socket::Bind(addrs) => TcpListener::bind(&addrs?[..]).await,
         }
-        self.serve_http_with(listener, config).await
-    }
-
-    /// Serves Streamable HTTP on a bound listener as `config` says, its
-    /// [`Limits`](crate::Limits) included, until its
-    /// [`shutdown_signal`](HttpConfig::shutdown_signal) (by default SIGTERM or Ctrl-C).
-    /// Then it drains (see [`serve_router_with_shutdown`](crate::serve_router_with_shutdown)),
-    /// hands back the tasks running here (their handlers stop; a shared task store lets another
-    /// instance take them over) and returns. A misconfigured server is an error before
-    /// anything is served.
-    pub async fn serve_http_with(self, listener: TcpListener, mut config: HttpConfig) -> io::Result<()> {
-        let local: SocketAddr = listener.local_addr()?;
-        let limits = config.limits;
-        // Installed before the first connection is accepted, so a SIGTERM sent to a server
-        // that answers is always a graceful shutdown.
-        let shutdown = config.shutdown.take().unwrap_or_else(|| crate::shutdown::Signal::new(crate::shutdown_signal()));
-        let path = config.path.clone();
-        // Served without a router: two paths need no routing table, nor its per-request layers.
-        let endpoint = self.into_endpoint(config)?;
-        let engine = endpoint.server.clone();
-        tracing::info!(%local, %path, "serving MCP over HTTP");
-        serve::serve_app(listener, endpoint, limits, shutdown.received()).await?;
-        engine.hand_back_tasks().await;
-        tracing::info!(%local, "shut down: tasks running here handed back");
-        Ok(())
     }
 }
 
-/// `serve_http*` routes as the router of [`Server::try_into_router_with`] does: the MCP
+impl Sealed for Http {
+    fn serve(self, server: Server, shutdown: Option<Signal>) -> BoxFuture<'static, io::Result<()>> {
+        // Installed before the first connection is accepted, so a SIGTERM sent to a server
+        // that answers is always a graceful shutdown.
+        let shutdown = shutdown.unwrap_or_else(|| Signal::new(crate::shutdown::shutdown_signal()));
+        Box::pin(async move {
+            let listener = Self::bound(self.socket).await?;
+            let local: SocketAddr = listener.local_addr()?;
+            let config = self.config.unwrap_or_else(|| {
+                if !local.ip().is_loopback() {
+                    tracing::warn!(%local, "serving MCP over HTTP on a non-loopback address: any Host is answered (Origin is still checked)");
+                }
+                HttpConfig::for_address(local)
+            });
+            let (limits, path) = (config.limits, config.path.clone());
+            // Served without a router: two paths need no routing table, nor its per-request layers.
+            let endpoint = server.into_endpoint(config)?;
+            let engine = endpoint.server.clone();
+            tracing::info!(%local, %path, "serving MCP over HTTP");
+            serve::serve_app(listener, endpoint, limits, shutdown.received()).await?;
+            engine.hand_back_tasks().await;
+            tracing::info!(%local, "shut down: tasks running here handed back");
+            Ok(())
+        })
+    }
+}
+
+/// [`Http`] routes as the router of [`Server::into_router`] does: the MCP
 /// path, the protected resource metadata when auth is on, and 404 for anything else.
 impl App for Arc<Endpoint> {
     /// No middleware rewrites these responses: a listen stream's events may be written

@@ -14,7 +14,7 @@
 //!    each later event as an HTTP/1.1 chunk, then the last chunk when the stream ends.
 //!
 //! Offered only where the framing is known to be ours: HTTP/1.1 (chunked) requests on
-//! `Server::serve_http*`, whose responses no middleware rewrites. Elsewhere (an app's
+//! `Http`, whose responses no middleware rewrites. Elsewhere (an app's
 //! own router, HTTP/1.0) listen streams stay in hyper as any response does.
 
 use std::any::Any;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::legacy::SessionLimits;
 
 /// The bounds that keep one client, or many, from holding a server's memory, sockets
-/// or handlers indefinitely. Set them with [`HttpConfig::limits`](crate::HttpConfig::limits).
+/// or handlers indefinitely. Set them with [`HttpConfig::limits`](crate::http::HttpConfig::limits).
 ///
 /// Every bound is on by default, with a value meant for production:
 ///
@@ -19,7 +19,6 @@ use crate::legacy::SessionLimits;
 /// | [`write_timeout`](Self::write_timeout) | 30 s | a response (an SSE stream, say) whose client stopped reading |
 /// | [`max_connections`](Self::max_connections) | ¾ of the open-files limit, at most 8,192 | open connections; past it the least valuable one is closed (below) |
 /// | [`body_timeout`](Self::body_timeout) | 30 s | reading one request body |
-/// | [`handler_timeout`](Self::handler_timeout) | 60 s | one run of a handler; per tool with [`ToolRoute::timeout`](crate::ToolRoute::timeout) |
 /// | [`max_handlers`](Self::max_handlers) | 256 | requests being handled at once; more get a busy answer |
 /// | [`max_handlers_per_client`](Self::max_handlers_per_client) | a quarter of `max_handlers` | such requests of one client; when all are taken, the client running the most gives way |
 /// | [`max_sessions`](Self::max_sessions) | 4,096 | open 2025-11-25 sessions; a full table makes room (below) |
@@ -40,7 +39,7 @@ use crate::legacy::SessionLimits;
 /// requests on each session, therefore displaces only its own sessions, and
 /// [`session_opening_rate`](Self::session_opening_rate) slows it down. Who a client is:
 /// the authenticated [`Caller`](crate::Caller), else its address (see
-/// [`HttpConfig::trust_forwarded_for`](crate::HttpConfig::trust_forwarded_for)). Only
+/// [`HttpConfig::trust_forwarded_for`](crate::http::HttpConfig::trust_forwarded_for)). Only
 /// clients that each hold no more sessions than the newcomer would (say, a table full of
 /// clients holding one each) lose their least recently used one to it.
 ///
@@ -58,23 +57,22 @@ use crate::legacy::SessionLimits;
 /// client), then the longest-idle keep-alive one, then the oldest listen stream of the
 /// client holding the most connections. A connection running a request that works is
 /// never closed for room; the newcomer gets 503 only when every connection works and no
-/// client holds much more than its own. At start, `serve_*` raise the process's soft
-/// open-files limit to its hard limit (as Go's runtime and most servers do), and the
+/// client holds much more than its own. When serving starts, the process's soft
+/// open-files limit is raised to its hard limit (as Go's runtime and most servers do), and the
 /// default cap is derived from it.
 ///
-/// The first three, and the shutdown bound, belong to the listener: [`Server::serve_http`](crate::Server::serve_http)
-/// applies them, and an app that mounts [`Server::into_router_with`](crate::Server::into_router_with)
-/// gets them by serving through [`serve_router`](crate::serve_router). The others travel
+/// The first three, and the shutdown bound, belong to the listener: [`Http`](crate::http::Http)
+/// applies them, and an app that mounts [`Server::into_router`](crate::Server::into_router)
+/// gets them by serving through [`serve_router`](crate::http::serve_router). The others travel
 /// with the router.
 ///
 /// ```
 /// use std::time::Duration;
 ///
-/// use mcp_mrtr::{HttpConfig, Limits};
+/// use mcp_mrtr::{http::HttpConfig, http::Limits};
 ///
 /// let limits = Limits::default()
 ///     // The tools call a slow backend.
-///     .handler_timeout(Some(Duration::from_secs(120)))
 ///     .max_handlers(64)
 ///     .max_handlers_per_client(8)
 ///     // Well inside Kubernetes' 30 s grace period.
@@ -91,7 +89,6 @@ pub struct Limits {
     /// `None`: derived from the open-files limit when serving starts.
     pub(crate) max_connections: Option<usize>,
     pub(crate) body_timeout: Duration,
-    pub(crate) handler_timeout: Option<Duration>,
     pub(crate) max_handlers: usize,
     /// `None`: a quarter of `max_handlers`.
     pub(crate) max_handlers_per_client: Option<usize>,
@@ -106,7 +103,6 @@ impl Default for Limits {
             write_timeout: Duration::from_secs(30),
             max_connections: None,
             body_timeout: Duration::from_secs(30),
-            handler_timeout: Some(Duration::from_secs(60)),
             max_handlers: 256,
             max_handlers_per_client: None,
             sessions: SessionLimits::default(),
@@ -160,15 +156,6 @@ impl Limits {
         self
     }
 
-    /// How long one run of a tool, prompt, resource or completion handler may take
-    /// (time a legacy client spends answering questions between runs is not counted).
-    /// Past it the request fails with `-32603` "timed out after …". `None` lets handlers
-    /// run as long as they like. Default 60 s, the request timeout common clients use.
-    pub fn handler_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.handler_timeout = timeout;
-        self
-    }
-
     /// The most requests handled at once. Past it a request is answered "busy": HTTP 503
     /// with `Retry-After` for 2026-07-28, a `-32603` error on HTTP 200 for legacy
     /// sessions. A legacy call waiting for its client's answers does not hold a slot (it
@@ -186,7 +173,7 @@ impl Limits {
     /// request ends with a `-32603` "server busy … make room" error and the newcomer runs;
     /// the newcomer is refused only when nobody runs much more than its client. A client
     /// is the authenticated caller, else its address: behind a proxy, see
-    /// [`HttpConfig::trust_forwarded_for`](crate::HttpConfig::trust_forwarded_for), or the
+    /// [`HttpConfig::trust_forwarded_for`](crate::http::HttpConfig::trust_forwarded_for), or the
     /// whole proxy gets one share.
     pub fn max_handlers_per_client(mut self, max: usize) -> Self {
         self.max_handlers_per_client = Some(max);
@@ -253,7 +240,7 @@ impl Limits {
     /// 256 answers as many waiting people as the default handler slots serve at once. A
     /// wait holds its call's arguments, the answers gathered so far, and its open stream
     /// and connection: typically 10 to 20 kB, so about 5 MB at the cap. Arguments and
-    /// answers are each at most one request body ([`HttpConfig::max_body_bytes`](crate::HttpConfig::max_body_bytes)):
+    /// answers are each at most one request body ([`HttpConfig::max_body_bytes`](crate::http::HttpConfig::max_body_bytes)):
     /// callers sending the largest arguments allowed add 1 MiB per wait, 256 MiB at the cap.
     pub fn max_bridge_waits(mut self, max: usize) -> Self {
         self.sessions.max_bridge_waits = max;
@@ -271,7 +258,7 @@ impl Limits {
     }
 
     /// How long requests in flight get to finish once a graceful shutdown starts (see
-    /// [`serve_router_with_shutdown`](crate::serve_router_with_shutdown)); past it they are
+    /// [`ServeRouter::with_graceful_shutdown`](crate::http::ServeRouter::with_graceful_shutdown)); past it they are
     /// cut: their connections close and their handlers are dropped. Default 10 s: most
     /// calls end well within it, and it leaves room under Kubernetes' default 30 s grace
     /// period (after which the process is killed) for a `preStop` pause while the load

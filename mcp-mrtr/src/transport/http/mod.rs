@@ -2,9 +2,9 @@
 //! answered with JSON or with an SSE stream of its notifications and its reply.
 //!
 //! Read top-down, each file calling only the ones after it:
-//! - `serve`: the accept loop (`serve_http*`), connections bounded and shed
+//! - `serve`: the accept loop (`Http`), connections bounded and shed
 //!   (`connections`, `open_files`), each request handed to the endpoint;
-//! - `endpoint`: the door (`into_router`, `serve_http*`), `Host`/`Origin` (`guard`),
+//! - `endpoint`: the door (`into_router`, `Http`), `Host`/`Origin` (`guard`),
 //!   the client's address, the OAuth gate, then by HTTP method;
 //! - `post`: content type → body → envelope → framing → era → MCP headers (`headers`);
 //! - `legacy`: 2025-11-25 sessions (initialize, their GET and DELETE, answers to the
@@ -31,5 +31,6 @@ mod sse;
 mod status;
 
 pub use self::config::HttpConfig;
+pub use self::endpoint::Http;
 pub use self::limits::Limits;
-pub use self::serve::{serve_router, serve_router_with_shutdown};
+pub use self::serve::{serve_router, ServeRouter};

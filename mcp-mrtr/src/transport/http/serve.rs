@@ -3,8 +3,8 @@
 //! connection cap), until a shutdown signal; then the drain (no new connections, requests
 //! in flight get a bound to finish).
 //!
-//! Entry points: [`serve_router`] and [`serve_router_with_shutdown`] for apps, and
-//! `serve_app` for `Server::serve_http*`. Each connection is one hyper HTTP/1.1
+//! Entry points: [`serve_router`] for apps, and `serve_app` for the [`Http`](super::Http)
+//! transport. Each connection is one hyper HTTP/1.1
 //! connection whose socket is wrapped in [`WriteDeadline`]; each request carries the
 //! server's [`Draining`] in its extensions and is counted until its response has been
 //! sent in full.
@@ -43,70 +43,83 @@ use crate::shutdown::{Drain, Draining};
 const REFUSAL: &[u8] =
     b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 
-/// Serves `app` on `listener` until the process ends, bounding connections as `limits`
-/// says: headers (and idle keep-alive) within [`Limits::header_timeout`], responses read
-/// within [`Limits::write_timeout`] of being written, at most [`Limits::max_connections`]
-/// open at once. To stop gracefully on SIGTERM or Ctrl-C, use
-/// [`serve_router_with_shutdown`].
-///
-/// Use it to serve an app that mounts [`Server::into_router_with`](crate::Server::into_router_with)
-/// with the same connection bounds as [`Server::serve_http`](crate::Server::serve_http):
-///
-/// ```no_run
-/// # async fn run() -> std::io::Result<()> {
-/// use mcp_mrtr::{HttpConfig, Limits, Server};
-///
-/// let limits = Limits::default().max_connections(2000);
-/// let mcp = Server::new("app", "1.0.0").into_router_with(HttpConfig::default().limits(limits));
-/// let app = axum::Router::new().merge(mcp);
-/// let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
-/// mcp_mrtr::serve_router(listener, app, limits).await
-/// # }
-/// ```
+/// Serves an axum app (one that mounts [`Server::into_router`](crate::Server::into_router),
+/// say) on `listener` when awaited, bounding connections as `limits` says: headers (and
+/// idle keep-alive) within [`Limits::header_timeout`], responses read within
+/// [`Limits::write_timeout`] of being written, at most [`Limits::max_connections`] open
+/// at once. It serves until the process ends, or with
+/// [`with_graceful_shutdown`](ServeRouter::with_graceful_shutdown) until a signal.
 ///
 /// A connection past the cap is accepted, answered `503` with `Retry-After: 1` and closed
 /// at once: the client learns to back off, rather than waiting in the kernel's backlog
 /// for a turn that may never come.
-pub async fn serve_router(listener: TcpListener, app: Router, limits: Limits) -> io::Result<()> {
-    serve_router_with_shutdown(listener, app, limits, std::future::pending()).await
-}
-
-/// Serves `app` as [`serve_router`] does until `shutdown` resolves, then shuts down
-/// gracefully and returns:
-///
-/// 1. the listener closes, so new connections are refused (a load balancer moves them
-///    to other instances);
-/// 2. idle keep-alive connections close, busy ones after their current response;
-///    `subscriptions/listen` streams end at once with their result, and 2025-11-25 calls
-///    waiting for their client's answer end with an error;
-/// 3. requests still running get [`Limits::shutdown_timeout`] to finish; past it their
-///    connections are closed and their handlers dropped.
-///
-/// Tasks running on this instance are the server's: [`Server::serve_http`](crate::Server::serve_http)
-/// hands them back after the drain; an app that serves its own router calls
-/// [`Server::hand_back_tasks`](crate::Server::hand_back_tasks) after this returns.
 ///
 /// ```no_run
 /// # async fn run() -> std::io::Result<()> {
-/// use mcp_mrtr::{HttpConfig, Limits, Server};
+/// use mcp_mrtr::http::{self, HttpConfig, Limits};
+/// use mcp_mrtr::Server;
 ///
-/// let limits = Limits::default();
+/// let limits = Limits::default().max_connections(2000);
 /// let server = Server::new("app", "1.0.0");
-/// let mcp = server.clone().into_router_with(HttpConfig::default().limits(limits));
-/// let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+/// let mcp = server.clone().into_router(HttpConfig::default().limits(limits))?;
 /// let app = axum::Router::new().merge(mcp);
-/// mcp_mrtr::serve_router_with_shutdown(listener, app, limits, mcp_mrtr::shutdown_signal()).await?;
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+/// http::serve_router(listener, app, limits).with_graceful_shutdown(mcp_mrtr::serve::shutdown_signal()).await?;
+/// // The tasks running here are the server's: give them to another instance.
 /// server.hand_back_tasks().await;
 /// # Ok(())
 /// # }
 /// ```
-pub async fn serve_router_with_shutdown(
-    listener: TcpListener,
-    app: Router,
+pub fn serve_router(listener: TcpListener, app: Router, limits: Limits) -> ServeRouter {
+    ServeRouter { ready: Some((listener, app)), limits, shutdown: None, running: None }
+}
+
+/// An app served on a listener, a future: see [`serve_router`]. Nothing starts until it
+/// is first polled.
+#[must_use = "a ServeRouter does nothing until it is awaited"]
+pub struct ServeRouter {
+    ready: Option<(TcpListener, Router)>,
     limits: Limits,
-    shutdown: impl Future<Output = ()>,
-) -> io::Result<()> {
-    serve_app(listener, app, limits, shutdown).await
+    shutdown: Option<BoxFuture<'static, ()>>,
+    running: Option<BoxFuture<'static, io::Result<()>>>,
+}
+
+impl ServeRouter {
+    /// Serves until `signal` resolves, then shuts down gracefully and returns:
+    ///
+    /// 1. the listener closes, so new connections are refused (a load balancer moves them
+    ///    to other instances);
+    /// 2. idle keep-alive connections close, busy ones after their current response;
+    ///    `subscriptions/listen` streams end at once with their result, and 2025-11-25 calls
+    ///    waiting for their client's answer end with an error;
+    /// 3. requests still running get [`Limits::shutdown_timeout`] to finish; past it their
+    ///    connections are closed and their handlers dropped.
+    pub fn with_graceful_shutdown(mut self, signal: impl Future<Output = ()> + Send + 'static) -> Self {
+        self.shutdown = Some(Box::pin(signal));
+        self
+    }
+}
+
+impl Future for ServeRouter {
+    type Output = io::Result<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if let Some((listener, app)) = this.ready.take() {
+            let shutdown = this.shutdown.take().unwrap_or_else(|| Box::pin(std::future::pending()));
+            this.running = Some(Box::pin(serve_app(listener, app, this.limits, shutdown)));
+        }
+        match &mut this.running {
+            Some(running) => running.as_mut().poll(cx),
+            None => Poll::Ready(Err(io::Error::other("served already"))),
+        }
+    }
+}
+
+impl std::fmt::Debug for ServeRouter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServeRouter").field("limits", &self.limits).finish_non_exhaustive()
+    }
 }
 
 /// What each connection serves.
@@ -126,7 +139,7 @@ impl App for Router {
     }
 }
 
-/// [`serve_router_with_shutdown`] for any [`App`].
+/// [`serve_router`] with a shutdown signal, for any [`App`].
 pub(super) async fn serve_app(
     listener: TcpListener,
     app: impl App,

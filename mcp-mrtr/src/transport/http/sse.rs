@@ -35,7 +35,7 @@ use crate::Error;
 /// `reply` resolves to `None` when the request was cancelled (`notifications/cancelled`
 /// on a legacy session): nothing more is sent for it, and its stream ends.
 ///
-/// With a `handoff` (a listen stream on `serve_http*`), a stream that goes idle leaves
+/// With a `handoff` (a listen stream on `Http`), a stream that goes idle leaves
 /// hyper for its connection's task (see `handoff`).
 pub(super) async fn respond(
     era: Era,

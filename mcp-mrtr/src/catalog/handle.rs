@@ -17,10 +17,10 @@ use crate::Ctx;
 /// the next request (requests already running keep the catalog they started with), and
 /// open `subscriptions/listen` streams that asked for that kind of change hear of it
 /// (`notifications/tools/list_changed` and so on) when the server serves
-/// [`Listen`](crate::Listen).
+/// [`Listen`](crate::catalog::Listen).
 ///
 /// ```
-/// use mcp_mrtr::{Listen, Server, Tool, ToolError};
+/// use mcp_mrtr::{catalog::Listen, Server, protocol::Tool, ToolError};
 ///
 /// let server = Server::new("live", "1.0.0").listen(Listen::default());
 /// let handle = server.server_handle();

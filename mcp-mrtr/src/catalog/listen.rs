@@ -2,7 +2,7 @@
 //! the subset of the client's filter the server honours, then carries the changes that
 //! filter asked for, each tagged with the listen request's id, until the client goes.
 //!
-//! Changes travel from [`ServerHandle`](crate::ServerHandle) to listen streams through a
+//! Changes travel from [`ServerHandle`](crate::catalog::ServerHandle) to listen streams through a
 //! [`ChangeFanout`]: in memory by default; a store shared by several instances (Redis
 //! pub/sub, say) plugs in behind the same trait.
 
@@ -32,7 +32,7 @@ pub enum Change {
     /// A tool, prompt or resource was enabled, disabled or removed on one instance; every
     /// instance on the fanout applies it, and its listeners hear the list change of its
     /// kind ([`Listen::share_catalog_changes`]).
-    CatalogEdited(crate::CatalogEdit),
+    CatalogEdited(crate::catalog::CatalogEdit),
 }
 
 /// Carries changes from the handles that make them to every open listen stream.
@@ -93,7 +93,7 @@ impl ChangeFanout for MemoryFanout {
 ///
 /// Streams are a pool of their own, so they never crowd out requests that do work: at
 /// most [`max_streams`](Self::max_streams) (default 1,024: about 8 MB at 8 KiB a stream
-/// on `serve_http*`, 28 MB in a router served otherwise) and [`max_streams_per_client`](Self::max_streams_per_client) per client
+/// on `Http`, 28 MB in a router served otherwise) and [`max_streams_per_client`](Self::max_streams_per_client) per client
 /// (default 32). When the pool is full, the oldest stream of the client holding the most
 /// ends (with its result, as at shutdown) to make room; a newcomer is refused only when
 /// nobody holds much more than it would. Every stream also ends after
@@ -104,7 +104,7 @@ impl ChangeFanout for MemoryFanout {
 /// use std::time::Duration;
 ///
 /// use mcp_mrtr::prelude::*;
-/// use mcp_mrtr::{Listen, MemoryFanout};
+/// use mcp_mrtr::{catalog::Listen, catalog::MemoryFanout};
 ///
 /// /// Lists the open tickets.
 /// #[tool]
@@ -123,7 +123,7 @@ impl ChangeFanout for MemoryFanout {
 /// assert_eq!(server.capabilities().tools.unwrap().list_changed, Some(true));
 /// ```
 ///
-/// Changes come from a [`ServerHandle`](crate::ServerHandle); see
+/// Changes come from a [`ServerHandle`](crate::catalog::ServerHandle); see
 /// [`TestClient::listen`](crate::testing::TestClient::listen) for a stream hearing one.
 #[derive(Clone)]
 pub struct Listen {
@@ -178,7 +178,7 @@ impl Listen {
     }
 
     /// The most listen streams open at once, over all clients (default 1,024). Each
-    /// holds a connection: about 8 KiB in all on `serve_http*`, where an acknowledged
+    /// holds a connection: about 8 KiB in all on `Http`, where an acknowledged
     /// stream leaves the HTTP server, and about 28 KiB in a router served otherwise
     /// (measured).
     pub fn max_streams(mut self, max: usize) -> Self {
@@ -190,7 +190,7 @@ impl Listen {
     /// The most listen streams one client holds at once (default 32); past it that
     /// client's new stream is refused with `-32603`. A client is the authenticated
     /// caller, else its address: behind a proxy, see
-    /// [`HttpConfig::trust_forwarded_for`](crate::HttpConfig::trust_forwarded_for).
+    /// [`HttpConfig::trust_forwarded_for`](crate::http::HttpConfig::trust_forwarded_for).
     pub fn max_streams_per_client(mut self, max: usize) -> Self {
         self.max_streams_per_client = max;
         self.streams = FairPool::new(self.max_streams, self.max_streams_per_client);
@@ -205,7 +205,7 @@ impl Listen {
     }
 
     /// Whether enabling, disabling and removing through a
-    /// [`ServerHandle`](crate::ServerHandle) travel to every instance on the fanout
+    /// [`ServerHandle`](crate::catalog::ServerHandle) travel to every instance on the fanout
     /// (default: yes). Behind a load balancer a client lists on one instance and calls
     /// on another, so they must agree: a tool disabled on one is disabled on all, and
     /// every listener hears of it after its instance applied it. Adding a route stays on

@@ -1,12 +1,23 @@
-//! Live servers: a catalog of tools, prompts and resources that changes while the server
-//! runs, `subscriptions/listen` streams that hear about the changes, a per-request view
-//! of the lists, and their pagination.
+//! The catalog a server serves: tools, prompts and resources that change while it runs,
+//! and the `subscriptions/listen` streams that hear of the changes.
 //!
-//! One door in: the engine (`dispatch::Engine`) holds an `Arc<Live>`; everything else
-//! reaches the catalog through a [`ServerHandle`] (changes) or the engine's snapshot
-//! accessors (`Engine::catalog`, `find_tool`, …), which dispatch defines on top of this. A request reads one immutable [`Catalog`] snapshot;
-//! a change clones the (small: `Arc`s only) catalog, edits the copy, swaps it in and then
-//! tells listeners through the [`ChangeFanout`].
+//! [`ServerHandle`] changes the catalog (from [`Server::server_handle`](crate::Server::server_handle)
+//! or, in a handler, [`Ctx::server_handle`](crate::Ctx::server_handle)); [`Listen`] turns
+//! the streams on; a [`ChangeFanout`] carries changes between instances (the `redis`
+//! feature's `RedisFanout`); [`RequestView`] and [`Item`] are what a visibility filter
+//! decides on. See the [catalog chapter](crate::guide::serving).
+
+// For maintainers:
+//
+// Live servers: a catalog of tools, prompts and resources that changes while the server
+// runs, `subscriptions/listen` streams that hear about the changes, a per-request view
+// of the lists, and their pagination.
+//
+// One door in: the engine (`dispatch::Engine`) holds an `Arc<Live>`; everything else
+// reaches the catalog through a [`ServerHandle`] (changes) or the engine's snapshot
+// accessors (`Engine::catalog`, `find_tool`, …), which dispatch defines on top of this. A request reads one immutable [`Catalog`] snapshot;
+// a change clones the (small: `Arc`s only) catalog, edits the copy, swaps it in and then
+// tells listeners through the [`ChangeFanout`].
 
 mod fanout_keys;
 mod handle;
@@ -287,7 +298,7 @@ impl Drop for ListenerGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Tool, ToolError};
+    use crate::{protocol::Tool, ToolError};
 
     fn tool(name: &str) -> ToolRoute {
         Tool::new(name)

@@ -45,7 +45,7 @@ const REQUEST_STATE_V2_PURPOSE: &[u8] = b"request-state xchacha20poly1305 v2";
 /// are zeroed when dropped.
 ///
 /// ```
-/// use mcp_mrtr::{KeyError, StateKey};
+/// use mcp_mrtr::{request_state::KeyError, request_state::StateKey};
 ///
 /// // An example secret: make yours with `openssl rand -base64 32`, keep it in a secret store.
 /// let key = StateKey::parse("k1:o5WMhaOlbyC4Nt5itdSSUxDZt4b7QPFI4Z65QlesZMw=").unwrap();
@@ -168,10 +168,10 @@ impl fmt::Debug for StateKey {
 /// `Debug` shows the key ids only.
 ///
 /// Rotating a key: the new one seals, the old one still opens what it sealed until
-/// those states expire (one [`StateConfig::ttl`](crate::StateConfig::ttl)), then goes.
+/// those states expire (one [`StateConfig::ttl`](crate::request_state::StateConfig::ttl)), then goes.
 ///
 /// ```
-/// use mcp_mrtr::{KeyRing, StateKey};
+/// use mcp_mrtr::{request_state::KeyRing, request_state::StateKey};
 ///
 /// // Example secrets; in production `KeyRing::from_env()` reads the same ring from
 /// // MCP_MRTR_STATE_KEYS="k2:…,k1:…", the first sealing.

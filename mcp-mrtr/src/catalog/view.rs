@@ -9,7 +9,7 @@ use super::Listen;
 use crate::context::Transport;
 use crate::handler::ResourceKind;
 use crate::protocol::{ClientCapabilities, Prompt, Resource, ResourceTemplate, Tool};
-use crate::{Caller, RequestMeta};
+use crate::{context::RequestMeta, Caller};
 
 pub(crate) type VisibleFn = Arc<dyn Fn(&RequestView<'_>, Item<'_>) -> bool + Send + Sync>;
 

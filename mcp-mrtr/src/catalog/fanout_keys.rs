@@ -32,7 +32,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use zeroize::Zeroizing;
 
-use crate::state::KeyRing;
+use crate::request_state::KeyRing;
 
 /// How far a sealed message's time may be from the receiver's clock: past it, the
 /// message is refused as possibly replayed. It bounds what a receiver that has not heard
@@ -49,14 +49,14 @@ const VERSION: &str = "sealed1";
 /// genuine instances can add one (a sender is recorded once its message opened).
 const MAX_SENDERS: usize = 4096;
 
-/// The keys a [`ChangeFanout`](crate::ChangeFanout) seals and opens its messages with,
-/// handed to it by [`ChangeFanout::authenticate_with`](crate::ChangeFanout::authenticate_with)
+/// The keys a [`ChangeFanout`](crate::catalog::ChangeFanout) seals and opens its messages with,
+/// handed to it by [`ChangeFanout::authenticate_with`](crate::catalog::ChangeFanout::authenticate_with)
 /// when serving starts. Derived from the server's request-state keys
-/// ([`StateConfig`](crate::StateConfig), `MCP_MRTR_STATE_KEYS`), so instances that share
+/// ([`StateConfig`](crate::request_state::StateConfig), `MCP_MRTR_STATE_KEYS`), so instances that share
 /// those share these, and they rotate with them.
 ///
 /// ```
-/// # fn carry(keys: &mcp_mrtr::FanoutKeys) {
+/// # fn carry(keys: &mcp_mrtr::catalog::FanoutKeys) {
 /// let sealed = keys.seal("my-bus", "tools");
 /// // Once, on the channel it was sealed for.
 /// assert_eq!(keys.open("my-bus", &sealed).as_deref(), Some("tools"));
@@ -216,7 +216,7 @@ fn now_ms() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::StateKey;
+    use crate::request_state::StateKey;
 
     /// A ring of these key ids, each secret made from its id.
     fn ring(ids: &[&str]) -> KeyRing {

@@ -3,7 +3,7 @@
 //!
 //! Behind a load balancer a client lists on one instance and calls on another, so a tool
 //! disabled on one must be disabled on all. Enable, disable and remove name their target,
-//! so they can travel: [`ServerHandle`](crate::ServerHandle) publishes them as
+//! so they can travel: [`ServerHandle`](crate::catalog::ServerHandle) publishes them as
 //! [`CatalogEdit`]s, and each instance applies the ones it did not make. Adding cannot
 //! travel (a handler is code, not data): every instance adds its own routes.
 //!
@@ -22,7 +22,7 @@ use tokio::sync::broadcast;
 
 use super::{Change, FanoutKeys, Kind, Live};
 use crate::handler::{PromptRoute, ResourceRoute, ToolRoute};
-use crate::state::KeyRing;
+use crate::request_state::KeyRing;
 
 /// Changes this instance's listen streams may fall behind by before they end.
 const LOCAL_CAPACITY: usize = 1024;
@@ -31,7 +31,7 @@ const LOCAL_CAPACITY: usize = 1024;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Reach {
     /// To every instance on the fanout, when the server shares catalog changes
-    /// ([`Listen::share_catalog_changes`](crate::Listen::share_catalog_changes)).
+    /// ([`Listen::share_catalog_changes`](crate::catalog::Listen::share_catalog_changes)).
     Everywhere,
     /// This instance only: what it derives from its own state (its skills folder).
     Here,
@@ -53,9 +53,9 @@ pub(crate) enum Action {
     Remove,
 }
 
-/// An enable, disable or remove made through a [`ServerHandle`](crate::ServerHandle)
+/// An enable, disable or remove made through a [`ServerHandle`](crate::catalog::ServerHandle)
 /// on one instance, as it travels to the others ([`Change::CatalogEdited`]). A
-/// [`ChangeFanout`](crate::ChangeFanout) of your own carries it as the text of [`encode`](Self::encode).
+/// [`ChangeFanout`](crate::catalog::ChangeFanout) of your own carries it as the text of [`encode`](Self::encode).
 #[derive(Clone, PartialEq, Eq)]
 pub struct CatalogEdit {
     /// The instance that made it: random per server, so it does not apply its own again.
@@ -251,7 +251,7 @@ async fn relay(live: Weak<Live>, mut changes: broadcast::Receiver<Change>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Tool, ToolError};
+    use crate::{protocol::Tool, ToolError};
 
     fn tool(name: &str) -> ToolRoute {
         Tool::new(name).handler(|_ctx, _: crate::protocol::JsonObject| async { Ok::<_, ToolError>("") })

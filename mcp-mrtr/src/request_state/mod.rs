@@ -1,51 +1,62 @@
-//! Sealed request states: the opaque `requestState` string a server hands out with an
-//! `input_required` result, and the client echoes verbatim on its retry.
+//! The sealed `requestState`: its keys, lifetime and size cap ([`StateConfig`], [`KeyRing`],
+//! [`StateKey`]), and the guard that makes a state single-use for `once!` steps
+//! ([`StateGuard`], [`MemoryGuard`], the `redis` feature's `RedisGuard`).
 //!
-//! The server keeps nothing between rounds, so the state carries the handler's
-//! accumulated answers to the client and back. It is attacker-controlled input, so it is
-//! sealed with authenticated encryption: the client can neither read nor alter it, nor
-//! replay it against another request, nor keep using it past its expiry.
-//!
-//! # What this module owns
-//!
-//! - [`StateKey`] and [`KeyRing`] (in `keys`): the secrets, with ids for rotation. The
-//!   ring's first key seals; every key in it opens. [`KeyRing::from_env`] reads
-//!   `MCP_MRTR_STATE_KEYS` (`id:base64,id:base64,…`, first seals).
-//! - [`StateConfig`]: keys, lifetime (default 10 minutes) and size cap (default 64 KiB).
-//!   [`StateConfig::from_env_or_random`] is the default: the environment's keys, or a
-//!   random key of the server's own.
-//! - [`StateGuard`] and [`MemoryGuard`] (in `guard`): which states were claimed already.
-//! - `Presented` (in `presented`): a client's state, checked and decoded; `SingleUse`:
-//!   its claim, made only by a round about to take a `once!` step.
-//! - The crate-private entry points [`StateConfig::seal`] and [`StateConfig::open`], which
-//!   take a [`Binding`]: the method, target, arguments and caller the state belongs to.
-//! - Errors: [`SealError`] (the server produced too large a state: an internal error) and
-//!   [`OpenError`] (the client's state was rejected). An `OpenError` keeps its [`Reason`]
-//!   for server logs but always becomes the same client-facing error, so a client learns
-//!   nothing from which check failed.
-//!
-//! # Token format (`v3`)
-//!
-//! ```text
-//! v3.<key id>.<base64url without padding of: nonce (12 bytes) || ciphertext || tag (16 bytes)>
-//! ```
-//!
-//! - Cipher: AES-256-GCM-SIV (RFC 8452) under a key derived with HKDF-SHA256 from the
-//!   secret named by `<key id>` (`[A-Za-z0-9_-]{1,32}`, in clear so the right key of the
-//!   ring is picked), with a fresh random 12-byte nonce. GCM-SIV resists nonce misuse: were
-//!   a random nonce ever repeated, it would reveal only whether the two states are equal.
-//! - Plaintext: the expiry as unix milliseconds, u64 big-endian (8 bytes), then the payload.
-//! - Associated data (authenticated, never sent): `"v3." + key id + "." + SHA-256(binding)`.
-//!   The binding digest covers a domain tag, then the server's name, the method, the
-//!   target, the arguments as canonical JSON (compact, object keys sorted) and the
-//!   principal, each prefixed with its length as a u64 so no field can be shifted into the
-//!   next; the principal also carries a presence byte.
-//! - `v2` tokens (the same layout with XChaCha20-Poly1305 and a 24-byte nonce, sealed by
-//!   the previous release) still open, so a rolling upgrade keeps calls that are mid-way.
-//!
-//! Opening checks, in order: the token's length against the cap (before decoding
-//! anything), the version, the key id, the base64 and minimum length, the authentication
-//! tag (which fails for tampering and for another binding alike), and then the expiry.
+//! A state is what a server keeps between rounds, carried by the client: it is sealed
+//! with authenticated encryption, so the client can neither read nor alter it, nor
+//! replay it against another request, nor keep using it past its expiry. See the
+//! [request-state chapter](crate::guide::request_state).
+
+// For maintainers:
+//
+// Sealed request states: the opaque `requestState` string a server hands out with an
+// `input_required` result, and the client echoes verbatim on its retry.
+//
+// The server keeps nothing between rounds, so the state carries the handler's
+// accumulated answers to the client and back. It is attacker-controlled input, so it is
+// sealed with authenticated encryption: the client can neither read nor alter it, nor
+// replay it against another request, nor keep using it past its expiry.
+//
+// # What this module owns
+//
+// - [`StateKey`] and [`KeyRing`] (in `keys`): the secrets, with ids for rotation. The
+//   ring's first key seals; every key in it opens. [`KeyRing::from_env`] reads
+//   `MCP_MRTR_STATE_KEYS` (`id:base64,id:base64,…`, first seals).
+// - [`StateConfig`]: keys, lifetime (default 10 minutes) and size cap (default 64 KiB).
+//   [`StateConfig::from_env_or_random`] is the default: the environment's keys, or a
+//   random key of the server's own.
+// - [`StateGuard`] and [`MemoryGuard`] (in `guard`): which states were claimed already.
+// - `Presented` (in `presented`): a client's state, checked and decoded; `SingleUse`:
+//   its claim, made only by a round about to take a `once!` step.
+// - The crate-private entry points [`StateConfig::seal`] and [`StateConfig::open`], which
+//   take a [`Binding`]: the method, target, arguments and caller the state belongs to.
+// - Errors: [`SealError`] (the server produced too large a state: an internal error) and
+//   [`OpenError`] (the client's state was rejected). An `OpenError` keeps its [`Reason`]
+//   for server logs but always becomes the same client-facing error, so a client learns
+//   nothing from which check failed.
+//
+// # Token format (`v3`)
+//
+// ```text
+// v3.<key id>.<base64url without padding of: nonce (12 bytes) || ciphertext || tag (16 bytes)>
+// ```
+//
+// - Cipher: AES-256-GCM-SIV (RFC 8452) under a key derived with HKDF-SHA256 from the
+//   secret named by `<key id>` (`[A-Za-z0-9_-]{1,32}`, in clear so the right key of the
+//   ring is picked), with a fresh random 12-byte nonce. GCM-SIV resists nonce misuse: were
+//   a random nonce ever repeated, it would reveal only whether the two states are equal.
+// - Plaintext: the expiry as unix milliseconds, u64 big-endian (8 bytes), then the payload.
+// - Associated data (authenticated, never sent): `"v3." + key id + "." + SHA-256(binding)`.
+//   The binding digest covers a domain tag, then the server's name, the method, the
+//   target, the arguments as canonical JSON (compact, object keys sorted) and the
+//   principal, each prefixed with its length as a u64 so no field can be shifted into the
+//   next; the principal also carries a presence byte.
+// - `v2` tokens (the same layout with XChaCha20-Poly1305 and a 24-byte nonce, sealed by
+//   the previous release) still open, so a rolling upgrade keeps calls that are mid-way.
+//
+// Opening checks, in order: the token's length against the cap (before decoding
+// anything), the version, the key id, the base64 and minimum length, the authentication
+// tag (which fails for tampering and for another binding alike), and then the expiry.
 
 mod guard;
 mod keys;
@@ -75,7 +86,7 @@ const REJECTED: &str = "Invalid requestState: it is tampered, expired, or belong
 /// ```
 /// use std::time::Duration;
 ///
-/// use mcp_mrtr::{KeyRing, Server, StateConfig, StateKey};
+/// use mcp_mrtr::{request_state::KeyRing, Server, request_state::StateConfig, request_state::StateKey};
 ///
 /// // Every instance behind the load balancer gets the same ring (`KeyRing::from_env`);
 /// // a random key suits one instance, whose states then die with it.

@@ -1,0 +1,135 @@
+//! The one way to serve: [`Server::serve`] takes a [`Transport`] (stdio, any byte stream,
+//! Streamable HTTP) and returns a [`Serve`]: a future, which graceful shutdown modifies
+//! before it starts.
+
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures_util::future::BoxFuture;
+
+use crate::shutdown::Signal;
+use crate::Server;
+
+/// Where a server is served: [`Stdio`](crate::stdio::Stdio) (the process's stdin and
+/// stdout, or any byte stream) or [`Http`](crate::http::Http) (Streamable HTTP on a
+/// socket). Pass one to [`Server::serve`].
+///
+/// The trait is sealed: the transports are the crate's. To serve MCP inside an axum app,
+/// mount [`Server::into_router`] instead.
+pub trait Transport: sealed::Sealed + Send + Unpin + 'static {}
+
+impl<T: sealed::Sealed + Send + Unpin + 'static> Transport for T {}
+
+pub(crate) mod sealed {
+    use super::{io, BoxFuture, Server, Signal};
+
+    /// Only the crate's transports are [`Transport`](super::Transport)s.
+    pub trait Sealed {
+        /// What serving runs, until the transport ends or `shutdown` resolves (`None`:
+        /// the transport's own default).
+        fn serve(self, server: Server, shutdown: Option<Signal>) -> BoxFuture<'static, io::Result<()>>;
+    }
+}
+
+/// A server served on a transport: a future that serves until the transport ends or the
+/// shutdown signal comes, then drains, hands back the tasks running here, and returns.
+/// Made by [`Server::serve`]; nothing starts until it is first polled (awaited, or given
+/// to `tokio::spawn`).
+///
+/// Misconfiguration (a handler taking a `State<T>` the server was not given, malformed
+/// `MCP_MRTR_STATE_KEYS`, an auth setup without a verifier) and a socket that cannot be
+/// bound are the awaited `Err`, before anything is served.
+#[must_use = "a Serve does nothing until it is awaited"]
+pub struct Serve<T> {
+    /// What serving takes, until it starts.
+    ready: Option<(Server, T)>,
+    shutdown: Option<Signal>,
+    running: Option<BoxFuture<'static, io::Result<()>>>,
+}
+
+impl<T: Transport> Serve<T> {
+    pub(crate) fn new(server: Server, transport: T) -> Self {
+        Self { ready: Some((server, transport)), shutdown: None, running: None }
+    }
+
+    /// Shuts down gracefully once `signal` resolves, instead of on the transport's
+    /// default: SIGTERM or Ctrl-C ([`shutdown_signal`](crate::serve::shutdown_signal)) for
+    /// HTTP and the process's stdio, the end of the stream for any other byte stream
+    /// (which still ends serving whenever it comes).
+    ///
+    /// ```no_run
+    /// use mcp_mrtr::{http::Http, Server};
+    ///
+    /// # async fn run() -> std::io::Result<()> {
+    /// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    /// # let _keep = stop;
+    /// Server::new("app", "1.0.0")
+    ///     .serve(Http::bind("127.0.0.1:3000"))
+    ///     .with_graceful_shutdown(async move {
+    ///         let _ = stopped.await;
+    ///     })
+    ///     .await
+    /// # }
+    /// ```
+    pub fn with_graceful_shutdown(mut self, signal: impl Future<Output = ()> + Send + 'static) -> Self {
+        self.shutdown = Some(Signal::new(signal));
+        self
+    }
+}
+
+impl<T: Transport> Future for Serve<T> {
+    type Output = io::Result<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if let Some((server, transport)) = this.ready.take() {
+            this.running = Some(sealed::Sealed::serve(transport, server, this.shutdown.take()));
+        }
+        match &mut this.running {
+            Some(running) => running.as_mut().poll(cx),
+            None => Poll::Ready(Err(io::Error::other("served already"))),
+        }
+    }
+}
+
+impl<T> fmt::Debug for Serve<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Serve").field("started", &self.ready.is_none()).finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// Serves this server on `transport` when awaited: stdio for a desktop or CLI host,
+    /// Streamable HTTP for everything else.
+    ///
+    /// ```no_run
+    /// use mcp_mrtr::prelude::*;
+    /// use mcp_mrtr::{http::Http, stdio::Stdio};
+    ///
+    /// /// Says hello.
+    /// #[tool]
+    /// async fn hello() -> Result<String, ToolError> {
+    ///     Ok("hello".into())
+    /// }
+    ///
+    /// # async fn run(over_http: bool) -> std::io::Result<()> {
+    /// let server = Server::new("hello", "1.0.0").tool(hello);
+    /// if over_http {
+    ///     // Until SIGTERM or Ctrl-C, then requests in flight are drained.
+    ///     server.serve(Http::bind("127.0.0.1:3000")).await
+    /// } else {
+    ///     // Until the host closes stdin (or SIGTERM, Ctrl-C).
+    ///     server.serve(Stdio::new()).await
+    /// }
+    /// # }
+    /// ```
+    ///
+    /// Add [`with_graceful_shutdown`](Serve::with_graceful_shutdown) to stop on a signal
+    /// of the application's own.
+    pub fn serve<T: Transport>(self, transport: T) -> Serve<T> {
+        Serve::new(self, transport)
+    }
+}
