@@ -27,6 +27,7 @@ use crate::Error;
 /// assert_eq!(Capability::ElicitationUrl.as_object(), json!({ "elicitation": { "url": {} } }));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Capability {
     /// Form-mode elicitation: `elicitation.form`, or a bare `elicitation: {}`.
     ElicitationForm,

@@ -71,6 +71,7 @@ type HandlerFn<I, O> = Arc<dyn Fn(Ctx, I) -> BoxFuture<'static, Result<O, ToolEr
 /// # }
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TaskSupport {
     /// Never a task: the call runs in rounds.
     #[default]

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use mcp_mrtr::prelude::*;
-use mcp_mrtr::protocol::Role;
 
 /// The user's name.
 #[derive(Deserialize, JsonSchema)]
@@ -159,7 +158,7 @@ pub async fn test_once_side_effect(call_id: String) -> Result<String, ToolError>
 pub async fn test_input_required_result_prompt() -> Result<Vec<PromptMessage>, ToolError> {
     let user_context: ReviewContext = ask!(elicit "What context should the review use?")?;
     let text = format!("Review the change with this context: {}", user_context.context);
-    Ok(vec![PromptMessage { role: Role::User, content: ContentBlock::text(text) }])
+    Ok(vec![PromptMessage::user(ContentBlock::text(text))])
 }
 
 /// Registers the fixture.

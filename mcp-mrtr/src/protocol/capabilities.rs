@@ -10,6 +10,7 @@ use super::JsonObject;
 /// Every present capability is an object; unknown sub-fields are tolerated.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ClientCapabilities {
     /// Non-standard capabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -30,6 +31,7 @@ pub struct ClientCapabilities {
 
 /// `clientCapabilities.sampling`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SamplingCapability {
     /// The client honours `includeContext` values other than `"none"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -41,6 +43,7 @@ pub struct SamplingCapability {
 
 /// `clientCapabilities.elicitation`. A bare `{}` means form mode only.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElicitationCapability {
     /// Form-mode elicitation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -53,6 +56,7 @@ pub struct ElicitationCapability {
 /// What the server offers, as reported by `server/discover`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ServerCapabilities {
     /// Non-standard capabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -80,6 +84,7 @@ pub struct ServerCapabilities {
 /// `capabilities.prompts`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct PromptsCapability {
     /// The server sends `notifications/prompts/list_changed` on listen streams.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -89,6 +94,7 @@ pub struct PromptsCapability {
 /// `capabilities.resources`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ResourcesCapability {
     /// The server honours resource subscriptions on listen streams.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -101,6 +107,7 @@ pub struct ResourcesCapability {
 /// `capabilities.tools`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ToolsCapability {
     /// The server sends `notifications/tools/list_changed` on listen streams.
     #[serde(default, skip_serializing_if = "Option::is_none")]

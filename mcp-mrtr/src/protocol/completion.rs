@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// `completion/complete` parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CompleteParams {
     /// What is being completed.
     #[serde(rename = "ref")]
@@ -20,6 +21,7 @@ pub struct CompleteParams {
 /// The prompt or resource template whose argument is being completed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type")]
+#[non_exhaustive]
 pub enum CompletionReference {
     /// `{"type":"ref/prompt","name":…}`
     #[serde(rename = "ref/prompt")]
@@ -37,6 +39,7 @@ pub enum CompletionReference {
 
 /// The argument being completed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CompleteArgument {
     /// Its name.
     pub name: String,
@@ -46,6 +49,7 @@ pub struct CompleteArgument {
 
 /// Already-resolved arguments.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CompleteContext {
     /// Argument values by name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -54,6 +58,7 @@ pub struct CompleteContext {
 
 /// The body of a `completion/complete` result.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CompleteResult {
     /// The suggestions.
     pub completion: Completion,
@@ -62,6 +67,7 @@ pub struct CompleteResult {
 /// Completion suggestions.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Completion {
     /// At most 100 suggestions.
     pub values: Vec<String>,

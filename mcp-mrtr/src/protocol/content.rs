@@ -17,6 +17,7 @@ pub enum Role {
 /// Hints about how a client should use a piece of content.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Annotations {
     /// Who the content is meant for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -47,6 +48,7 @@ pub struct Annotations {
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ContentBlock {
     /// `{"type":"text"}`
     Text(TextContent),
@@ -102,6 +104,7 @@ impl ContentBlock {
 
 /// Text content.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TextContent {
     /// The text.
     pub text: String,
@@ -116,6 +119,7 @@ pub struct TextContent {
 /// Image content, base64-encoded.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ImageContent {
     /// Base64 image data.
     pub data: String,
@@ -132,6 +136,7 @@ pub struct ImageContent {
 /// Audio content, base64-encoded.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct AudioContent {
     /// Base64 audio data.
     pub data: String,
@@ -148,6 +153,7 @@ pub struct AudioContent {
 /// A link to a resource the client may read.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ResourceLink {
     /// The resource's URI.
     pub uri: String,
@@ -175,6 +181,7 @@ pub struct ResourceLink {
 
 /// A resource embedded in a result with its contents.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct EmbeddedResource {
     /// The contents.
     pub resource: ResourceContents,
@@ -189,6 +196,7 @@ pub struct EmbeddedResource {
 /// The contents of a resource: text, or base64 binary (`blob`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum ResourceContents {
     /// Textual contents.
     #[serde(rename_all = "camelCase")]

@@ -7,6 +7,7 @@ use super::ServerCapabilities;
 /// A name and version identifying a client or server implementation.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Implementation {
     /// Programmatic name.
     pub name: String,
@@ -34,6 +35,7 @@ impl Implementation {
 /// caching hints and `serverInfo` onto it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct DiscoverResult {
     /// Protocol versions the client may put in `_meta` on later requests.
     pub supported_versions: Vec<String>,

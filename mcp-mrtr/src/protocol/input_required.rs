@@ -16,6 +16,7 @@ use super::{JsonObject, Role, Tool};
 /// later"). Keys are ordered, so the wire form is deterministic.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct InputRequiredResult {
     /// The questions, by key; the client answers each under the same key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -31,6 +32,7 @@ pub struct InputRequiredResult {
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "method", content = "params")]
+#[non_exhaustive]
 pub enum InputRequest {
     /// `elicitation/create`: ask the user.
     #[serde(rename = "elicitation/create")]
@@ -46,6 +48,7 @@ pub enum InputRequest {
 /// `elicitation/create` parameters, by mode.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ElicitParams {
     /// A form the client renders from a flat schema.
     #[serde(rename_all = "camelCase")]
@@ -155,6 +158,7 @@ impl<'de> Deserialize<'de> for FormSchema {
 /// `sampling/createMessage` parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct CreateMessageParams {
     /// The conversation to continue.
     pub messages: Vec<SamplingMessage>,
@@ -207,6 +211,7 @@ impl CreateMessageParams {
 /// One message of a sampling conversation. `content` is a block or an array of blocks
 /// (`text`, `image`, `audio`, `tool_use`, `tool_result`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SamplingMessage {
     /// Who says it.
     pub role: Role,
@@ -224,6 +229,7 @@ impl SamplingMessage {
 /// The server's model preferences.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ModelPreferences {
     /// Model names or families, most preferred first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -241,6 +247,7 @@ pub struct ModelPreferences {
 
 /// A model name hint.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ModelHint {
     /// A full or partial model name.
     pub name: String,
@@ -248,6 +255,7 @@ pub struct ModelHint {
 
 /// `toolChoice` of a sampling request.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolChoice {
     /// `"auto"`, `"required"` or `"none"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -256,6 +264,7 @@ pub struct ToolChoice {
 
 /// The user's answer to an elicitation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElicitResult {
     /// What the user did.
     pub action: ElicitAction,
@@ -279,6 +288,7 @@ pub enum ElicitAction {
 /// The client model's answer to a sampling request.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct CreateMessageResult {
     /// Who speaks (the assistant).
     pub role: Role,
@@ -304,6 +314,7 @@ impl CreateMessageResult {
 
 /// The client's roots.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ListRootsResult {
     /// The roots.
     pub roots: Vec<Root>,
@@ -311,6 +322,7 @@ pub struct ListRootsResult {
 
 /// A root: a directory or file the client exposes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Root {
     /// A `file://` URI.
     pub uri: String,

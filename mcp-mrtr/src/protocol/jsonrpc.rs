@@ -49,6 +49,7 @@ impl From<&str> for RequestId {
 
 /// The `error` member of a JSON-RPC error response.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ErrorObject {
     /// The error code (see [`crate::ErrorCode`]).
     pub code: i32,
@@ -62,6 +63,7 @@ pub struct ErrorObject {
 /// A JSON-RPC notification the server sends on a request's stream
 /// (`notifications/progress`, `notifications/message`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Notification {
     /// The notification method.
     pub method: String,

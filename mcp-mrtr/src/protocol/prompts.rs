@@ -10,6 +10,7 @@ use super::{ContentBlock, JsonObject, Role};
 /// A prompt as listed by `prompts/list`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Prompt {
     /// Unique name.
     pub name: String,
@@ -55,6 +56,7 @@ impl Prompt {
 /// One argument of a prompt. Prompt arguments are strings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct PromptArgument {
     /// Its name.
     pub name: String,
@@ -84,6 +86,7 @@ impl PromptArgument {
 /// The body of a `prompts/list` result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ListPromptsResult {
     /// The prompts.
     pub prompts: Vec<Prompt>,
@@ -95,6 +98,7 @@ pub struct ListPromptsResult {
 /// `prompts/get` parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct GetPromptParams {
     /// The prompt to get.
     pub name: String,
@@ -111,6 +115,7 @@ pub struct GetPromptParams {
 
 /// One message of a prompt.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PromptMessage {
     /// Who says it.
     pub role: Role,
@@ -145,6 +150,7 @@ impl From<&str> for ContentBlock {
 /// The body of a complete `prompts/get` result.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct GetPromptResult {
     /// What the prompt is for.
     #[serde(default, skip_serializing_if = "Option::is_none")]

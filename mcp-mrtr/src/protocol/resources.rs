@@ -8,6 +8,7 @@ use super::{Annotations, JsonObject, ResourceContents};
 /// A concrete resource as listed by `resources/list`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Resource {
     /// Its URI.
     pub uri: String,
@@ -64,6 +65,7 @@ impl Resource {
 /// A family of resources described by an RFC 6570 URI template.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ResourceTemplate {
     /// The URI template, such as `file:///{path}`.
     pub uri_template: String,
@@ -116,6 +118,7 @@ impl ResourceTemplate {
 /// The body of a `resources/list` result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ListResourcesResult {
     /// The resources.
     pub resources: Vec<Resource>,
@@ -127,6 +130,7 @@ pub struct ListResourcesResult {
 /// The body of a `resources/templates/list` result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ListResourceTemplatesResult {
     /// The templates.
     pub resource_templates: Vec<ResourceTemplate>,
@@ -138,6 +142,7 @@ pub struct ListResourceTemplatesResult {
 /// `resources/read` parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ReadResourceParams {
     /// The URI to read.
     pub uri: String,
@@ -152,6 +157,7 @@ pub struct ReadResourceParams {
 /// The body of a complete `resources/read` result.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ReadResourceResult {
     /// The contents; never empty (a missing resource is an error instead).
     pub contents: Vec<ResourceContents>,

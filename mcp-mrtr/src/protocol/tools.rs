@@ -8,6 +8,7 @@ use super::{ContentBlock, JsonObject};
 /// A tool as listed by `tools/list`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Tool {
     /// Unique name: 1–64 characters of `[A-Za-z0-9_./-]`.
     pub name: String,
@@ -86,6 +87,7 @@ impl Tool {
 /// Hints about a tool's behaviour. Clients must not trust them from untrusted servers.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ToolAnnotations {
     /// Display title.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -107,6 +109,7 @@ pub struct ToolAnnotations {
 /// The body of a `tools/list` result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ListToolsResult {
     /// The tools.
     pub tools: Vec<Tool>,
@@ -118,6 +121,7 @@ pub struct ListToolsResult {
 /// `tools/call` parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct CallToolParams {
     /// The tool to call.
     pub name: String,
@@ -136,6 +140,7 @@ pub struct CallToolParams {
 /// The body of a complete `tools/call` result.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct CallToolResult {
     /// Unstructured content.
     pub content: Vec<ContentBlock>,

@@ -25,6 +25,7 @@ use crate::replay::Carried;
 /// Where a task stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum TaskStatus {
     /// The handler is running.
     Working,
