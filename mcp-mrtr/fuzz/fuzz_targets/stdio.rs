@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use libfuzzer_sys::fuzz_target;
+use mcp_mrtr::stdio::Stdio;
 use tokio::io::AsyncWrite;
 
 /// Stdout: what the server writes, kept for the checks.
@@ -44,7 +45,8 @@ fuzz_target!(|bytes: &[u8]| {
     // A runtime per input: serving leaves nothing behind that the next input could meet.
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
     runtime
-        .block_on(mcp_mrtr::fuzzing::server(2).serve(mcp_mrtr::stdio::Stdio::over(bytes, written.clone())))
+        // Owned: serving takes a 'static reader.
+        .block_on(mcp_mrtr::fuzzing::server(2).serve(Stdio::over(std::io::Cursor::new(bytes.to_vec()), written.clone())))
         .expect("serving ends without an error when its input does");
     drop(runtime);
     let lines_in = bytes.split(|b| *b == b'\n').filter(|line| !line.iter().all(u8::is_ascii_whitespace)).count();
