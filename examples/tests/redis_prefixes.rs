@@ -23,7 +23,9 @@ async fn servers_whose_prefixes_nest_never_share_a_key() {
         async move { mcp_mrtr::redis::Redis::connect(&url).await.expect("connect to redis").prefix(prefix) }
     };
     let (outer, inner) = (connect("app:").await, connect("app:task:x").await);
-    let client = TestClient::new(Server::new("inner", "0").tool(quick).task_store(inner.task_store()));
+    let client = TestClient::new(
+        Server::new("inner", "0").tool(quick).tasks(mcp_mrtr::tasks::TaskConfig::new().store(inner.task_store())),
+    );
     let created = client.call_tool("quick", json!({})).start().await;
     let id = created.task_id().expect("a task");
     assert!(inner.task_store().get(id).await.unwrap().is_some(), "the inner server's task is stored");

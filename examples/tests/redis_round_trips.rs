@@ -95,7 +95,9 @@ impl Monitor {
 async fn a_task_flow_reads_once_per_request_and_writes_once_per_change() {
     let Some(redis) = Redis::start() else { return };
     let store = mcp_mrtr::redis::Redis::connect(&redis.url()).await.expect("connect to redis");
-    let client = TestClient::new(Server::new("trips", "0").tool(approve).task_store(store.task_store()));
+    let client = TestClient::new(
+        Server::new("trips", "0").tool(approve).tasks(mcp_mrtr::tasks::TaskConfig::new().store(store.task_store())),
+    );
     // The first flow loads the scripts into Redis (a `SCRIPT LOAD` and a retry each).
     flow(&client).await;
 

@@ -12,9 +12,10 @@ use crate::catalog::{Item, Listen, RequestView, ServerHandle};
 use crate::dispatch::Engine;
 use crate::handler::{MethodRoute, PromptRoute, ResourceRoute, Routes, ToolRoute, Toolbox};
 use crate::protocol::{CacheHints, CompleteParams, Completion, ServerCapabilities};
+use crate::request_state::{StateConfig, StateGuard};
 use crate::skills::Skills;
 use crate::tasks::Tasks;
-use crate::{request_state::StateConfig, request_state::StateGuard, tasks::TaskStore, Ctx, ToolError};
+use crate::{Ctx, ToolError};
 
 /// An MCP server: its identity and its tools, prompts and resources.
 ///
@@ -276,73 +277,12 @@ impl Server {
         self
     }
 
-    /// Where task records live (default: a [`MemoryTaskStore`](crate::tasks::MemoryTaskStore), for one instance).
-    /// Several instances serving the same tasks need a store they share (the `redis`
-    /// feature's `RedisTaskStore`).
-    pub fn task_store(mut self, store: impl TaskStore) -> Self {
-        self.tasks.store = Arc::new(store);
-        self
-    }
-
-    /// How long a task's record is kept after the task is created (default one hour);
-    /// `None` keeps it as long as the store does. After that, `tasks/get` no longer
-    /// knows the task. A task that finished is kept for a shorter time, within this:
-    /// [`TaskLimits::keep_finished`](crate::tasks::TaskLimits::keep_finished).
-    pub fn task_ttl(mut self, ttl: Option<Duration>) -> Self {
-        self.tasks.ttl = ttl;
-        self
-    }
-
-    /// How many tasks this instance holds and runs, for how long, and how big their
-    /// arguments may be: see [`TaskLimits`](crate::tasks::TaskLimits) for each bound, its
-    /// default and the memory it allows.
-    pub fn task_limits(mut self, limits: crate::tasks::TaskLimits) -> Self {
-        self.tasks = self.tasks.with_limits(limits);
-        self
-    }
-
-    /// How long a running task's lease lasts unless renewed (default 10 s, at least
-    /// 300 ms). The instance running a task renews it every third of this; every
-    /// instance looks for lapsed leases every half of it and takes those tasks over,
-    /// replaying the handler from the task's journal. So a task whose instance died
-    /// resumes within about 1.5× this, and a `tasks/cancel` received by another instance
-    /// stops the handler within a third of it. Shorter means faster takeover and more
-    /// store writes (one per running task per renewal).
-    pub fn task_lease(mut self, lease: Duration) -> Self {
-        self.tasks.lease = lease.max(crate::tasks::MIN_LEASE);
-        self
-    }
-
-    /// Runs `hook` when a task ends: completed, failed (its handler failed, its run timed
-    /// out, or it expired: [`TaskEnd::expired`](crate::tasks::TaskEnd::expired)) or cancelled.
-    /// It is where to undo what a task left half done, since its handler cannot: a
-    /// cancel drops the handler where it stands, a task waiting for an answer holds no
-    /// handler at all, and a `Drop` guard inside the handler runs at every ask too.
-    ///
-    /// The hook runs once per task, on the instance whose write made the task final
-    /// (other instances sharing the store do not run it), in a task of its own after that
-    /// write; a crash in between loses it. It gets the task's tool, arguments and last
-    /// caller. A live task expires shortly before its record does (a tenth of
-    /// [`task_ttl`](Self::task_ttl), at most a minute), while some instance is serving.
-    ///
-    /// ```
-    /// use mcp_mrtr::{Server, tasks::TaskStatus};
-    ///
-    /// let server = Server::new("deploys", "1.0.0").on_task_end(|end| async move {
-    ///     if end.tool() == "deploy" && end.status() != TaskStatus::Completed {
-    ///         let service = end.arguments()["service"].as_str().unwrap_or_default().to_owned();
-    ///         // e.g. mark the deployment of `service` as rolled back in your database
-    ///         tracing::info!(%service, expired = end.expired(), "deploy ended early; rolling back");
-    ///     }
-    /// });
-    /// # let _ = server;
-    /// ```
-    pub fn on_task_end<F, Fut>(mut self, hook: F) -> Self
-    where
-        F: Fn(crate::tasks::TaskEnd) -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = ()> + Send + 'static,
-    {
-        self.tasks.on_end = Some(crate::tasks::end_hook(hook));
+    /// How this server keeps and runs tasks (the tasks extension): the store, how long
+    /// records live, leases, bounds, and the hook that runs when a task ends. See
+    /// [`TaskConfig`](crate::tasks::TaskConfig); without it, every part has its default
+    /// (records in memory, for one instance).
+    pub fn tasks(mut self, config: crate::tasks::TaskConfig) -> Self {
+        self.tasks = self.tasks.configured(config);
         self
     }
 

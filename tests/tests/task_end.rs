@@ -53,7 +53,10 @@ fn server(ttl: Option<Duration>) -> (Server, mpsc::UnboundedReceiver<TaskEnd>) {
             let _ = ends.send(end);
         }
     };
-    let server = Server::new("deploys", "1").tool(deploy).with_state(Holds::default()).task_ttl(ttl).on_task_end(hook);
+    let server = Server::new("deploys", "1")
+        .tool(deploy)
+        .with_state(Holds::default())
+        .tasks(mcp_mrtr::tasks::TaskConfig::new().ttl(ttl).on_end(hook));
     (server, ended)
 }
 

@@ -242,7 +242,9 @@ async fn progress_shows_as_the_status_message() {
 
 #[tokio::test]
 async fn records_expire_after_their_ttl() {
-    let server = TestServer::start(server().task_ttl(Some(Duration::from_millis(300)))).await;
+    let server =
+        TestServer::start(server().tasks(mcp_mrtr::tasks::TaskConfig::new().ttl(Some(Duration::from_millis(300)))))
+            .await;
     let created = server.call(&call("confirm_only", json!({}))).await;
     assert_eq!(created["result"]["ttlMs"], 300);
     let id = created["result"]["taskId"].as_str().unwrap().to_owned();
@@ -284,7 +286,11 @@ async fn an_instance_that_has_served_nothing_takes_over_a_task_handed_back() {
     use mcp_mrtr::{tasks::MemoryTaskStore, tasks::TaskStatus, tasks::TaskStore};
 
     let store = std::sync::Arc::new(MemoryTaskStore::new());
-    let instance = || server().tool(nap).task_store(store.clone()).task_lease(Duration::from_millis(300));
+    let instance = || {
+        server()
+            .tool(nap)
+            .tasks(mcp_mrtr::tasks::TaskConfig::new().store(store.clone()).lease(Duration::from_millis(300)))
+    };
     let first = instance();
     let serving_first = TestServer::start(first.clone()).await;
     let id = create(&serving_first, &call("nap", json!({}))).await;
@@ -307,7 +313,8 @@ async fn an_answer_that_lands_on_a_closing_instance_is_run_elsewhere() {
     use mcp_mrtr::{tasks::MemoryTaskStore, tasks::TaskStatus, tasks::TaskStore};
 
     let store = std::sync::Arc::new(MemoryTaskStore::new());
-    let instance = || server().task_store(store.clone()).task_lease(Duration::from_millis(300));
+    let instance =
+        || server().tasks(mcp_mrtr::tasks::TaskConfig::new().store(store.clone()).lease(Duration::from_millis(300)));
     let closing = instance();
     let serving = TestServer::start(closing.clone()).await;
     let id = create(&serving, &call("confirm_only", json!({}))).await;

@@ -59,9 +59,10 @@ fn skills() -> mcp_mrtr::skills::Skills {
 /// runtime itself when serving starts.
 pub async fn from_env(mut server: Server) -> anyhow::Result<Server> {
     use anyhow::Context as _;
+    let mut tasks = mcp_mrtr::tasks::TaskConfig::new();
     if let Ok(lease) = std::env::var("MCP_MRTR_TASK_LEASE_MS") {
         let millis: u64 = lease.parse().with_context(|| format!("MCP_MRTR_TASK_LEASE_MS: not a number: {lease:?}"))?;
-        server = server.task_lease(Duration::from_millis(millis));
+        tasks = tasks.lease(Duration::from_millis(millis));
     }
     if let Ok(rate) = std::env::var("MCP_MRTR_TASK_RATE") {
         // For load runs: one client (the load client's one address) starting tasks at
@@ -70,7 +71,7 @@ pub async fn from_env(mut server: Server) -> anyhow::Result<Server> {
         let limits = mcp_mrtr::tasks::TaskLimits::default()
             .creation_rate(f64::from(per_second), per_second)
             .max_live_tasks_per_client(per_second.try_into().unwrap_or(usize::MAX));
-        server = server.task_limits(limits);
+        tasks = tasks.limits(limits);
     }
     let mut listen = None;
     if let Some(streams) = max_listeners()? {
@@ -78,7 +79,8 @@ pub async fn from_env(mut server: Server) -> anyhow::Result<Server> {
     }
     if let Ok(url) = std::env::var("MCP_MRTR_REDIS_URL") {
         let redis = mcp_mrtr::redis::Redis::connect(&url).await.context("MCP_MRTR_REDIS_URL")?;
-        server = server.single_use_states(redis.state_guard()).task_store(redis.task_store());
+        server = server.single_use_states(redis.state_guard());
+        tasks = tasks.store(redis.task_store());
         let fanout = redis.change_fanout().await.context("MCP_MRTR_REDIS_URL")?;
         listen = Some(listen.unwrap_or_default().fanout(fanout));
         tracing::info!("single-use states, tasks and list changes are in Redis");
@@ -86,7 +88,7 @@ pub async fn from_env(mut server: Server) -> anyhow::Result<Server> {
     if let Some(listen) = listen {
         server = server.listen(listen);
     }
-    Ok(server)
+    Ok(server.tasks(tasks))
 }
 
 /// `MCP_MRTR_MAX_LISTENERS`: how many listen streams the server holds, for load runs

@@ -346,7 +346,7 @@ impl Ctx {
 
     /// The id of the task this handler runs as, once the call continued as one
     /// ([`Ctx::continue_as_task`]); `None` in an ordinary round. Key what a task holds by
-    /// it, so [`Server::on_task_end`](crate::Server::on_task_end) can find it
+    /// it, so [`TaskConfig::on_end`](crate::tasks::TaskConfig::on_end) can find it
     /// ([`TaskEnd::id`](crate::tasks::TaskEnd::id)).
     pub fn task_id(&self) -> Option<String> {
         self.inner.replay.task_log().map(|log| log.task_id().to_owned())

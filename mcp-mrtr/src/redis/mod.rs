@@ -7,12 +7,12 @@
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! use mcp_mrtr::{redis::Redis, catalog::Listen, Server};
+//! use mcp_mrtr::{catalog::Listen, redis::Redis, tasks::TaskConfig, Server};
 //!
 //! let redis = Redis::connect("redis://127.0.0.1:6379/").await?;
 //! let server = Server::new("app", "1.0.0")
 //!     .single_use_states(redis.state_guard())
-//!     .task_store(redis.task_store())
+//!     .tasks(TaskConfig::new().store(redis.task_store()))
 //!     .listen(Listen::default().fanout(redis.change_fanout().await?));
 //! # let _ = server;
 //! # Ok(())

@@ -1,4 +1,4 @@
-//! How a task ended, told to the application ([`Server::on_task_end`](crate::Server::on_task_end)):
+//! How a task ended, told to the application ([`TaskConfig::on_end`](crate::tasks::TaskConfig::on_end)):
 //! the one place to undo what a cancelled, failed or expired task left half done.
 //!
 //! A handler cannot do that itself. A cancel drops its future where it stands (at once
@@ -25,7 +25,7 @@ use crate::protocol::{ErrorObject, JsonObject};
 use crate::{Caller, Error};
 
 /// How a task ended, with what it was called with: see
-/// [`Server::on_task_end`](crate::Server::on_task_end).
+/// [`TaskConfig::on_end`](crate::tasks::TaskConfig::on_end).
 #[derive(Clone, Debug)]
 pub struct TaskEnd {
     id: String,

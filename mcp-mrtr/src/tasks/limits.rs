@@ -9,7 +9,7 @@ use crate::Error;
 
 /// The bounds that keep one client, or many, from filling a server with tasks (each a
 /// total and a share per client, as for every pool of the server). Set them with
-/// [`Server::task_limits`](crate::Server::task_limits).
+/// [`TaskConfig::limits`](crate::tasks::TaskConfig::limits).
 ///
 /// Every bound is on by default, with a value meant for production:
 ///
@@ -57,7 +57,7 @@ use crate::Error;
 ///
 /// use mcp_mrtr::prelude::*;
 /// use mcp_mrtr::testing::TestClient;
-/// use mcp_mrtr::tasks::TaskLimits;
+/// use mcp_mrtr::tasks::{TaskConfig, TaskLimits};
 ///
 /// /// Rebuilds the search index: slow, so always a task.
 /// #[tool(task = "required")]
@@ -69,7 +69,7 @@ use crate::Error;
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// let limits = TaskLimits::default().max_live_tasks_per_client(1).run_timeout(Some(Duration::from_secs(7200)));
-/// let client = TestClient::new(Server::new("search", "1.0.0").task_limits(limits).tool(reindex));
+/// let client = TestClient::new(Server::new("search", "1.0.0").tasks(TaskConfig::new().limits(limits)).tool(reindex));
 /// let first = client.call_tool("reindex", serde_json::json!({})).start().await;
 /// assert!(first.task_id().is_some());
 /// // The first still runs: this client holds its share.
@@ -174,7 +174,7 @@ impl TaskLimits {
     }
 
     /// How long a task stays readable once it completed, failed or was cancelled
-    /// (never longer than [`Server::task_ttl`](crate::Server::task_ttl) from its
+    /// (never longer than [`TaskConfig::ttl`](crate::tasks::TaskConfig::ttl) from its
     /// creation); its `ttlMs` is shortened to match. Default 10 minutes: a client polls
     /// every 500 ms and reads the outcome within a second, and one that lost its
     /// connection has minutes to come back. Finished records keep no arguments or

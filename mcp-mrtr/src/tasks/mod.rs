@@ -32,6 +32,7 @@
 // finished record drops its inputs and is kept for a shorter time (`store`).
 
 mod admission;
+mod config;
 mod driver;
 mod end;
 mod lease;
@@ -47,11 +48,11 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use config::TaskConfig;
 pub(crate) use driver::Running;
+pub(crate) use end::EndHook;
 pub use end::TaskEnd;
-pub(crate) use end::{hook as end_hook, EndHook};
 use lease::DEFAULT_LEASE;
-pub(crate) use lease::MIN_LEASE;
 pub use limits::TaskLimits;
 pub use memory::MemoryTaskStore;
 
@@ -86,7 +87,7 @@ pub(crate) struct Tasks {
     pub(crate) watching: Arc<AtomicBool>,
     /// Set by the hand-back at shutdown: this instance takes no task (back) any more.
     pub(crate) closing: Arc<AtomicBool>,
-    /// The application's cleanup when a task ends ([`crate::Server::on_task_end`]).
+    /// The application's cleanup when a task ends ([`TaskConfig::on_end`]).
     pub(crate) on_end: Option<EndHook>,
     /// The server's application state, for that cleanup: set when serving starts.
     pub(crate) app: crate::app_state::AppState,
@@ -112,10 +113,15 @@ impl Default for Tasks {
 }
 
 impl Tasks {
-    /// The same machinery bounded by `limits`, with fresh counts and run slots (a
-    /// builder step: nothing is counted before the server serves).
-    pub(crate) fn with_limits(self, limits: TaskLimits) -> Self {
+    /// The same machinery as `config` says, with fresh counts and run slots (a builder
+    /// step: nothing is counted before the server serves).
+    pub(crate) fn configured(self, config: TaskConfig) -> Self {
+        let TaskConfig { store, ttl, lease, limits, on_end } = config;
         Self {
+            store,
+            ttl,
+            lease,
+            on_end,
             limits,
             admission: Arc::new(admission::Admission::new(&limits)),
             runs: Arc::new(tokio::sync::Semaphore::new(limits.max_runs)),

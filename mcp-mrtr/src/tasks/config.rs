@@ -1,0 +1,130 @@
+//! [`TaskConfig`]: everything about how a server keeps and runs tasks, as one value.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::end::{hook, EndHook};
+use super::lease::{DEFAULT_LEASE, MIN_LEASE};
+use super::{MemoryTaskStore, TaskEnd, TaskLimits, TaskStore, DEFAULT_TTL};
+
+/// How a server keeps and runs its tasks: where their records live, how long, how long a
+/// run's lease lasts, their bounds, and what runs when one ends. Give it to
+/// [`Server::tasks`](crate::Server::tasks); every part has a default meant for production.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use mcp_mrtr::tasks::{MemoryTaskStore, TaskConfig, TaskLimits, TaskStatus};
+/// use mcp_mrtr::Server;
+///
+/// let tasks = TaskConfig::new()
+///     .store(MemoryTaskStore::new()) // the `redis` feature's RedisTaskStore for a fleet
+///     .ttl(Some(Duration::from_secs(2 * 3600)))
+///     .limits(TaskLimits::default().max_live_tasks_per_client(4))
+///     .on_end(|end| async move {
+///         if end.tool() == "deploy" && end.status() != TaskStatus::Completed {
+///             // e.g. mark the deployment as rolled back in your database
+///             tracing::info!(expired = end.expired(), "deploy ended early; rolling back");
+///         }
+///     });
+/// let server = Server::new("deploys", "1.0.0").tasks(tasks);
+/// # let _ = server;
+/// ```
+#[derive(Clone)]
+pub struct TaskConfig {
+    pub(crate) store: Arc<dyn TaskStore>,
+    pub(crate) ttl: Option<Duration>,
+    pub(crate) lease: Duration,
+    pub(crate) limits: TaskLimits,
+    pub(crate) on_end: Option<EndHook>,
+}
+
+impl Default for TaskConfig {
+    fn default() -> Self {
+        Self {
+            store: Arc::new(MemoryTaskStore::new()),
+            ttl: Some(DEFAULT_TTL),
+            lease: DEFAULT_LEASE,
+            limits: TaskLimits::default(),
+            on_end: None,
+        }
+    }
+}
+
+impl TaskConfig {
+    /// The defaults: records in memory for an hour, 10 s leases, [`TaskLimits::default`],
+    /// no end hook.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Where task records live (default: a [`MemoryTaskStore`], for one instance).
+    /// Several instances serving the same tasks need a store they share (the `redis`
+    /// feature's `RedisTaskStore`).
+    pub fn store(mut self, store: impl TaskStore) -> Self {
+        self.store = Arc::new(store);
+        self
+    }
+
+    /// How long a task's record is kept after the task is created (default one hour);
+    /// `None` keeps it as long as the store does. After that, `tasks/get` no longer
+    /// knows the task. A task that finished is kept for a shorter time, within this:
+    /// [`TaskLimits::keep_finished`]. A live task expires shortly before its record does
+    /// (a tenth of this, at most a minute), and fails with `error.data.expired`.
+    pub fn ttl(mut self, ttl: Option<Duration>) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// How long a running task's lease lasts unless renewed (default 10 s, at least
+    /// 300 ms). The instance running a task renews it every third of this; every
+    /// instance looks for lapsed leases every half of it and takes those tasks over,
+    /// replaying the handler from the task's journal. So a task whose instance died
+    /// resumes within about 1.5× this, and a `tasks/cancel` received by another instance
+    /// stops the handler within a third of it. Shorter means faster takeover and more
+    /// store writes (one per running task per renewal).
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease.max(MIN_LEASE);
+        self
+    }
+
+    /// How many tasks this instance holds and runs, for how long, and how big their
+    /// arguments may be: see [`TaskLimits`] for each bound, its default and the memory it
+    /// allows.
+    pub fn limits(mut self, limits: TaskLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Runs `hook` when a task ends: completed, failed (its handler failed, its run timed
+    /// out, or it expired: [`TaskEnd::expired`]) or cancelled. It is where to undo what a
+    /// task left half done, since its handler cannot: a cancel drops the handler where it
+    /// stands, a task waiting for an answer holds no handler at all, and a `Drop` guard
+    /// inside the handler runs at every ask too.
+    ///
+    /// The hook runs once per task, on the instance whose write made the task final
+    /// (other instances sharing the store do not run it), in a task of its own after that
+    /// write; a crash in between loses it. It gets the task's tool, arguments and last
+    /// caller, and the server's state.
+    pub fn on_end<F, Fut>(mut self, hook_fn: F) -> Self
+    where
+        F: Fn(TaskEnd) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.on_end = Some(hook(hook_fn));
+        self
+    }
+}
+
+impl fmt::Debug for TaskConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TaskConfig")
+            .field("ttl", &self.ttl)
+            .field("lease", &self.lease)
+            .field("limits", &self.limits)
+            .field("on_end", &self.on_end.is_some())
+            .finish_non_exhaustive()
+    }
+}
