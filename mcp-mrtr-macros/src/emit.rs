@@ -171,7 +171,7 @@ fn emit(handler: &Handler, runtime: &Path, prepared: &Prepared) -> TokenStream {
             #args_struct
 
             #(#other_attrs)*
-            async fn __mcp_handler(#ctx: #runtime::Ctx, #args_ident { #(#bindings,)* }: #args_ident) #output {
+            async fn __mcp_handler(#ctx: #runtime::__private::Ctx, #args_ident { #(#bindings,)* }: #args_ident) #output {
                 #body
             }
 
@@ -207,14 +207,14 @@ pub(crate) fn body(handler: &Handler, runtime: &Path, ctx: &Ident) -> TokenStrea
     let resolved = handler.resolved.iter().map(|p| {
         let (pat, ty) = (&p.pat, &p.ty);
         quote_spanned!(syn::spanned::Spanned::span(ty)=>
-            let #pat: #ty = <#ty as #runtime::extract::FromCtx>::from_ctx(&#ctx)?;)
+            let #pat: #ty = <#ty as #runtime::__private::FromCtx>::from_ctx(&#ctx)?;)
     });
     let ctx_binding = handler.ctx.as_ref().map(|c| {
         let pat = &c.pat;
         if c.by_ref {
-            quote!(let #pat: &#runtime::Ctx = &#ctx;)
+            quote!(let #pat: &#runtime::__private::Ctx = &#ctx;)
         } else {
-            quote!(let #pat: #runtime::Ctx = ::core::clone::Clone::clone(&#ctx);)
+            quote!(let #pat: #runtime::__private::Ctx = ::core::clone::Clone::clone(&#ctx);)
         }
     });
     let block = &handler.body;
@@ -232,9 +232,9 @@ pub(crate) fn form_checks(handler: &Handler, runtime: &Path, form_types: &[syn::
 
 pub(crate) fn route_type(kind: Kind, runtime: &Path) -> TokenStream {
     match kind {
-        Kind::Tool => quote!(#runtime::ToolRoute),
-        Kind::Prompt => quote!(#runtime::PromptRoute),
-        Kind::Resource => quote!(#runtime::ResourceRoute),
+        Kind::Tool => quote!(#runtime::__private::ToolRoute),
+        Kind::Prompt => quote!(#runtime::__private::PromptRoute),
+        Kind::Resource => quote!(#runtime::__private::ResourceRoute),
     }
 }
 
@@ -278,7 +278,7 @@ pub(crate) fn route(handler: &Handler, runtime: &Path, args: &Ident, call: &Toke
             });
             let task = handler.task.map(|mode| {
                 let variant = Ident::new(mode.variant(), Span::call_site());
-                quote!(.task(#runtime::TaskSupport::#variant))
+                quote!(.task(#private::TaskSupport::#variant))
             });
             let schema = quote!(#private::input_schema::<#args>());
             quote!(#private::tool(#schema, #name, #description, #title, &[#(#hints),*], &[#(#headers),*], #output)#attach #task)

@@ -68,8 +68,8 @@ pub(crate) fn expand(args: &TokenStream, item: TokenStream) -> TokenStream {
         let error = error.to_compile_error();
         return quote! {
             #item
-            impl #runtime::Toolbox for #self_ty {
-                fn routes(self: ::std::sync::Arc<Self>) -> #runtime::Routes {
+            impl #runtime::__private::Toolbox for #self_ty {
+                fn routes(self: ::std::sync::Arc<Self>) -> #runtime::__private::Routes {
                     ::core::unreachable!("this toolbox failed to compile")
                 }
             }
@@ -156,7 +156,7 @@ fn hidden_method(handler: &Handler, prepared: &Prepared) -> TokenStream {
         #[doc(hidden)]
         #[allow(clippy::too_many_arguments, clippy::unused_async)]
         #(#attrs)*
-        async fn #name(&self, #ctx: #runtime::Ctx, #(#params),*) #output {
+        async fn #name(&self, #ctx: #runtime::__private::Ctx, #(#params),*) #output {
             #body
         }
     }
@@ -175,7 +175,7 @@ fn toolbox_impl(item: &ItemImpl, handlers: &[(Handler, Prepared)], runtime: &syn
         let names: Vec<_> = handler.params.iter().map(|p| &p.ident).collect();
         let call = quote! {{
             let this = ::std::sync::Arc::clone(&self);
-            move |ctx: #runtime::Ctx, #args_ident { #(#names,)* }: #args_ident| {
+            move |ctx: #runtime::__private::Ctx, #args_ident { #(#names,)* }: #args_ident| {
                 let this = ::std::sync::Arc::clone(&this);
                 async move { this.#method(ctx, #(#names),*).await }
             }
@@ -197,9 +197,9 @@ fn toolbox_impl(item: &ItemImpl, handlers: &[(Handler, Prepared)], runtime: &syn
             #(#structs)*
 
             #[automatically_derived]
-            impl #runtime::Toolbox for #self_ty {
-                fn routes(self: ::std::sync::Arc<Self>) -> #runtime::Routes {
-                    let mut routes = #runtime::Routes::default();
+            impl #runtime::__private::Toolbox for #self_ty {
+                fn routes(self: ::std::sync::Arc<Self>) -> #runtime::__private::Routes {
+                    let mut routes = #runtime::__private::Routes::default();
                     #(#pushes)*
                     routes
                 }

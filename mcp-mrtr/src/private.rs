@@ -2,20 +2,29 @@
 //!
 //! Not public API: reachable as `mcp_mrtr::__private` for generated code only, and may
 //! change in any release (the macros crate is pinned to this exact version).
+//!
+//! Every path generated code names goes through here, re-exported from the module that
+//! defines it rather than from the crate root, so the public root can be reshaped without
+//! breaking expansions.
 
 use std::future::Future;
 
 pub use {schemars, serde, serde_json};
 
+pub use crate::context::Ctx;
+pub use crate::extract::FromCtx;
+pub use crate::handler::{PromptRoute, ResourceRoute, Routes, TaskSupport, ToolRoute, Toolbox};
+// What lib.rs's `macro_rules!` (`tools!`, `ask!`, `require_client_capability!`) name, so
+// they can go through here too.
+pub use crate::ask::{Elicit, ElicitUrl, Roots, Sample};
+pub use crate::capability::Capability;
+
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::error::{Error, ToolError};
 use crate::handler::IntoResourceResult;
-use crate::protocol::{JsonObject, ToolAnnotations};
-use crate::{
-    protocol::Prompt, protocol::PromptArgument, protocol::Resource, protocol::ResourceTemplate, protocol::Tool, Ctx,
-    Error, ResourceRoute, ToolError,
-};
+use crate::protocol::{JsonObject, Prompt, PromptArgument, Resource, ResourceTemplate, Tool, ToolAnnotations};
 
 /// A tool's metadata, with `schema` ([`input_schema`] of its generated argument struct)
 /// as its input schema. `headers` are the parameters mirrored into headers: (parameter,
