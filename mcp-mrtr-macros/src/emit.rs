@@ -4,6 +4,7 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
+use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 use syn::{Ident, ItemFn, LitStr, Path};
 
@@ -201,21 +202,23 @@ pub(crate) fn args_struct(handler: &Handler, runtime: &Path, args_ident: &Ident)
 
 /// The handler's body, after what it takes besides its arguments is resolved and its
 /// context parameter bound.
+///
+/// Both go through traits of `__private` and are spanned at the parameter's type, so a
+/// type that cannot be resolved, or that only reads as ours by its name, is reported
+/// there with a message of ours.
 pub(crate) fn body(handler: &Handler, runtime: &Path, ctx: &Ident) -> TokenStream {
-    // Resolved before the body runs, spanned at the parameter's type so a type that
-    // cannot be resolved is reported there.
+    let private = quote!(#runtime::__private);
     let resolved = handler.resolved.iter().map(|p| {
         let (pat, ty) = (&p.pat, &p.ty);
-        quote_spanned!(syn::spanned::Spanned::span(ty)=>
-            let #pat: #ty = <#ty as #runtime::__private::FromCtx>::from_ctx(&#ctx)?;)
+        if p.forced {
+            quote_spanned!(ty.span()=> let #pat: #ty = <#ty as #private::FromCtx>::from_ctx(&#ctx)?;)
+        } else {
+            quote_spanned!(ty.span()=> let #pat: #ty = <#ty as #private::Extractor>::extract(&#ctx)?;)
+        }
     });
     let ctx_binding = handler.ctx.as_ref().map(|c| {
-        let pat = &c.pat;
-        if c.by_ref {
-            quote!(let #pat: &#runtime::__private::Ctx = &#ctx;)
-        } else {
-            quote!(let #pat: #runtime::__private::Ctx = ::core::clone::Clone::clone(&#ctx);)
-        }
+        let (pat, ty) = (&c.pat, &c.ty);
+        quote_spanned!(ty.span()=> let #pat: #ty = <#ty as #private::Context>::bind(&#ctx);)
     });
     let block = &handler.body;
     quote!(#(#resolved)* #ctx_binding #block)
@@ -226,7 +229,7 @@ pub(crate) fn form_checks(handler: &Handler, runtime: &Path, form_types: &[syn::
     let handler_name = handler.ident.to_string();
     form_types
         .iter()
-        .map(|ty| quote_spanned!(syn::spanned::Spanned::span(ty)=> #runtime::__private::check_form::<#ty>(#handler_name);))
+        .map(|ty| quote_spanned!(ty.span()=> #runtime::__private::check_form::<#ty>(#handler_name);))
         .collect()
 }
 
@@ -253,27 +256,21 @@ pub(crate) fn route(handler: &Handler, runtime: &Path, args: &Ident, call: &Toke
     let title = option(args_attr.title.as_ref());
     // Attaching the handler is where its result type must implement `Into*Result`: span
     // that code with the type, so a type that cannot be returned is reported there.
-    let result = model::result_type(&handler.output).map_or_else(Span::call_site, syn::spanned::Spanned::span);
-    let needs: Vec<TokenStream> = handler
-        .resolved
-        .iter()
-        .filter_map(|p| p.state.as_ref())
-        .map(|ty| quote_spanned!(syn::spanned::Spanned::span(ty)=> .requires_state::<#ty>()))
-        .collect();
+    let result = model::result_type(&handler.output).map_or_else(Span::call_site, Spanned::span);
     let scopes = args_attr.scopes.as_ref().map(|scopes| quote!(.requires_scopes([#(#scopes),*])));
-    let attach = quote_spanned!(result=> .handler(#call) #(#needs)* #scopes);
-    match handler.kind {
+    let attach = quote_spanned!(result=> .handler(#call) #scopes);
+    let route = match handler.kind {
         Kind::Tool => {
             let hints = args_attr.hints.iter().map(ToString::to_string);
             let output = model::structured_output(&handler.output).map_or_else(
                 || quote!(::core::option::Option::None),
-                |ty| quote_spanned!(syn::spanned::Spanned::span(ty)=> ::core::option::Option::Some(#private::output_schema::<#ty>())),
+                |ty| quote_spanned!(ty.span()=> ::core::option::Option::Some(#private::output_schema::<#ty>())),
             );
             let headers = handler.params.iter().filter_map(|p| {
                 let header = p.header.as_ref()?;
                 let (param, ty) = (p.ident.to_string(), &p.ty);
                 // Spanned on the type, so a type that cannot be a header is reported there.
-                let check = quote_spanned!(syn::spanned::Spanned::span(ty)=> #private::header_param::<#ty>);
+                let check = quote_spanned!(ty.span()=> #private::header_param::<#ty>);
                 Some(quote!((#param, #header, #check)))
             });
             let task = handler.task.map(|mode| {
@@ -287,7 +284,7 @@ pub(crate) fn route(handler: &Handler, runtime: &Path, args: &Ident, call: &Toke
             let arguments = handler.params.iter().map(|p| {
                 let arg = p.ident.to_string();
                 let arg_description = docs::description(&p.attrs).unwrap_or_default();
-                let required = model::option_inner(&p.ty).is_none();
+                let required = crate::param::option_inner(&p.ty).is_none();
                 quote!((#arg, #arg_description, #required))
             });
             quote!(#private::prompt(#name, #description, #title, &[#(#arguments),*])#attach)
@@ -295,9 +292,42 @@ pub(crate) fn route(handler: &Handler, runtime: &Path, args: &Ident, call: &Toke
         Kind::Resource => {
             let uri = args_attr.uri.clone().unwrap_or_else(|| LitStr::new("", Span::call_site()));
             let mime = option(args_attr.mime_type.as_ref());
-            quote_spanned!(result=> #private::resource::<#args, _, _, _>(#uri, #name, #description, #title, #mime, #call) #(#needs)* #scopes)
+            quote_spanned!(result=> #private::resource::<#args, _, _, _>(#uri, #name, #description, #title, #mime, #call) #scopes)
         }
+    };
+    with_state_needs(handler, &private, route)
+}
+
+/// `route`, declaring the state each extractor needs: `T` for a `State<T>`, found by
+/// the type (an alias under `#[mcp(extract)]` too), so a server never given a `T`
+/// refuses to serve instead of failing calls.
+fn with_state_needs(handler: &Handler, private: &TokenStream, route: TokenStream) -> TokenStream {
+    if handler.resolved.is_empty() {
+        return route;
     }
+    let name = Ident::new("__mcp_route", Span::mixed_site());
+    let needs = handler.resolved.iter().map(|p| {
+        let need = probe(private, ["NeedsState", "NeedsNoState"], &p.ty, &quote!(require(#name)));
+        quote!(let #name = #need;)
+    });
+    quote!({
+        let #name = #route;
+        #(#needs)*
+        #name
+    })
+}
+
+/// `(&&Probe::<ty>::new()).call`, with the two traits of the question in scope: the
+/// first, implemented for `&Probe<Shape>`, is found before the fallback. A probe always
+/// resolves (the fallback takes every type), so it needs no span of the user's; keeping
+/// the macro's also keeps lints such as clippy's `needless_borrow` off the `&&`.
+fn probe(private: &TokenStream, traits: [&str; 2], ty: &syn::Type, call: &TokenStream) -> TokenStream {
+    let [special, fallback] = traits.map(|name| Ident::new(name, Span::call_site()));
+    quote!({
+        #[allow(unused_imports)]
+        use #private::{#special as _, #fallback as _};
+        (&&#private::Probe::<#ty>::new()).#call
+    })
 }
 
 fn option(value: Option<&LitStr>) -> TokenStream {

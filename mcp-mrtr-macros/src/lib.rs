@@ -8,6 +8,7 @@ mod attr;
 mod docs;
 mod emit;
 mod model;
+mod param;
 mod toolbox;
 
 use proc_macro::TokenStream;

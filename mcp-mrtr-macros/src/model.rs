@@ -2,9 +2,10 @@
 //! parameter if it declares one.
 
 use quote::ToTokens;
-use syn::{Attribute, Block, FnArg, Ident, ItemFn, LitStr, Pat, ReturnType, Token, Type, Visibility};
+use syn::{Attribute, Block, FnArg, Ident, ItemFn, LitStr, Pat, PatType, ReturnType, Token, Type, Visibility};
 
 use crate::attr::{Args, Kind};
+use crate::param::{self, ParamAttrs, Role};
 
 /// A handler parameter that is an argument of the call.
 pub(crate) struct Param {
@@ -46,18 +47,23 @@ impl TaskMode {
 }
 
 /// A parameter the runtime resolves from the server and the request (`State<T>`,
-/// `Extension<T>`, `Caller`, or an `Option` of the last two), not an argument.
+/// `Extension<T>`, `Caller`, an `Option` of the last two, or anything under
+/// `#[mcp(extract)]`), not an argument.
 pub(crate) struct ResolvedParam {
     pub(crate) pat: Pat,
     pub(crate) ty: Type,
-    /// `T` of `State<T>`: state the server must be given.
-    pub(crate) state: Option<Type>,
+    /// Under `#[mcp(extract)]`: resolved through `FromCtx`, which the user's own
+    /// extractors may implement. Otherwise it was read as ours from its shape, and is
+    /// resolved through `__private::Extractor`, which only ours implement.
+    pub(crate) forced: bool,
 }
 
 /// The parameter that receives the request context, if the handler declares one.
 pub(crate) struct CtxParam {
     pub(crate) pat: Pat,
-    pub(crate) by_ref: bool,
+    /// `Ctx` or `&Ctx` as written: bound through `__private::Context`, which only ours
+    /// implements, so a user's own `Ctx` fails the build at it.
+    pub(crate) ty: Type,
 }
 
 /// A handler function, validated.
@@ -100,45 +106,14 @@ impl Handler {
             errors.push(syn::Error::new_spanned(variadic, format!("#[{attr}] functions cannot be variadic")));
         }
         let (docs, other_attrs) = item.attrs.into_iter().partition(|a| a.path().is_ident("doc"));
-        let mut receiver = None;
-        let mut ctx = None;
-        let mut resolved = Vec::new();
-        let mut params = Vec::new();
+        let mut inputs = Inputs::default();
         for input in &sig.inputs {
             match input {
-                FnArg::Receiver(found) => receiver = Some(found.clone()),
-                FnArg::Typed(typed) => match (context_type(&typed.ty), &ctx) {
-                    (Some(by_ref), None) => ctx = Some(CtxParam { pat: (*typed.pat).clone(), by_ref }),
-                    (Some(_), Some(first)) => errors.push(syn::Error::new_spanned(
-                        typed,
-                        format!(
-                            "only one parameter can take the context, and `{}` already does: remove this one",
-                            first.pat.to_token_stream()
-                        ),
-                    )),
-                    (None, _) if is_resolved(&typed.ty) => match resolved_param(typed) {
-                        Ok(param) => resolved.push(param),
-                        Err(error) => errors.push(error),
-                    },
-                    (None, _) => match &*typed.pat {
-                        Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => {
-                            let (attrs, header) = param_attrs(kind, &typed.attrs, errors);
-                            params.push(Param {
-                                attrs,
-                                mutability: pat.mutability,
-                                ident: pat.ident.clone(),
-                                ty: (*typed.ty).clone(),
-                                header,
-                            });
-                        }
-                        other => errors.push(syn::Error::new_spanned(
-                            other,
-                            "parameters must be plain names: each becomes an argument of that name",
-                        )),
-                    },
-                },
+                FnArg::Receiver(found) => inputs.receiver = Some(found.clone()),
+                FnArg::Typed(typed) => inputs.push(kind, typed, errors),
             }
         }
+        let Inputs { receiver, ctx, resolved, params } = inputs;
         check_headers(&params, errors);
         let task = args.task.as_ref().and_then(|value| TaskMode::parse(value).map_err(|e| errors.push(e)).ok());
         Self {
@@ -159,77 +134,85 @@ impl Handler {
     }
 }
 
-/// The types the runtime resolves from the request (by the last segment of their path).
-const RESOLVED: &[&str] = &["State", "Extension", "Caller"];
+/// A handler's parameters, sorted by what they are.
+#[derive(Default)]
+struct Inputs {
+    receiver: Option<syn::Receiver>,
+    ctx: Option<CtxParam>,
+    resolved: Vec<ResolvedParam>,
+    params: Vec<Param>,
+}
 
-fn last_ident(ty: &Type) -> Option<&Ident> {
-    match ty {
-        Type::Path(path) if path.qself.is_none() => Some(&path.path.segments.last()?.ident),
-        _ => None,
+impl Inputs {
+    fn push(&mut self, kind: Kind, typed: &PatType, errors: &mut Vec<syn::Error>) {
+        let attrs = param::parse_attrs(kind, &typed.attrs, errors);
+        if attrs.contradicted {
+            return;
+        }
+        let role = param::role(&typed.ty, attrs.forced);
+        if let (Some(header), false) = (&attrs.header, role == Role::Argument) {
+            errors.push(syn::Error::new(
+                header.span(),
+                "only arguments can be mirrored into a header, and this parameter's type reads as mcp_mrtr's context or extractor: write #[mcp(arg)] if it is an argument",
+            ));
+        }
+        match role {
+            Role::Context => match &self.ctx {
+                Some(first) => errors.push(syn::Error::new_spanned(
+                    typed,
+                    format!(
+                        "only one parameter can take the context, and `{}` already does: remove this one",
+                        first.pat.to_token_stream()
+                    ),
+                )),
+                None => self.ctx = Some(CtxParam { pat: (*typed.pat).clone(), ty: (*typed.ty).clone() }),
+            },
+            Role::MutContext => errors.push(syn::Error::new_spanned(
+                &typed.ty,
+                "the context cannot be borrowed mutably: take `&Ctx` (or `Ctx`)",
+            )),
+            Role::Extractor { forced } => match resolved_param(typed, forced) {
+                Ok(param) => self.resolved.push(param),
+                Err(error) => errors.push(error),
+            },
+            Role::Argument => match argument(typed, attrs) {
+                Ok(param) => self.params.push(param),
+                Err(error) => errors.push(error),
+            },
+        }
     }
 }
 
-/// Whether `ty` is one of [`RESOLVED`], or an `Option` of one.
-fn is_resolved(ty: &Type) -> bool {
-    let ty = option_inner(ty).unwrap_or(ty);
-    last_ident(ty).is_some_and(|ident| RESOLVED.iter().any(|name| ident == name))
-}
-
-fn resolved_param(typed: &syn::PatType) -> syn::Result<ResolvedParam> {
-    let ty = (*typed.ty).clone();
-    if let Some(inner) = option_inner(&ty).filter(|inner| last_ident(inner).is_some_and(|i| i == "State")) {
+fn resolved_param(typed: &PatType, forced: bool) -> syn::Result<ResolvedParam> {
+    if let Some(inner) = param::option_inner(&typed.ty).filter(|inner| param::state_inner(inner).is_some()) {
         return Err(syn::Error::new_spanned(
             inner,
             "state is always there or the server refuses to start: take `State<T>`, not an `Option`",
         ));
     }
-    let state = (last_ident(&ty).is_some_and(|i| i == "State")).then(|| generic_arg(&ty, "State").cloned());
-    let state = match state {
-        None => None,
-        Some(Some(inner)) => Some(inner),
-        Some(None) => {
-            return Err(syn::Error::new_spanned(&ty, "`State` needs the type of the state: `State(db): State<Db>`"))
-        }
-    };
-    Ok(ResolvedParam { pat: (*typed.pat).clone(), ty, state })
+    Ok(ResolvedParam { pat: (*typed.pat).clone(), ty: (*typed.ty).clone(), forced })
 }
 
-/// Splits our `#[mcp(header = "…")]` off a parameter's attributes; the rest (docs,
-/// serde attributes) stay on the generated argument field.
-fn param_attrs(kind: Kind, attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> (Vec<Attribute>, Option<LitStr>) {
-    let mut header = None;
-    let mut rest = Vec::new();
-    for attr in attrs {
-        if !attr.path().is_ident("mcp") {
-            rest.push(attr.clone());
-            continue;
-        }
-        let parsed = attr.parse_nested_meta(|meta| {
-            if !meta.path.is_ident("header") {
-                return Err(meta.error("unknown key in #[mcp(...)] on a parameter: expected header = \"Name\""));
-            }
-            let value: LitStr = meta.value()?.parse()?;
-            if kind != Kind::Tool {
-                return Err(syn::Error::new(value.span(), "only tool parameters can be mirrored into a header"));
-            }
-            if !is_header_token(&value.value()) {
-                return Err(syn::Error::new(
-                    value.span(),
-                    "a header name is a non-empty token: letters, digits and !#$%&'*+-.^_`|~, no spaces",
-                ));
-            }
-            header = Some(value);
-            Ok(())
-        });
-        if let Err(error) = parsed {
-            errors.push(error);
-        }
+/// An argument of the call: a plain name, which becomes the argument's.
+fn argument(typed: &PatType, attrs: ParamAttrs) -> syn::Result<Param> {
+    match &*typed.pat {
+        Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => Ok(Param {
+            attrs: attrs.rest,
+            mutability: pat.mutability,
+            ident: pat.ident.clone(),
+            ty: (*typed.ty).clone(),
+            header: attrs.header,
+        }),
+        // `State(db): State` is an extractor missing its type, not a user's `State` argument.
+        other => Err(match param::missing_type_arg(&typed.ty) {
+            Some("State") => syn::Error::new_spanned(&typed.ty, "`State` needs the type of the state: `State(db): State<Db>`"),
+            Some(name) => syn::Error::new_spanned(
+                &typed.ty,
+                format!("`{name}` needs the type it holds: `{name}(value): {name}<Type>`"),
+            ),
+            None => syn::Error::new_spanned(other, "parameters must be plain names: each becomes an argument of that name"),
+        }),
     }
-    (rest, header)
-}
-
-fn is_header_token(name: &str) -> bool {
-    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 /// Two parameters cannot share a header (names compare ignoring case).
@@ -239,31 +222,6 @@ fn check_headers(params: &[Param], errors: &mut Vec<syn::Error>) {
         if headers[..i].iter().any(|earlier| earlier.value().eq_ignore_ascii_case(&header.value())) {
             errors.push(syn::Error::new(header.span(), "another parameter is already mirrored into this header"));
         }
-    }
-}
-
-/// `Some(by_ref)` when `ty` is `Ctx` or `&Ctx` (any path ending in `Ctx`).
-fn context_type(ty: &Type) -> Option<bool> {
-    match ty {
-        Type::Reference(reference) => context_type(&reference.elem).filter(|by_ref| !by_ref).map(|_| true),
-        Type::Path(path) if path.qself.is_none() => (path.path.segments.last()?.ident == "Ctx").then_some(false),
-        _ => None,
-    }
-}
-
-/// `Some(T)` when `ty` is `Option<T>`.
-pub(crate) fn option_inner(ty: &Type) -> Option<&Type> {
-    let Type::Path(path) = ty else { return None };
-    let last = path.path.segments.last()?;
-    if last.ident != "Option" {
-        return None;
-    }
-    match &last.arguments {
-        syn::PathArguments::AngleBracketed(args) if args.args.len() == 1 => match &args.args[0] {
-            syn::GenericArgument::Type(inner) => Some(inner),
-            _ => None,
-        },
-        _ => None,
     }
 }
 
@@ -315,11 +273,11 @@ mod tests {
             async fn f(ctx: &mcp_mrtr::Ctx, city: String, mut days: Option<u8>) -> Result<String, ToolError> { todo!() }
         });
         assert!(errors.is_empty());
-        assert!(h.ctx.as_ref().is_some_and(|c| c.by_ref));
+        assert!(h.ctx.is_some());
         let names: Vec<String> = h.params.iter().map(|p| p.ident.to_string()).collect();
         assert_eq!(names, ["city", "days"]);
         assert!(h.params[1].mutability.is_some());
-        assert!(option_inner(&h.params[1].ty).is_some());
+        assert!(param::option_inner(&h.params[1].ty).is_some());
         assert_eq!(h.docs.len(), 1);
     }
 
@@ -357,6 +315,30 @@ mod tests {
         };
         Handler::from_syn(Kind::Tool, args, item, &mut errors);
         assert_eq!(errors.len(), 4, "{:?}", errors.iter().map(ToString::to_string).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn takes_a_users_state_enum_as_an_argument_and_obeys_the_attributes() {
+        let (h, errors) = handler(parse_quote! {
+            async fn f(state: State, #[mcp(arg)] own: State<Mine>, #[mcp(extract)] db: Db, caller: Caller) {}
+        });
+        assert!(errors.is_empty());
+        let names: Vec<String> = h.params.iter().map(|p| p.ident.to_string()).collect();
+        assert_eq!(names, ["state", "own"]);
+        let forced: Vec<bool> = h.resolved.iter().map(|p| p.forced).collect();
+        assert_eq!(forced, [true, false]);
+    }
+
+    #[test]
+    fn explains_a_state_without_its_type_and_a_header_on_an_extractor() {
+        let (_, errors) = handler(parse_quote! {
+            async fn f(State(db): State, #[mcp(header = "Db")] other: State<Db>, c: &mut Ctx) {}
+        });
+        let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        assert!(errors[0].contains("`State` needs the type of the state"));
+        assert!(errors[1].contains("only arguments can be mirrored into a header"));
+        assert!(errors[2].contains("cannot be borrowed mutably"));
     }
 
     #[test]

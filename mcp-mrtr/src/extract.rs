@@ -133,6 +133,11 @@ impl<T> Deref for Extension<T> {
 ///
 /// Implemented for [`State`], [`Extension`], [`Caller`] and `Option`s of the last two;
 /// the macros call it for parameters of those types.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be resolved from the request: it does not implement `FromCtx`",
+    label = "resolved from the server and the request, through `mcp_mrtr::extract::FromCtx`",
+    note = "extractors are `State<T>`, `Extension<T>`, `Caller` and `Option`s of the last two (or aliases of them), and types of your own that implement `FromCtx`; for an argument of the call, write `#[mcp(arg)]` instead"
+)]
 pub trait FromCtx: Sized {
     /// Resolves the value for this request.
     fn from_ctx(ctx: &Ctx) -> Result<Self, ToolError>;

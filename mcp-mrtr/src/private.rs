@@ -19,12 +19,16 @@ pub use crate::handler::{PromptRoute, ResourceRoute, Routes, TaskSupport, ToolRo
 pub use crate::ask::{Elicit, ElicitUrl, Roots, Sample};
 pub use crate::capability::Capability;
 
+pub use self::detect::{Context, Extractor, NeedsNoState, NeedsState, Probe, RequiresState};
+
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::{Error, ToolError};
 use crate::handler::IntoResourceResult;
 use crate::protocol::{JsonObject, Prompt, PromptArgument, Resource, ResourceTemplate, Tool, ToolAnnotations};
+
+mod detect;
 
 /// A tool's metadata, with `schema` ([`input_schema`] of its generated argument struct)
 /// as its input schema. `headers` are the parameters mirrored into headers: (parameter,
