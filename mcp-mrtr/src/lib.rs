@@ -124,9 +124,6 @@ pub use error::{Declined, Error, ErrorCode, ToolError};
 pub use extract::{Extension, State};
 pub use handler::{Json, MethodRoute, PromptRoute, ResourceRoute, ToolRoute};
 pub use server::Server;
-// Until the macros name these through `__private` only (issue 34).
-#[doc(hidden)]
-pub use handler::{Routes, TaskSupport, Toolbox};
 
 /// Serving: [`Server::serve`] takes a transport ([`stdio::Stdio`], [`http::Http`]) and
 /// returns a [`Serve`](serve::Serve), which graceful shutdown modifies.
@@ -152,7 +149,7 @@ pub mod http {
 ///
 /// The function's parameters become the tool's arguments (their types implement
 /// `Deserialize + JsonSchema`; `///` comments on them become descriptions), its doc
-/// comment the description, and a `Json<T>` return the output schema. A parameter of
+/// comment the description, and a `Json<T>` return (or `Result<Json<T>, _>`, under any alias) the output schema. A parameter of
 /// type `&Ctx` (or `Ctx`) receives the request context instead, and parameters of type
 /// [`State<T>`], [`Extension<T>`] or [`Caller`] are resolved from the server and the
 /// request (see [`extract`]). Inside, [`ask!`] and [`once!`] work as documented there.
@@ -173,6 +170,19 @@ pub mod http {
 /// `Mcp-Param-Region` (SEP-2243: `x-mcp-header` in the input schema), which the server
 /// checks against the argument. Only `String`, integer and `bool` parameters (or an
 /// `Option` of one) can be mirrored.
+///
+/// A parameter is read by the shape of its type: `Ctx` or `&Ctx` receives the context;
+/// `State<T>` or `Extension<T>` (one type argument), `Caller`, or an `Option` of the last
+/// two is resolved from the request; anything else is an argument, so your own
+/// `enum State { … }` stays one. Two parameter keys override the reading:
+///
+/// | parameter key | meaning |
+/// |---|---|
+/// | `#[mcp(arg)]` | an argument of the call, whatever its type is called (a type of your own named `State`, `Caller` or `Ctx`) |
+/// | `#[mcp(extract)]` | resolved from the request through [`extract::FromCtx`]: an alias such as `type Db = State<Pool>`, or an extractor of your own |
+///
+/// A type read as an extractor by its name that is not mcp_mrtr's fails the build,
+/// pointing at `#[mcp(arg)]`. `extract` with `arg`, or with `header`, is an error.
 ///
 /// The function becomes a plain `fn` of the same name returning its [`ToolRoute`] (so
 /// the name never clashes with a binding in the module, as a unit struct's would);
@@ -272,16 +282,16 @@ pub mod prelude {
 #[macro_export]
 macro_rules! __ask {
     (@__mcp $ctx:ident, $key:expr; elicit $message:expr $(, $option:ident = $value:expr)* $(,)?) => {
-        $ctx.ask($key, $crate::ask::Elicit::new($message) $(.$option($value))*)
+        $ctx.ask($key, $crate::__private::Elicit::new($message) $(.$option($value))*)
     };
     (@__mcp $ctx:ident, $key:expr; elicit_url $message:expr, $url:expr $(,)?) => {
-        $ctx.ask($key, $crate::ask::ElicitUrl::new($message, $url))
+        $ctx.ask($key, $crate::__private::ElicitUrl::new($message, $url))
     };
     (@__mcp $ctx:ident, $key:expr; sample $prompt:expr $(, $option:ident = $value:expr)* $(,)?) => {
-        $ctx.ask($key, $crate::ask::Sample::new($prompt) $(.$option($value))*)
+        $ctx.ask($key, $crate::__private::Sample::new($prompt) $(.$option($value))*)
     };
     (@__mcp $ctx:ident, $key:expr; roots $(,)?) => {
-        $ctx.ask($key, $crate::ask::Roots)
+        $ctx.ask($key, $crate::__private::Roots)
     };
     (@__mcp $ctx:ident, $key:expr; $($rest:tt)*) => {
         ::core::compile_error!("ask! expects `elicit MESSAGE`, `elicit_url MESSAGE, URL`, `sample PROMPT[, option = value]` or `roots`")
@@ -428,7 +438,7 @@ macro_rules! once {
 #[macro_export]
 macro_rules! require_client_capability {
     ($ctx:expr, $capability:ident) => {
-        $ctx.require($crate::Capability::$capability)?
+        $ctx.require($crate::__private::Capability::$capability)?
     };
 }
 
@@ -454,19 +464,19 @@ macro_rules! require_client_capability {
 /// ```
 #[macro_export]
 macro_rules! tools {
-    ($($tool:expr),* $(,)?) => { [$($crate::ToolRoute::from($tool)),*] };
+    ($($tool:expr),* $(,)?) => { [$($crate::__private::ToolRoute::from($tool)),*] };
 }
 
 /// Routes for several `#[prompt]` functions at once: `server.prompts(prompts![a, b])`.
 #[macro_export]
 macro_rules! prompts {
-    ($($prompt:expr),* $(,)?) => { [$($crate::PromptRoute::from($prompt)),*] };
+    ($($prompt:expr),* $(,)?) => { [$($crate::__private::PromptRoute::from($prompt)),*] };
 }
 
 /// Routes for several `#[resource]` functions at once: `server.resources(resources![a, b])`.
 #[macro_export]
 macro_rules! resources {
-    ($($resource:expr),* $(,)?) => { [$($crate::ResourceRoute::from($resource)),*] };
+    ($($resource:expr),* $(,)?) => { [$($crate::__private::ResourceRoute::from($resource)),*] };
 }
 
 /// The guide: one chapter per task, in reading order, each with runnable examples.
