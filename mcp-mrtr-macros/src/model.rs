@@ -205,12 +205,16 @@ fn argument(typed: &PatType, attrs: ParamAttrs) -> syn::Result<Param> {
         }),
         // `State(db): State` is an extractor missing its type, not a user's `State` argument.
         other => Err(match param::missing_type_arg(&typed.ty) {
-            Some("State") => syn::Error::new_spanned(&typed.ty, "`State` needs the type of the state: `State(db): State<Db>`"),
+            Some("State") => {
+                syn::Error::new_spanned(&typed.ty, "`State` needs the type of the state: `State(db): State<Db>`")
+            }
             Some(name) => syn::Error::new_spanned(
                 &typed.ty,
                 format!("`{name}` needs the type it holds: `{name}(value): {name}<Type>`"),
             ),
-            None => syn::Error::new_spanned(other, "parameters must be plain names: each becomes an argument of that name"),
+            None => {
+                syn::Error::new_spanned(other, "parameters must be plain names: each becomes an argument of that name")
+            }
         }),
     }
 }

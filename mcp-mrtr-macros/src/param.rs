@@ -53,7 +53,9 @@ pub(crate) enum Role {
     /// Resolved from the request; `forced` by `#[mcp(extract)]` (through `FromCtx`, so an
     /// extractor of the user's own works) or read so from the type's shape (through
     /// `__private::Extractor`, which only ours implement).
-    Extractor { forced: bool },
+    Extractor {
+        forced: bool,
+    },
     Argument,
 }
 

@@ -149,7 +149,7 @@ pub mod http {
 ///
 /// The function's parameters become the tool's arguments (their types implement
 /// `Deserialize + JsonSchema`; `///` comments on them become descriptions), its doc
-/// comment the description, and a `Json<T>` return (or `Result<Json<T>, _>`, under any alias) the output schema. A parameter of
+/// comment the description, and a `Json<T>` return the output schema. A parameter of
 /// type `&Ctx` (or `Ctx`) receives the request context instead, and parameters of type
 /// [`State<T>`], [`Extension<T>`] or [`Caller`] are resolved from the server and the
 /// request (see [`extract`]). Inside, [`ask!`] and [`once!`] work as documented there.

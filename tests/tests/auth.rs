@@ -330,9 +330,9 @@ async fn a_custom_path_gets_its_own_well_known_uri() {
     assert_eq!(posted.status, 405);
 }
 
-/// `serve_http_with` serves without a router: it must route as the router does.
+/// The `Http` transport serves without a router: it must route as the router does.
 #[tokio::test]
-async fn serve_http_routes_the_endpoint_and_its_metadata_as_the_router_does() {
+async fn the_http_transport_routes_the_endpoint_and_its_metadata_as_the_router_does() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let served = listener.local_addr().unwrap();
     let resource = format!("http://127.0.0.1:{}/v1/mcp", served.port());
@@ -356,7 +356,7 @@ async fn serve_http_routes_the_endpoint_and_its_metadata_as_the_router_does() {
         seen.push([unauthorized.status, discover.status, document.status, posted.status, elsewhere.status]);
     }
     assert_eq!(seen[0], [401, 200, 200, 405, 404]);
-    assert_eq!(seen[0], seen[1], "serve_http_with and the router answer alike");
+    assert_eq!(seen[0], seen[1], "the Http transport and the router answer alike");
 }
 
 #[tokio::test]

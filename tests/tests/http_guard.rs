@@ -2,8 +2,8 @@
 //! is refused whatever the `Host` settings ("any host" never means "any origin"), and a
 //! POST that is not `application/json` is refused before its body is read.
 //!
-//! A server bound to `0.0.0.0` or a LAN address uses `HttpConfig::allow_any_host()` (a
-//! unit test of `serve_http_listener`'s choice checks that); here the same configuration
+//! A server bound to `0.0.0.0` or a LAN address uses `HttpConfig::allow_any_host(true)` (a
+//! unit test of `Http`'s choice checks that); here the same configuration
 //! is mounted on a loopback listener, so no test listens beyond 127.0.0.1.
 
 use std::net::SocketAddr;

@@ -114,7 +114,7 @@ def ours(n):
     out += [
         "#[tokio::main]",
         "async fn main() -> std::io::Result<()> {",
-        f'    Server::new("compile-bench", "0.1.0").tools(tools![{names}]).serve_stdio().await',
+        f'    Server::new("compile-bench", "0.1.0").tools(tools![{names}]).serve(Stdio::new()).await',
         "}",
     ]
     dependencies = f"""\

@@ -1,6 +1,6 @@
 #![no_main]
 //! stdio: the fuzzer's bytes are everything a client writes to stdin, served by the
-//! fixture through `Server::serve_io` (lines bounded by `read_line`, then the envelope,
+//! fixture through `Stdio::over` (lines bounded by `read_line`, then the envelope,
 //! the 2025-11-25 session and dispatch). Every line written back is JSON, and no more
 //! replies come than lines went in.
 //!

@@ -31,19 +31,28 @@ pub trait Extractor: Sized {
 // `where Self: FromCtx` rather than a copy of each `FromCtx` impl's bounds: a state that
 // is not `Sync` is reported once, as `FromCtx` words it. Written out rather than made by a
 // `macro_rules!`, which would show in the help of every such error.
-impl<T> Extractor for State<T> where Self: FromCtx {
+impl<T> Extractor for State<T>
+where
+    Self: FromCtx,
+{
     fn extract(ctx: &Ctx) -> Result<Self, ToolError> {
         Self::from_ctx(ctx)
     }
 }
 
-impl<T> Extractor for Extension<T> where Self: FromCtx {
+impl<T> Extractor for Extension<T>
+where
+    Self: FromCtx,
+{
     fn extract(ctx: &Ctx) -> Result<Self, ToolError> {
         Self::from_ctx(ctx)
     }
 }
 
-impl<T> Extractor for Option<Extension<T>> where Self: FromCtx {
+impl<T> Extractor for Option<Extension<T>>
+where
+    Self: FromCtx,
+{
     fn extract(ctx: &Ctx) -> Result<Self, ToolError> {
         Self::from_ctx(ctx)
     }
@@ -157,7 +166,8 @@ mod tests {
     fn only_state_needs_state() {
         struct Db;
         type Pool = State<Db>;
-        let route = crate::protocol::Tool::new("t").handler(|_ctx, _args: serde_json::Value| async { Ok::<_, ToolError>("") });
+        let route =
+            crate::protocol::Tool::new("t").handler(|_ctx, _args: serde_json::Value| async { Ok::<_, ToolError>("") });
         let route = (&&Probe::<Pool>::new()).require(route);
         let route = (&&Probe::<Caller>::new()).require(route);
         assert_eq!(route.needs.len(), 1);
