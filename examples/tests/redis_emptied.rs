@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use instance::Redis;
 use mcp_mrtr::prelude::*;
+use mcp_mrtr::request_state::StateConfig;
 use serde_json::{json, Value};
 
 static STEPS: AtomicUsize = AtomicUsize::new(0);
@@ -63,7 +64,9 @@ fn a_state_claimed_before_redis_was_emptied_does_not_open_again() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let addr = runtime.block_on(async {
         let store = mcp_mrtr::redis::Redis::connect(&redis.url()).await.expect("redis");
-        let server = Server::new("charges", "1").tool(charge).single_use_states(store.state_guard());
+        let server = Server::new("charges", "1")
+            .tool(charge)
+            .request_state(StateConfig::default().single_use(store.state_guard()));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(server.serve(mcp_mrtr::http::Http::listener(listener)));

@@ -3,7 +3,7 @@
 //! answer, finish). In-process, so the numbers are the runtime's, not the network's.
 //!
 //! Rounds 1+2 run twice: with single-use states (the default, so round 2 also records
-//! the state in the server's `MemoryGuard`) and with `reusable_states(true)`, which shows
+//! the state in the server's `MemoryGuard`) and with `StateConfig::reusable(true)`, which shows
 //! what the guard costs end to end.
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -24,18 +24,18 @@ async fn greet(greeting: String) -> Result<String, ToolError> {
     Ok(format!("{greeting}, {}!", user.name))
 }
 
-fn server() -> Server {
-    Server::new("bench", "0").tool(greet).request_state(StateConfig::new(KeyRing::new(StateKey::random())))
+fn server(state: impl FnOnce(StateConfig) -> StateConfig) -> Server {
+    Server::new("bench", "0").tool(greet).request_state(state(StateConfig::new(KeyRing::new(StateKey::random()))))
 }
 
 fn rounds(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a tokio runtime");
-    let client = TestClient::new(server());
+    let client = TestClient::new(server(|state| state));
     let args = json!({ "greeting": "Hello" });
     c.bench_function("mrtr_round1_input_required", |b| {
         b.iter(|| runtime.block_on(async { client.call_tool("greet", args.clone()).start().await }));
     });
-    let reusable = TestClient::new(server().reusable_states(true));
+    let reusable = TestClient::new(server(|state| state.reusable(true)));
     for (name, client) in
         [("mrtr_rounds_1_and_2_complete", &client), ("mrtr_rounds_1_and_2_reusable_states", &reusable)]
     {

@@ -417,23 +417,23 @@ impl Engine {
             let origin = trace.traceparent().map(|parent| parent.as_str().to_owned());
             return Ok(Arc::new(Replay::new_call(responses, ClientId::of(extensions).owner_key(), origin)));
         };
-        let config = self.state_config()?;
-        let presented = Presented { token: &token, config, binding: target.digest(), target: target.binding.target };
+        let sealer = self.sealer()?;
+        let presented = Presented { token: &token, sealer, binding: target.digest(), target: target.binding.target };
         let (carried, expires) = presented.open(|payload| serde_json::from_slice::<Carried>(payload).ok())?;
         // States live `ttl`: when this one was sealed, for a guard that remembers less. An
         // endless ttl (its expiry clamped) tells nothing: then it counts as sealed now.
         let issued = expires
-            .checked_sub(config.lifetime())
+            .checked_sub(sealer.lifetime())
             .filter(|at| *at > std::time::UNIX_EPOCH)
             .unwrap_or_else(std::time::SystemTime::now);
         if let Some(origin) = carried.origin() {
             crate::telemetry::continues_flow(&tracing::Span::current(), origin);
         }
         let single_use = self
-            .state_guard
-            .as_ref()
+            .state
+            .guard()
             .zip(token.as_str())
-            .map(|(guard, token)| SingleUse::new(guard.clone(), token, carried.owner(), expires, issued));
+            .map(|(guard, token)| SingleUse::new(guard, token, carried.owner(), expires, issued));
         Ok(Arc::new(Replay::opened(carried, responses, single_use)))
     }
 
@@ -504,15 +504,14 @@ impl Engine {
             Outcome::Complete(result) => Ok(Body::Complete(Text::of(&result?)?)),
             Outcome::InputRequired(requests, carried) => {
                 let payload = serde_json::to_vec(&carried).map_err(|e| Error::internal(e.to_string()))?;
-                let state =
-                    self.state_config()?.seal(target.digest(), &payload, SystemTime::now()).map_err(|error| {
-                        error.log(target.binding.target);
-                        let client = error.to_error();
-                        match replay.once_lost() {
-                            Some(note) => client.with_note(&note),
-                            None => client,
-                        }
-                    })?;
+                let state = self.sealer()?.seal(target.digest(), &payload, SystemTime::now()).map_err(|error| {
+                    error.log(target.binding.target);
+                    let client = error.to_error();
+                    match replay.once_lost() {
+                        Some(note) => client.with_note(&note),
+                        None => client,
+                    }
+                })?;
                 Ok(Body::InputRequired(Text::of(&replay::input_required(requests, state))?))
             }
         }

@@ -215,7 +215,7 @@ fn binding(arguments: &Value) -> BindingDigest {
 /// keys). After `seal:`, the rest is a payload: sealed, it opens to itself, and never for
 /// another call, after its expiry, or with one character changed.
 pub fn request_state(bytes: &[u8]) {
-    let config = state_config();
+    let config = state_config().sealer().expect("the fixture's keys are given");
     let digest = binding(&json!({ "a": 1 }));
     let now = SystemTime::now();
     if let Some(payload) = bytes.strip_prefix(b"seal:") {

@@ -3,7 +3,7 @@
 //! transports take the engine when they serve.
 
 use std::future::Future;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::HeaderMap;
@@ -12,7 +12,7 @@ use crate::catalog::{Item, Listen, RequestView, ServerHandle};
 use crate::dispatch::Engine;
 use crate::handler::{MethodRoute, PromptRoute, ResourceRoute, Routes, ToolRoute, Toolbox};
 use crate::protocol::{CacheHints, CompleteParams, Completion, ServerCapabilities};
-use crate::request_state::{StateConfig, StateGuard};
+use crate::request_state::{KeyRing, StateConfig};
 use crate::skills::Skills;
 use crate::tasks::Tasks;
 use crate::{Ctx, ToolError};
@@ -198,14 +198,16 @@ impl Server {
         self
     }
 
-    /// How `requestState` is sealed. Without this, the keys in `MCP_MRTR_STATE_KEYS`
-    /// are used, or else a random key of this server's own (states then open only on
-    /// this server, until it restarts). The environment is read when serving starts,
-    /// and a malformed value fails it there. The same keys authenticate what a shared
-    /// change fanout carries between instances ([`FanoutKeys`](crate::catalog::FanoutKeys)), so
-    /// every instance needs the same ring.
+    /// How `requestState` is sealed and made single-use ([`StateConfig`]: keys, lifetime,
+    /// size cap, guard). Without keys given, the ones in `MCP_MRTR_STATE_KEYS` are used,
+    /// or else a random key of this server's own (states then open only on this server,
+    /// until it restarts). The environment is read when serving starts, and a malformed
+    /// value fails it there. The same keys authenticate what a shared change fanout
+    /// carries between instances ([`FanoutKeys`](crate::catalog::FanoutKeys)), so every
+    /// instance needs the same ring.
     pub fn request_state(mut self, config: StateConfig) -> Self {
-        self.engine.state = Arc::new(OnceLock::from(config));
+        self.engine.state = config;
+        self.engine.sealer = Arc::default();
         self
     }
 
@@ -237,18 +239,6 @@ impl Server {
         F: Fn(&HeaderMap) -> Option<String> + Send + Sync + 'static,
     {
         self.engine.principal = Some(Arc::new(principal));
-        self
-    }
-
-    /// Remembers claimed states with `guard` instead of the default
-    /// [`MemoryGuard`](crate::request_state::MemoryGuard): a round claims its request state before its
-    /// first `once!` step runs, and a second claim of the same state is refused like a
-    /// tampered state (rounds that take no step claim nothing). `MemoryGuard` serves one
-    /// instance; several instances behind a load balancer need a [`StateGuard`] backed by
-    /// a store they share (the `redis` feature's `RedisGuard`), or a state could be
-    /// replayed once on each.
-    pub fn single_use_states(mut self, guard: impl StateGuard) -> Self {
-        self.engine.state_guard = Some(Arc::new(guard));
         self
     }
 
@@ -293,21 +283,6 @@ impl Server {
     /// their drain; call it yourself when you serve the router another way.
     pub async fn hand_back_tasks(&self) {
         self.tasks.hand_back().await;
-    }
-
-    /// Lets a round take its `once!` steps however often its request state is presented
-    /// within its lifetime: a client replaying an older state runs that round's steps
-    /// again. Only for servers whose steps are harmless to re-run. (Rounds without a
-    /// `once!` step may be presented again either way.) `false` (the default) makes states
-    /// single-use again, with the guard given to [`single_use_states`](Self::single_use_states)
-    /// or else a [`MemoryGuard`](crate::request_state::MemoryGuard).
-    pub fn reusable_states(mut self, reusable: bool) -> Self {
-        if reusable {
-            self.engine.state_guard = None;
-        } else if self.engine.state_guard.is_none() {
-            self.engine.state_guard = Some(Arc::new(crate::request_state::MemoryGuard::new()));
-        }
-        self
     }
 
     /// Serves a request method of the server's own (see [`MethodRoute`]), on both
@@ -369,9 +344,14 @@ impl Server {
         self.engine().capabilities()
     }
 
-    /// Whether a [`StateConfig`] was given (or resolved) already.
-    pub(crate) fn has_state_config(&self) -> bool {
-        self.engine.state.get().is_some()
+    /// Seals with `keys` unless keys were given already, keeping the other settings: a
+    /// test then never depends on (or breaks on) the environment's keys.
+    pub(crate) fn with_keys_unless_given(mut self, keys: impl FnOnce() -> KeyRing) -> Self {
+        if !self.engine.state.has_keys() {
+            let config = std::mem::take(&mut self.engine.state).keys(keys());
+            self = self.request_state(config);
+        }
+        self
     }
 
     /// The engine serving runs, with the extensions plugged in. Clones share the

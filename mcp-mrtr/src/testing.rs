@@ -47,16 +47,14 @@ use crate::context::Transport;
 use crate::dispatch::Engine;
 use crate::envelope::{Request, RequestMeta, PROTOCOL_VERSION};
 use crate::protocol::{InputRequest, InputRequiredResult, JsonObject, RequestId};
-use crate::{request_state::KeyRing, request_state::StateConfig, request_state::StateKey, Caller, Error, Server};
+use crate::{request_state::KeyRing, request_state::StateKey, Caller, Error, Server};
 
-/// Gives `server` a random request-state key of its own, unless it was given a
-/// [`StateConfig`] already: a test then never depends on (or breaks on) a
+/// Gives `server` a random request-state key of its own, unless its
+/// [`StateConfig`](crate::request_state::StateConfig) names keys already (its other
+/// settings are kept): a test then never depends on (or breaks on) a
 /// `MCP_MRTR_STATE_KEYS` set in the shell that runs it. [`TestClient::new`] does this.
 pub fn with_own_keys(server: Server) -> Server {
-    if server.has_state_config() {
-        return server;
-    }
-    server.request_state(StateConfig::new(KeyRing::new(StateKey::random())))
+    server.with_keys_unless_given(|| KeyRing::new(StateKey::random()))
 }
 
 /// Answers in the shapes clients send them.

@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use mcp_mrtr::testing::answer;
 use mcp_mrtr::{
-    catalog::Listen, http::HttpConfig, http::Limits, protocol::Tool, request_state::MemoryGuard, Server, ToolError,
+    catalog::Listen, http::HttpConfig, http::Limits, protocol::Tool, request_state::MemoryGuard,
+    request_state::StateConfig, Server, ToolError,
 };
 use mcp_mrtr_tests::client::{self, TIMEOUT};
 use mcp_mrtr_tests::harness::{Rpc, TestServer, REJECTED};
@@ -47,9 +48,11 @@ async fn once_to_the_step(server: &TestServer, source: IpAddr, call_id: &str) ->
 #[tokio::test]
 async fn rounds_that_take_no_once_step_never_touch_the_guard() {
     // A guard of one entry: were plain rounds claimed, the second flow would already fail.
-    let server =
-        TestServer::start(mcp_mrtr_examples::everything::server().single_use_states(MemoryGuard::with_capacity(1)))
-            .await;
+    let server = TestServer::start(
+        mcp_mrtr_examples::everything::server()
+            .request_state(StateConfig::default().single_use(MemoryGuard::with_capacity(1))),
+    )
+    .await;
     let rpc = Rpc::call_tool("test_input_required_result_multi_round", json!({}));
     for n in 0..20 {
         let state = server.call(&rpc).await["result"]["requestState"].clone();
@@ -68,7 +71,10 @@ async fn rounds_that_take_no_once_step_never_touch_the_guard() {
 #[tokio::test]
 async fn a_client_flooding_the_guard_fails_only_its_own_calls() {
     let guard = MemoryGuard::with_capacity(64).with_share(8);
-    let server = TestServer::start(mcp_mrtr_examples::everything::server().single_use_states(guard)).await;
+    let server = TestServer::start(
+        mcp_mrtr_examples::everything::server().request_state(StateConfig::default().single_use(guard)),
+    )
+    .await;
     // The attacker keeps one call's first state unpresented, then takes 40 steps.
     let held = Rpc::call_tool("test_once_side_effect", json!({ "call_id": "attacker-held" }));
     let held_state = server.call_from(ATTACKER, &held).await["result"]["requestState"].clone();
@@ -95,7 +101,10 @@ async fn a_client_flooding_the_guard_fails_only_its_own_calls() {
 #[tokio::test]
 async fn a_replayed_state_never_runs_its_once_step_twice_even_past_the_guards_share() {
     let guard = MemoryGuard::with_capacity(16).with_share(4);
-    let server = TestServer::start(mcp_mrtr_examples::everything::server().single_use_states(guard)).await;
+    let server = TestServer::start(
+        mcp_mrtr_examples::everything::server().request_state(StateConfig::default().single_use(guard)),
+    )
+    .await;
     let mut firsts = Vec::new();
     for n in 0..12 {
         let (rpc, first, second) = once_to_the_step(&server, ATTACKER, &format!("replay-{n}")).await;

@@ -281,7 +281,8 @@ async fn states_are_bound_to_the_caller() {
 
 #[tokio::test]
 async fn single_use_states_are_claimed_only_by_rounds_that_take_a_once_step() {
-    let once = mcp_mrtr_examples::everything::server().single_use_states(mcp_mrtr::request_state::MemoryGuard::new());
+    let once = mcp_mrtr_examples::everything::server()
+        .request_state(StateConfig::default().single_use(mcp_mrtr::request_state::MemoryGuard::new()));
     let server = TestServer::start(once).await;
     let state = first_state(&server).await;
     let second = second_round(&server, &state, "Ada").await;

@@ -68,7 +68,7 @@ async fn replaying_an_older_state_never_runs_a_once_step_again() {
 #[tokio::test]
 async fn with_reusable_states_a_replay_runs_the_once_step_again() {
     // The documented opt-out, and the control that shows the test above can fail.
-    let server = TestServer::start(fixture().reusable_states(true)).await;
+    let server = TestServer::start(fixture().request_state(StateConfig::default().reusable(true))).await;
     let (rpc, before_step, after_step) = once_call(&server, "replay-reusable").await;
     let replayed = server.call(&retry(&rpc, json!({ "start": ok() }), &before_step)).await;
     assert_eq!(replayed["result"]["resultType"], "input_required");
@@ -338,7 +338,9 @@ async fn an_endless_ttl_with_single_use_states_keeps_serving() {
 async fn a_full_guard_makes_room_instead_of_refusing_and_still_refuses_replays() {
     // One entry for everyone: the second call's claim gives up the first's entry, and
     // the first call's state is refused from then on, never run again.
-    let server = TestServer::start(fixture().single_use_states(MemoryGuard::with_capacity(1))).await;
+    let server =
+        TestServer::start(fixture().request_state(StateConfig::default().single_use(MemoryGuard::with_capacity(1))))
+            .await;
     let (first_rpc, first_before, _) = once_call(&server, "full-1").await;
     let (second_rpc, second_before, second_after) = once_call(&server, "full-2").await;
     for (rpc, state) in [(&first_rpc, &first_before), (&second_rpc, &second_before)] {

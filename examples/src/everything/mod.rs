@@ -10,6 +10,7 @@ pub mod tasks;
 use std::time::Duration;
 
 use mcp_mrtr::protocol::CompletionReference;
+use mcp_mrtr::request_state::StateConfig;
 use mcp_mrtr::{
     catalog::Listen, handler::PromptArguments, protocol::CallToolResult, protocol::CompleteParams,
     protocol::Completion, protocol::ContentBlock, protocol::LoggingLevel, protocol::Prompt, protocol::PromptArgument,
@@ -79,7 +80,7 @@ pub async fn from_env(mut server: Server) -> anyhow::Result<Server> {
     }
     if let Ok(url) = std::env::var("MCP_MRTR_REDIS_URL") {
         let redis = mcp_mrtr::redis::Redis::connect(&url).await.context("MCP_MRTR_REDIS_URL")?;
-        server = server.single_use_states(redis.state_guard());
+        server = server.request_state(StateConfig::default().single_use(redis.state_guard()));
         tasks = tasks.store(redis.task_store());
         let fanout = redis.change_fanout().await.context("MCP_MRTR_REDIS_URL")?;
         listen = Some(listen.unwrap_or_default().fanout(fanout));

@@ -189,7 +189,7 @@ impl Ctx {
     ///
     /// Before a step runs in a round that continues a call, the round claims its request
     /// state in the single-use guard, so a client cannot replay an older round to run the
-    /// step again, even in parallel (see [`Server::reusable_states`](crate::Server::reusable_states)
+    /// step again, even in parallel (see [`StateConfig::reusable`](crate::request_state::StateConfig::reusable)
     /// for the trade-off). Rounds that take no step never touch the guard. What no server
     /// can prevent: a client that starts the call over, without a state, runs it again,
     /// like any new call.

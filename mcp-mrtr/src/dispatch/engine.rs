@@ -20,9 +20,7 @@ use crate::protocol::{
     ServerCapabilities, ToolsCapability,
 };
 use crate::request_state::KeyError;
-use crate::{
-    request_state::MemoryGuard, request_state::StateConfig, request_state::StateGuard, Caller, Ctx, Error, ToolError,
-};
+use crate::{request_state::Sealer, request_state::StateConfig, Caller, Ctx, Error, ToolError};
 
 pub(crate) type PrincipalFn = Arc<dyn Fn(&HeaderMap) -> Option<String> + Send + Sync>;
 
@@ -45,12 +43,11 @@ pub(crate) struct Engine {
     pub(crate) completion: Option<CompletionFn>,
     pub(crate) logging: bool,
     pub(crate) cache: CacheHints,
-    /// The sealing configuration: set with `Server::request_state`, or resolved from the
-    /// environment once, when serving starts. Clones share it.
-    pub(crate) state: Arc<OnceLock<StateConfig>>,
+    /// The request-state settings, with the guard that refuses a second claim of one state.
+    pub(crate) state: StateConfig,
+    /// `state` with its keys resolved, once, when serving starts. Clones share it.
+    pub(crate) sealer: Arc<OnceLock<Sealer>>,
     pub(crate) principal: Option<PrincipalFn>,
-    /// Refuses a second claim of one state; `None` only after [`Server::reusable_states`].
-    pub(crate) state_guard: Option<Arc<dyn StateGuard>>,
     pub(crate) bridge_answer_timeout: Duration,
     /// How long one run of a handler may take; `None` (unset): the transport's default.
     #[allow(clippy::option_option, reason = "unset (the transport decides) is not set to unbounded")]
@@ -84,9 +81,9 @@ impl Engine {
             completion: None,
             logging: false,
             cache: CacheHints::default(),
-            state: Arc::default(),
+            state: StateConfig::default(),
+            sealer: Arc::default(),
             principal: None,
-            state_guard: Some(Arc::new(MemoryGuard::new())),
             bridge_answer_timeout: crate::context::ANSWER_TIMEOUT,
             handler_timeout: None,
             app,
@@ -127,16 +124,16 @@ impl Engine {
     /// Resolves the sealing configuration now: the one given, or the environment's keys,
     /// or a random key (announced once on stderr). Every way of serving calls this before
     /// the first request, so a malformed `MCP_MRTR_STATE_KEYS` fails at start-up.
-    pub(crate) fn resolve_state(&self) -> Result<&StateConfig, KeyError> {
-        if let Some(config) = self.state.get() {
-            return Ok(config);
+    pub(crate) fn resolve_state(&self) -> Result<&Sealer, KeyError> {
+        if let Some(sealer) = self.sealer.get() {
+            return Ok(sealer);
         }
-        let config = StateConfig::from_env_or_random()?;
-        Ok(self.state.get_or_init(|| config))
+        let sealer = self.state.sealer()?;
+        Ok(self.sealer.get_or_init(|| sealer))
     }
 
     /// The sealing configuration, for a request.
-    pub(crate) fn state_config(&self) -> Result<&StateConfig, Error> {
+    pub(crate) fn sealer(&self) -> Result<&Sealer, Error> {
         self.resolve_state().map_err(|error| {
             tracing::error!(%error, "cannot seal request states");
             Error::internal("the server's request-state keys are misconfigured")

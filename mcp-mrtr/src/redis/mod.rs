@@ -7,11 +7,11 @@
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! use mcp_mrtr::{catalog::Listen, redis::Redis, tasks::TaskConfig, Server};
+//! use mcp_mrtr::{catalog::Listen, redis::Redis, request_state::StateConfig, tasks::TaskConfig, Server};
 //!
 //! let redis = Redis::connect("redis://127.0.0.1:6379/").await?;
 //! let server = Server::new("app", "1.0.0")
-//!     .single_use_states(redis.state_guard())
+//!     .request_state(StateConfig::default().single_use(redis.state_guard()))
 //!     .tasks(TaskConfig::new().store(redis.task_store()))
 //!     .listen(Listen::default().fanout(redis.change_fanout().await?));
 //! # let _ = server;

@@ -22,13 +22,13 @@
 // - [`StateKey`] and [`KeyRing`] (in `keys`): the secrets, with ids for rotation. The
 //   ring's first key seals; every key in it opens. [`KeyRing::from_env`] reads
 //   `MCP_MRTR_STATE_KEYS` (`id:base64,id:base64,…`, first seals).
-// - [`StateConfig`]: keys, lifetime (default 10 minutes) and size cap (default 64 KiB).
-//   [`StateConfig::from_env_or_random`] is the default: the environment's keys, or a
-//   random key of the server's own.
+// - [`StateConfig`]: keys, lifetime (default 10 minutes), size cap (default 64 KiB) and
+//   the guard. Without keys given, the environment's (or a random key of the server's
+//   own) are resolved when serving starts, into a `Sealer`.
 // - [`StateGuard`] and [`MemoryGuard`] (in `guard`): which states were claimed already.
 // - `Presented` (in `presented`): a client's state, checked and decoded; `SingleUse`:
 //   its claim, made only by a round about to take a `once!` step.
-// - The crate-private entry points [`StateConfig::seal`] and [`StateConfig::open`], which
+// - The crate-private entry points `Sealer::seal` and `Sealer::open`, which
 //   take a [`Binding`]: the method, target, arguments and caller the state belongs to.
 // - Errors: [`SealError`] (the server produced too large a state: an internal error) and
 //   [`OpenError`] (the client's state was rejected). An `OpenError` keeps its [`Reason`]
@@ -68,7 +68,7 @@ mod v2;
 mod tests;
 
 use std::fmt;
-use std::sync::Once;
+use std::sync::{Arc, Once};
 use std::time::{Duration, SystemTime};
 
 pub use guard::{Claim, Consumed, MemoryGuard, StateGuard};
@@ -80,13 +80,15 @@ use crate::Error;
 /// The one message a client sees for any state that does not open.
 const REJECTED: &str = "Invalid requestState: it is tampered, expired, or belongs to another request";
 
-/// How states are sealed: keys, lifetime, size cap, and whether the previous release's
-/// `v2` states still open.
+/// The request state as one value: how states are sealed (keys, lifetime, size cap,
+/// whether the previous release's `v2` states still open) and how a round that takes a
+/// `once!` step makes its state single-use (the guard).
 ///
 /// ```
 /// use std::time::Duration;
 ///
-/// use mcp_mrtr::{request_state::KeyRing, Server, request_state::StateConfig, request_state::StateKey};
+/// use mcp_mrtr::request_state::{KeyRing, StateConfig, StateKey};
+/// use mcp_mrtr::Server;
 ///
 /// // Every instance behind the load balancer gets the same ring (`KeyRing::from_env`);
 /// // a random key suits one instance, whose states then die with it.
@@ -97,19 +99,52 @@ const REJECTED: &str = "Invalid requestState: it is tampered, expired, or belong
 /// let server = Server::new("app", "1.0.0").request_state(config);
 /// # let _ = server;
 /// ```
-#[derive(Clone, Debug)]
+///
+/// [`StateConfig::default()`] leaves the keys to the environment, read when serving
+/// starts: `MCP_MRTR_STATE_KEYS` when it is set, or else a random key of this server's own
+/// (announced once on stderr), so a server configured only for its guard or lifetime
+/// still takes its keys from where the deployment puts them.
+#[derive(Clone)]
 pub struct StateConfig {
-    keys: KeyRing,
+    /// `None`: the environment's, or a random key, resolved when serving starts.
+    keys: Option<KeyRing>,
     ttl: Duration,
     max_bytes: usize,
     accept_v2: bool,
+    /// `None`: states may be presented again, `once!` steps included ([`StateConfig::reusable`]).
+    guard: Option<Arc<dyn StateGuard>>,
+}
+
+impl Default for StateConfig {
+    /// Keys from the environment when serving starts; states live 10 minutes, tokens are
+    /// at most 64 KiB, `v2` states still open, and claims are kept in a [`MemoryGuard`].
+    fn default() -> Self {
+        Self {
+            keys: None,
+            ttl: Duration::from_secs(10 * 60),
+            max_bytes: 64 * 1024,
+            accept_v2: true,
+            guard: Some(Arc::new(MemoryGuard::new())),
+        }
+    }
+}
+
+impl fmt::Debug for StateConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StateConfig")
+            .field("keys", &self.keys)
+            .field("ttl", &self.ttl)
+            .field("max_bytes", &self.max_bytes)
+            .field("accept_v2", &self.accept_v2)
+            .field("single_use", &self.guard.is_some())
+            .finish()
+    }
 }
 
 impl StateConfig {
-    /// Seals with `keys`; states live 10 minutes, tokens are at most 64 KiB, and `v2`
-    /// states still open.
+    /// Seals with `keys`, with every other setting at its [default](StateConfig::default).
     pub fn new(keys: KeyRing) -> Self {
-        Self { keys, ttl: Duration::from_secs(10 * 60), max_bytes: 64 * 1024, accept_v2: true }
+        Self { keys: Some(keys), ..Self::default() }
     }
 
     /// How long a sealed state stays valid, to the millisecond. Lifetimes past the year
@@ -117,17 +152,6 @@ impl StateConfig {
     pub fn ttl(mut self, ttl: Duration) -> Self {
         self.ttl = ttl;
         self
-    }
-
-    /// The keys: what every instance of the server shares, so other shared secrets (the
-    /// change fanout's) derive from them too.
-    pub(crate) fn ring(&self) -> &KeyRing {
-        &self.keys
-    }
-
-    /// How long a state opens after it is sealed.
-    pub(crate) fn lifetime(&self) -> Duration {
-        self.ttl
     }
 
     /// The longest token, in bytes, that is sealed or opened. This caps the payload too:
@@ -146,18 +170,129 @@ impl StateConfig {
         self
     }
 
+    /// Remembers claimed states with `guard` instead of the default [`MemoryGuard`]: a
+    /// round claims its request state before its first `once!` step runs, and a second
+    /// claim of the same state is refused like a tampered state (rounds that take no step
+    /// claim nothing). `MemoryGuard` serves one instance; several instances behind a load
+    /// balancer need a [`StateGuard`] backed by a store they share (the `redis` feature's
+    /// `RedisGuard`), or a state could be replayed once on each.
+    pub fn single_use(mut self, guard: impl StateGuard) -> Self {
+        self.guard = Some(Arc::new(guard));
+        self
+    }
+
+    /// `true` lets a round take its `once!` steps however often its request state is
+    /// presented within its lifetime: a client replaying an older state runs that round's
+    /// steps again. Only for servers whose steps are harmless to re-run. (Rounds without a
+    /// `once!` step may be presented again either way.) `false` (the default) makes
+    /// states single-use, with the guard given to [`single_use`](Self::single_use) or
+    /// else a [`MemoryGuard`].
+    pub fn reusable(mut self, reusable: bool) -> Self {
+        if reusable {
+            self.guard = None;
+        } else if self.guard.is_none() {
+            self.guard = Some(Arc::new(MemoryGuard::new()));
+        }
+        self
+    }
+
     /// Keys from `MCP_MRTR_STATE_KEYS` when it is set; otherwise a fresh random key, with a
     /// warning (once per process: in the log, or on stderr without a tracing subscriber)
-    /// that states then open only on this server, until it restarts.
+    /// that states then open only on this server, until it restarts. This reads the
+    /// environment now; [`StateConfig::default()`] reads it when serving starts.
     ///
     /// A malformed `MCP_MRTR_STATE_KEYS` is an error: serving with the wrong keys would
     /// silently reject every state.
     pub fn from_env_or_random() -> Result<Self, KeyError> {
-        if let Some(keys) = KeyRing::from_env()? {
-            return Ok(Self::new(keys));
+        Ok(Self::new(keys_from_env_or_random()?))
+    }
+
+    /// These settings, sealing with `keys`.
+    pub(crate) fn keys(mut self, keys: KeyRing) -> Self {
+        self.keys = Some(keys);
+        self
+    }
+
+    /// Whether the keys were given (rather than left to the environment).
+    pub(crate) fn has_keys(&self) -> bool {
+        self.keys.is_some()
+    }
+
+    /// The guard that makes states single-use, unless they are [reusable](Self::reusable).
+    pub(crate) fn guard(&self) -> Option<Arc<dyn StateGuard>> {
+        self.guard.clone()
+    }
+
+    /// What seals and opens: these settings with their keys resolved (the environment's,
+    /// or a random key, when none were given).
+    pub(crate) fn sealer(&self) -> Result<Sealer, KeyError> {
+        let keys = match &self.keys {
+            Some(keys) => keys.clone(),
+            None => keys_from_env_or_random()?,
+        };
+        Ok(Sealer { keys, ttl: self.ttl, max_bytes: self.max_bytes, accept_v2: self.accept_v2 })
+    }
+
+    /// Not part of the API: lets `benches/state.rs` time a seal and open round trip
+    /// (both are crate-private). Returns the opened payload's length.
+    ///
+    /// # Panics
+    ///
+    /// If the keys do not resolve or the payload does not fit the cap.
+    #[doc(hidden)]
+    pub fn bench_seal_open(&self, payload: &[u8]) -> usize {
+        let sealer = self.sealer().expect("the bench's keys resolve");
+        let arguments = serde_json::json!({ "city": "Lyon", "days": 3 });
+        let binding = Binding {
+            server: "bench",
+            method: "tools/call",
+            target: "bench",
+            arguments: arguments.as_object(),
+            principal: None,
         }
-        announce_random_key();
-        Ok(Self::new(KeyRing::new(StateKey::random())))
+        .digest();
+        let now = SystemTime::now();
+        let token = sealer.seal(&binding, payload, now).expect("the bench payload fits the cap");
+        sealer.open(&token, &binding, now).map_or(0, |(opened, _)| opened.len())
+    }
+
+    /// Not part of the API: lets `benches/state.rs` time the binding digest alone, the
+    /// part of every seal and open that grows with the call's arguments.
+    #[doc(hidden)]
+    pub fn bench_binding_digest(arguments: &serde_json::Value) -> [u8; 32] {
+        let arguments = arguments.as_object();
+        Binding { server: "bench", method: "tools/call", target: "bench", arguments, principal: None }.digest().0
+    }
+}
+
+/// The environment's keys, or a random key (announced once).
+fn keys_from_env_or_random() -> Result<KeyRing, KeyError> {
+    if let Some(keys) = KeyRing::from_env()? {
+        return Ok(keys);
+    }
+    announce_random_key();
+    Ok(KeyRing::new(StateKey::random()))
+}
+
+/// A [`StateConfig`]'s sealing settings with the keys resolved: what seals and opens.
+#[derive(Clone, Debug)]
+pub(crate) struct Sealer {
+    keys: KeyRing,
+    ttl: Duration,
+    max_bytes: usize,
+    accept_v2: bool,
+}
+
+impl Sealer {
+    /// The keys: what every instance of the server shares, so other shared secrets (the
+    /// change fanout's) derive from them too.
+    pub(crate) fn ring(&self) -> &KeyRing {
+        &self.keys
+    }
+
+    /// How long a state opens after it is sealed.
+    pub(crate) fn lifetime(&self) -> Duration {
+        self.ttl
     }
 
     /// Seals `payload` for `binding`, valid until `now` plus the TTL.
@@ -175,36 +310,6 @@ impl StateConfig {
     ) -> Result<(Vec<u8>, SystemTime), OpenError> {
         let versions = if self.accept_v2 { seal::Versions::CurrentAndV2 } else { seal::Versions::Current };
         seal::open(&self.keys, token, binding, now, self.max_bytes, versions)
-    }
-
-    /// Not part of the API: lets `benches/state.rs` time a seal and open round trip
-    /// (both are crate-private). Returns the opened payload's length.
-    ///
-    /// # Panics
-    ///
-    /// If the payload does not fit the cap.
-    #[doc(hidden)]
-    pub fn bench_seal_open(&self, payload: &[u8]) -> usize {
-        let arguments = serde_json::json!({ "city": "Lyon", "days": 3 });
-        let binding = Binding {
-            server: "bench",
-            method: "tools/call",
-            target: "bench",
-            arguments: arguments.as_object(),
-            principal: None,
-        }
-        .digest();
-        let now = SystemTime::now();
-        let token = self.seal(&binding, payload, now).expect("the bench payload fits the cap");
-        self.open(&token, &binding, now).map_or(0, |(opened, _)| opened.len())
-    }
-
-    /// Not part of the API: lets `benches/state.rs` time the binding digest alone, the
-    /// part of every seal and open that grows with the call's arguments.
-    #[doc(hidden)]
-    pub fn bench_binding_digest(arguments: &serde_json::Value) -> [u8; 32] {
-        let arguments = arguments.as_object();
-        Binding { server: "bench", method: "tools/call", target: "bench", arguments, principal: None }.digest().0
     }
 }
 

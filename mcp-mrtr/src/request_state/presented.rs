@@ -12,14 +12,14 @@ use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
 
-use super::{BindingDigest, Claim, Consumed, OpenError, Reason, StateConfig, StateGuard};
+use super::{BindingDigest, Claim, Consumed, OpenError, Reason, Sealer, StateGuard};
 use crate::Error;
 
 /// A presented state and what it must be bound to.
 pub(crate) struct Presented<'a> {
     /// The `requestState` value as sent: a string, unless the client is broken.
     pub(crate) token: &'a serde_json::Value,
-    pub(crate) config: &'a StateConfig,
+    pub(crate) sealer: &'a Sealer,
     /// What the state must have been sealed for.
     pub(crate) binding: &'a BindingDigest,
     /// The tool name, prompt name or resource URI, for the log.
@@ -42,7 +42,7 @@ impl Presented<'_> {
     /// Checks the seal, the binding and the expiry.
     fn verify(&self) -> Result<(Vec<u8>, SystemTime), OpenError> {
         let token = self.token.as_str().ok_or(OpenError::from(Reason::Malformed))?;
-        self.config.open(token, self.binding, SystemTime::now())
+        self.sealer.open(token, self.binding, SystemTime::now())
     }
 }
 

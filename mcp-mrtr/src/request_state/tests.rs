@@ -7,7 +7,7 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 
 use super::keys::KeyError;
-use super::{Binding, BindingDigest, KeyRing, OpenError, Reason, SealError, StateConfig, StateKey, REJECTED};
+use super::{Binding, BindingDigest, KeyRing, OpenError, Reason, SealError, Sealer, StateConfig, StateKey, REJECTED};
 use crate::ErrorCode;
 
 const SECRET_A: [u8; 32] = *b"test-secret-a-0123456789abcdefgh";
@@ -17,8 +17,25 @@ fn now() -> SystemTime {
     UNIX_EPOCH + Duration::from_secs(1_800_000_000)
 }
 
-fn config(id: &str, secret: [u8; 32]) -> StateConfig {
-    StateConfig::new(KeyRing::new(StateKey::new(id, secret)))
+fn config(id: &str, secret: [u8; 32]) -> Sealer {
+    sealer(&StateConfig::new(KeyRing::new(StateKey::new(id, secret))))
+}
+
+fn sealer(config: &StateConfig) -> Sealer {
+    config.sealer().expect("the keys are given")
+}
+
+/// The settings a test changes on a sealer it holds already.
+impl Sealer {
+    fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    fn max_bytes(mut self, max: usize) -> Self {
+        self.max_bytes = max;
+        self
+    }
 }
 
 fn binding(target: &str, arguments: &Value) -> BindingDigest {
@@ -200,7 +217,7 @@ fn rotated_key_still_opens_old_states_and_new_states_use_the_new_key() {
     let old = config("old", SECRET_A);
     let old_token = old.seal(&binding("t", &args), b"before", now()).unwrap();
     let ring = KeyRing::new(StateKey::new("new", SECRET_B)).with_previous(StateKey::new("old", SECRET_A));
-    let rotated = StateConfig::new(ring);
+    let rotated = sealer(&StateConfig::new(ring));
     assert_eq!(payload(rotated.open(&old_token, &binding("t", &args), now())), b"before");
     let new_token = rotated.seal(&binding("t", &args), b"after", now()).unwrap();
     assert!(new_token.starts_with("v3.new."), "{new_token}");
@@ -329,11 +346,11 @@ fn v2_states_still_open_with_the_same_checks() {
 #[test]
 fn v2_states_can_be_refused_once_no_instance_seals_them() {
     let ring = KeyRing::new(StateKey::new("k1", SECRET_A));
-    let strict = StateConfig::new(ring.clone()).accept_v2_states(false);
+    let strict = sealer(&StateConfig::new(ring.clone()).accept_v2_states(false));
     let args = json!({ "city": "Lyon" });
     let expires = super::seal::unix_millis(now()) + 60_000;
     let token = super::v2::seal(ring.current(), &binding("t", &args), b"earlier", expires);
-    assert!(StateConfig::new(ring).open(&token, &binding("t", &args), now()).is_ok(), "the default opens it");
+    assert!(sealer(&StateConfig::new(ring)).open(&token, &binding("t", &args), now()).is_ok(), "the default opens it");
     assert_eq!(reason(strict.open(&token, &binding("t", &args), now())), Reason::UnknownVersion);
     let current = strict.seal(&binding("t", &args), b"now", now()).unwrap();
     assert_eq!(strict.open(&current, &binding("t", &args), now()).unwrap().0, b"now");
@@ -472,7 +489,8 @@ fn key_lists_parse() {
 fn debug_output_hides_secrets() {
     let key = StateKey::new("visible-id", SECRET_A);
     let ring = KeyRing::new(key.clone()).with_previous(StateKey::new("older", SECRET_B));
-    let printed = [format!("{key:?}"), format!("{ring:?}"), format!("{:?}", StateConfig::new(ring.clone()))];
+    let config = StateConfig::new(ring.clone());
+    let printed = [format!("{key:?}"), format!("{ring:?}"), format!("{config:?}"), format!("{:?}", sealer(&config))];
     for text in &printed {
         for secret in [SECRET_A, SECRET_B] {
             for engine in [&STANDARD, &URL_SAFE_NO_PAD] {
@@ -561,4 +579,17 @@ fn random_mutations_never_open_and_never_panic() {
 #[should_panic(expected = "already holds a key")]
 fn a_ring_refuses_two_keys_with_one_id() {
     let _ = KeyRing::new(StateKey::new("k", SECRET_A)).with_previous(StateKey::new("k", SECRET_B));
+}
+
+#[test]
+fn one_value_holds_the_keys_the_lifetime_and_the_guard() {
+    let default = StateConfig::default();
+    assert!(!default.has_keys(), "the default leaves the keys to the environment, read when serving starts");
+    assert!(default.guard().is_some(), "states are single-use by default");
+    let reusable = StateConfig::new(KeyRing::new(StateKey::new("k", SECRET_A))).reusable(true);
+    assert!(reusable.has_keys() && reusable.guard().is_none());
+    assert!(reusable.clone().reusable(false).guard().is_some(), "single use comes back with a memory guard");
+    let ttl = Duration::from_secs(7);
+    let given = StateConfig::default().ttl(ttl).keys(KeyRing::new(StateKey::new("k", SECRET_A)));
+    assert_eq!(sealer(&given).lifetime(), ttl, "the other settings survive giving keys later");
 }
