@@ -77,58 +77,43 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
-mod app_state;
-pub mod ask;
-pub mod auth;
-mod caller;
-mod capability;
-pub mod catalog;
-pub mod context;
-mod deadline;
+// One folder per layer, lowest first (ARCHITECTURE.md): a folder names only the ones
+// above it here. The public modules are re-exported below, where a user reads them.
+mod base;
+mod bounds;
 mod dispatch;
-mod envelope;
-mod error;
-pub mod extract;
-mod fair;
-mod form_schema;
+mod ext;
+mod intake;
+mod mrtr;
+pub mod protocol;
+mod routes;
+mod server;
+mod transport;
+
+#[cfg(feature = "redis")]
+pub use ext::redis;
+pub use ext::{auth, skills, tasks};
+pub use intake::request_state;
+pub use mrtr::{ask, context, extract};
+pub use routes::{catalog, handler};
+pub use transport::testing;
 // Entry points for `mcp-mrtr/fuzz` (cargo-fuzz sets `--cfg fuzzing`); absent from every other build.
 #[cfg(fuzzing)]
 #[doc(hidden)]
-pub mod fuzzing;
-pub mod handler;
-mod hex;
-mod inflight;
-mod kept_arguments;
-mod legacy;
-mod param_headers;
-mod private;
-pub mod protocol;
-#[cfg(feature = "redis")]
-#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
-pub mod redis;
-mod replay;
-pub mod request_state;
-mod server;
-mod shutdown;
-pub mod skills;
-pub mod tasks;
-mod telemetry;
-pub mod testing;
-mod transport;
-mod uri_template;
+pub use transport::fuzzing;
 
-pub use caller::Caller;
-pub use capability::Capability;
-pub use context::Ctx;
-pub use error::{Declined, Error, ErrorCode, ToolError};
-pub use extract::{Extension, State};
-pub use handler::{Json, MethodRoute, PromptRoute, ResourceRoute, ToolRoute};
+pub use base::caller::Caller;
+pub use base::error::{Declined, Error, ErrorCode, ToolError};
+pub use intake::capability::Capability;
+pub use mrtr::context::Ctx;
+pub use mrtr::extract::{Extension, State};
+pub use routes::handler::{Json, MethodRoute, PromptRoute, ResourceRoute, ToolRoute};
 pub use server::Server;
 
 /// Serving: [`Server::serve`] takes a transport ([`stdio::Stdio`], [`http::Http`]) and
 /// returns a [`Serve`](serve::Serve), which graceful shutdown modifies.
 pub mod serve {
-    pub use crate::shutdown::shutdown_signal;
+    pub use crate::bounds::shutdown::shutdown_signal;
     pub use crate::transport::serve::{Serve, Transport};
 }
 
@@ -252,8 +237,8 @@ pub use mcp_mrtr_macros::toolbox;
 #[doc(hidden)]
 pub mod __private {
     //! Not public API: for generated code (and the benches) only, may change in any release.
-    pub use crate::envelope::bench_read_envelope;
-    pub use crate::private::*;
+    pub use crate::intake::envelope::bench_read_envelope;
+    pub use crate::routes::private::*;
 }
 
 /// Everything a first server needs: the macros, the types handlers take and return, the

@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use axum::http::HeaderMap;
 
-use crate::catalog::{Item, Listen, RequestView, ServerHandle};
 use crate::dispatch::Engine;
-use crate::handler::{MethodRoute, PromptRoute, ResourceRoute, Routes, ToolRoute, Toolbox};
+use crate::ext::skills::Skills;
+use crate::ext::tasks::Tasks;
+use crate::intake::request_state::{KeyRing, StateConfig};
 use crate::protocol::{CacheHints, CompleteParams, Completion, ServerCapabilities};
-use crate::request_state::{KeyRing, StateConfig};
-use crate::skills::Skills;
-use crate::tasks::Tasks;
+use crate::routes::catalog::{Item, Listen, RequestView, ServerHandle};
+use crate::routes::handler::{MethodRoute, PromptRoute, ResourceRoute, Routes, ToolRoute, Toolbox};
 use crate::{Ctx, ToolError};
 
 /// An MCP server: its identity and its tools, prompts and resources.
@@ -83,7 +83,7 @@ impl Server {
     /// # Panics
     ///
     /// As [`Server::tool`] and [`Server::prompt`], when a name is taken.
-    pub fn toolbox<T: Toolbox>(self, toolbox: impl crate::handler::Shared<T>) -> Self {
+    pub fn toolbox<T: Toolbox>(self, toolbox: impl crate::routes::handler::Shared<T>) -> Self {
         let Routes { tools, prompts, resources } = toolbox.shared().routes();
         self.tools(tools).prompts(prompts).resources(resources)
     }
@@ -271,7 +271,7 @@ impl Server {
     /// records live, leases, bounds, and the hook that runs when a task ends. See
     /// [`TaskConfig`](crate::tasks::TaskConfig); without it, every part has its default
     /// (records in memory, for one instance).
-    pub fn tasks(mut self, config: crate::tasks::TaskConfig) -> Self {
+    pub fn tasks(mut self, config: crate::ext::tasks::TaskConfig) -> Self {
         self.tasks = self.tasks.configured(config);
         self
     }
@@ -294,7 +294,7 @@ impl Server {
     /// If the name is taken, empty, or one of the protocol's own methods (`tools/call`,
     /// `initialize`, …; tasks' and notifications' included).
     pub fn method(mut self, route: MethodRoute) -> Self {
-        if let Err(problem) = crate::handler::check_method_name(&route.name) {
+        if let Err(problem) = crate::routes::handler::check_method_name(&route.name) {
             panic!("{problem}");
         }
         assert!(!self.engine.methods.contains_key(&route.name), "the method {:?} is registered already", route.name);
@@ -335,7 +335,7 @@ impl Server {
     /// When the server serves skills already (or a method of the same name).
     pub fn skills(self, skills: Skills) -> Self {
         let (settings, methods) = skills.serve(&self.server_handle());
-        methods.into_iter().fold(self.extension(crate::skills::EXTENSION, settings), Self::method)
+        methods.into_iter().fold(self.extension(crate::ext::skills::EXTENSION, settings), Self::method)
     }
 
     /// The capabilities `server/discover` reports, derived from what is registered so
@@ -363,7 +363,7 @@ impl Server {
     /// As [`Server::engine`], taking the builder.
     pub(crate) fn into_engine(self) -> Engine {
         let mut engine = self.engine;
-        let tasks = crate::tasks::Tasks { app: engine.app.clone(), ..self.tasks };
+        let tasks = crate::ext::tasks::Tasks { app: engine.app.clone(), ..self.tasks };
         engine.tasks = Some(Arc::new(tasks));
         engine
     }

@@ -1,36 +1,25 @@
-//! The runtime's layers (ARCHITECTURE.md): every top-level module of `src/` has a rank,
-//! and a module may name only modules of a lower rank. This reads the source: an edge
-//! is any `crate::module` path, a `use crate::{module, …}` group, or a name the crate
-//! root re-exports (`crate::Server` is an edge to `server`), outside comments and
-//! `#[cfg(test)]` modules. A new module must be given its place here.
+//! The runtime's layers (ARCHITECTURE.md): every top-level entry of `src/` (a folder per
+//! layer, and `server.rs`) is a row of the layer table there, and may name only the rows
+//! above it. This reads the table and the source: an edge is any `crate::folder` path, a
+//! `use crate::{folder, …}` group, or a name the crate root re-exports (`crate::Server` is
+//! an edge to `server`), outside comments and `#[cfg(test)]` modules.
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// Lowest first. A module may use the ones above it in this list, never those below.
-const LAYERS: &[(&str, &[&str])] = &[
-    ("wire types", &["protocol"]),
-    (
-        "foundations",
-        &["error", "hex", "uri_template", "form_schema", "kept_arguments", "inflight", "caller", "deadline"],
-    ),
-    ("bounds and lifecycle", &["fair", "shutdown"]),
-    (
-        "sealed state, envelope, capabilities",
-        &["request_state", "capability", "envelope", "param_headers", "app_state", "telemetry"],
-    ),
-    ("the MRTR core", &["ask", "replay", "context", "extract"]),
-    ("handlers and the catalog", &["handler", "catalog", "private"]),
-    ("dispatch", &["dispatch"]),
-    ("extensions", &["tasks", "auth", "redis", "skills"]),
-    ("the builder", &["server"]),
-    // `fuzzing` (only with `--cfg fuzzing`) drives parsers of every layer, transports included.
-    ("transports", &["legacy", "transport", "testing", "fuzzing"]),
-];
-
-fn ranks() -> BTreeMap<&'static str, usize> {
-    LAYERS.iter().flat_map(|(_, modules)| modules.iter()).enumerate().map(|(rank, m)| (*m, rank)).collect()
+/// Each top-level entry's rank, lowest first, from ARCHITECTURE.md's layer table: the
+/// rows whose second cell names a folder (`` `mrtr/` ``) or a file (`` `server.rs` ``).
+fn ranks() -> BTreeMap<String, usize> {
+    let architecture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ARCHITECTURE.md");
+    let text = fs::read_to_string(architecture).unwrap();
+    let table = text.split("| layer | folder |").nth(1).expect("ARCHITECTURE.md has the layer table");
+    let rows = table.lines().skip(2).take_while(|line| line.starts_with('|'));
+    let entries = rows.filter_map(|row| {
+        let cell = row.split('|').nth(2)?.trim().trim_matches('`');
+        Some(cell.trim_end_matches('/').trim_end_matches(".rs").to_owned())
+    });
+    entries.enumerate().map(|(rank, entry)| (entry, rank)).collect()
 }
 
 fn src() -> PathBuf {
@@ -84,9 +73,10 @@ fn root_exports(modules: &BTreeMap<String, Vec<PathBuf>>) -> BTreeMap<String, St
         if !modules.contains_key(module) {
             continue;
         }
-        let names = names.trim().trim_start_matches('{').trim_end_matches('}');
+        // `mrtr::context::Ctx`, `base::error::{Declined, Error}`: the names are the last segments.
+        let names = names.rsplit_once('{').map_or(names, |(_, group)| group).trim_end_matches('}');
         for name in names.split(',') {
-            let name = name.rsplit(" as ").next().unwrap().trim();
+            let name = name.rsplit(" as ").next().unwrap().rsplit("::").next().unwrap().trim();
             if !name.is_empty() {
                 exports.insert(name.to_owned(), module.to_owned());
             }
@@ -162,7 +152,12 @@ fn every_module_names_only_lower_layers() {
     let modules = modules();
     let exports = root_exports(&modules);
     let unplaced: Vec<_> = modules.keys().filter(|m| !ranks.contains_key(m.as_str())).collect();
-    assert!(unplaced.is_empty(), "modules without a layer (add them to LAYERS and ARCHITECTURE.md): {unplaced:?}");
+    assert!(
+        unplaced.is_empty(),
+        "top-level entries of src/ without a row in ARCHITECTURE.md's layer table: {unplaced:?}"
+    );
+    let stale: Vec<_> = ranks.keys().filter(|entry| !modules.contains_key(entry.as_str())).collect();
+    assert!(stale.is_empty(), "rows of ARCHITECTURE.md's layer table with no entry in src/: {stale:?}");
     let mut upward = Vec::new();
     for (module, files) in &modules {
         let rank = ranks[module.as_str()];
@@ -194,5 +189,7 @@ fn the_check_sees_paths_groups_and_root_exports() {
     assert_eq!(crate_names(&text), ["dispatch", "Server", "tasks", "catalog"]);
     let modules = modules();
     assert_eq!(root_exports(&modules).get("Server").map(String::as_str), Some("server"));
-    assert_eq!(root_exports(&modules).get("Ctx").map(String::as_str), Some("context"));
+    assert_eq!(root_exports(&modules).get("Ctx").map(String::as_str), Some("mrtr"));
+    assert_eq!(ranks().get("protocol"), Some(&0));
+    assert_eq!(ranks().get("transport"), Some(&(ranks().len() - 1)));
 }

@@ -10,7 +10,7 @@
 //!    that was never registered: nothing a caller sees tells a hidden route from a
 //!    missing one.
 //! 2. **Granted?** Every scope the route declares, held by the request's caller
-//!    ([`crate::caller::authorize`]). A visible route the caller lacks scopes for is
+//!    ([`crate::base::caller::authorize`]). A visible route the caller lacks scopes for is
 //!    [`Refused::Forbidden`]: `403` naming the scopes (the spec's step-up challenge). It
 //!    reveals nothing, since the caller's own lists already show that route.
 //!
@@ -22,11 +22,11 @@
 use std::sync::Arc;
 
 use super::Engine;
-use crate::catalog::{Catalog, Item, RequestView};
-use crate::context::{Readable, ResourceAccess, Transport};
-use crate::envelope::RequestMeta;
-use crate::handler::{MethodRoute, PromptRoute, ResourceRoute, ToolRoute};
+use crate::intake::envelope::RequestMeta;
+use crate::mrtr::context::{Readable, ResourceAccess, Transport};
 use crate::protocol::JsonObject;
+use crate::routes::catalog::{Catalog, Item, RequestView};
+use crate::routes::handler::{MethodRoute, PromptRoute, ResourceRoute, ToolRoute};
 use crate::Error;
 
 /// Why a request may not reach a route.
@@ -99,7 +99,7 @@ impl Engine {
         if !self.sees(view, route.item()) {
             return Err(Refused::Unknown);
         }
-        crate::caller::authorize(route.scopes(), view.caller()).map_err(Refused::Forbidden)
+        crate::base::caller::authorize(route.scopes(), view.caller()).map_err(Refused::Forbidden)
     }
 
     /// The enabled tool `name`, if the request may call it.

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::catalog::RequestView;
-use crate::context::Transport;
-use crate::envelope::RequestMeta;
+use crate::intake::envelope::RequestMeta;
+use crate::intake::request_state::{Binding, BindingDigest};
+use crate::mrtr::context::Transport;
 use crate::protocol::{JsonObject, RequestId};
-use crate::request_state::{Binding, BindingDigest};
+use crate::routes::catalog::RequestView;
 use crate::Error;
 
 /// One request to a method that may ask: its typed params, the round input it carries,

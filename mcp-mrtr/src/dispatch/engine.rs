@@ -11,16 +11,16 @@ use axum::http::{Extensions, HeaderMap};
 use futures_util::future::BoxFuture;
 
 use super::TaskHook;
-use crate::app_state::AppState;
-use crate::catalog::{Live, LiveConfig, Prepared, ServerHandle};
-use crate::context::Transport;
-use crate::handler::{MethodRoute, PromptRoute, ResourceRoute, TaskSupport, ToolRoute};
+use crate::intake::app_state::AppState;
+use crate::intake::request_state::KeyError;
+use crate::mrtr::context::Transport;
 use crate::protocol::{
     CacheHints, CompleteParams, Completion, Implementation, JsonObject, PromptsCapability, ResourcesCapability,
     ServerCapabilities, ToolsCapability,
 };
-use crate::request_state::KeyError;
-use crate::{request_state::Sealer, request_state::StateConfig, Caller, Ctx, Error, ToolError};
+use crate::routes::catalog::{Live, LiveConfig, Prepared, ServerHandle};
+use crate::routes::handler::{MethodRoute, PromptRoute, ResourceRoute, TaskSupport, ToolRoute};
+use crate::{intake::request_state::Sealer, intake::request_state::StateConfig, Caller, Ctx, Error, ToolError};
 
 pub(crate) type PrincipalFn = Arc<dyn Fn(&HeaderMap) -> Option<String> + Send + Sync>;
 
@@ -84,7 +84,7 @@ impl Engine {
             state: StateConfig::default(),
             sealer: Arc::default(),
             principal: None,
-            bridge_answer_timeout: crate::context::ANSWER_TIMEOUT,
+            bridge_answer_timeout: crate::mrtr::context::ANSWER_TIMEOUT,
             handler_timeout: None,
             app,
             methods: Arc::default(),

@@ -15,13 +15,13 @@ use tokio::sync::mpsc::error::TrySendError;
 
 use super::stamp::Text;
 use super::{Body, Engine, Method};
-use crate::catalog::{Change, RequestView};
-use crate::context::Transport;
-use crate::envelope::{Request, RequestMeta};
-use crate::fair::{ClientId, Refused};
-use crate::handler::{PromptRoute, ResourceRoute, ToolRoute};
+use crate::bounds::fair::{ClientId, Refused};
+use crate::bounds::shutdown::Draining;
+use crate::intake::envelope::{Request, RequestMeta};
+use crate::mrtr::context::Transport;
 use crate::protocol::{JsonObject, Notification, Outgoing, RequestId, ResultJson};
-use crate::shutdown::Draining;
+use crate::routes::catalog::{Change, RequestView};
+use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
 use crate::Error;
 
 /// The key that ties a listen stream's messages to the listen request.

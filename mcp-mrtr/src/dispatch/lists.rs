@@ -15,10 +15,12 @@ use serde::{Deserialize as _, Serialize};
 use serde_json::Value;
 
 use super::Engine;
-use crate::catalog::{is_set, mask, BodyKey, Catalog, Item, Kind, List, PreparedBody, RequestView, DEFAULT_KEEP_ALIVE};
-use crate::envelope::SUPPORTED_VERSIONS;
-use crate::handler::{PromptRoute, ResourceRoute, ToolRoute};
+use crate::intake::envelope::SUPPORTED_VERSIONS;
 use crate::protocol::{DiscoverResult, ListParams};
+use crate::routes::catalog::{
+    is_set, mask, BodyKey, Catalog, Item, Kind, List, PreparedBody, RequestView, DEFAULT_KEEP_ALIVE,
+};
+use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
 use crate::Error;
 
 impl Engine {

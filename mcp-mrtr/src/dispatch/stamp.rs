@@ -9,9 +9,9 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::catalog::PreparedBody;
 use crate::protocol::CacheHints;
 use crate::protocol::{meta_keys, Implementation, JsonObject, ResultJson};
+use crate::routes::catalog::PreparedBody;
 use crate::Error;
 
 /// A result body as JSON text (always one object), before stamping.

@@ -10,12 +10,12 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 
 use super::Engine;
-use crate::capability::Capability;
-use crate::context::Transport;
-use crate::envelope::RequestMeta;
-use crate::handler::TaskSupport;
+use crate::intake::capability::Capability;
+use crate::intake::envelope::RequestMeta;
+use crate::mrtr::context::Transport;
+use crate::mrtr::replay::{Outcome, Replay};
 use crate::protocol::{CallToolResult, ClientCapabilities, JsonObject};
-use crate::replay::{Outcome, Replay};
+use crate::routes::handler::TaskSupport;
 use crate::Error;
 
 /// A tool handler's future, as a task holds it.

@@ -1,12 +1,18 @@
-//! Transports: newline-delimited JSON over stdio, and Streamable HTTP.
+//! Transports: newline-delimited JSON over stdio, and Streamable HTTP (with the
+//! 2025-11-25 sessions and bridge, `legacy`); the in-process test client (`testing`).
 //!
 //! Both read a message with [`read_message`], validate its envelope, then hand it to
 //! the one dispatch path (`dispatch::Engine::handle`). Everything they do with a
 //! message's bytes runs inside [`contain`], the unwind boundary of the transports.
 
+// Entry points for `mcp-mrtr/fuzz`: they drive parsers of every layer, transports included.
+#[cfg(fuzzing)]
+pub mod fuzzing;
 pub(crate) mod http;
+pub(crate) mod legacy;
 pub(crate) mod serve;
 pub(crate) mod stdio;
+pub mod testing;
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -14,7 +20,7 @@ use std::panic::AssertUnwindSafe;
 use futures_util::FutureExt as _;
 
 use crate::dispatch::Reply;
-use crate::envelope::Incoming;
+use crate::intake::envelope::Incoming;
 use crate::protocol::{Outgoing, RequestId};
 use crate::Error;
 

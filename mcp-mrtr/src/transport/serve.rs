@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 
 use futures_util::future::BoxFuture;
 
-use crate::shutdown::Signal;
+use crate::bounds::shutdown::Signal;
 use crate::Server;
 
 /// Where a server is served: [`Stdio`](crate::stdio::Stdio) (the process's stdin and

@@ -20,13 +20,13 @@ use tokio::task::JoinSet;
 
 use super::serve::sealed::Sealed;
 use super::{error_message, read_message};
-use crate::context::Transport;
+use crate::base::inflight::InFlight;
+use crate::bounds::shutdown::{self, Drain, Signal};
 use crate::dispatch::Engine;
-use crate::envelope::{check_version, classify, Era, Incoming, Request, RequestMeta};
-use crate::inflight::InFlight;
-use crate::legacy::{self, Session, SessionBridge, Sessions};
+use crate::intake::envelope::{check_version, classify, Era, Incoming, Request, RequestMeta};
+use crate::mrtr::context::Transport;
 use crate::protocol::{Outgoing, RequestId, ResultJson};
-use crate::shutdown::{self, Drain, Signal};
+use crate::transport::legacy::{self, Session, SessionBridge, Sessions};
 use crate::{Error, Server};
 
 /// Longest line accepted on stdin; longer lines are answered with an error and skipped.
@@ -110,7 +110,7 @@ impl<R, W> std::fmt::Debug for Pipe<R, W> {
 impl Sealed for Stdio {
     fn serve(self, server: Server, shutdown: Option<Signal>) -> BoxFuture<'static, io::Result<()>> {
         // Installed now, before the first line is read, so a signal is never missed.
-        let shutdown = shutdown.unwrap_or_else(|| Signal::new(crate::shutdown::shutdown_signal()));
+        let shutdown = shutdown.unwrap_or_else(|| Signal::new(crate::bounds::shutdown::shutdown_signal()));
         Box::pin(async move { serve_lines(server, stdin_pipe(), tokio::io::stdout(), shutdown.received()).await })
     }
 }
@@ -279,7 +279,8 @@ impl StdioSession {
             Err(error) => return self.send(error_message(Some(request.id), &error)).await,
         };
         let (server, out, id) = (self.server.clone(), self.out.clone(), request.id.clone());
-        let bridge = session.map(|session| Arc::new(SessionBridge::new(session)) as Arc<dyn crate::context::Bridge>);
+        let bridge =
+            session.map(|session| Arc::new(SessionBridge::new(session)) as Arc<dyn crate::mrtr::context::Bridge>);
         let (note_tx, mut note_rx) = mpsc::channel(16);
         // Unbounded unless the server says otherwise: the one client is a local process
         // that can cancel, and nobody else waits for the handler's place.
@@ -455,7 +456,7 @@ mod tests {
                 std::future::pending::<Result<String, ToolError>>().await
             }
         });
-        let server = crate::testing::with_own_keys(Server::new("cut", "0").tool(endless));
+        let server = crate::transport::testing::with_own_keys(Server::new("cut", "0").tool(endless));
         let (mut input, server_in) = tokio::io::duplex(4096);
         let (server_out, _output) = tokio::io::duplex(4096);
         let serving = tokio::spawn(async move { server.serve(Stdio::over(server_in, server_out)).await });

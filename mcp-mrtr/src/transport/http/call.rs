@@ -14,10 +14,10 @@ use tokio::sync::mpsc;
 use super::endpoint::Endpoint;
 use super::sse::{error_response, json_response, respond};
 use super::{connections, handoff, legacy, slots};
-use crate::context::Transport;
+use crate::bounds::fair::ClientId;
 use crate::dispatch::{Engine, Reply, LISTEN};
-use crate::envelope::{Era, Request, RequestMeta};
-use crate::fair::ClientId;
+use crate::intake::envelope::{Era, Request, RequestMeta};
+use crate::mrtr::context::Transport;
 use crate::transport::error_message;
 use crate::Error;
 
@@ -34,7 +34,7 @@ pub(super) async fn serve_request(
     head: &Head,
     request: Request,
     meta: Arc<RequestMeta>,
-    session: Option<Arc<crate::legacy::Session>>,
+    session: Option<Arc<crate::transport::legacy::Session>>,
 ) -> Response {
     if session.as_ref().is_some_and(|session| session.in_flight.len() >= endpoint.sessions.limits().max_calls) {
         let error = Error::internal("too many requests running on this session; wait for one to finish");
@@ -80,7 +80,7 @@ pub(super) async fn serve_request(
         notifier,
         headers: Some(if listen { owned(&head.headers) } else { head.headers.clone() }),
         extensions: head.extensions.clone(),
-        bridge: bridge.map(|bridge| bridge as Arc<dyn crate::context::Bridge>),
+        bridge: bridge.map(|bridge| bridge as Arc<dyn crate::mrtr::context::Bridge>),
         handler_timeout,
     };
     let id = request.id.clone();

@@ -35,7 +35,7 @@ pub struct HttpConfig {
     pub(super) max_body_bytes: usize,
     pub(super) guard: Guard,
     pub(super) limits: Limits,
-    pub(super) auth: Option<crate::auth::ResourceServer>,
+    pub(super) auth: Option<crate::ext::auth::ResourceServer>,
     /// Whether a client's address is the last one in `X-Forwarded-For`.
     pub(super) trust_forwarded_for: bool,
 }
@@ -132,7 +132,7 @@ impl HttpConfig {
     /// Protects the endpoint as an OAuth 2.1 resource server: every request needs a
     /// bearer token the server's verifier accepts, and the protected resource metadata
     /// is served at its well-known URI. See [`crate::auth`].
-    pub fn auth(mut self, resource_server: crate::auth::ResourceServer) -> Self {
+    pub fn auth(mut self, resource_server: crate::ext::auth::ResourceServer) -> Self {
         self.auth = Some(resource_server);
         self
     }

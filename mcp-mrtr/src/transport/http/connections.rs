@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use tokio::sync::Notify;
 
-use crate::fair::ClientId;
+use crate::bounds::fair::ClientId;
 
 /// The connections open on one listener.
 pub(super) struct Connections {

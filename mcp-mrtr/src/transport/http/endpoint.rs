@@ -19,9 +19,9 @@ use super::post::post;
 use super::serve::{self, App};
 use super::sse::json_response;
 use super::{legacy, slots, HttpConfig};
+use crate::bounds::fair::ClientAddr;
+use crate::bounds::shutdown::Signal;
 use crate::dispatch::Engine;
-use crate::fair::ClientAddr;
-use crate::shutdown::Signal;
 use crate::transport::error_message;
 use crate::transport::serve::sealed::Sealed;
 use crate::{Error, Server};
@@ -30,11 +30,11 @@ pub(super) struct Endpoint {
     pub(super) server: Arc<Engine>,
     pub(super) config: HttpConfig,
     /// Sessions of legacy (2025-11-25) clients; modern traffic has none.
-    pub(super) sessions: crate::legacy::Sessions,
+    pub(super) sessions: crate::transport::legacy::Sessions,
     /// One per running handler, [`Limits::max_handlers`] in all, a share per client.
     pub(super) slots: slots::Slots,
     /// The resource server checking bearer tokens, when [`HttpConfig::auth`] set one.
-    pub(super) gate: Option<Arc<crate::auth::Gate>>,
+    pub(super) gate: Option<Arc<crate::ext::auth::Gate>>,
 }
 
 impl Server {
@@ -91,7 +91,7 @@ impl Server {
         engine.check_ready()?;
         let path = config.path.clone();
         let slots = slots::Slots::new(config.limits.max_handlers, config.limits.handler_share());
-        let sessions = crate::legacy::Sessions::new(config.limits.sessions);
+        let sessions = crate::transport::legacy::Sessions::new(config.limits.sessions);
         if let Some(auth) = config.auth.as_ref().filter(|auth| !auth.resource().trim_end_matches('/').ends_with(&path))
         {
             // Clients derive the metadata's URI from the resource; a mismatch usually
@@ -99,7 +99,7 @@ impl Server {
             tracing::warn!(resource = auth.resource(), %path, "the resource URI does not end with the MCP path");
         }
         let gate =
-            config.auth.as_ref().map(crate::auth::Gate::new).transpose().map_err(io::Error::other)?.map(Arc::new);
+            config.auth.as_ref().map(crate::ext::auth::Gate::new).transpose().map_err(io::Error::other)?.map(Arc::new);
         // Every HTTP door comes through here: from now on this instance takes over the
         // tasks of instances that died, before any request reaches it.
         engine.start();
@@ -184,7 +184,7 @@ impl Sealed for Http {
     fn serve(self, server: Server, shutdown: Option<Signal>) -> BoxFuture<'static, io::Result<()>> {
         // Installed before the first connection is accepted, so a SIGTERM sent to a server
         // that answers is always a graceful shutdown.
-        let shutdown = shutdown.unwrap_or_else(|| Signal::new(crate::shutdown::shutdown_signal()));
+        let shutdown = shutdown.unwrap_or_else(|| Signal::new(crate::bounds::shutdown::shutdown_signal()));
         Box::pin(async move {
             let listener = Self::bound(self.socket).await?;
             let local: SocketAddr = listener.local_addr()?;
@@ -229,7 +229,7 @@ impl App for Arc<Endpoint> {
 /// The protected resource metadata (public: it is how a client without a token learns
 /// where to get one).
 fn metadata(endpoint: &Endpoint, method: &Method) -> Response {
-    let declared = crate::auth::declared_scopes(&endpoint.server);
+    let declared = crate::ext::auth::declared_scopes(&endpoint.server);
     endpoint.gate.as_ref().map_or_else(method_not_allowed, |gate| gate.metadata(method, &declared))
 }
 
@@ -260,7 +260,7 @@ async fn answer(endpoint: &Endpoint, mut request: HttpRequest) -> Response {
         Method::GET | Method::DELETE => legacy::session_method(endpoint, &request),
         _ => method_not_allowed(),
     };
-    crate::auth::finish(gate, response)
+    crate::ext::auth::finish(gate, response)
 }
 
 /// The client's address: the TCP peer (as `serve_*` or axum's `ConnectInfo` recorded it),

@@ -15,9 +15,9 @@ use axum::http::header::{AsHeaderName, HeaderName};
 use axum::http::HeaderMap;
 use serde_json::Value;
 
-use crate::envelope::{check_version, Request, RequestMeta};
-use crate::error::shown;
-use crate::param_headers::{decode_value, refuse_repeated};
+use crate::base::error::shown;
+use crate::intake::envelope::{check_version, Request, RequestMeta};
+use crate::intake::param_headers::{decode_value, refuse_repeated};
 use crate::Error;
 
 // Names, not strings: a lookup by string parses and checks the name every time.

@@ -15,11 +15,11 @@ use super::call::{serve_request, Head};
 use super::endpoint::{method_not_allowed, Endpoint};
 use super::headers;
 use super::sse::{error_response, json_response};
-use crate::envelope::{Era, Request};
-use crate::fair::ClientId;
-use crate::legacy::{self, HandlerSlot, Opener, Session, SessionBridge, SlotLease, WaitBounds};
+use crate::bounds::fair::ClientId;
+use crate::intake::envelope::{Era, Request};
 use crate::protocol::{Outgoing, RequestId, ResultJson};
 use crate::transport::error_message;
+use crate::transport::legacy::{self, HandlerSlot, Opener, Session, SessionBridge, SlotLease, WaitBounds};
 use crate::Error;
 
 /// Serves one request of the legacy era.

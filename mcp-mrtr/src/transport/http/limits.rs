@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::legacy::SessionLimits;
+use crate::transport::legacy::SessionLimits;
 
 /// The bounds that keep one client, or many, from holding a server's memory, sockets
 /// or handlers indefinitely. Set them with [`HttpConfig::limits`](crate::http::HttpConfig::limits).
@@ -106,7 +106,7 @@ impl Default for Limits {
             max_handlers: 256,
             max_handlers_per_client: None,
             sessions: SessionLimits::default(),
-            shutdown_timeout: crate::shutdown::DEFAULT_TIMEOUT,
+            shutdown_timeout: crate::bounds::shutdown::DEFAULT_TIMEOUT,
         }
     }
 }

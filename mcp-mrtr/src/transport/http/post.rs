@@ -14,7 +14,7 @@ use super::call::{serve_request, Head};
 use super::endpoint::Endpoint;
 use super::sse::{error_response, json_response};
 use super::{guard, headers, legacy};
-use crate::envelope::{classify, names_modern, Era, Incoming, Request, RequestMeta};
+use crate::intake::envelope::{classify, names_modern, Era, Incoming, Request, RequestMeta};
 use crate::transport::{error_message, read_message};
 use crate::Error;
 
@@ -39,7 +39,7 @@ pub(super) async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response 
     // Most traffic: a modern request, its envelope read without a tree. Only tried for a
     // client that names a modern version, so 2025-11-25 traffic is not parsed twice.
     if names_modern(header_version) {
-        if let Some((request, meta)) = crate::envelope::read_modern(&bytes) {
+        if let Some((request, meta)) = crate::intake::envelope::read_modern(&bytes) {
             return match headers::check(headers, &request, &meta) {
                 Err(error) => error_response(Era::Modern, Some(request.id), &error),
                 Ok(()) => serve_request(endpoint, &head, request, meta, None).await,
@@ -66,7 +66,7 @@ pub(super) async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response 
                 // A 2025-11-25 request is read by its first version header too: a repeat
                 // is refused here as a modern request's is in `headers::check`.
                 Era::Legacy => {
-                    match crate::param_headers::refuse_repeated(
+                    match crate::intake::param_headers::refuse_repeated(
                         headers,
                         headers::PROTOCOL_VERSION,
                         "MCP-Protocol-Version",
@@ -100,7 +100,7 @@ async fn read_body(body: Body, limit: usize, deadline: Duration) -> Result<axum:
             408,
             Error::invalid_request(format!(
                 "the request body did not arrive within {}",
-                crate::deadline::describe(deadline)
+                crate::base::deadline::describe(deadline)
             )),
         )
     })?;

@@ -36,8 +36,8 @@ use tokio::time::{Instant, Sleep};
 use super::connections::{Activity, Busy, Connections, Place};
 use super::handoff::{self, Flushed, Handoff};
 use super::Limits;
-use crate::fair::ClientId;
-use crate::shutdown::{Drain, Draining};
+use crate::bounds::fair::ClientId;
+use crate::bounds::shutdown::{Drain, Draining};
 
 /// What a connection past [`Limits::max_connections`] reads before it is closed.
 const REFUSAL: &[u8] =

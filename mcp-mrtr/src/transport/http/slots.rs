@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::fair::{ClientId, FairPool, Held, Refused};
+use crate::bounds::fair::{ClientId, FairPool, Held, Refused};
 use crate::Error;
 
 /// How long a request that made room waits for the slot its displaced request frees.

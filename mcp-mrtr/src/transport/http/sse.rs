@@ -24,7 +24,7 @@ use tokio::time::{Interval, MissedTickBehavior};
 use super::handoff::{GiveWhenIdle, Handoff};
 use super::status;
 use crate::dispatch::Reply;
-use crate::envelope::Era;
+use crate::intake::envelope::Era;
 use crate::protocol::{Outgoing, RequestId};
 use crate::transport::error_message;
 use crate::Error;
@@ -93,7 +93,7 @@ pub(super) fn json_reply(era: Era, reply: Reply) -> Response {
         Ok(result) => json_response(200, Outgoing::Result { id: reply.id, result }),
         Err(error) => {
             let mut response = error_response(era, Some(reply.id), &error);
-            crate::auth::mark(&mut response, &error);
+            crate::ext::auth::mark(&mut response, &error);
             response
         }
     }

@@ -16,7 +16,7 @@
 //! body that is not JSON-RPC, a missing session header), 404 (an unknown or ended session),
 //! 405 (a method other than POST without a session).
 
-use crate::envelope::Era;
+use crate::intake::envelope::Era;
 use crate::Error;
 
 /// The status of a JSON-RPC error answering a request of `era`, sent as the whole body.

@@ -1,0 +1,12 @@
+//! Foundations: errors and their codes, small codecs (hex, URI templates, form schemas,
+//! kept arguments), who the caller is, deadlines and the in-flight count. Names only
+//! `protocol`.
+
+pub(crate) mod caller;
+pub(crate) mod deadline;
+pub(crate) mod error;
+pub(crate) mod form_schema;
+pub(crate) mod hex;
+pub(crate) mod inflight;
+pub(crate) mod kept_arguments;
+pub(crate) mod uri_template;

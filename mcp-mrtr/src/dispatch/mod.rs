@@ -1,0 +1,606 @@
+//! One dispatch path for every transport: method → handler, then central result
+//! stamping (`resultType`, `serverInfo`, caching hints).
+//!
+//! Entry point: [`Engine::handle`], called by the transports once the envelope is valid.
+//! The [`Engine`] is the runtime state this reads (the `Server` builder makes it); the
+//! tasks extension plugs in through [`TaskHook`].
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use futures_util::FutureExt as _;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{json, Value};
+use tracing::Instrument as _;
+
+use crate::bounds::fair::ClientId;
+use crate::intake::envelope::{Request, RequestMeta, TraceContext};
+use crate::intake::request_state::{Binding, Presented, SingleUse};
+use crate::mrtr::context::Transport;
+use crate::mrtr::replay::{self, Carried, Outcome, Replay};
+use crate::protocol::{CacheHints, CacheScope};
+use crate::protocol::{
+    CallToolParams, CompleteParams, CompleteResult, Completion, CompletionReference, GetPromptParams, JsonObject,
+    ReadResourceParams, RequestId, ResultJson,
+};
+use crate::routes::catalog::RequestView;
+use crate::routes::handler::{
+    declined_prompt, declined_read, MethodRoute, PromptRoute, ResourceKind, ResourceRoute, ToolRoute,
+};
+use axum::http::Extensions;
+
+use crate::{base::deadline, Ctx, Error};
+
+mod access;
+mod call;
+mod engine;
+mod listen;
+mod lists;
+mod stamp;
+mod task_hook;
+
+pub(crate) use self::engine::Engine;
+pub(crate) use self::listen::LISTEN;
+pub(crate) use self::task_hook::{Called, TaskHook, TaskRequest, ToolFuture};
+
+use self::call::{input_responses, Call, RoundInput, Target};
+use self::stamp::Text;
+
+/// The answer to one request, before framing.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub(crate) id: RequestId,
+    pub(crate) outcome: Result<ResultJson, Error>,
+}
+
+/// The methods a modern server answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Method {
+    Discover,
+    ToolsList,
+    ToolsCall,
+    PromptsList,
+    PromptsGet,
+    ResourcesList,
+    ResourceTemplatesList,
+    ResourcesRead,
+    Complete,
+    Listen,
+    /// One of the tasks extension's methods.
+    Task,
+    /// A method of the server's own ([`MethodRoute`]).
+    Custom,
+}
+
+impl Method {
+    fn parse(name: &str, engine: &Engine) -> Option<Self> {
+        Some(match name {
+            "server/discover" => Self::Discover,
+            "tools/list" => Self::ToolsList,
+            "tools/call" => Self::ToolsCall,
+            "prompts/list" => Self::PromptsList,
+            "prompts/get" => Self::PromptsGet,
+            "resources/list" => Self::ResourcesList,
+            "resources/templates/list" => Self::ResourceTemplatesList,
+            "resources/read" => Self::ResourcesRead,
+            "completion/complete" => Self::Complete,
+            LISTEN => Self::Listen,
+            other if engine.tasks.as_ref().is_some_and(|tasks| tasks.answers(other)) => Self::Task,
+            other if engine.methods.contains_key(other) => Self::Custom,
+            _ => return None,
+        })
+    }
+
+    /// Results of these methods carry caching hints when complete.
+    fn is_cacheable(self) -> bool {
+        !matches!(self, Self::ToolsCall | Self::PromptsGet | Self::Complete | Self::Listen | Self::Task | Self::Custom)
+    }
+}
+
+/// A result body, before stamping.
+enum Body {
+    Complete(Text),
+    InputRequired(Text),
+    /// A `CreateTaskResult`.
+    Task(Text),
+}
+
+impl Body {
+    /// The body as legacy clients get it: no stamping at all.
+    fn into_unstamped(self) -> ResultJson {
+        match self {
+            Self::Complete(body) | Self::InputRequired(body) | Self::Task(body) => body.unstamped(),
+        }
+    }
+
+    fn result_type(&self) -> &'static str {
+        match self {
+            Self::Complete(_) => "complete",
+            Self::InputRequired(_) => "input_required",
+            Self::Task(_) => "task",
+        }
+    }
+}
+
+impl Engine {
+    /// Answers one modern request whose envelope has been validated.
+    pub(crate) async fn handle(&self, request: Request, meta: Arc<RequestMeta>, transport: Transport) -> Reply {
+        // Serving started the look for tasks to take over; this starts it where nothing
+        // served first (in-process use, a router built outside a runtime).
+        self.start();
+        let id = request.id.clone();
+        // One span per request: what it is, never what it carries (no arguments, answers
+        // or tokens). Handlers' events and each round's span nest under it. At debug, as
+        // tower-http's request spans: a span at info would be formatted on every request
+        // of a server logging at info, a tenth of a round's cost (`RUST_LOG=mcp_mrtr=debug`
+        // turns them on).
+        let era = if transport.bridge.is_some() { "2025-11-25" } else { "2026-07-28" };
+        let span = crate::intake::telemetry::request_span(&request, era, &meta);
+        let started = std::time::Instant::now();
+        // Application code runs in here (handlers, their synchronous prologues, the
+        // principal function): a panic fails this request, never the connection.
+        // Boxed: the dispatch future is several KB, and every future that holds this one
+        // inline (the transport's, the HTTP framework's) would be moved with it, a memcpy
+        // of the whole state each time. A listen stream, which lives for hours, gets a
+        // future sized for listening alone.
+        let dispatch: futures_util::future::BoxFuture<'_, Result<ResultJson, Error>> =
+            if request.method == LISTEN && transport.bridge.is_none() {
+                Box::pin(self.dispatch_listen(request, meta, transport))
+            } else {
+                Box::pin(self.dispatch(request, meta, transport))
+            };
+        let outcome = AssertUnwindSafe(dispatch.instrument(span.clone())).catch_unwind().await.unwrap_or_else(|_| {
+            tracing::error!(parent: &span, "a request panicked");
+            Err(Error::internal("the request failed: the server panicked while handling it"))
+        });
+        let elapsed_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        match &outcome {
+            // The outcome was recorded when the body was stamped.
+            Ok(_) => tracing::debug!(parent: &span, elapsed_us, "request answered"),
+            Err(error) => {
+                crate::intake::telemetry::failed(&span, error.code().0, error.message());
+                tracing::debug!(parent: &span, elapsed_us, code = error.code().0, %error, "request failed");
+            }
+        }
+        Reply { id, outcome }
+    }
+
+    async fn dispatch(
+        &self,
+        request: Request,
+        meta: Arc<RequestMeta>,
+        transport: Transport,
+    ) -> Result<ResultJson, Error> {
+        let id = request.id.clone();
+        let method = Method::parse(&request.method, self)
+            .filter(|m| self.serves(*m))
+            .ok_or_else(|| Error::method_not_found(&request.method))?;
+        let params = request.params.unwrap_or_else(|| json!({}));
+        let mut hints = method.is_cacheable().then(|| self.cache_hints_for(method, &params));
+        let legacy = transport.bridge.is_some();
+        let view = RequestView::new(&meta, &transport);
+        let body = match method {
+            Method::Discover => Body::Complete(Text::Prepared(self.discover()?)),
+            Method::ToolsList => Body::Complete(Text::Prepared(self.list_tools(&params, &view)?)),
+            Method::PromptsList => Body::Complete(Text::Prepared(self.list_prompts(&params, &view)?)),
+            Method::ResourcesList => Body::Complete(Text::Prepared(self.list_resources(&params, &view)?)),
+            Method::ResourceTemplatesList => Body::Complete(Text::Prepared(self.list_templates(&params, &view)?)),
+            // 2025-11-25 sessions have no such method; modern listens go to `dispatch_listen`.
+            Method::Listen => return Err(Error::method_not_found(&request.method)),
+            Method::ToolsCall => self.call_tool(self.call(id, params, meta, transport)?).await?,
+            Method::PromptsGet => self.get_prompt(self.call(id, params, meta, transport)?).await?,
+            Method::ResourcesRead => self.read_resource(self.call(id, params, meta, transport)?).await?,
+            // The extension does not exist in 2025-11-25.
+            Method::Task if legacy => return Err(Error::method_not_found(&request.method)),
+            Method::Task => {
+                let tasks = self.tasks.as_ref().ok_or_else(|| Error::method_not_found(&request.method))?;
+                Body::Complete(Text::from_object(&tasks.serve(self, &request.method, params, &meta, &transport).await?))
+            }
+            Method::Custom => {
+                let route = self.reach_method(&view, &request.method)?;
+                hints = route.cache.map(|hints| retried_or(&params, hints));
+                self.call_method(route, self.call(id, params, meta, transport)?).await?
+            }
+            Method::Complete => {
+                let params: CompleteParams = parse_params(&params)?;
+                self.may_complete(&view, &params.reference)?;
+                let replay = Arc::new(Replay::disabled());
+                let limit = transport.handler_timeout;
+                let ctx = Ctx::new(id, meta.clone(), transport, self.logging, replay.clone(), self.app.clone());
+                let run = self.complete(ctx, params);
+                match deadline::within(limit, replay::drive(&replay, &meta.client_capabilities, run)).await? {
+                    Outcome::Complete(completion) => {
+                        Body::Complete(Text::of(&CompleteResult { completion: completion? })?)
+                    }
+                    // A disabled replay fails every ask, so this cannot happen; answer as if it had.
+                    Outcome::InputRequired(..) => {
+                        return Err(Error::internal("completion handlers cannot ask for input"))
+                    }
+                }
+            }
+        };
+        tracing::Span::current().record("outcome", body.result_type());
+        Ok(if legacy { body.into_unstamped() } else { self.stamp(body, hints) })
+    }
+
+    async fn call_tool(&self, mut call: Call<CallToolParams>) -> Result<Body, Error> {
+        let input = std::mem::take(&mut call.input);
+        let arguments = call.params.arguments.take().unwrap_or_default();
+        let name = &call.params.name;
+        crate::intake::telemetry::target(&tracing::Span::current(), "tools/call", name);
+        let route = self.callable_tool(&call.view(), name)?;
+        check_param_headers(&call.transport, &route, &arguments)?;
+        call.limit = route.timeout.or(call.limit);
+        let target = self.target(&call, "tools/call", name, Some(&arguments));
+        let legacy = call.transport.bridge.is_some();
+        let tasks = match &self.tasks {
+            Some(tasks) if task_hook::may_become_task(route.task, &call.meta.client_capabilities, legacy)? => tasks,
+            _ => {
+                let round = |replay: &Arc<Replay>| route.run(self.ctx(&call, replay), arguments.clone());
+                return self.rounds(&target, &call, input, round).await;
+            }
+        };
+        let replay = self.open_replay(&target, input, &call.transport.extensions, &call.meta.trace)?;
+        let handler = route.run(self.ctx(&call, &replay), arguments.clone());
+        let request = TaskRequest { tool: name, arguments: &arguments, meta: &call.meta, transport: &call.transport };
+        // The time limit covers the call up to the task's creation; the task then runs on
+        // its own, under the task limits (`TaskLimits::run_timeout`; cancel it to stop it).
+        let create = tasks.call(self, request, replay.clone(), handler);
+        match deadline::within(call.limit, create).await? {
+            Called::Round(outcome) => self.seal(&target, &replay, outcome),
+            Called::Task(created) => Ok(Body::Task(Text::from_object(&created))),
+        }
+    }
+
+    async fn get_prompt(&self, mut call: Call<GetPromptParams>) -> Result<Body, Error> {
+        let input = std::mem::take(&mut call.input);
+        let name = &call.params.name;
+        crate::intake::telemetry::target(&tracing::Span::current(), "prompts/get", name);
+        let route = self
+            .reach_prompt(&call.view(), name)
+            .map_err(|refused| refused.or_unknown(|| Error::unknown("prompt", name)))?;
+        let args = call.params.arguments.clone().unwrap_or_default();
+        let required = route.prompt.arguments.iter().filter(|a| a.required == Some(true));
+        if let Some(missing) = required.into_iter().find(|a| !args.contains_key(&a.name)) {
+            return Err(Error::invalid_params(format!("Missing required argument: {}", missing.name)));
+        }
+        let args: JsonObject = args.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
+        let target = self.target(&call, "prompts/get", name, Some(&args));
+        self.rounds(&target, &call, input, |replay| {
+            let run = (route.get)(self.ctx(&call, replay), args.clone());
+            async move { run.await.or_else(|e| e.declined().map(declined_prompt).ok_or(e)).map_err(execution_as_internal) }
+        })
+        .await
+    }
+
+    async fn read_resource(&self, mut call: Call<ReadResourceParams>) -> Result<Body, Error> {
+        let input = std::mem::take(&mut call.input);
+        let uri = &call.params.uri;
+        crate::intake::telemetry::target(&tracing::Span::current(), "resources/read", uri);
+        let legacy = call.transport.bridge.is_some();
+        let catalog = self.catalog();
+        let (route, vars) = self
+            .reach_resource(&catalog, &call.view(), uri)
+            .map_err(|refused| refused.or_unknown(|| resource_not_found(uri, legacy)))?;
+        let target = self.target(&call, "resources/read", uri, None);
+        self.rounds(&target, &call, input, |replay| {
+            let run = (route.read)(self.ctx(&call, replay), vars.clone());
+            let missing = resource_not_found(uri, legacy);
+            async move {
+                let declined = |e: crate::ToolError| e.declined().map(|choice| declined_read(uri, choice)).ok_or(e);
+                let result = run.await.or_else(declined).map_err(execution_as_internal)?;
+                // The spec forbids empty contents: a resource with nothing to show is missing.
+                if result.contents.is_empty() {
+                    return Err(missing);
+                }
+                Ok(result)
+            }
+        })
+        .await
+    }
+
+    /// A method of the server's own: its params (without `_meta`) go to the handler,
+    /// which may ask in rounds like a tool's; its states are bound to the method's name
+    /// and these params.
+    async fn call_method(&self, route: Arc<MethodRoute>, mut call: Call<JsonObject>) -> Result<Body, Error> {
+        let input = std::mem::take(&mut call.input);
+        call.params.remove("_meta");
+        let name = route.name.as_str();
+        crate::intake::telemetry::target(&tracing::Span::current(), name, name);
+        let target = self.target(&call, name, name, Some(&call.params));
+        self.rounds(&target, &call, input, |replay| {
+            let resources = access::MethodResources::new(self, &call.meta, &call.transport);
+            let ctx = self.ctx(&call, replay).with_resource_access(resources);
+            let run = (route.run)(ctx, Value::Object(call.params.clone()));
+            async move { run.await.map_err(execution_as_internal) }
+        })
+        .await
+    }
+
+    /// The call of a method that may ask: the round input taken out of its params, the
+    /// rest read into `P` (moved out of the tree, not copied).
+    fn call<P: DeserializeOwned>(
+        &self,
+        id: RequestId,
+        mut raw: Value,
+        meta: Arc<RequestMeta>,
+        transport: Transport,
+    ) -> Result<Call<P>, Error> {
+        let input = match &mut raw {
+            Value::Object(params) => {
+                RoundInput { responses: params.remove("inputResponses"), state: params.remove("requestState") }
+            }
+            _ => RoundInput::default(),
+        };
+        let params = P::deserialize(raw).map_err(|e| Error::invalid_params(format!("Invalid params: {e}")))?;
+        let principal = self.principal_of(&transport);
+        let limit = transport.handler_timeout;
+        Ok(Call { id, params, input, meta, transport, principal, limit })
+    }
+
+    fn ctx<P>(&self, call: &Call<P>, replay: &Arc<Replay>) -> Ctx {
+        Ctx::new(
+            call.id.clone(),
+            call.meta.clone(),
+            call.transport.clone(),
+            self.logging,
+            replay.clone(),
+            self.app.clone(),
+        )
+    }
+
+    /// What a call's states are bound to.
+    fn target<'a, P>(
+        &'a self,
+        call: &'a Call<P>,
+        method: &'a str,
+        name: &'a str,
+        arguments: Option<&'a JsonObject>,
+    ) -> Target<'a> {
+        let principal = call.principal.as_deref();
+        Target::new(Binding { server: &self.info.name, method, target: name, arguments, principal })
+    }
+
+    fn serves(&self, method: Method) -> bool {
+        match method {
+            Method::Discover | Method::Custom => true,
+            Method::ToolsList | Method::ToolsCall => self.catalog().has::<ToolRoute>(),
+            Method::PromptsList | Method::PromptsGet => self.catalog().has::<PromptRoute>(),
+            Method::ResourcesList | Method::ResourceTemplatesList | Method::ResourcesRead => {
+                self.catalog().has::<ResourceRoute>()
+            }
+            Method::Complete => self.completion.is_some(),
+            Method::Listen => self.live_config.listen.is_some(),
+            Method::Task => self.serves_tasks(),
+        }
+    }
+
+    /// The hints of a cacheable method's result: lists filtered per caller are private,
+    /// and so is anything computed from a retry.
+    fn cache_hints_for(&self, method: Method, params: &Value) -> CacheHints {
+        if self.lists_vary_by_caller() && method != Method::Discover {
+            retried_or(params, CacheHints { scope: CacheScope::Private, ..self.cache })
+        } else {
+            retried_or(params, self.cache)
+        }
+    }
+
+    /// Stamps what every modern result carries: `resultType`, `serverInfo` in `_meta`,
+    /// and, on complete results of cacheable methods only, the caching hints.
+    fn stamp(&self, body: Body, hints: Option<CacheHints>) -> ResultJson {
+        let result_type = body.result_type();
+        let (body, hints) = match body {
+            Body::Complete(body) => (body, hints),
+            Body::InputRequired(body) | Body::Task(body) => (body, None),
+        };
+        stamp::stamp(body, &stamp::Stamps { result_type, hints, info: &self.info, info_json: &self.info_json })
+    }
+
+    /// Reads this round's `inputResponses` and opens its `requestState`, before the handler
+    /// runs: a state that does not open fails the request, whatever the handler would do.
+    ///
+    /// A fresh call is counted against its client (`extensions`) in the single-use
+    /// guard; a continued one against whoever started it, as its state says.
+    fn open_replay(
+        &self,
+        target: &Target<'_>,
+        input: RoundInput,
+        extensions: &Extensions,
+        trace: &TraceContext,
+    ) -> Result<Arc<Replay>, Error> {
+        let responses = input_responses(input.responses)?;
+        let Some(token) = input.state else {
+            let origin = trace.traceparent().map(|parent| parent.as_str().to_owned());
+            return Ok(Arc::new(Replay::new_call(responses, ClientId::of(extensions).owner_key(), origin)));
+        };
+        let sealer = self.sealer()?;
+        let presented = Presented { token: &token, sealer, binding: target.digest(), target: target.binding.target };
+        let (carried, expires) = presented.open(|payload| serde_json::from_slice::<Carried>(payload).ok())?;
+        // States live `ttl`: when this one was sealed, for a guard that remembers less. An
+        // endless ttl (its expiry clamped) tells nothing: then it counts as sealed now.
+        let issued = expires
+            .checked_sub(sealer.lifetime())
+            .filter(|at| *at > std::time::UNIX_EPOCH)
+            .unwrap_or_else(std::time::SystemTime::now);
+        if let Some(origin) = carried.origin() {
+            crate::intake::telemetry::continues_flow(&tracing::Span::current(), origin);
+        }
+        let single_use = self
+            .state
+            .guard()
+            .zip(token.as_str())
+            .map(|(guard, token)| SingleUse::new(guard, token, carried.owner(), expires, issued));
+        Ok(Arc::new(Replay::opened(carried, responses, single_use)))
+    }
+
+    /// Runs a handler that may ask. A modern request gets one round: the complete result,
+    /// or the questions with the round's sealed state. A legacy session gets the bridge:
+    /// each round's questions go to the client as real requests, and the handler runs
+    /// again with the answers until it completes.
+    async fn rounds<T, P, F, Fut>(
+        &self,
+        target: &Target<'_>,
+        call: &Call<P>,
+        input: RoundInput,
+        round: F,
+    ) -> Result<Body, Error>
+    where
+        T: Serialize,
+        F: Fn(&Arc<Replay>) -> Fut,
+        Fut: Future<Output = Result<T, Error>>,
+    {
+        let Some(bridge) = &call.transport.bridge else {
+            let replay = self.open_replay(target, input, &call.transport.extensions, &call.meta.trace)?;
+            return self.run_round(target, &replay, call, round(&replay)).await;
+        };
+        let caps = &call.meta.client_capabilities;
+        let mut replay = Arc::new(Replay::new(None, JsonObject::new()));
+        loop {
+            match deadline::within(call.limit, replay::drive(&replay, caps, round(&replay))).await? {
+                Outcome::Complete(result) => return Ok(Body::Complete(Text::of(&result?)?)),
+                Outcome::InputRequired(questions, carried) => {
+                    // Without a stream there is no way to ask; an input_required result
+                    // would read as final to a legacy client.
+                    let outgoing = call.transport.notifier.as_ref().ok_or_else(|| {
+                        Error::internal(
+                            "this handler asks for input, which needs a client that accepts text/event-stream",
+                        )
+                    })?;
+                    let shutdown = Box::pin(crate::bounds::shutdown::Draining::of(&call.transport.extensions));
+                    let answers = bridge.ask(outgoing, questions, self.bridge_answer_timeout, shutdown).await?;
+                    replay = Arc::new(Replay::new(Some(carried), answers));
+                }
+            }
+        }
+    }
+
+    /// Runs one round of a handler that may ask: its complete result, or the questions
+    /// it asked with the sealed state of the round.
+    async fn run_round<T: Serialize, P>(
+        &self,
+        target: &Target<'_>,
+        replay: &Arc<Replay>,
+        call: &Call<P>,
+        handler: impl Future<Output = Result<T, Error>>,
+    ) -> Result<Body, Error> {
+        let outcome =
+            deadline::within(call.limit, replay::drive(replay, &call.meta.client_capabilities, handler)).await?;
+        self.seal(target, replay, outcome)
+    }
+
+    /// The body of a round: the complete result, or the questions with the round's
+    /// sealed state.
+    fn seal<T: Serialize>(
+        &self,
+        target: &Target<'_>,
+        replay: &Replay,
+        outcome: Outcome<Result<T, Error>>,
+    ) -> Result<Body, Error> {
+        match outcome {
+            Outcome::Complete(result) => Ok(Body::Complete(Text::of(&result?)?)),
+            Outcome::InputRequired(requests, carried) => {
+                let payload = serde_json::to_vec(&carried).map_err(|e| Error::internal(e.to_string()))?;
+                let state = self.sealer()?.seal(target.digest(), &payload, SystemTime::now()).map_err(|error| {
+                    error.log(target.binding.target);
+                    let client = error.to_error();
+                    match replay.once_lost() {
+                        Some(note) => client.with_note(&note),
+                        None => client,
+                    }
+                })?;
+                Ok(Body::InputRequired(Text::of(&replay::input_required(requests, state))?))
+            }
+        }
+    }
+
+    /// Refuses a completion for a prompt or resource the request may not get or read, as
+    /// getting or reading it would: a hidden one is an unknown reference.
+    fn may_complete(&self, view: &RequestView<'_>, reference: &CompletionReference) -> Result<(), Error> {
+        let decided = match reference {
+            CompletionReference::Prompt { name } => self.reach_prompt(view, name).map(drop),
+            CompletionReference::Resource { uri } => self.reach_resource_key(view, uri),
+        };
+        decided.map_err(|refused| {
+            refused.or_unknown(|| Error::invalid_params("completion/complete: unknown prompt or resource reference"))
+        })
+    }
+
+    async fn complete(&self, ctx: Ctx, params: CompleteParams) -> Result<Completion, Error> {
+        let complete = self.completion.as_ref().ok_or_else(|| Error::method_not_found("completion/complete"))?;
+        complete(ctx, params).await.map_err(execution_as_internal)
+    }
+}
+
+impl ResourceKind {
+    fn matches(&self, uri: &str) -> Option<JsonObject> {
+        match self {
+            Self::Static(resource) => (resource.uri == uri).then(JsonObject::new),
+            Self::Template(_, template) => template.matches(uri),
+        }
+    }
+
+    pub(crate) fn as_static(&self) -> Option<&crate::protocol::Resource> {
+        match self {
+            Self::Static(resource) => Some(resource),
+            Self::Template(..) => None,
+        }
+    }
+
+    pub(crate) fn as_template(&self) -> Option<&crate::protocol::ResourceTemplate> {
+        match self {
+            Self::Template(template, _) => Some(template),
+            Self::Static(_) => None,
+        }
+    }
+}
+
+/// Checks the `Mcp-Param-*` headers of a modern HTTP `tools/call` against the tool's
+/// mirrored parameters. Only once the tool is known to be reachable: a hidden tool's
+/// header rules would otherwise show that it exists.
+fn check_param_headers(transport: &Transport, route: &ToolRoute, arguments: &JsonObject) -> Result<(), Error> {
+    let modern_http = transport.headers.as_deref().filter(|_| transport.bridge.is_none());
+    match modern_http {
+        Some(headers) if !route.headers.is_empty() => {
+            crate::intake::param_headers::check(&route.headers, headers, Some(&Value::Object(arguments.clone())))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A result computed from a multi-round retry depends on the caller's answers, so it
+/// must not be shared, whatever the configured hints say.
+fn retried_or(params: &Value, hints: CacheHints) -> CacheHints {
+    let is_retry = params.get("inputResponses").is_some() || params.get("requestState").is_some();
+    if is_retry {
+        CacheHints { ttl_ms: 0, scope: CacheScope::Private }
+    } else {
+        hints
+    }
+}
+
+/// `-32602` with `data.uri` in this revision; legacy clients know `-32002`.
+fn resource_not_found(uri: &str, legacy: bool) -> Error {
+    if legacy {
+        Error::new(crate::ErrorCode(-32002), "Resource not found").with_data(json!({ "uri": uri }))
+    } else {
+        Error::resource_not_found(uri)
+    }
+}
+
+/// Prompts and resources have no `isError` result: their execution failures are
+/// internal errors carrying the handler's message.
+fn execution_as_internal(error: crate::ToolError) -> Error {
+    match error.into_parts() {
+        Ok(message) => Error::internal(message),
+        Err(protocol) => protocol,
+    }
+}
+
+/// Reads typed params straight from the request's tree (no copy of the tree first).
+fn parse_params<T: DeserializeOwned>(params: &Value) -> Result<T, Error> {
+    T::deserialize(params).map_err(|e| Error::invalid_params(format!("Invalid params: {e}")))
+}

@@ -1,0 +1,155 @@
+//! Redis-backed stores for running one server on several instances (the `redis`
+//! feature; the [many instances](crate::guide::many_instances) guide shows the set-up): a
+//! single-use guard for request states, a task store with leases, and a change fan-out
+//! for `subscriptions/listen`.
+//!
+//! One door in: [`Redis::connect`], then hand its stores to the server.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use mcp_mrtr::{catalog::Listen, redis::Redis, request_state::StateConfig, tasks::TaskConfig, Server};
+//!
+//! let redis = Redis::connect("redis://127.0.0.1:6379/").await?;
+//! let server = Server::new("app", "1.0.0")
+//!     .request_state(StateConfig::default().single_use(redis.state_guard()))
+//!     .tasks(TaskConfig::new().store(redis.task_store()))
+//!     .listen(Listen::default().fanout(redis.change_fanout().await?));
+//! # let _ = server;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Atomicity comes from Redis, never from a lock in one process: a state is recorded
+//! with one `SET NX PX`, a task is written by a script that compares its version. The
+//! scripts touch several keys of one server, so they need a single Redis (standalone,
+//! or the primary that Sentinel names), not Redis Cluster.
+
+mod fanout;
+mod guard;
+mod tasks;
+
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+
+pub use self::fanout::RedisFanout;
+pub use self::guard::RedisGuard;
+pub use self::tasks::RedisTaskStore;
+use crate::ext::tasks::StoreError;
+
+/// How long one Redis command may take before it counts as a failure: the request it
+/// serves then fails cleanly instead of hanging.
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A connection to Redis, shared by the stores made from it (commands are pipelined on
+/// one multiplexed connection that reconnects by itself).
+#[derive(Clone)]
+pub struct Redis {
+    client: redis::Client,
+    connection: ConnectionManager,
+    /// What every key starts with: the prefix as [`namespace`] delimits it.
+    prefix: String,
+}
+
+impl std::fmt::Debug for Redis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The URL may hold a password: it is never printed.
+        f.debug_struct("Redis").field("prefix", &self.prefix).finish_non_exhaustive()
+    }
+}
+
+impl Redis {
+    /// Connects to the Redis at `url` (`redis://[user:password@]host:port/db`, or
+    /// `rediss://` with TLS if the `redis` crate was built with it). Fails at once when
+    /// Redis cannot be reached, so a misconfigured instance does not start.
+    ///
+    /// Keys start with `mcp-mrtr:`; see [`prefix`](Self::prefix) to share one Redis
+    /// between several servers.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        let client = redis::Client::open(url).map_err(|e| StoreError::new(format!("bad Redis URL: {e}")))?;
+        // While Redis is away, a request gets its error within a second rather than
+        // after the client's default six reconnection attempts (~6 s); the next command
+        // tries to reconnect again.
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(RESPONSE_TIMEOUT))
+            .set_response_timeout(Some(RESPONSE_TIMEOUT))
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_millis(500));
+        let connection = ConnectionManager::new_with_config(client.clone(), config).await.map_err(unreachable)?;
+        Ok(Self { client, connection, prefix: "mcp-mrtr:".to_owned() })
+    }
+
+    /// Starts every key with `prefix` instead of `mcp-mrtr:`. Instances of one server
+    /// must use the same prefix; different servers on one Redis, different ones.
+    ///
+    /// Different prefixes never share a key, even when one starts with the other (`app:`
+    /// and `app:task:x`): a `:` ends the prefix, and a `:` (or `%`) inside it is written
+    /// `%3A` (`%25`). So `app` and `app:` are the same prefix, and `app:prod:` keys start
+    /// with `app%3Aprod:`.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = namespace(&prefix.into());
+        self
+    }
+
+    /// A [`StateGuard`](crate::request_state::StateGuard) shared by every instance: a request state
+    /// opens once across all of them.
+    pub fn state_guard(&self) -> RedisGuard {
+        RedisGuard::new(self.connection.clone(), format!("{}state:", self.prefix))
+    }
+
+    /// A [`TaskStore`](crate::tasks::TaskStore) shared by every instance, with leases: a task
+    /// whose instance died is taken over by another.
+    pub fn task_store(&self) -> RedisTaskStore {
+        RedisTaskStore::new(self.connection.clone(), &self.prefix)
+    }
+
+    /// A [`ChangeFanout`](crate::catalog::ChangeFanout) over Redis pub/sub: a change made
+    /// through any instance's [`ServerHandle`](crate::catalog::ServerHandle) reaches the
+    /// listeners of every instance. It is subscribed when this returns.
+    ///
+    /// Only the notifications travel: each instance's catalog is its own, so a change
+    /// that every instance must serve (a tool turned off by a feature flag) is applied
+    /// by each instance, from the source the application already shares.
+    pub async fn change_fanout(&self) -> Result<RedisFanout, StoreError> {
+        RedisFanout::start(self.client.clone(), self.connection.clone(), format!("{}changes", self.prefix)).await
+    }
+}
+
+/// The start of every key for `prefix`: a `:` that ends it, and no `:` before. The
+/// first `:` of a key then says which prefix it belongs to, so two prefixes never share
+/// a key, whatever follows them (a task id is the client's choice). A single trailing `:`
+/// is taken as that end, so the usual `name:` prefixes keep their keys.
+fn namespace(prefix: &str) -> String {
+    let inside = prefix.strip_suffix(':').unwrap_or(prefix);
+    let mut namespace = inside.replace('%', "%25").replace(':', "%3A");
+    namespace.push(':');
+    namespace
+}
+
+/// A Redis error as the stores report it (details for the server's log only).
+#[allow(clippy::needless_pass_by_value, reason = "called as map_err(unreachable)")]
+fn unreachable(error: redis::RedisError) -> StoreError {
+    StoreError::new(format!("redis: {error}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::namespace;
+
+    #[test]
+    fn prefixes_end_at_their_only_colon() {
+        assert_eq!(namespace("mcp-mrtr:"), "mcp-mrtr:", "the default keeps its keys");
+        assert_eq!(namespace("app"), "app:");
+        assert_eq!(namespace("app:prod:"), "app%3Aprod:");
+        assert_eq!(namespace("50%:"), "50%25:");
+        assert_eq!(namespace(""), ":");
+        // Nested prefixes: a key of one never starts with the other's namespace.
+        let (outer, inner) = (namespace("app:"), namespace("app:task:x"));
+        assert!(!inner.starts_with(&outer) && !outer.starts_with(&inner), "{outer} {inner}");
+        for prefix in ["a:b", "a%3Ab", "a%3Ab:", "a::", ":", "a:b:c:"] {
+            let encoded = namespace(prefix);
+            assert_eq!(encoded.find(':'), Some(encoded.len() - 1), "{prefix}: {encoded}");
+        }
+        assert_ne!(namespace("a:b"), namespace("a%3Ab"));
+    }
+}

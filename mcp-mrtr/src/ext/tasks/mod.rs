@@ -1,0 +1,254 @@
+//! Tasks (the `io.modelcontextprotocol/tasks` extension, SEP-2663): a `tools/call` that
+//! answers at once with a task id, which the client polls with `tasks/get`, answers with
+//! `tasks/update` and stops with `tasks/cancel`.
+//!
+//! A task runs the same handler as a multi-round call; its answers and `once!` results
+//! live in a [`TaskRecord`] in a [`TaskStore`] ([`MemoryTaskStore`] for one instance, the
+//! `redis` feature's `RedisTaskStore` for several). [`TaskLimits`] bounds them, and
+//! [`TaskEnd`] is what the end hook hears. See the [tasks guide](crate::guide::tasks).
+
+// For maintainers:
+//
+// Tasks (the `io.modelcontextprotocol/tasks` extension, SEP-2663): a `tools/call` that
+// answers at once with a task id, which the client polls with `tasks/get`, answers with
+// `tasks/update` and stops with `tasks/cancel`.
+//
+// A task runs the same handler as a multi-round call, through the same replay driver
+// (see the [tasks guide](crate::guide::tasks)). Only the journal moves: answers and
+// `once!` results live in the task's [`TaskRecord`] in a [`TaskStore`] instead of a sealed
+// `requestState`. A task waiting
+// for a person holds no future: `tasks/update` journals the answers and replays the
+// handler from the top.
+//
+// One door in: [`Tasks`] is dispatch's `TaskHook` (a `tools/call` of a tool that
+// supports tasks goes to `driver::call`, and `tasks/*` to `methods::serve`). Code here
+// sees the server as a [`Host`]: the engine, and the task machinery.
+//
+// Bounds (a total and a share per client, as for every pool; [`TaskLimits`]):
+// `admission` decides whether a client may create one more task (a rate and live caps,
+// per client and in all); `arguments` keeps only
+// what the tool's argument type reads, within a size cap; runs take a slot of their
+// own and have a time limit (`driver`); status messages are coalesced (`status`); a
+// finished record drops its inputs and is kept for a shorter time (`store`).
+
+mod admission;
+mod config;
+mod driver;
+mod end;
+mod lease;
+mod limits;
+mod memory;
+mod methods;
+mod status;
+mod store;
+mod wire;
+mod write;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use config::TaskConfig;
+pub(crate) use driver::Running;
+pub(crate) use end::EndHook;
+pub use end::TaskEnd;
+use lease::DEFAULT_LEASE;
+pub use limits::TaskLimits;
+pub use memory::MemoryTaskStore;
+
+pub(crate) use store::{CallerRecord, TaskCall};
+pub use store::{StoreError, TaskRecord, TaskStatus, TaskStore};
+
+use crate::dispatch::{Called, Engine, TaskHook, TaskRequest, ToolFuture};
+use crate::mrtr::context::Transport;
+use crate::Error;
+
+/// How long a task's record is kept after it is created, unless the server says otherwise.
+const DEFAULT_TTL: Duration = Duration::from_secs(60 * 60);
+
+/// How often clients are told to poll `tasks/get`.
+const POLL_INTERVAL_MS: u64 = 500;
+
+/// The server's task machinery: where records live, how long, which tasks run here,
+/// and how long a run's lease on its task lasts.
+#[derive(Clone)]
+pub(crate) struct Tasks {
+    pub(crate) store: Arc<dyn TaskStore>,
+    pub(crate) ttl: Option<Duration>,
+    pub(crate) running: Arc<Running>,
+    pub(crate) limits: TaskLimits,
+    /// Who may create one more task: the creation rate and the live counts.
+    pub(crate) admission: Arc<admission::Admission>,
+    /// One permit per task run at once ([`TaskLimits::max_runs`]); FIFO, so runs
+    /// waiting for one start in the order they came.
+    pub(crate) runs: Arc<tokio::sync::Semaphore>,
+    pub(crate) lease: Duration,
+    /// Whether this server already looks for tasks to take over (see `lease::watch`).
+    pub(crate) watching: Arc<AtomicBool>,
+    /// Set by the hand-back at shutdown: this instance takes no task (back) any more.
+    pub(crate) closing: Arc<AtomicBool>,
+    /// The application's cleanup when a task ends ([`TaskConfig::on_end`]).
+    pub(crate) on_end: Option<EndHook>,
+    /// The server's application state, for that cleanup: set when serving starts.
+    pub(crate) app: crate::intake::app_state::AppState,
+}
+
+impl Default for Tasks {
+    fn default() -> Self {
+        let limits = TaskLimits::default();
+        Self {
+            store: Arc::new(MemoryTaskStore::new()),
+            ttl: Some(DEFAULT_TTL),
+            running: Arc::default(),
+            limits,
+            admission: Arc::new(admission::Admission::new(&limits)),
+            runs: Arc::new(tokio::sync::Semaphore::new(limits.max_runs)),
+            lease: DEFAULT_LEASE,
+            watching: Arc::default(),
+            closing: Arc::default(),
+            on_end: None,
+            app: crate::intake::app_state::AppState::default(),
+        }
+    }
+}
+
+impl Tasks {
+    /// The same machinery as `config` says, with fresh counts and run slots (a builder
+    /// step: nothing is counted before the server serves).
+    pub(crate) fn configured(self, config: TaskConfig) -> Self {
+        let TaskConfig { store, ttl, lease, limits, on_end } = config;
+        Self {
+            store,
+            ttl,
+            lease,
+            on_end,
+            limits,
+            admission: Arc::new(admission::Admission::new(&limits)),
+            runs: Arc::new(tokio::sync::Semaphore::new(limits.max_runs)),
+            ..self
+        }
+    }
+
+    /// The task `id` ended, or is gone: it no longer counts against its client.
+    pub(crate) fn forget(&self, id: &str) {
+        self.admission.release(id);
+    }
+}
+
+/// Who a request's client is, for the per-client task bounds (see [`TaskLimits`]).
+pub(crate) fn client_of(transport: &Transport) -> crate::bounds::fair::ClientId {
+    crate::bounds::fair::ClientId::of(&transport.extensions)
+}
+
+/// Who is asking: tasks are visible only to the caller that created them. With
+/// [`caller_record`] and [`transport_for`], the one place tasks learn the caller.
+pub(crate) fn caller(server: &Engine, transport: &Transport) -> Option<String> {
+    server.principal_of(transport)
+}
+
+/// The authenticated caller of a request, as a task's record keeps it.
+pub(crate) fn caller_record(transport: &Transport) -> Option<CallerRecord> {
+    let caller = transport.caller()?;
+    Some(CallerRecord { id: caller.id().to_owned(), scopes: caller.scopes().map(str::to_owned).collect() })
+}
+
+/// What a replay of a task knows of its request: no stream, no headers, and the caller
+/// recorded in the task (the one who created it, then whoever answered it last: see
+/// `methods`; other request extensions are not kept).
+pub(crate) fn transport_for(caller: Option<&CallerRecord>) -> Transport {
+    let mut extensions = axum::http::Extensions::new();
+    if let Some(caller) = caller {
+        extensions.insert(crate::Caller::new(caller.id.clone()).with_scopes(caller.scopes.iter().cloned()));
+    }
+    Transport { extensions: Arc::new(extensions), ..Transport::default() }
+}
+
+/// 128 random bits as hex: task ids must not be guessable.
+fn new_task_id() -> Result<String, Error> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| Error::internal(format!("no randomness for a task id: {e}")))?;
+    Ok(crate::base::hex::encode(&bytes))
+}
+
+#[allow(clippy::needless_pass_by_value, reason = "called as map_err(store_error)")]
+fn store_error(error: StoreError) -> Error {
+    // The details stay in the server's log: they may describe its infrastructure.
+    tracing::warn!(%error, "task store failed");
+    Error::internal("the task store is unavailable")
+}
+
+/// The server as the task machinery sees it: the engine that runs handlers (reached
+/// through `Deref`), and the machinery's own state.
+pub(crate) struct Host<'a> {
+    engine: &'a Engine,
+    pub(crate) tasks: &'a Tasks,
+}
+
+impl std::ops::Deref for Host<'_> {
+    type Target = Engine;
+
+    fn deref(&self) -> &Engine {
+        self.engine
+    }
+}
+
+impl TaskHook for Tasks {
+    fn watch(&self, engine: &Engine) {
+        lease::watch(&Host { engine, tasks: self });
+    }
+
+    fn hand_back(&self) -> futures_util::future::BoxFuture<'_, ()> {
+        Box::pin(Tasks::hand_back(self))
+    }
+
+    fn answers(&self, method: &str) -> bool {
+        methods::TaskMethod::parse(method).is_some()
+    }
+
+    fn serve<'a>(
+        &'a self,
+        engine: &'a Engine,
+        method: &'a str,
+        params: serde_json::Value,
+        meta: &'a crate::intake::envelope::RequestMeta,
+        transport: &'a Transport,
+    ) -> futures_util::future::BoxFuture<'a, Result<crate::protocol::JsonObject, Error>> {
+        Box::pin(async move {
+            let method = methods::TaskMethod::parse(method).ok_or_else(|| Error::method_not_found(method))?;
+            methods::serve(&Host { engine, tasks: self }, method, params, meta, transport).await
+        })
+    }
+
+    fn call<'a>(
+        &'a self,
+        engine: &'a Engine,
+        request: TaskRequest<'a>,
+        replay: Arc<crate::mrtr::replay::Replay>,
+        handler: ToolFuture,
+    ) -> futures_util::future::BoxFuture<'a, Result<Called, Error>> {
+        let call = TaskCall {
+            tool: request.tool.to_owned(),
+            arguments: request.arguments.clone(),
+            protocol_version: request.meta.protocol_version.clone(),
+            client_capabilities: request.meta.client_capabilities.clone(),
+            client_info: request.meta.client_info.clone(),
+            caller: caller_record(request.transport),
+        };
+        let owner = caller(engine, request.transport);
+        let client = client_of(request.transport);
+        Box::pin(async move { driver::call(&Host { engine, tasks: self }, call, owner, client, replay, handler).await })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_ids_are_distinct_128_bit_hex() {
+        let (a, b) = (new_task_id().unwrap(), new_task_id().unwrap());
+        assert_eq!(a.len(), 32);
+        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
+}

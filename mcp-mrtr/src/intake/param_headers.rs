@@ -1,0 +1,285 @@
+//! Tool parameters mirrored into HTTP headers (SEP-2243): a property of a tool's input
+//! schema annotated `"x-mcp-header": "Region"` travels in the body *and* as the header
+//! `Mcp-Param-Region`, so proxies can route on it without reading the body.
+//!
+//! [`declared`] reads the annotations once, when a tool is registered, and rejects the
+//! ones the spec forbids; [`check`] compares each declared header of a `tools/call` with
+//! its argument.
+
+use axum::http::header::AsHeaderName;
+use axum::http::HeaderMap;
+use base64::Engine as _;
+use serde_json::Value;
+
+use crate::protocol::JsonObject;
+use crate::Error;
+
+/// The schema keyword that names a parameter's header.
+const KEYWORD: &str = "x-mcp-header";
+
+/// One parameter mirrored into a header.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ParamHeader {
+    /// Property names from the arguments object down to the parameter.
+    path: Vec<String>,
+    /// `Mcp-Param-{name}`, as declared.
+    header: String,
+}
+
+/// The mirrored parameters of an input schema, or why the annotations are invalid: a
+/// name that is empty or not an RFC 9110 token, a name used twice (ignoring case), or an
+/// annotation on a property that is not a string, integer or boolean.
+pub(crate) fn declared(schema: &JsonObject) -> Result<Vec<ParamHeader>, String> {
+    let mut found = Vec::new();
+    walk(schema, &mut Vec::new(), &mut found)?;
+    for (i, a) in found.iter().enumerate() {
+        if found[..i].iter().any(|b: &ParamHeader| b.header.eq_ignore_ascii_case(&a.header)) {
+            return Err(format!("two parameters are mirrored into the header {}", a.header));
+        }
+    }
+    Ok(found)
+}
+
+fn walk(schema: &JsonObject, path: &mut Vec<String>, found: &mut Vec<ParamHeader>) -> Result<(), String> {
+    let Some(Value::Object(properties)) = schema.get("properties") else { return Ok(()) };
+    for (name, property) in properties {
+        let Value::Object(property) = property else { continue };
+        path.push(name.clone());
+        if let Some(header) = property.get(KEYWORD) {
+            let at = path.join(".");
+            let header = header.as_str().filter(|h| is_token(h)).ok_or_else(|| {
+                format!("{KEYWORD} of {at} must be a non-empty header name token (letters, digits, !#$%&'*+-.^_`|~)")
+            })?;
+            if !is_primitive(property) {
+                return Err(format!("{KEYWORD} of {at} is only allowed on string, integer and boolean parameters"));
+            }
+            found.push(ParamHeader { path: path.clone(), header: format!("Mcp-Param-{header}") });
+        }
+        walk(property, path, found)?;
+        path.pop();
+    }
+    Ok(())
+}
+
+/// An RFC 9110 `token`.
+fn is_token(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// `type` is string, integer or boolean (alone, or with `null` for optional ones).
+fn is_primitive(property: &JsonObject) -> bool {
+    let primitive = |t: &Value| matches!(t.as_str(), Some("string" | "integer" | "boolean"));
+    match property.get("type") {
+        Some(Value::Array(types)) => {
+            let mut non_null = types.iter().filter(|t| t.as_str() != Some("null"));
+            non_null.next().is_some_and(primitive) && non_null.next().is_none()
+        }
+        Some(single) => primitive(single),
+        None => false,
+    }
+}
+
+/// Checks every mirrored parameter of a call: a value in the body needs its header, a
+/// header needs its value, and the two must agree (integers numerically); a header sent
+/// twice is refused, as the MCP headers are. Any problem is `-32020` with HTTP 400.
+pub(crate) fn check(declared: &[ParamHeader], headers: &HeaderMap, arguments: Option<&Value>) -> Result<(), Error> {
+    for param in declared {
+        let body = arguments.and_then(|args| param.path.iter().try_fold(args, |v, key| v.get(key)));
+        let body = body.filter(|v| !v.is_null());
+        let name = &param.header;
+        refuse_repeated(headers, name.as_str(), name)?;
+        let header = headers.get(name.as_str());
+        let at = param.path.join(".");
+        // Errors say what to send: the argument's value as the header carries it.
+        let send = |body: &Value| format!("send `{name}: {}`", crate::base::error::shown(&header_text(body)));
+        match (body, header) {
+            (None, None) => {}
+            (Some(body), None) => {
+                return Err(Error::header_mismatch(format!("missing {name} header for arguments.{at}: {}", send(body))))
+            }
+            (None, Some(_)) => {
+                return Err(Error::header_mismatch(format!(
+                    "{name} header without arguments.{at}: leave the header out, or pass the argument"
+                )))
+            }
+            (Some(body), Some(header)) => {
+                let text = header.to_str().map_err(|_| {
+                    Error::header_mismatch(format!(
+                        "{name} header has characters headers cannot carry (raw UTF-8): {}",
+                        send(body)
+                    ))
+                })?;
+                let decoded = decode_value(text)?;
+                if !agrees(body, &decoded) {
+                    return Err(Error::header_mismatch(format!(
+                        "{name} header does not match arguments.{at}: {}",
+                        send(body)
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// How a header states `body`: the text itself, `true`/`false`, the number; base64 in the
+/// `=?base64?…?=` form where the text is not plain header text.
+fn header_text(body: &Value) -> String {
+    use base64::Engine as _;
+    match body {
+        // A text that reads as the sentinel is encoded too, or it would be decoded.
+        Value::String(text)
+            if text.bytes().all(|b| (0x20..0x7f).contains(&b)) && text.trim() == text && sentinel(text).is_none() =>
+        {
+            text.clone()
+        }
+        Value::String(text) => format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode(text)),
+        other => other.to_string(),
+    }
+}
+
+/// Whether a decoded header value states the body's value.
+fn agrees(body: &Value, header: &str) -> bool {
+    match body {
+        Value::String(text) => text == header,
+        Value::Bool(flag) => header == if *flag { "true" } else { "false" },
+        Value::Number(number) => match (number.as_i64(), number.as_u64()) {
+            (Some(n), _) => header.parse::<i64>() == Ok(n),
+            (None, Some(n)) => header.parse::<u64>() == Ok(n),
+            (None, None) => false,
+        },
+        _ => false,
+    }
+}
+
+/// Fails with `-32020`, naming the header as `shown`, when `name` is sent more than once.
+pub(crate) fn refuse_repeated(headers: &HeaderMap, name: impl AsHeaderName, shown: &str) -> Result<(), Error> {
+    if headers.get_all(name).iter().nth(1).is_some() {
+        return Err(Error::header_mismatch(format!("{shown} header sent more than once: send it once")));
+    }
+    Ok(())
+}
+
+/// The base64 inside a value written as the `=?base64?…?=` sentinel.
+fn sentinel(value: &str) -> Option<&str> {
+    value.strip_prefix("=?base64?").and_then(|v| v.strip_suffix("?="))
+}
+
+/// Decodes the `=?base64?…?=` sentinel clients use for values that are not safe header
+/// text; anything else is the literal value.
+pub(crate) fn decode_value(value: &str) -> Result<String, Error> {
+    let Some(encoded) = sentinel(value) else {
+        return Ok(value.to_owned());
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .map_err(|e| Error::header_mismatch(format!("invalid base64 in header value: {e}")))?;
+    String::from_utf8(bytes).map_err(|_| Error::header_mismatch("base64 header value is not UTF-8"))
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::HeaderValue;
+    use serde_json::json;
+
+    use super::*;
+
+    fn schema(value: Value) -> JsonObject {
+        match value {
+            Value::Object(object) => object,
+            other => panic!("not a schema object: {other}"),
+        }
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(*name, HeaderValue::from_str(value).unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn reads_annotations_through_nested_properties() {
+        let found = declared(&schema(json!({ "type": "object", "properties": {
+            "region": { "type": "string", "x-mcp-header": "Region" },
+            "limit": { "type": ["integer", "null"], "x-mcp-header": "Limit" },
+            "opts": { "type": "object", "properties": { "dry": { "type": "boolean", "x-mcp-header": "Dry" } } },
+            "plain": { "type": "string" },
+        }})))
+        .unwrap();
+        let names: Vec<&str> = found.iter().map(|p| p.header.as_str()).collect();
+        // In the order the schema declares them.
+        assert_eq!(names, ["Mcp-Param-Region", "Mcp-Param-Limit", "Mcp-Param-Dry"]);
+        assert_eq!(found[2].path, ["opts", "dry"]);
+    }
+
+    #[test]
+    fn rejects_what_the_spec_forbids() {
+        for bad in [
+            json!({ "properties": { "a": { "type": "number", "x-mcp-header": "A" } } }),
+            json!({ "properties": { "a": { "type": "object", "x-mcp-header": "A" } } }),
+            json!({ "properties": { "a": { "type": "string", "x-mcp-header": "" } } }),
+            json!({ "properties": { "a": { "type": "string", "x-mcp-header": "Has Space" } } }),
+            json!({ "properties": { "a": { "type": "string", "x-mcp-header": 7 } } }),
+            json!({ "properties": {
+                "a": { "type": "string", "x-mcp-header": "Same" },
+                "b": { "type": "string", "x-mcp-header": "same" },
+            } }),
+        ] {
+            assert!(declared(&schema(bad.clone())).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn header_and_body_must_agree() {
+        let found = declared(&schema(json!({ "properties": {
+            "region": { "type": "string", "x-mcp-header": "Region" },
+            "count": { "type": "integer", "x-mcp-header": "Count" },
+        }})))
+        .unwrap();
+        let args = json!({ "region": "Hello", "count": 42 });
+        let ok = |pairs: &[(&'static str, &str)]| check(&found, &headers(pairs), Some(&args)).is_ok();
+        assert!(ok(&[("mcp-param-region", "Hello"), ("mcp-param-count", "42")]));
+        assert!(ok(&[("mcp-param-region", "=?base64?SGVsbG8=?="), ("mcp-param-count", "042")]));
+        assert!(!ok(&[("mcp-param-region", "=?base64?SGVsbG8?="), ("mcp-param-count", "42")]));
+        assert!(!ok(&[("mcp-param-region", "hello"), ("mcp-param-count", "42")]));
+        assert!(!ok(&[("mcp-param-count", "42")]));
+        assert!(!ok(&[("mcp-param-region", "Hello"), ("mcp-param-count", "41")]));
+        // No value in the body, no header expected; a header without a value is refused.
+        let empty = json!({});
+        assert!(check(&found, &headers(&[]), Some(&empty)).is_ok());
+        assert!(check(&found, &headers(&[("mcp-param-count", "1")]), Some(&empty)).is_err());
+        let error = check(&found, &headers(&[]), Some(&args)).unwrap_err();
+        assert_eq!((error.code(), error.http_status()), (crate::ErrorCode::HEADER_MISMATCH, 400));
+    }
+
+    /// Found with the fuzz target `headers` (mcp-mrtr/fuzz/regressions/headers): for an
+    /// argument that reads as the base64 sentinel, the error said to send it as it is, and
+    /// that header was then decoded and refused. What an error says to send is accepted.
+    #[test]
+    fn the_header_an_error_says_to_send_is_accepted() {
+        let found = declared(&schema(json!({ "properties": {
+            "region": { "type": "string", "x-mcp-header": "Region" },
+        }})))
+        .unwrap();
+        for value in ["=?base64?aGk=?=", "plain", " padded", "caf\u{e9}"] {
+            let args = json!({ "region": value });
+            let advice = check(&found, &headers(&[]), Some(&args)).unwrap_err().message().to_owned();
+            let sent = advice.split("send `Mcp-Param-Region: ").nth(1).and_then(|s| s.strip_suffix('`')).unwrap();
+            let told = headers(&[("mcp-param-region", sent)]);
+            assert!(check(&found, &told, Some(&args)).is_ok(), "{value:?}: {advice}");
+        }
+    }
+
+    #[test]
+    fn a_repeated_header_is_refused_even_when_its_first_value_agrees() {
+        let region = json!({ "properties": { "region": { "type": "string", "x-mcp-header": "Region" } } });
+        let found = declared(&schema(region)).unwrap();
+        let mut twice = headers(&[("mcp-param-region", "eu")]);
+        twice.append("mcp-param-region", HeaderValue::from_static("us"));
+        let error = check(&found, &twice, Some(&json!({ "region": "eu" }))).unwrap_err();
+        assert_eq!(error.code(), crate::ErrorCode::HEADER_MISMATCH);
+        assert!(error.message().contains("Mcp-Param-Region header sent more than once"), "{}", error.message());
+    }
+}

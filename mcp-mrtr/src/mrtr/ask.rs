@@ -1,0 +1,456 @@
+//! The questions a handler can ask with `ask!`: typed builders for the three embedded
+//! requests, and how each decodes the client's answer.
+//!
+//! Reach for them directly in a helper that several handlers share: `ask!(elicit …)`
+//! is [`Ctx::ask`](crate::Ctx::ask) with an [`Elicit`] under a key.
+//!
+//! ```
+//! use mcp_mrtr::ask::Elicit;
+//! use mcp_mrtr::prelude::*;
+//! use mcp_mrtr::testing::{answer, TestClient};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Approval { approve: bool }
+//!
+//! /// Asks for sign-off; any tool can call it with its context.
+//! async fn sign_off(ctx: &Ctx, what: &str) -> Result<bool, ToolError> {
+//!     let approval: Approval = ctx.ask("approval", Elicit::new(format!("Approve {what}?"))).await?;
+//!     Ok(approval.approve)
+//! }
+//!
+//! /// Publishes the draft once approved.
+//! #[tool(forms = [Approval])] // checked at registration, as its own asks would be
+//! async fn publish(ctx: &Ctx) -> Result<String, ToolError> {
+//!     Ok(if sign_off(ctx, "publishing").await? { "published" } else { "kept as draft" }.into())
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let client = TestClient::new(Server::new("blog", "1.0.0").tool(publish));
+//! let mut call = client.call_tool("publish", serde_json::json!({}));
+//! assert_eq!(call.start().await.kinds()["approval"], "elicitation/create");
+//! let done = call.answer([("approval", answer::accept(serde_json::json!({ "approve": true })))]).await;
+//! assert_eq!(done.text().as_deref(), Some("published"));
+//! # }
+//! ```
+//!
+//! | ask | request | answer |
+//! |---|---|---|
+//! | [`Elicit<T>`] | `elicitation/create`, form from `T` | `Result<T, Declined>` |
+//! | [`ElicitUrl`] | `elicitation/create`, url mode | `Result<(), Declined>` |
+//! | [`Sample`] | `sampling/createMessage` | [`CreateMessageResult`] |
+//! | [`Roots`] | `roots/list` | `Vec<Root>` |
+//!
+//! An answer that does not decode (wrong shape, form content not matching `T`) counts as
+//! no answer: the question is asked again. An answer that decodes is kept (sealed into
+//! the request state) as the question normalized it: fields the question does not know
+//! are dropped, so a client cannot make the state carry its junk.
+
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+
+use serde::de::DeserializeOwned;
+use serde::Deserialize as _;
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+
+use crate::protocol::{
+    CreateMessageParams, CreateMessageResult, ElicitAction, ElicitParams, ElicitResult, FormSchema, InputRequest,
+    JsonObject, ListRootsResult, ModelHint, ModelPreferences, Root, SamplingMessage, Tool, ToolChoice,
+};
+use crate::Error;
+
+/// A question a handler can ask the client.
+pub trait Question {
+    /// What the handler gets back.
+    type Output;
+
+    /// The request embedded in `inputRequests`.
+    fn request(&self) -> Result<InputRequest, Error>;
+
+    /// Decodes the client's answer into what the handler gets and the answer worth
+    /// keeping for later rounds (without fields the question does not know); `None` when
+    /// it is malformed (the question is asked again). Decoding the kept answer again must
+    /// give the same output.
+    fn decode(&self, answer: Value) -> Option<(Self::Output, Value)>;
+
+    /// Decodes an answer this question kept in an earlier round (the second half of what
+    /// [`decode`](Question::decode) returned): every later round reads it again. By
+    /// default `decode` on a copy; a question can read it in place.
+    fn decode_kept(&self, kept: &Value) -> Option<Self::Output> {
+        self.decode(kept.clone()).map(|(output, _)| output)
+    }
+
+    /// What answers are pinned to: equal for equal questions, different whenever the
+    /// request would differ. By default a digest of the request as JSON; a question can
+    /// give one that is cheaper to compute (every round computes it).
+    fn digest(&self) -> Result<String, Error> {
+        let request = self.request()?;
+        Ok(hex_digest(Sha256::digest(serde_json::to_vec(&request).unwrap_or_default())))
+    }
+}
+
+/// The first half of a SHA-256, in hex: what answers and asked questions are pinned to.
+fn hex_digest(hash: impl AsRef<[u8]>) -> String {
+    crate::base::hex::encode(&hash.as_ref()[..16])
+}
+
+pub use crate::base::error::Declined;
+
+/// Types that can be asked for with a form: a flat object of string, number, integer,
+/// boolean and enum properties.
+///
+/// Implemented for every `Deserialize + JsonSchema` type; a type whose schema does not
+/// fit is reported when the server starts (for the forms a `#[tool]` asks for itself) or
+/// when the form is first built, naming the offending property.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be asked for with a form",
+    label = "the answer is read as `{Self}`",
+    note = "derive both traits a form needs: `#[derive(Deserialize, JsonSchema)]` on `{Self}` (from `mcp_mrtr::prelude`), a flat struct of strings, numbers, booleans and enums"
+)]
+pub trait ElicitForm: DeserializeOwned + Send + 'static {
+    /// The `requestedSchema` of the form. Asks call it once per type and keep the answer.
+    fn requested_schema() -> Result<Value, String>;
+}
+
+impl<T: DeserializeOwned + schemars::JsonSchema + Send + 'static> ElicitForm for T {
+    fn requested_schema() -> Result<Value, String> {
+        crate::base::form_schema::from_schemars(&schemars::schema_for!(T).to_value())
+    }
+}
+
+/// A form as asks use it: its schema, and the schema's digest for [`Question::digest`].
+struct Form {
+    schema: FormSchema,
+    digest: [u8; 32],
+}
+
+/// The forms built so far, by type: the form, or why the type cannot be one.
+type Forms = RwLock<HashMap<TypeId, Result<Arc<Form>, String>>>;
+
+/// The form of `T`, built once per type: schema generation is not free, every round of
+/// every ask needs the form, and it never changes.
+fn form<T: ElicitForm>() -> Result<Arc<Form>, Error> {
+    static FORMS: OnceLock<Forms> = OnceLock::new();
+    let forms = FORMS.get_or_init(RwLock::default);
+    let known = forms.read().unwrap_or_else(PoisonError::into_inner).get(&TypeId::of::<T>()).cloned();
+    let form = known.unwrap_or_else(|| {
+        let built = T::requested_schema().map(|schema| {
+            let schema = FormSchema::new(schema);
+            let digest = Sha256::digest(schema.as_json()).into();
+            Arc::new(Form { schema, digest })
+        });
+        // Once per type, for the server's operator: the client learns only that the
+        // question cannot be asked (the type's name says nothing to it).
+        if let Err(problem) = &built {
+            let form = std::any::type_name::<T>();
+            tracing::error!(form, %problem, "a handler asks for a type that cannot be a form; declare it with `forms = [...]` on the handler to have it checked at start-up");
+        }
+        let mut forms = forms.write().unwrap_or_else(PoisonError::into_inner);
+        forms.entry(TypeId::of::<T>()).or_insert(built).clone()
+    });
+    form.map_err(|_| {
+        Error::internal("the server cannot ask this question: its form is not valid (see the server's log)")
+    })
+}
+
+/// `elicitation/create` in form mode, asking for a `T`.
+pub struct Elicit<T> {
+    message: String,
+    form: PhantomData<fn() -> T>,
+}
+
+impl<T> Elicit<T> {
+    /// A form with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self { message: message.into(), form: PhantomData }
+    }
+}
+
+impl<T: ElicitForm> Question for Elicit<T> {
+    type Output = Result<T, Declined>;
+
+    fn request(&self) -> Result<InputRequest, Error> {
+        let schema = form::<T>()?.schema.clone();
+        Ok(InputRequest::Elicit(ElicitParams::Form { message: self.message.clone(), requested_schema: schema }))
+    }
+
+    /// Of the message and the form's cached digest: the schema is not written out again.
+    fn digest(&self) -> Result<String, Error> {
+        let form = form::<T>()?;
+        let mut hasher = Sha256::new();
+        hasher.update(b"elicitation/create form\0");
+        hasher.update((self.message.len() as u64).to_be_bytes());
+        hasher.update(self.message.as_bytes());
+        hasher.update(form.digest);
+        Ok(hex_digest(hasher.finalize()))
+    }
+
+    fn decode(&self, answer: Value) -> Option<(Self::Output, Value)> {
+        let result: ElicitResult = serde_json::from_value(answer).ok()?;
+        match result.action {
+            ElicitAction::Accept => {
+                let content = form_fields::<T>(result.content?);
+                let output = T::deserialize(&content).ok()?;
+                Some((Ok(output), kept_elicit(ElicitAction::Accept, Some(content))))
+            }
+            ElicitAction::Decline => Some((Err(Declined::Decline), kept_elicit(ElicitAction::Decline, None))),
+            ElicitAction::Cancel => Some((Err(Declined::Cancel), kept_elicit(ElicitAction::Cancel, None))),
+        }
+    }
+
+    /// Read in place: a kept answer holds only the form's fields already.
+    fn decode_kept(&self, kept: &Value) -> Option<Self::Output> {
+        match ElicitAction::deserialize(kept.get("action")?).ok()? {
+            ElicitAction::Accept => T::deserialize(kept.get("content")?).ok().map(Ok),
+            ElicitAction::Decline => Some(Err(Declined::Decline)),
+            ElicitAction::Cancel => Some(Err(Declined::Cancel)),
+        }
+    }
+}
+
+/// `elicitation/create` in url mode: the user completes something at a URL.
+///
+/// `Ok(())` means the user agreed to open it, not that the work there is done: check
+/// your own records, and ask again if it is not. When the step is done, call
+/// [`Ctx::complete_url_elicitation`](crate::Ctx::complete_url_elicitation) with the ask's
+/// key: a 2025-11-25 client then gets `notifications/elicitation/complete` naming the
+/// `elicitationId` the bridge issued; a 2026-07-28 client, whose revision has neither, gets
+/// nothing and learns the outcome from the call's result.
+///
+/// ```no_run
+/// use mcp_mrtr::prelude::*;
+///
+/// # async fn linked(_user: &str) {}
+/// /// Links the user's account.
+/// #[tool]
+/// async fn link(ctx: &Ctx, user: String) -> Result<String, ToolError> {
+///     let url = format!("https://example.com/link?user={user}");
+///     ask!(key = "link", elicit_url "Link your account", url)?;
+///     // Your own records say when the user is done there (a database, a channel).
+///     linked(&user).await;
+///     ctx.complete_url_elicitation("link").await;
+///     Ok("linked".into())
+/// }
+/// ```
+pub struct ElicitUrl {
+    message: String,
+    url: String,
+}
+
+impl ElicitUrl {
+    /// A url elicitation.
+    pub fn new(message: impl Into<String>, url: impl Into<String>) -> Self {
+        Self { message: message.into(), url: url.into() }
+    }
+}
+
+impl Question for ElicitUrl {
+    type Output = Result<(), Declined>;
+
+    fn request(&self) -> Result<InputRequest, Error> {
+        Ok(InputRequest::Elicit(ElicitParams::Url { message: self.message.clone(), url: self.url.clone() }))
+    }
+
+    fn decode(&self, answer: Value) -> Option<(Self::Output, Value)> {
+        let result: ElicitResult = serde_json::from_value(answer).ok()?;
+        let output = match result.action {
+            ElicitAction::Accept => Ok(()),
+            ElicitAction::Decline => Err(Declined::Decline),
+            ElicitAction::Cancel => Err(Declined::Cancel),
+        };
+        Some((output, kept_elicit(result.action, None)))
+    }
+}
+
+/// `sampling/createMessage`: ask the client's model.
+///
+/// **Deprecated in 2026-07-28** (SEP-2577), still served: clients of that revision may
+/// stop offering `sampling`, and a call that needs it then fails with `-32021`. For new
+/// tools, call a model provider from the server itself; to ask the person, use
+/// [`Elicit`]. Existing tools keep working, and no compiler warning marks them (a
+/// `#[deprecated]` would break `-D warnings` builds that must still support older clients).
+pub struct Sample {
+    params: CreateMessageParams,
+}
+
+impl Sample {
+    /// Sampling on one user message, with at most 1000 tokens.
+    pub fn new(prompt: impl Into<String>) -> Self {
+        Self::conversation(vec![SamplingMessage::user_text(prompt)])
+    }
+
+    /// Sampling that continues a whole conversation.
+    pub fn conversation(messages: Vec<SamplingMessage>) -> Self {
+        Self { params: CreateMessageParams::new(messages, 1000) }
+    }
+
+    /// The most tokens to generate.
+    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
+        self.params.max_tokens = max_tokens;
+        self
+    }
+
+    /// A system prompt.
+    pub fn system(mut self, system_prompt: impl Into<String>) -> Self {
+        self.params.system_prompt = Some(system_prompt.into());
+        self
+    }
+
+    /// Sampling temperature.
+    pub fn temperature(mut self, temperature: f64) -> Self {
+        self.params.temperature = Some(temperature);
+        self
+    }
+
+    /// Adds a model name hint (most preferred first).
+    pub fn model_hint(mut self, name: impl Into<String>) -> Self {
+        let prefs = self.params.model_preferences.get_or_insert_with(ModelPreferences::default);
+        prefs.hints.push(ModelHint { name: name.into() });
+        self
+    }
+
+    /// Model preferences wholesale.
+    pub fn model_preferences(mut self, preferences: ModelPreferences) -> Self {
+        self.params.model_preferences = Some(preferences);
+        self
+    }
+
+    /// Tools the model may call; needs the client's `sampling.tools`.
+    pub fn tools(mut self, tools: Vec<Tool>) -> Self {
+        self.params.tools = Some(tools);
+        self
+    }
+
+    /// `"auto"`, `"required"` or `"none"`; needs the client's `sampling.tools`.
+    pub fn tool_choice(mut self, mode: impl Into<String>) -> Self {
+        self.params.tool_choice = Some(ToolChoice { mode: Some(mode.into()) });
+        self
+    }
+}
+
+impl Question for Sample {
+    type Output = CreateMessageResult;
+
+    fn request(&self) -> Result<InputRequest, Error> {
+        Ok(InputRequest::Sample(self.params.clone()))
+    }
+
+    fn decode(&self, answer: Value) -> Option<(Self::Output, Value)> {
+        let result: CreateMessageResult = serde_json::from_value(answer).ok()?;
+        let kept = kept(&result);
+        Some((result, kept))
+    }
+}
+
+/// `roots/list`: the client's roots.
+///
+/// **Deprecated in 2026-07-28** (SEP-2577), still served: clients may stop offering
+/// `roots`. For new tools, take the paths as arguments, or ask for them with [`Elicit`].
+pub struct Roots;
+
+impl Question for Roots {
+    type Output = Vec<Root>;
+
+    fn request(&self) -> Result<InputRequest, Error> {
+        Ok(InputRequest::ListRoots(JsonObject::new()))
+    }
+
+    fn decode(&self, answer: Value) -> Option<(Self::Output, Value)> {
+        let result: ListRootsResult = serde_json::from_value(answer).ok()?;
+        let kept = kept(&result);
+        Some((result.roots, kept))
+    }
+}
+
+/// The accepted form's fields that the form asked for; the rest is dropped.
+fn form_fields<T: ElicitForm>(mut content: JsonObject) -> JsonObject {
+    let Ok(form) = form::<T>() else { return JsonObject::new() };
+    match form.schema.get("properties").and_then(Value::as_object) {
+        Some(properties) => {
+            content.retain(|name, _| properties.contains_key(name));
+            content
+        }
+        // No schema means the question could not be asked, so nothing was answered.
+        None => JsonObject::new(),
+    }
+}
+
+/// A decoded answer as JSON again. Our protocol types always serialize.
+fn kept<T: serde::Serialize>(answer: &T) -> Value {
+    serde_json::to_value(answer).unwrap_or(Value::Null)
+}
+
+/// An elicitation's kept answer, `content` moved in rather than copied: what
+/// [`kept`] makes of an [`ElicitResult`].
+fn kept_elicit(action: ElicitAction, content: Option<JsonObject>) -> Value {
+    let mut answer = JsonObject::new();
+    answer.insert("action".into(), kept(&action));
+    if let Some(content) = content {
+        answer.insert("content".into(), Value::Object(content));
+    }
+    Value::Object(answer)
+}
+
+#[cfg(test)]
+mod tests {
+    use schemars::JsonSchema;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    use super::*;
+
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct City {
+        city: String,
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Town {
+        town: String,
+    }
+
+    /// Answers are pinned to the digest: it must change with the message and with the
+    /// form, and stay the same for the same question.
+    #[test]
+    fn a_form_s_digest_follows_its_message_and_its_form() {
+        let city = Elicit::<City>::new("Where?").digest().unwrap();
+        assert_eq!(city, Elicit::<City>::new("Where?").digest().unwrap());
+        assert_ne!(city, Elicit::<City>::new("Where to?").digest().unwrap());
+        assert_ne!(city, Elicit::<Town>::new("Where?").digest().unwrap());
+        assert_eq!(city.len(), 32);
+    }
+
+    /// A kept answer holds only the fields the form asked for, and decodes again alike.
+    #[test]
+    fn an_accepted_form_keeps_only_its_own_fields() {
+        let question = Elicit::<City>::new("Where?");
+        let answer = json!({"action": "accept", "content": {"city": "Lyon", "junk": 1}, "extra": true});
+        let (output, kept) = question.decode(answer).expect("decodes");
+        assert_eq!(output.expect("accepted").city, "Lyon");
+        assert_eq!(kept, json!({"action": "accept", "content": {"city": "Lyon"}}));
+        let (again, kept_again) = question.decode(kept.clone()).expect("decodes again");
+        assert_eq!((again.expect("accepted").city, kept_again), ("Lyon".to_owned(), kept.clone()));
+        // Read in place, the kept answer gives the same.
+        assert_eq!(question.decode_kept(&kept).expect("decodes in place").expect("accepted").city, "Lyon");
+    }
+
+    /// Declines and cancels are kept as such and read in place alike; a kept answer that
+    /// no longer fits the form (say, the type changed in an upgrade) is no answer.
+    #[test]
+    fn kept_answers_read_in_place_as_decode_reads_them() {
+        let question = Elicit::<City>::new("Where?");
+        for (action, declined) in [("decline", Declined::Decline), ("cancel", Declined::Cancel)] {
+            let (output, kept) = question.decode(json!({"action": action})).expect("decodes");
+            assert_eq!(output.err(), Some(declined));
+            assert_eq!(kept, json!({"action": action}));
+            assert_eq!(question.decode_kept(&kept).expect("decodes in place").err(), Some(declined));
+        }
+        assert!(question.decode_kept(&json!({"action": "accept", "content": {"town": "Lyon"}})).is_none());
+        assert!(question.decode_kept(&json!({"action": "maybe"})).is_none());
+    }
+}

@@ -1,0 +1,601 @@
+//! [`Ctx`]: what a handler knows about the request it serves, and its channel for
+//! progress and log notifications; the futures its methods return ([`Ask`], [`Halted`],
+//! [`ContinueAsTask`], [`RetryLater`]); and what it reads of the request's `_meta`
+//! ([`RequestMeta`], [`TraceContext`]).
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use axum::http::{Extensions, HeaderMap};
+use futures_util::future::BoxFuture;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::intake::app_state::AppState;
+pub use crate::intake::envelope::{RequestMeta, TraceContext, TraceParent};
+use crate::mrtr::ask::Question;
+use crate::mrtr::replay::Replay;
+use crate::protocol::{
+    ClientCapabilities, Implementation, InputRequest, JsonObject, LoggingLevel, Notification, Notifier, Outgoing,
+    RequestId,
+};
+use crate::{Caller, Capability, Error};
+
+mod resources;
+pub(crate) use self::resources::{Readable, ResourceAccess};
+
+/// What the transport knows about a request besides its JSON.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Transport {
+    /// Where notifications go; `None` when the client cannot receive them.
+    pub(crate) notifier: Option<Notifier>,
+    /// The HTTP request headers (none on stdio).
+    pub(crate) headers: Option<Arc<HeaderMap>>,
+    /// What the application attached to the request: HTTP middleware's extensions (the
+    /// authenticated [`Caller`] among them), or a test's.
+    pub(crate) extensions: Arc<Extensions>,
+    /// The legacy (2025-11-25) side of the request: how it asks its client; `None` for
+    /// modern requests.
+    pub(crate) bridge: Option<Arc<dyn Bridge>>,
+    /// How long one run of a handler may take unless its route says otherwise
+    /// (`Server::handler_timeout`, or the transport's default).
+    pub(crate) handler_timeout: Option<std::time::Duration>,
+}
+
+/// How long a bridge waits, by default, for a client to answer a round's questions: a
+/// person may be filling in a form. `Server::bridge_answer_timeout` changes it.
+pub(crate) const ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// How a 2025-11-25 request asks its client in the middle of a call: as real
+/// server-to-client requests. The core defines this door and the legacy transport
+/// (`legacy`) goes through it, so the core never names the legacy session machinery.
+pub(crate) trait Bridge: Send + Sync + std::fmt::Debug {
+    /// Sends one round's questions to the client on `outgoing` and waits for their
+    /// answers (keyed as the questions are), at most `timeout`, or until `shutdown`.
+    fn ask<'a>(
+        &'a self,
+        outgoing: &'a Notifier,
+        questions: BTreeMap<String, InputRequest>,
+        timeout: std::time::Duration,
+        shutdown: BoxFuture<'a, ()>,
+    ) -> BoxFuture<'a, Result<JsonObject, Error>>;
+
+    /// `notifications/elicitation/complete` for the url elicitation asked under `key`;
+    /// `None` if this bridge never asked one under that key.
+    fn url_complete(&self, key: &str) -> Option<Notification>;
+}
+
+impl Transport {
+    /// The authenticated caller, as the HTTP layer (or a test) attached it.
+    pub(crate) fn caller(&self) -> Option<&Caller> {
+        self.extensions.get::<Caller>()
+    }
+}
+
+/// The request context handed to every tool, prompt and resource handler.
+///
+/// Cheap to clone. Everything in it belongs to *this* request: the client's capabilities
+/// are the ones it declared on this request, and notifications go to this request's
+/// stream only.
+///
+/// A handler takes it as a `ctx: &Ctx` (or `Ctx`) parameter, which is not an argument of
+/// the call:
+///
+/// ```
+/// use mcp_mrtr::prelude::*;
+/// use mcp_mrtr::testing::TestClient;
+///
+/// /// Says which protocol revision the client speaks.
+/// #[tool]
+/// async fn revision(ctx: &Ctx) -> Result<String, ToolError> {
+///     Ok(ctx.protocol_version().to_owned())
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let client = TestClient::new(Server::new("about", "1.0.0").tool(revision));
+/// let done = client.call_tool("revision", serde_json::json!({})).start().await;
+/// assert_eq!(done.text().as_deref(), Some(mcp_mrtr::protocol::PROTOCOL_VERSION));
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Ctx {
+    inner: Arc<CtxInner>,
+}
+
+#[derive(Debug)]
+struct CtxInner {
+    id: RequestId,
+    meta: Arc<RequestMeta>,
+    transport: Transport,
+    logging: bool,
+    last_progress: Mutex<Option<f64>>,
+    replay: Arc<Replay>,
+    app: AppState,
+    /// How `resources/read` decides for this request; set for a server's own methods.
+    resources: Option<Arc<dyn ResourceAccess>>,
+}
+
+impl Ctx {
+    pub(crate) fn new(
+        id: RequestId,
+        meta: Arc<RequestMeta>,
+        transport: Transport,
+        logging: bool,
+        replay: Arc<Replay>,
+        app: AppState,
+    ) -> Self {
+        let inner =
+            CtxInner { id, meta, transport, logging, last_progress: Mutex::new(None), replay, app, resources: None };
+        Self { inner: Arc::new(inner) }
+    }
+
+    /// Asks the client `question`, answered under `key`; `ask!` calls this for you.
+    ///
+    /// Resolves at once when this round (or an earlier one) holds the answer. Otherwise
+    /// the question is recorded and the future never resolves in this round: the
+    /// runtime ends the round with `input_required` and runs the handler again when the
+    /// client answers. Keys must be unique per question within one call.
+    pub fn ask<Q: Question + Unpin>(&self, key: impl Into<String>, question: Q) -> Ask<Q> {
+        Ask { replay: self.inner.replay.clone(), key: key.into(), question, fresh: false }
+    }
+
+    /// Whether the client declared `capability` on this request.
+    ///
+    /// ```
+    /// use mcp_mrtr::prelude::*;
+    /// use mcp_mrtr::testing::TestClient;
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Region { name: String }
+    ///
+    /// /// Deploys to the region the user picks, or to the default one.
+    /// #[tool]
+    /// async fn deploy(ctx: &Ctx) -> Result<String, ToolError> {
+    ///     // Asking a client that cannot show forms would fail the call with -32021.
+    ///     if !ctx.client_supports(Capability::ElicitationForm) {
+    ///         return Ok("deployed to eu-west".into());
+    ///     }
+    ///     let region: Region = ask!(elicit "Which region?")?;
+    ///     Ok(format!("deployed to {}", region.name))
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let server = Server::new("ops", "1.0.0").tool(deploy);
+    /// let client = TestClient::new(server).with_capabilities(serde_json::json!({}));
+    /// let done = client.call_tool("deploy", serde_json::json!({})).start().await;
+    /// assert_eq!(done.text().as_deref(), Some("deployed to eu-west"));
+    /// # }
+    /// ```
+    pub fn client_supports(&self, capability: Capability) -> bool {
+        capability.is_declared_in(self.client_capabilities())
+    }
+
+    /// `Err(-32021)` unless the client declared `capability` on this request: for
+    /// handlers that cannot run at all without it.
+    pub fn require(&self, capability: Capability) -> Result<(), Error> {
+        crate::intake::capability::missing(self.client_capabilities(), [capability])
+    }
+
+    /// Runs `step` once across all rounds of this call: its result is sealed into the
+    /// request state and read back in later rounds instead of running `step` again.
+    /// Use it for side effects before an ask (create an order, call a paid API).
+    ///
+    /// Before a step runs in a round that continues a call, the round claims its request
+    /// state in the single-use guard, so a client cannot replay an older round to run the
+    /// step again, even in parallel (see [`StateConfig::reusable`](crate::request_state::StateConfig::reusable)
+    /// for the trade-off). Rounds that take no step never touch the guard. What no server
+    /// can prevent: a client that starts the call over, without a state, runs it again,
+    /// like any new call.
+    ///
+    /// In a task, the run claims the step in the task's record before it runs, in a write
+    /// that lands only while the run holds its lease: a run that stalled past its lease (a
+    /// blocking call, CPU-bound work, a paused VM) or was cancelled stops there, and the
+    /// run that took over takes the step once. Only a step cut off mid-way (the process
+    /// died, or the run stalled inside the step itself) runs again. Handlers must not block
+    /// the runtime: put blocking or CPU-heavy work in `tokio::task::spawn_blocking`.
+    ///
+    /// Inside a `#[tool]`, [`once!`](crate::once) is the same, keyed by the `let` it binds.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    ///
+    /// use mcp_mrtr::prelude::*;
+    /// use mcp_mrtr::testing::{answer, TestClient};
+    ///
+    /// static ORDERS: AtomicU32 = AtomicU32::new(0);
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Confirm { pay: bool }
+    ///
+    /// /// Creates an order, then asks whether to pay for it.
+    /// #[tool]
+    /// async fn order(ctx: &Ctx) -> Result<String, ToolError> {
+    ///     // Runs in the first round; the second reads its result from the request state.
+    ///     let id = ctx.once("order_id", async { 100 + ORDERS.fetch_add(1, Ordering::SeqCst) }).await;
+    ///     let confirm: Confirm = ask!(elicit "Pay now?")?;
+    ///     Ok(format!("order {id}: {}", if confirm.pay { "paid" } else { "unpaid" }))
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let client = TestClient::new(Server::new("shop", "1.0.0").tool(order));
+    /// let mut call = client.call_tool("order", serde_json::json!({}));
+    /// call.start().await;
+    /// let done = call.answer([("confirm", answer::accept(serde_json::json!({ "pay": true })))]).await;
+    /// assert_eq!(done.text().as_deref(), Some("order 100: paid"));
+    /// assert_eq!(ORDERS.load(Ordering::SeqCst), 1); // once, over both rounds
+    /// # }
+    /// ```
+    pub async fn once<T, F>(&self, key: &str, step: F) -> T
+    where
+        T: Serialize + DeserializeOwned,
+        F: Future<Output = T>,
+    {
+        match self.begin_once(key).await {
+            Ok(Some(done)) => done,
+            Ok(None) => {
+                let value = step.await;
+                self.record_once(key, &value).await;
+                value
+            }
+            Err(halted) => halted.await,
+        }
+    }
+
+    /// Where the `once` step `key` stands: `Ok(Some)` with its recorded result; `Ok(None)`
+    /// when it has not run yet and may run now (this round holds its claim); `Err` when it
+    /// must not run (the round failed: its state was used already or cannot be claimed,
+    /// or the recorded result no longer decodes as `T`), a future that never resolves.
+    #[doc(hidden)]
+    pub async fn begin_once<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, Halted<T>> {
+        let halted = || Halted { output: PhantomData };
+        let replay = &self.inner.replay;
+        let Some(recorded) = replay.once_result(key).map_err(|()| halted())? else {
+            return if replay.claim_step(key).await { Ok(None) } else { Err(halted()) };
+        };
+        // The value comes from sealed state, written by this server. If it no longer
+        // decodes, the step's type changed under a live call: running the step again
+        // would repeat its side effect, so the call fails instead.
+        serde_json::from_value(recorded).map(Some).map_err(|error| {
+            tracing::error!(key, %error, "a recorded once! result no longer decodes");
+            replay.fail(Error::internal(format!(
+                "the recorded result of once step {key:?} no longer decodes; start the call over"
+            )));
+            halted()
+        })
+    }
+
+    /// Records a `once` step's result. In a task, the journal is stored before the
+    /// handler goes on; if it cannot be, the run stops here (this future never
+    /// resolves) rather than go on with a step that a takeover would take again.
+    #[doc(hidden)]
+    pub async fn record_once<T: Serialize>(&self, key: &str, value: &T) {
+        let replay = &self.inner.replay;
+        match serde_json::to_value(value) {
+            Ok(value) => replay.record_once(key, value),
+            Err(e) => return replay.fail(Error::internal(format!("once step {key:?} is not serializable: {e}"))),
+        }
+        if let Some(log) = replay.task_log() {
+            if !log.journal(replay.carried()).await {
+                replay.fail(Error::internal(format!("the result of once step {key:?} could not be stored")));
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
+    /// Ends this round with state only, no questions: the client retries later (load
+    /// shedding, waiting for work elsewhere). The future never resolves in this round.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    ///
+    /// use mcp_mrtr::prelude::*;
+    /// use mcp_mrtr::testing::TestClient;
+    ///
+    /// /// Set by the job that builds the nightly export.
+    /// struct Export { ready: AtomicBool }
+    ///
+    /// /// The nightly export, once it is built.
+    /// #[tool]
+    /// async fn nightly_export(ctx: &Ctx, State(export): State<Export>) -> Result<String, ToolError> {
+    ///     if !export.ready.load(Ordering::Acquire) {
+    ///         return ctx.retry_later().await;
+    ///     }
+    ///     Ok("export.csv".into())
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let server = Server::new("exports", "1.0.0").with_state(Export { ready: AtomicBool::new(false) });
+    /// let client = TestClient::new(server.tool(nightly_export));
+    /// let round = client.call_tool("nightly_export", serde_json::json!({})).start().await;
+    /// // `input_required` with a state and no questions: the client asks again later.
+    /// assert!(round.input_required().is_some() && round.keys().is_empty());
+    /// # }
+    /// ```
+    pub fn retry_later<T>(&self) -> RetryLater<T> {
+        RetryLater { replay: self.inner.replay.clone(), output: PhantomData }
+    }
+
+    /// Continues this call as a task, from here on, when the tool supports tasks and the
+    /// client declared them on this request: the client gets a task id at once, and
+    /// whatever the handler asks after this point is asked through the task.
+    ///
+    /// Asks before it are ordinary rounds, so a handler can gather what it needs in
+    /// rounds and then go on as a task; their answers and `once!` results carry into the
+    /// task. Anywhere else (a task already, a tool without task support, a client
+    /// without the extension) it returns at once and the call goes on as it was.
+    ///
+    /// A task tool also becomes a task, without this, when its handler first waits on
+    /// its own work (a timer, I/O).
+    pub fn continue_as_task(&self) -> ContinueAsTask {
+        ContinueAsTask { replay: self.inner.replay.clone() }
+    }
+
+    /// The JSON-RPC id of the request (a retry of a multi-round call has a new one).
+    pub fn request_id(&self) -> &RequestId {
+        &self.inner.id
+    }
+
+    /// The id of the task this handler runs as, once the call continued as one
+    /// ([`Ctx::continue_as_task`]); `None` in an ordinary round. Key what a task holds by
+    /// it, so [`TaskConfig::on_end`](crate::tasks::TaskConfig::on_end) can find it
+    /// ([`TaskEnd::id`](crate::tasks::TaskEnd::id)).
+    pub fn task_id(&self) -> Option<String> {
+        self.inner.replay.task_log().map(|log| log.task_id().to_owned())
+    }
+
+    /// The request's `_meta`, read: the envelope, the trace context
+    /// ([`RequestMeta::trace`]: `traceparent`, `tracestate`, `baggage`) and any other
+    /// keys the client sent ([`RequestMeta::extra`]). All of it is client data.
+    pub fn meta(&self) -> &RequestMeta {
+        &self.inner.meta
+    }
+
+    /// The protocol version the request was made with.
+    pub fn protocol_version(&self) -> &str {
+        &self.inner.meta.protocol_version
+    }
+
+    /// What the client declared it can do on this request.
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        &self.inner.meta.client_capabilities
+    }
+
+    /// The client's name and version, if it sent them. For display and logs only:
+    /// never branch behaviour or security on it.
+    pub fn client_info(&self) -> Option<&Implementation> {
+        self.inner.meta.client_info.as_ref()
+    }
+
+    /// The HTTP headers of the request (`None` on stdio). Behind a
+    /// [`ResourceServer`](crate::auth::ResourceServer), `Authorization` is not among them
+    /// unless it [passes the token to handlers](crate::auth::ResourceServer::pass_token_to_handlers).
+    pub fn http_headers(&self) -> Option<&HeaderMap> {
+        self.inner.transport.headers.as_deref()
+    }
+
+    /// The authenticated caller, when an authentication layer established one.
+    ///
+    /// ```
+    /// use mcp_mrtr::prelude::*;
+    /// use mcp_mrtr::testing::TestClient;
+    ///
+    /// /// Greets whoever is signed in.
+    /// #[tool]
+    /// async fn hello(ctx: &Ctx) -> Result<String, ToolError> {
+    ///     // `None` on stdio, or over HTTP without authentication.
+    ///     let who = ctx.caller().map_or("stranger", Caller::id);
+    ///     Ok(format!("hello, {who}"))
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let client = TestClient::new(Server::new("hi", "1.0.0").tool(hello)).as_caller(Caller::new("alice"));
+    /// let done = client.call_tool("hello", serde_json::json!({})).start().await;
+    /// assert_eq!(done.text().as_deref(), Some("hello, alice"));
+    /// # }
+    /// ```
+    pub fn caller(&self) -> Option<&Caller> {
+        self.inner.transport.caller()
+    }
+
+    /// A value the application's HTTP middleware attached to the request (`None` on
+    /// stdio, or when no middleware set one of type `T`).
+    pub fn extension<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.inner.transport.extensions.get::<T>()
+    }
+
+    /// The application state of type `T` the server was given with
+    /// [`Server::with_state`](crate::Server::with_state).
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        self.inner.app.get::<T>()
+    }
+
+    /// Reports progress, if the request asked for it (`_meta.progressToken`).
+    ///
+    /// Progress must increase: a value not above the last one sent is dropped, as are
+    /// all values when the request carried no token or the client went away.
+    ///
+    /// In a task, progress is not sent (the extension has no progress notifications):
+    /// it becomes the task's `statusMessage` on `tasks/get` instead, the message if
+    /// there is one, else `progress/total`.
+    ///
+    /// ```
+    /// use mcp_mrtr::prelude::*;
+    ///
+    /// /// Imports the rows, a batch at a time.
+    /// #[tool]
+    /// async fn import(ctx: &Ctx, rows: u32) -> Result<String, ToolError> {
+    ///     for done in (0..=rows).step_by(100).skip(1) {
+    ///         // import the next 100 rows here, then say how far it got
+    ///         ctx.progress(f64::from(done), Some(f64::from(rows)), Some("importing")).await;
+    ///     }
+    ///     Ok(format!("imported {rows} rows"))
+    /// }
+    /// # let _ = Server::new("import", "1.0.0").tool(import);
+    /// ```
+    pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        if let Some(log) = self.inner.replay.task_log() {
+            let text = match (message, total) {
+                (Some(message), _) => message.to_owned(),
+                (None, Some(total)) => format!("{progress}/{total}"),
+                (None, None) => progress.to_string(),
+            };
+            return log.status(text).await;
+        }
+        let Some(token) = &self.inner.meta.progress_token else { return };
+        {
+            let mut last = self.inner.last_progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if last.is_some_and(|last| progress <= last) {
+                tracing::debug!(progress, "dropping progress that does not increase");
+                return;
+            }
+            *last = Some(progress);
+        }
+        let mut params = json!({ "progressToken": token, "progress": progress });
+        if let Some(total) = total {
+            params["total"] = json!(total);
+        }
+        if let Some(message) = message {
+            params["message"] = json!(message);
+        }
+        self.notify("notifications/progress", params).await;
+    }
+
+    /// Sends a log message, if the server enabled logging and the request opted in at
+    /// this level or below (`_meta["io.modelcontextprotocol/logLevel"]`). Nothing is sent
+    /// from a task: the extension has no log notifications. Deprecated in 2026-07-28
+    /// (SEP-2577), still served: see [`Server::logging`](crate::Server::logging).
+    pub async fn log(&self, level: LoggingLevel, logger: Option<&str>, data: impl Serialize) {
+        let in_task = self.inner.replay.task_log().is_some();
+        if in_task || !self.inner.logging || self.inner.meta.log_level.is_none_or(|min| level < min) {
+            return;
+        }
+        let data =
+            serde_json::to_value(data).unwrap_or_else(|e| Value::String(format!("<unserializable log data: {e}>")));
+        let mut params = json!({ "level": level, "data": data });
+        if let Some(logger) = logger {
+            params["logger"] = json!(logger);
+        }
+        self.notify("notifications/message", params).await;
+    }
+
+    /// Says that the out-of-band step of the url elicitation asked under `key` is done.
+    ///
+    /// A 2025-11-25 client gets `notifications/elicitation/complete` naming the
+    /// `elicitationId` the bridge issued for that question, and may then close its "waiting
+    /// for the browser" state. A 2026-07-28 client gets nothing: that revision has no such
+    /// notification, the client simply retries after the user consents, and the handler
+    /// checks its own records (returning its result, asking again, or
+    /// [`retry_later`](Self::retry_later)). Nothing is sent either when no url elicitation
+    /// was asked under `key` in this call.
+    ///
+    /// `key` is the ask's key: the name of the `let` it is bound to, or its `key = "…"`.
+    pub async fn complete_url_elicitation(&self, key: &str) {
+        let complete = self.inner.transport.bridge.as_ref().and_then(|bridge| bridge.url_complete(key));
+        if let Some(notification) = complete {
+            self.send(notification).await;
+        }
+    }
+
+    async fn notify(&self, method: &str, params: Value) {
+        self.send(Notification { method: method.to_owned(), params }).await;
+    }
+
+    async fn send(&self, notification: Notification) {
+        if let Some(notifier) = &self.inner.transport.notifier {
+            // A closed channel means the client is gone; the request is being cancelled.
+            let _ = notifier.send(Box::new(Outgoing::Notification(notification))).await;
+        }
+    }
+}
+
+/// The future of one question: see [`Ctx::ask`].
+#[must_use = "an ask does nothing unless awaited"]
+pub struct Ask<Q> {
+    replay: Arc<Replay>,
+    key: String,
+    question: Q,
+    fresh: bool,
+}
+
+impl<Q> Ask<Q> {
+    /// Accepts only an answer to this question as the server asked it: never one the
+    /// client sent with its first request, before anything was asked. `ask!(fresh, …)`
+    /// calls this.
+    ///
+    /// Use it for consent (a sign-off, a confirmation of a payment): a client may answer
+    /// a call's first questions before they are asked, which suits a form it fills in
+    /// anyway, but a person must see a consent question first. (Inside a task every ask
+    /// is fresh: only answers to the task's open questions count.)
+    pub fn fresh(mut self) -> Self {
+        self.fresh = true;
+        self
+    }
+}
+
+impl<Q: Question + Unpin> Future for Ask<Q> {
+    type Output = Q::Output;
+
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Q::Output> {
+        // No waker on purpose: a pending ask is never woken in this round; the replay
+        // driver sees the recorded question and ends the round.
+        self.replay.lookup(&self.key, &self.question, self.fresh)
+    }
+}
+
+/// A step that must not run: its round has failed. Never resolves; the runtime ends the
+/// round with the failure.
+#[doc(hidden)]
+#[must_use = "a halted step does nothing unless awaited"]
+pub struct Halted<T> {
+    output: PhantomData<fn() -> T>,
+}
+
+impl<T> Future for Halted<T> {
+    type Output = T;
+
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<T> {
+        Poll::Pending
+    }
+}
+
+/// The future of [`Ctx::continue_as_task`].
+#[must_use = "continue_as_task does nothing unless awaited"]
+pub struct ContinueAsTask {
+    replay: Arc<Replay>,
+}
+
+impl Future for ContinueAsTask {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        // No waker, like an ask: the driver sees the request and ends the round; the
+        // task polls the handler again right away.
+        self.replay.continue_as_task()
+    }
+}
+
+/// The future of [`Ctx::retry_later`].
+#[must_use = "retry_later does nothing unless awaited"]
+pub struct RetryLater<T> {
+    replay: Arc<Replay>,
+    output: PhantomData<fn() -> T>,
+}
+
+impl<T> Future for RetryLater<T> {
+    type Output = T;
+
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<T> {
+        self.replay.retry_later();
+        Poll::Pending
+    }
+}

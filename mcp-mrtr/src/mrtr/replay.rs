@@ -1,0 +1,592 @@
+//! The runtime half of `ask!`: deterministic replay of a handler across rounds.
+//!
+//! Each round re-runs the handler from the top. An `ask` whose answer is known evaluates
+//! to it; an unanswered one records its question and stays pending without a waker. The
+//! [`drive`] loop polls the handler: when it is pending and a question was recorded, the
+//! handler is dropped and the round ends with `input_required`, carrying every question
+//! recorded in that poll (so asks joined with `join!` go out together) and a sealed state
+//! holding the answers so far.
+//!
+//! Answers are pinned to a digest of their question: a stored answer counts only for the
+//! same question, a fresh answer only for the question asked in the round the state
+//! closed (or, with no state at all, for a question the handler reaches). Answers nobody
+//! asked for are ignored; malformed ones are asked again. What is stored is the answer as
+//! the question decoded it, not the client's bytes.
+//!
+//! The request's `requestState` is opened (and, with single-use states, spent) before the
+//! handler runs: no handler code runs on a state that does not open.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::panic::{self, AssertUnwindSafe};
+use std::pin::{pin, Pin};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Poll;
+
+use futures_util::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tracing::Instrument as _;
+
+use crate::intake::capability;
+use crate::intake::request_state::SingleUse;
+use crate::mrtr::ask::Question;
+use crate::protocol::{ClientCapabilities, InputRequest, InputRequiredResult, JsonObject};
+use crate::Error;
+
+/// Rounds after which a multi-round call is abandoned as a loop.
+const MAX_ROUNDS: u32 = 32;
+/// How often one question may change after it was asked before it is reported as a bug.
+const MAX_CHANGES: u32 = 1;
+
+/// What the sealed `requestState` carries from one round to the next. Empty maps are left
+/// out: every byte is sealed, sent, and read back each round.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Carried {
+    #[serde(rename = "r")]
+    round: u32,
+    /// Accepted answers, by key.
+    #[serde(rename = "a", default, skip_serializing_if = "BTreeMap::is_empty")]
+    answers: BTreeMap<String, Stored>,
+    /// The questions the closed round asked, by key: their digests.
+    #[serde(rename = "q", default, skip_serializing_if = "BTreeMap::is_empty")]
+    asked: BTreeMap<String, String>,
+    /// Results of `once` steps, by key.
+    #[serde(rename = "o", default, skip_serializing_if = "BTreeMap::is_empty")]
+    once: BTreeMap<String, Value>,
+    /// `once` steps a task run claimed and has not finished (tasks only): one still here
+    /// when another run replays the task was cut mid-way by a crash or a stall.
+    #[serde(rename = "s", default, skip_serializing_if = "BTreeSet::is_empty")]
+    started: BTreeSet<String>,
+    /// How often each key's question changed after being asked.
+    #[serde(rename = "c", default, skip_serializing_if = "BTreeMap::is_empty")]
+    changes: BTreeMap<String, u32>,
+    /// Who started the call (an opaque number for its client): the single-use guard counts
+    /// the call's states against it, whoever presents them.
+    #[serde(rename = "k", default, skip_serializing_if = "is_zero")]
+    owner: u32,
+    /// Where the call started in its client's trace (the first round's `traceparent`), when it carried one: each later round's span, and each run
+    /// of the task it became, records it, so one flow reads as one trace.
+    #[serde(rename = "t", default, skip_serializing_if = "Option::is_none")]
+    origin: Option<String>,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
+fn is_zero(owner: &u32) -> bool {
+    *owner == 0
+}
+
+impl Carried {
+    /// Who started the call the state belongs to (see [`Replay::new_call`]).
+    pub(crate) fn owner(&self) -> u32 {
+        self.owner
+    }
+
+    /// Where the call started in its client's trace, if it was traced.
+    pub(crate) fn origin(&self) -> Option<&str> {
+        self.origin.as_deref()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct Stored {
+    #[serde(rename = "d")]
+    digest: String,
+    #[serde(rename = "v")]
+    answer: Value,
+}
+
+/// The replay bookkeeping of one request.
+#[derive(Debug)]
+pub(crate) struct Replay {
+    round: Mutex<Round>,
+    /// The state this round opened, to claim before its first `once` step runs.
+    single_use: Option<SingleUse>,
+    /// The claim's outcome, made once per round however many steps it takes.
+    claimed: tokio::sync::OnceCell<Result<(), Error>>,
+}
+
+#[derive(Debug)]
+struct Round {
+    /// False for requests that cannot answer `input_required`.
+    enabled: bool,
+    carried: Carried,
+    has_state: bool,
+    responses: JsonObject,
+    pending: BTreeMap<String, (String, InputRequest)>,
+    failure: Option<Error>,
+    retry_later: bool,
+    /// The `once` steps that ran in this round (rather than being read from the state).
+    ran_once: BTreeSet<String>,
+    escalation: Escalation,
+    /// Where a task's status messages and journal go (tasks only).
+    task_log: Option<Log>,
+}
+
+#[derive(Clone)]
+struct Log(Arc<dyn TaskLog>);
+
+impl std::fmt::Debug for Log {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TaskLog")
+    }
+}
+
+/// Where a task's running handler writes what must outlive this run (tasks only).
+pub(crate) trait TaskLog: Send + Sync {
+    /// The task's id.
+    fn task_id(&self) -> &str;
+
+    /// Records a status message (`statusMessage` on `tasks/get`).
+    fn status(&self, message: String) -> BoxFuture<'static, ()>;
+
+    /// Stores the journal after a `once` step, before the handler goes on, so a run
+    /// that takes the task over does not take the step again. `false` when it could not
+    /// be stored (the store is down, or this run lost the task): the run must stop.
+    fn journal(&self, journal: Carried) -> BoxFuture<'static, bool>;
+
+    /// Claims a `once` step before it runs: stores the journal (the step marked started)
+    /// in one write that lands only while this run holds a lease that has not lapsed,
+    /// and renews it. `false` when it did not land (cancelled, taken over, lapsed, or the
+    /// store is down): the step must not run, and the run must stop.
+    fn claim(&self, journal: Carried) -> BoxFuture<'static, bool>;
+}
+
+/// Whether, and how far, a call may turn into a task (see the tasks guide: where a call
+/// becomes a task).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Escalation {
+    /// The call runs to its end in rounds: `continue_as_task` is a no-op.
+    Never,
+    /// A tool that supports tasks, called by a client that declared them: the call
+    /// becomes a task when the handler asks for it or waits on work.
+    Allowed,
+    /// The handler asked to continue as a task.
+    Requested,
+    /// The call runs as a task.
+    InTask,
+}
+
+impl Replay {
+    /// A replay from the opened state (if the request carried one) and the request's
+    /// `inputResponses`.
+    pub(crate) fn new(carried: Option<Carried>, responses: JsonObject) -> Self {
+        let has_state = carried.is_some();
+        let round = Round {
+            enabled: true,
+            carried: carried.unwrap_or_default(),
+            has_state,
+            responses,
+            pending: BTreeMap::new(),
+            failure: None,
+            retry_later: false,
+            ran_once: BTreeSet::new(),
+            escalation: Escalation::Never,
+            task_log: None,
+        };
+        Self { round: Mutex::new(round), single_use: None, claimed: tokio::sync::OnceCell::new() }
+    }
+
+    /// The replay of a call's first round (no state yet), started by the client `owner`.
+    pub(crate) fn new_call(responses: JsonObject, owner: u32, origin: Option<String>) -> Self {
+        let replay = Self::new(None, responses);
+        let mut round = replay.lock();
+        round.carried.owner = owner;
+        round.carried.origin = origin;
+        drop(round);
+        replay
+    }
+
+    /// The replay of a round that opened a state: its `once` steps claim it first.
+    pub(crate) fn opened(carried: Carried, responses: JsonObject, single_use: Option<SingleUse>) -> Self {
+        Self { single_use, ..Self::new(Some(carried), responses) }
+    }
+
+    /// May the `once` step `key` take its side effect now? `false` (the call failed, or
+    /// the run must stop) when it may not.
+    ///
+    /// - In a task, the run claims the step in the task's record, fenced on a live lease
+    ///   ([`TaskLog::claim`]): a run that stalled past its lease, or was cancelled, finds
+    ///   out here, before the step, never after it.
+    /// - In an MRTR round, the round claims the state it opened, once per round,
+    ///   atomically with every other request presenting it: another took it first, or it
+    ///   cannot be recorded, and the round fails with the client's error. Rounds without a
+    ///   state, or on a server with reusable states, claim nothing.
+    pub(crate) async fn claim_step(&self, key: &str) -> bool {
+        if let Some(log) = self.task_log() {
+            let journal = {
+                let mut round = self.lock();
+                if !round.carried.started.insert(key.to_owned()) {
+                    tracing::warn!(key, "a once! step was cut mid-way by an earlier run of this task; taking it again");
+                }
+                round.carried.clone()
+            };
+            if !log.claim(journal).await {
+                self.fail(Error::internal(format!("this run lost its task before once step {key:?}; stopping")));
+                return false;
+            }
+            return true;
+        }
+        let Some(single_use) = &self.single_use else { return true };
+        match self.claimed.get_or_init(|| single_use.claim()).await {
+            Ok(()) => true,
+            Err(error) => {
+                self.fail(error.clone());
+                false
+            }
+        }
+    }
+
+    /// A replay for a request that cannot answer `input_required`: any ask fails it.
+    pub(crate) fn disabled() -> Self {
+        let replay = Self::new(None, JsonObject::new());
+        replay.lock().enabled = false;
+        replay
+    }
+
+    /// Lets this call turn into a task (a task tool and a client that declared tasks).
+    pub(crate) fn allow_task(&self) {
+        self.lock().escalation = Escalation::Allowed;
+    }
+
+    /// Marks this call as running as a task: asks suspend the task, not a round.
+    ///
+    /// From here on an answer counts only for a question the task asked: answers the
+    /// client sent with its first request, before anything was asked, reach no ask inside
+    /// the task (a person must see a task's question before anyone can answer it).
+    pub(crate) fn enter_task(&self, log: Arc<dyn TaskLog>) {
+        let mut round = self.lock();
+        round.escalation = Escalation::InTask;
+        round.task_log = Some(Log(log));
+        round.has_state = true;
+    }
+
+    /// Where the task this call runs as keeps its status and journal; `None` outside tasks.
+    pub(crate) fn task_log(&self) -> Option<Arc<dyn TaskLog>> {
+        self.lock().task_log.as_ref().map(|log| log.0.clone())
+    }
+
+    /// `Ready` when the handler may go on where it stands; `Pending` (recorded) when the
+    /// round must end so the rest runs as a task.
+    pub(crate) fn continue_as_task(&self) -> Poll<()> {
+        let mut round = self.lock();
+        match round.escalation {
+            Escalation::Never | Escalation::InTask => Poll::Ready(()),
+            Escalation::Allowed | Escalation::Requested => {
+                round.escalation = Escalation::Requested;
+                Poll::Pending
+            }
+        }
+    }
+
+    /// The answers and `once` results gathered so far, for a task's journal.
+    pub(crate) fn carried(&self) -> Carried {
+        self.lock().carried.clone()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Round> {
+        self.round.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The round, unless this request cannot ask or the round has failed already (then
+    /// `None`, after recording why).
+    fn ready(&self) -> Option<MutexGuard<'_, Round>> {
+        let mut round = self.lock();
+        if !round.enabled {
+            round.fail(not_here());
+            return None;
+        }
+        round.failure.is_none().then_some(round)
+    }
+
+    /// The answer to `question` under `key`, or `Pending` after recording the question.
+    ///
+    /// A `fresh` ask accepts only an answer to the question as the server asked it in the
+    /// round this one continues: never one sent before it was asked.
+    pub(crate) fn lookup<Q: Question>(&self, key: &str, question: &Q, fresh: bool) -> Poll<Q::Output> {
+        let Some(mut round) = self.ready() else { return Poll::Pending };
+        let digest = match question.digest() {
+            Ok(digest) => digest,
+            Err(error) => {
+                round.fail(error);
+                return Poll::Pending;
+            }
+        };
+        if let Some((asked, _)) = round.pending.get(key) {
+            if *asked != digest {
+                round.fail(Error::internal(format!("ask key {key:?} is used for two different questions")));
+            }
+            return Poll::Pending;
+        }
+        match round.kept_answer(key, &digest) {
+            // Kept in an earlier round: read where it lies (one that no longer decodes is
+            // asked again).
+            Some(kept) => {
+                if let Some(output) = question.decode_kept(kept) {
+                    return Poll::Ready(output);
+                }
+            }
+            // The stored answer is what the question made of it, so junk the client sent
+            // beside the answer never rides along in later states.
+            None => {
+                if let Some((output, answer)) =
+                    round.fresh_answer(key, &digest, fresh).and_then(|answer| question.decode(answer))
+                {
+                    round.carried.answers.insert(key.to_owned(), Stored { digest, answer });
+                    return Poll::Ready(output);
+                }
+            }
+        }
+        // Unanswered, or answered with something that does not decode: ask (again).
+        match question.request() {
+            Ok(request) => {
+                round.pending.insert(key.to_owned(), (digest, request));
+            }
+            Err(error) => round.fail(error),
+        }
+        Poll::Pending
+    }
+
+    /// The result of a `once` step taken in an earlier round: `Ok(None)` when it has not
+    /// run yet, `Err(())` when the round has failed (the state did not open, say) and the
+    /// step must not run.
+    pub(crate) fn once_result(&self, key: &str) -> Result<Option<Value>, ()> {
+        let round = self.ready().ok_or(())?;
+        Ok(round.carried.once.get(key).cloned())
+    }
+
+    /// Records the result of a `once` step taken in this round.
+    pub(crate) fn record_once(&self, key: &str, value: Value) {
+        let mut round = self.lock();
+        round.ran_once.insert(key.to_owned());
+        round.carried.started.remove(key);
+        round.carried.once.insert(key.to_owned(), value);
+    }
+
+    /// The note for the error of a round that fails after `once` steps ran in it: the
+    /// steps' results cannot be kept, so a retry runs them again. `None` if none ran.
+    pub(crate) fn once_lost(&self) -> Option<String> {
+        once_lost(&self.lock().ran_once)
+    }
+
+    /// Ends this round with state only: the client retries later.
+    pub(crate) fn retry_later(&self) {
+        if let Some(mut round) = self.ready() {
+            if round.escalation == Escalation::InTask {
+                round.fail(Error::internal("retry_later ends an MRTR round; a task awaits its work instead"));
+            } else {
+                round.retry_later = true;
+            }
+        }
+    }
+
+    pub(crate) fn fail(&self, error: Error) {
+        self.lock().fail(error);
+    }
+
+    fn is_suspended(&self) -> bool {
+        let round = self.lock();
+        round.failure.is_some()
+            || round.retry_later
+            || !round.pending.is_empty()
+            || round.escalation == Escalation::Requested
+    }
+
+    /// The handler is pending on its own work while it may still become a task.
+    fn may_escalate(&self) -> bool {
+        self.lock().escalation == Escalation::Allowed
+    }
+}
+
+impl Round {
+    fn fail(&mut self, error: Error) {
+        self.failure.get_or_insert(error);
+    }
+
+    /// The answer an earlier round kept for this question, if any. An answer kept for
+    /// the question asked under this key before it changed no longer counts.
+    fn kept_answer(&mut self, key: &str, digest: &str) -> Option<&Value> {
+        match self.carried.answers.get(key) {
+            Some(stored) if stored.digest == digest => {}
+            Some(_) => {
+                self.note_change(key);
+                return None;
+            }
+            None => return None,
+        }
+        self.carried.answers.get(key).map(|stored| &stored.answer)
+    }
+
+    /// The client's answer to this question in this round, if it counts.
+    fn fresh_answer(&mut self, key: &str, digest: &str, only_if_asked: bool) -> Option<Value> {
+        // Taken, not copied: an answer counts (or not) once per round.
+        let answer = self.responses.remove(key)?;
+        let asked_here = match self.carried.asked.get(key) {
+            Some(asked) if asked == digest => true,
+            Some(_) => {
+                self.note_change(key);
+                false
+            }
+            // In a call's first round a client may answer before being asked, unless the
+            // ask wants a fresh answer; with state, or in a task, only what was asked can
+            // be answered.
+            None => !self.has_state && !only_if_asked,
+        };
+        asked_here.then_some(answer)
+    }
+
+    /// A question that keeps changing after it was asked can never be answered: report
+    /// it as the bug it is instead of looping to the round cap.
+    fn note_change(&mut self, key: &str) {
+        let changes = self.carried.changes.entry(key.to_owned()).or_default();
+        *changes += 1;
+        if *changes > MAX_CHANGES {
+            self.fail(Error::internal(format!(
+                "the question asked under key {key:?} changes every round, so no answer can match it; \
+                 make its text depend only on the arguments and earlier answers"
+            )));
+        }
+    }
+}
+
+/// How a handler's round ended.
+pub(crate) enum Outcome<T> {
+    /// The handler finished.
+    Complete(T),
+    /// The handler needs input: questions, and the state to seal.
+    InputRequired(BTreeMap<String, InputRequest>, Carried),
+}
+
+/// How a round of a call that may become a task ended.
+pub(crate) enum Step<T> {
+    /// Finished, or suspended on questions.
+    Round(Outcome<T>),
+    /// The rest runs as a task: the handler asked for it or waits on its own work. The
+    /// handler future is still live and may be moved into the task.
+    ContinueAsTask,
+}
+
+/// Runs `handler` until it finishes or suspends on its questions, then gates the
+/// questions on the client's capabilities.
+pub(crate) async fn drive<T>(
+    replay: &Arc<Replay>,
+    caps: &ClientCapabilities,
+    handler: impl Future<Output = T>,
+) -> Result<Outcome<T>, Error> {
+    match step(replay, caps, pin!(handler)).await? {
+        Step::Round(outcome) => Ok(outcome),
+        // Only a replay with `allow_task` escalates, and those go through `step`.
+        Step::ContinueAsTask => Err(Error::internal("this call cannot continue as a task")),
+    }
+}
+
+/// [`drive`] for a handler that may turn into a task: it also stops when the handler
+/// asks to continue as a task, or (while it still may) when it waits on its own work.
+pub(crate) async fn step<F: Future + ?Sized>(
+    replay: &Arc<Replay>,
+    caps: &ClientCapabilities,
+    mut handler: Pin<&mut F>,
+) -> Result<Step<F::Output>, Error> {
+    // One span per round, inside the request's: the handler's own events nest under it.
+    // At debug, as the request's span is.
+    let span = tracing::debug_span!("round", n = replay.lock().carried.round + 1, outcome = tracing::field::Empty);
+    let finished = std::future::poll_fn(|cx| {
+        // A panicking handler fails its request with an internal error instead of taking
+        // the connection (or, on stdio, the answer) down with it. It is never polled again.
+        let polled = panic::catch_unwind(AssertUnwindSafe(|| handler.as_mut().poll(cx)));
+        match polled {
+            Ok(Poll::Ready(output)) => Poll::Ready(Ok(Some(output))),
+            // Pending with a question recorded: the handler is waiting for the client.
+            // Pending on its own work while it may become a task: it becomes one.
+            Ok(Poll::Pending) if replay.is_suspended() || replay.may_escalate() => Poll::Ready(Ok(None)),
+            // Pending on real work (I/O, timers): keep waiting.
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(_) => Poll::Ready(Err(Error::internal("the handler panicked"))),
+        }
+    })
+    .instrument(span.clone())
+    .await
+    .inspect_err(|_| {
+        span.record("outcome", "panicked");
+    })?;
+    let mut round = replay.lock();
+    if let Some(failure) = round.failure.take() {
+        span.record("outcome", "failed");
+        return Err(failure);
+    }
+    if let Some(output) = finished {
+        span.record("outcome", "complete");
+        return Ok(Step::Round(Outcome::Complete(output)));
+    }
+    if round.pending.is_empty() && !round.retry_later {
+        span.record("outcome", "continue_as_task");
+        return Ok(Step::ContinueAsTask);
+    }
+    span.record("outcome", "input_required");
+    if round.carried.round + 1 >= MAX_ROUNDS {
+        return Err(Error::internal(format!("gave up after {MAX_ROUNDS} rounds of input")));
+    }
+    capability::missing(caps, round.pending.values().map(|(_, request)| capability::required_for(request))).map_err(
+        |error| match once_lost(&round.ran_once) {
+            Some(note) => error.with_note(&note),
+            None => error,
+        },
+    )?;
+    let pending = std::mem::take(&mut round.pending);
+    // Taken, not copied: the round is over, and this replay is not read again.
+    let mut next = std::mem::take(&mut round.carried);
+    next.round += 1;
+    next.asked.clear();
+    let mut requests = BTreeMap::new();
+    for (key, (digest, request)) in pending {
+        next.asked.insert(key.clone(), digest);
+        requests.insert(key, request);
+    }
+    Ok(Step::Round(Outcome::InputRequired(requests, next)))
+}
+
+/// The wire body of an `input_required` result.
+pub(crate) fn input_required(requests: BTreeMap<String, InputRequest>, state: String) -> InputRequiredResult {
+    InputRequiredResult { input_requests: (!requests.is_empty()).then_some(requests), request_state: Some(state) }
+}
+
+/// Added to the error of a round that failed after `once` steps ran: nothing is sealed
+/// for an error, so the client (and the application's log) should know the steps are not
+/// recorded.
+fn once_lost(ran: &BTreeSet<String>) -> Option<String> {
+    (!ran.is_empty()).then(|| {
+        let keys: Vec<String> = ran.iter().map(|key| format!("{key:?}")).collect();
+        format!(
+            "once! step {} ran in this round and its result could not be kept, so a retry runs it again",
+            keys.join(", ")
+        )
+    })
+}
+
+fn not_here() -> Error {
+    Error::internal("only tools/call, prompts/get and resources/read handlers can ask for input")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// Empty parts are left out of the sealed state, and a state written with them (by an
+    /// earlier release) still reads the same.
+    #[test]
+    fn carried_leaves_out_what_is_empty_and_reads_it_either_way() {
+        let mut carried = Carried { round: 1, ..Carried::default() };
+        carried.asked.insert("k".into(), "d".into());
+        let written = serde_json::to_value(&carried).unwrap();
+        assert_eq!(written, json!({"r": 1, "q": {"k": "d"}}));
+        let older = json!({"r": 1, "a": {}, "q": {"k": "d"}, "o": {}, "c": {}});
+        assert_eq!(serde_json::from_value::<Carried>(older).unwrap(), carried);
+        carried.answers.insert("a".into(), Stored { digest: "d".into(), answer: json!({"action": "cancel"}) });
+        carried.once.insert("o".into(), json!(3));
+        carried.changes.insert("k".into(), 1);
+        let full = serde_json::to_vec(&carried).unwrap();
+        assert_eq!(serde_json::from_slice::<Carried>(&full).unwrap(), carried);
+    }
+}

@@ -1,0 +1,210 @@
+//! [`ServerHandle`]: changes a running server's tools, prompts and resources, and tells
+//! its listeners.
+
+use std::fmt;
+use std::sync::{Arc, Weak};
+
+use super::{Change, Live, Reach};
+use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
+use crate::Ctx;
+
+/// A handle to a server's catalog: adds, removes, enables and disables tools, prompts
+/// and resources while the server runs, and announces resource updates.
+///
+/// Cheap to clone and usable from any task. Get one from the server before serving
+/// ([`Server::server_handle`](crate::Server::server_handle)) or from a handler
+/// ([`Ctx::server_handle`](crate::Ctx::server_handle)). Every change is seen whole by
+/// the next request (requests already running keep the catalog they started with), and
+/// open `subscriptions/listen` streams that asked for that kind of change hear of it
+/// (`notifications/tools/list_changed` and so on) when the server serves
+/// [`Listen`](crate::catalog::Listen).
+///
+/// ```
+/// use mcp_mrtr::{catalog::Listen, Server, protocol::Tool, ToolError};
+///
+/// let server = Server::new("live", "1.0.0").listen(Listen::default());
+/// let handle = server.server_handle();
+/// handle
+///     .add_tool(Tool::new("late").description("Registered at run time").handler(
+///         |_ctx, _args: serde_json::Map<String, serde_json::Value>| async { Ok::<_, ToolError>("here") },
+///     ))
+///     .unwrap();
+/// assert!(handle.disable_tool("late"));
+/// # let _ = server;
+/// ```
+#[derive(Clone)]
+pub struct ServerHandle {
+    pub(crate) live: Arc<Live>,
+}
+
+/// A [`ServerHandle`] that does not keep the server's catalog alive: for what the catalog's
+/// own routes hold, which would otherwise make a cycle.
+#[derive(Clone)]
+pub(crate) struct WeakHandle(Weak<Live>);
+
+impl WeakHandle {
+    /// The handle, while the catalog lives.
+    pub(crate) fn upgrade(&self) -> Option<ServerHandle> {
+        self.0.upgrade().map(|live| ServerHandle { live })
+    }
+}
+
+impl ServerHandle {
+    /// A handle that does not keep the catalog alive.
+    pub(crate) fn downgrade(&self) -> WeakHandle {
+        WeakHandle(Arc::downgrade(&self.live))
+    }
+
+    /// Registers a tool at the end of the list.
+    ///
+    /// Unlike the builder, this cannot check that the server was given the `State<T>`
+    /// the handler takes: such a handler fails its calls with `-32603` instead.
+    pub fn add_tool(&self, tool: impl Into<ToolRoute>) -> Result<(), CatalogError> {
+        let mut route = tool.into();
+        if !crate::routes::handler::valid_tool_name(&route.tool.name) {
+            return Err(CatalogError::InvalidName(route.tool.name));
+        }
+        match crate::intake::param_headers::declared(&route.tool.input_schema) {
+            Ok(headers) => route.headers = headers,
+            Err(problem) => return Err(CatalogError::InvalidHeader { tool: route.tool.name, problem }),
+        }
+        self.live.add(route, Reach::Everywhere)
+    }
+
+    /// Unregisters a tool; `false` if none has that name.
+    pub fn remove_tool(&self, name: &str) -> bool {
+        self.live.remove::<ToolRoute>(name, Reach::Everywhere)
+    }
+
+    /// Lists and serves a disabled tool again, in its old place; `false` if none has that name.
+    pub fn enable_tool(&self, name: &str) -> bool {
+        self.live.set_enabled::<ToolRoute>(name, true, Reach::Everywhere)
+    }
+
+    /// Stops listing and serving a tool (calls to it fail as for an unknown tool) while
+    /// keeping it registered; `false` if none has that name.
+    pub fn disable_tool(&self, name: &str) -> bool {
+        self.live.set_enabled::<ToolRoute>(name, false, Reach::Everywhere)
+    }
+
+    /// Registers a prompt at the end of the list.
+    pub fn add_prompt(&self, prompt: impl Into<PromptRoute>) -> Result<(), CatalogError> {
+        self.live.add(prompt.into(), Reach::Everywhere)
+    }
+
+    /// Unregisters a prompt; `false` if none has that name.
+    pub fn remove_prompt(&self, name: &str) -> bool {
+        self.live.remove::<PromptRoute>(name, Reach::Everywhere)
+    }
+
+    /// Lists and serves a disabled prompt again; `false` if none has that name.
+    pub fn enable_prompt(&self, name: &str) -> bool {
+        self.live.set_enabled::<PromptRoute>(name, true, Reach::Everywhere)
+    }
+
+    /// Stops listing and serving a prompt; `false` if none has that name.
+    pub fn disable_prompt(&self, name: &str) -> bool {
+        self.live.set_enabled::<PromptRoute>(name, false, Reach::Everywhere)
+    }
+
+    /// Registers a resource or a resource template at the end of its list.
+    pub fn add_resource(&self, resource: impl Into<ResourceRoute>) -> Result<(), CatalogError> {
+        self.live.add(resource.into(), Reach::Everywhere)
+    }
+
+    /// Unregisters the resource with this URI (or the template with this URI template);
+    /// `false` if there is none.
+    pub fn remove_resource(&self, uri: &str) -> bool {
+        self.live.remove::<ResourceRoute>(uri, Reach::Everywhere)
+    }
+
+    /// Lists and serves a disabled resource again; `false` if there is none.
+    pub fn enable_resource(&self, uri: &str) -> bool {
+        self.live.set_enabled::<ResourceRoute>(uri, true, Reach::Everywhere)
+    }
+
+    /// Stops listing and serving a resource (reads fail as not found); `false` if there
+    /// is none.
+    pub fn disable_resource(&self, uri: &str) -> bool {
+        self.live.set_enabled::<ResourceRoute>(uri, false, Reach::Everywhere)
+    }
+
+    /// Registers a resource that only this instance edits: what it derived from its own
+    /// state (its skills folder), which other instances' edits must not reach.
+    pub(crate) fn add_resource_here(&self, resource: impl Into<ResourceRoute>) -> Result<(), CatalogError> {
+        self.live.add(resource.into(), Reach::Here)
+    }
+
+    /// Unregisters a resource on this instance only, whatever the server shares: what
+    /// the instance derived from its own state (its skills folder) is not the others'.
+    pub(crate) fn remove_resource_here(&self, uri: &str) -> bool {
+        self.live.remove::<ResourceRoute>(uri, Reach::Here)
+    }
+
+    /// Tells the listeners subscribed to `uri` that its content changed
+    /// (`notifications/resources/updated`); they read it again if they care.
+    pub fn resource_updated(&self, uri: impl Into<String>) {
+        self.live.publish(Change::ResourceUpdated(uri.into()));
+    }
+
+    /// How many `subscriptions/listen` streams are open on this instance.
+    pub fn listeners(&self) -> usize {
+        self.live.listeners()
+    }
+}
+
+impl fmt::Debug for ServerHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerHandle").field("listeners", &self.listeners()).finish_non_exhaustive()
+    }
+}
+
+/// Why a route could not be added at run time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CatalogError {
+    /// Something of this kind is registered under the key already: remove it first.
+    Taken {
+        /// `"tool"`, `"prompt"` or `"resource"`.
+        kind: &'static str,
+        /// The name, URI or URI template.
+        key: String,
+    },
+    /// A tool name must be 1–64 characters of `[A-Za-z0-9_./-]`.
+    InvalidName(String),
+    /// The tool's `x-mcp-header` annotations break SEP-2243's rules (a header name
+    /// token, unique ignoring case, on string, integer or boolean parameters only).
+    InvalidHeader {
+        /// The tool's name.
+        tool: String,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+impl fmt::Display for CatalogError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Taken { kind, key } => write!(f, "a {kind} for {key:?} is already registered"),
+            Self::InvalidName(name) => write!(f, "tool name {name:?} must be 1-64 characters of [A-Za-z0-9_./-]"),
+            Self::InvalidHeader { tool, problem } => write!(f, "tool {tool:?}: {problem}"),
+        }
+    }
+}
+
+impl std::error::Error for CatalogError {}
+
+// The handle is the catalog's: `Ctx` (the core) does not know the catalog, so the
+// method lives here.
+impl Ctx {
+    /// The handle to the server serving this request: add or remove tools, prompts and
+    /// resources, or announce a resource update, from inside a handler.
+    pub fn server_handle(&self) -> ServerHandle {
+        match self.state::<ServerHandle>() {
+            Some(handle) => ServerHandle::clone(&handle),
+            // Every server puts its handle in its state; a context built elsewhere (a
+            // test's) gets a handle to an empty catalog of its own.
+            None => ServerHandle { live: Arc::default() },
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! Helpers for the code `#[tool]`, `#[prompt]` and `#[resource]` generate.
+//!
+//! Not public API: reachable as `mcp_mrtr::__private` for generated code only, and may
+//! change in any release (the macros crate is pinned to this exact version).
+//!
+//! Every path generated code names goes through here, re-exported from the module that
+//! defines it rather than from the crate root, so the public root can be reshaped without
+//! breaking expansions.
+
+use std::future::Future;
+
+pub use {schemars, serde, serde_json};
+
+pub use crate::mrtr::context::Ctx;
+pub use crate::mrtr::extract::FromCtx;
+pub use crate::routes::handler::{PromptRoute, ResourceRoute, Routes, TaskSupport, ToolRoute, Toolbox};
+// What lib.rs's `macro_rules!` (`tools!`, `ask!`, `require_client_capability!`) name, so
+// they can go through here too.
+pub use crate::intake::capability::Capability;
+pub use crate::mrtr::ask::{Elicit, ElicitUrl, Roots, Sample};
+
+pub use self::detect::{Context, Extractor, NeedsNoState, NeedsState, Probe, RequiresState};
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::base::error::{Error, ToolError};
+use crate::protocol::{JsonObject, Prompt, PromptArgument, Resource, ResourceTemplate, Tool, ToolAnnotations};
+use crate::routes::handler::IntoResourceResult;
+
+mod detect;
+
+/// A tool's metadata, with `schema` ([`input_schema`] of its generated argument struct)
+/// as its input schema. `headers` are the parameters mirrored into headers: (parameter,
+/// header name, type check). Not generic, so it is compiled once, not once per tool.
+pub fn tool(
+    mut schema: Value,
+    name: &str,
+    description: &str,
+    title: Option<&str>,
+    hints: &[&str],
+    headers: &[(&str, &str, HeaderCheck)],
+    output_schema: Option<Value>,
+) -> Tool {
+    for (param, header, _) in headers {
+        if let Some(Value::Object(property)) = schema.pointer_mut(&format!("/properties/{param}")) {
+            property.insert("x-mcp-header".into(), Value::from(*header));
+        }
+    }
+    let mut tool = Tool::new(name).description(description).input_schema(schema);
+    if let Some(title) = title {
+        tool = tool.title(title);
+    }
+    if !hints.is_empty() {
+        let hint = |name: &str| hints.contains(&name).then_some(true);
+        tool = tool.annotations(ToolAnnotations {
+            title: None,
+            read_only_hint: hint("read_only"),
+            destructive_hint: hint("destructive"),
+            idempotent_hint: hint("idempotent"),
+            open_world_hint: hint("open_world"),
+        });
+    }
+    if let Some(schema) = output_schema {
+        tool = tool.output_schema(schema);
+    }
+    tool
+}
+
+/// Proof, checked at compile time, that a parameter's type can be mirrored into a header.
+pub type HeaderCheck = fn() -> ();
+
+/// The type check of `#[mcp(header = "…")]`: only strings, integers and booleans (or an
+/// `Option` of one) can travel in a header.
+pub fn header_param<T: HeaderParam>() {}
+
+/// Types a `#[mcp(header = "…")]` parameter may have.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be mirrored into a header",
+    note = "#[mcp(header = \"…\")] goes on a String, integer or bool parameter, or an Option of one"
+)]
+pub trait HeaderParam {}
+
+impl HeaderParam for String {}
+impl HeaderParam for bool {}
+impl<T: HeaderParam> HeaderParam for Option<T> {}
+macro_rules! header_integers {
+    ($($ty:ty),*) => { $(impl HeaderParam for $ty {})* };
+}
+header_integers!(i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
+
+/// The input schema of a generated argument struct: an object schema without the
+/// struct's internal name.
+pub fn input_schema<A: schemars::JsonSchema>() -> Value {
+    without_title(schemars::schema_for!(A).to_value())
+}
+
+/// The non-generic part of [`input_schema`], compiled once rather than once per tool.
+fn without_title(mut schema: Value) -> Value {
+    if let Value::Object(object) = &mut schema {
+        object.remove("title");
+        object.entry("properties").or_insert_with(|| Value::Object(JsonObject::new()));
+    }
+    schema
+}
+
+/// The output schema of a structured (`Json<T>`) tool result.
+///
+/// # Panics
+///
+/// At registration, when `T` is not a JSON object: MCP's `outputSchema` and
+/// `structuredContent` are objects, so a list or a number must be wrapped in a struct.
+pub fn output_schema<T: schemars::JsonSchema>() -> Value {
+    let schema = schemars::schema_for!(T).to_value();
+    assert!(
+        schema.get("type").and_then(Value::as_str) == Some("object"),
+        "a tool returning Json<{}> gives a structured result that is not a JSON object, which MCP requires \
+         (outputSchema is `type: object`): wrap the value in a struct, e.g. `struct Hits {{ hits: Vec<…> }}`",
+        std::any::type_name::<T>()
+    );
+    schema
+}
+
+/// A prompt's metadata; `arguments` are (name, description, required).
+pub fn prompt(name: &str, description: &str, title: Option<&str>, arguments: &[(&str, &str, bool)]) -> Prompt {
+    let mut prompt = Prompt::new(name).description(description);
+    if let Some(title) = title {
+        prompt = prompt.title(title);
+    }
+    for (name, description, required) in arguments {
+        let argument = PromptArgument {
+            name: (*name).to_owned(),
+            title: None,
+            description: (!description.is_empty()).then(|| (*description).to_owned()),
+            required: Some(*required),
+        };
+        prompt = prompt.argument(argument);
+    }
+    prompt
+}
+
+/// A resource route: a template when `uri` has `{variables}`, else a static resource.
+pub fn resource<A, R, F, Fut>(
+    uri: &str,
+    name: &str,
+    description: &str,
+    title: Option<&str>,
+    mime_type: Option<&str>,
+    read: F,
+) -> ResourceRoute
+where
+    A: DeserializeOwned + Send + 'static,
+    R: IntoResourceResult,
+    F: Fn(Ctx, A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
+{
+    if uri.contains('{') {
+        let mut template = ResourceTemplate::new(uri, name);
+        template.title = title.map(str::to_owned);
+        template.description = (!description.is_empty()).then(|| description.to_owned());
+        template.mime_type = mime_type.map(str::to_owned);
+        return template.handler(read);
+    }
+    let mut resource = Resource::new(uri, name);
+    resource.title = title.map(str::to_owned);
+    resource.description = (!description.is_empty()).then(|| description.to_owned());
+    resource.mime_type = mime_type.map(str::to_owned);
+    resource.handler(move |ctx| {
+        // A static resource's generated argument struct has no fields.
+        let args = A::deserialize(&Value::Object(JsonObject::new()));
+        let fut = args.map(|args| read(ctx, args));
+        async move {
+            match fut {
+                Ok(fut) => fut.await,
+                Err(e) => Err(ToolError::protocol(Error::internal(format!("resource arguments: {e}")))),
+            }
+        }
+    })
+}
+
+/// Checks at registration that a type asked for with `ask!(elicit …)` fits in a form, so
+/// a type that cannot be asked for fails when the server is built, never at the client.
+///
+/// # Panics
+///
+/// With the offending property named, when `T` is not a flat object of primitives.
+pub fn check_form<T: crate::mrtr::ask::ElicitForm>(handler: &str) {
+    if let Err(problem) = T::requested_schema() {
+        panic!(
+            "handler `{handler}` asks for a `{}` with ask!(elicit …), which cannot be a form: {problem}",
+            std::any::type_name::<T>()
+        );
+    }
+}

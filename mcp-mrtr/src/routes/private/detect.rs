@@ -1,0 +1,175 @@
+//! What the macros cannot see: whether a type they read by its spelling is really ours.
+//!
+//! A macro sees tokens, not types. It takes a parameter spelled `State<T>`, `Extension<T>`
+//! or `Caller` for one of our extractors and one spelled `Ctx` for the context; the traits
+//! here make a misreading (a user's own `struct Caller`) fail the build with a message
+//! that says so, instead of an unrelated trait error. Where a question can be answered by
+//! the type alone (does an extractor need state), the [`Probe`] answers it and the
+//! spelling does not matter.
+
+use std::marker::PhantomData;
+
+use crate::base::caller::Caller;
+use crate::base::error::ToolError;
+use crate::mrtr::context::Ctx;
+use crate::mrtr::extract::{Extension, FromCtx, State};
+use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
+
+/// mcp_mrtr's own extractors: what a parameter the macros read as one, by its spelling,
+/// must be. Resolution goes through [`FromCtx`], so both always agree on what resolves.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is read as one of mcp_mrtr's extractors, by its name, but it is not one",
+    label = "taken for mcp_mrtr's `State<T>`, `Extension<T>` or `Caller`, resolved from the request",
+    note = "a parameter typed `State<T>`, `Extension<T>` or `Caller` (or an `Option` of the last two) is resolved from the server and the request, not read from the call's arguments",
+    note = "to take a type of your own as an argument, write `#[mcp(arg)]` on the parameter"
+)]
+pub trait Extractor: Sized {
+    /// Resolves the value for this request.
+    fn extract(ctx: &Ctx) -> Result<Self, ToolError>;
+}
+
+// `where Self: FromCtx` rather than a copy of each `FromCtx` impl's bounds: a state that
+// is not `Sync` is reported once, as `FromCtx` words it. Written out rather than made by a
+// `macro_rules!`, which would show in the help of every such error.
+impl<T> Extractor for State<T>
+where
+    Self: FromCtx,
+{
+    fn extract(ctx: &Ctx) -> Result<Self, ToolError> {
+        Self::from_ctx(ctx)
+    }
+}
+
+impl<T> Extractor for Extension<T>
+where
+    Self: FromCtx,
+{
+    fn extract(ctx: &Ctx) -> Result<Self, ToolError> {
+        Self::from_ctx(ctx)
+    }
+}
+
+impl<T> Extractor for Option<Extension<T>>
+where
+    Self: FromCtx,
+{
+    fn extract(ctx: &Ctx) -> Result<Self, ToolError> {
+        Self::from_ctx(ctx)
+    }
+}
+
+impl Extractor for Caller {
+    fn extract(ctx: &Ctx) -> Result<Self, ToolError> {
+        Self::from_ctx(ctx)
+    }
+}
+
+impl Extractor for Option<Caller> {
+    fn extract(ctx: &Ctx) -> Result<Self, ToolError> {
+        Self::from_ctx(ctx)
+    }
+}
+
+/// The request context, by value or by reference: what a parameter the macros read as
+/// the context, by its spelling, must be.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is read as mcp_mrtr's request context, by its name, but it is not `mcp_mrtr::Ctx`",
+    label = "a parameter typed `Ctx` or `&Ctx` receives the request context",
+    note = "to take a type of your own named `Ctx` as an argument, write `#[mcp(arg)]` on the parameter"
+)]
+pub trait Context<'a> {
+    /// The parameter's value, from the handler's context.
+    fn bind(ctx: &'a Ctx) -> Self;
+}
+
+impl<'a> Context<'a> for &'a Ctx {
+    fn bind(ctx: &'a Ctx) -> Self {
+        ctx
+    }
+}
+
+impl Context<'_> for Ctx {
+    fn bind(ctx: &Ctx) -> Self {
+        ctx.clone()
+    }
+}
+
+/// A question about a concrete type, answered by autoref specialisation: called as
+/// `(&&Probe::<X>::new()).method()`, a method implemented for `&Probe<Shape>` (the shapes
+/// that matter) is found before the fallback implemented for every `Probe<X>`. Handlers
+/// are never generic, so `X` is always concrete and the answer is the type's, whatever
+/// the user called it (an alias of `State<T>` included, a user's own `State` excluded).
+pub struct Probe<T>(PhantomData<fn() -> T>);
+
+impl<T> Probe<T> {
+    /// A probe of `T`.
+    pub const fn new() -> Self {
+        Self(PhantomData)
+    }
+}
+
+impl<T> Default for Probe<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A route that can declare the state its handler reads.
+pub trait RequiresState {
+    /// [`ToolRoute::requires_state`] and its siblings.
+    fn requires_state_of<T: 'static>(self) -> Self;
+}
+
+macro_rules! requires_state {
+    ($($route:ty),*) => {$(
+        impl RequiresState for $route {
+            fn requires_state_of<T: 'static>(self) -> Self {
+                self.requires_state::<T>()
+            }
+        }
+    )*};
+}
+
+requires_state!(ToolRoute, PromptRoute, ResourceRoute);
+
+/// An extractor that is `State<T>` (however it is spelled: an alias under
+/// `#[mcp(extract)]` too) makes the route require a `T`, so a server never given one
+/// refuses to serve.
+pub trait NeedsState {
+    /// `route`, requiring the state.
+    fn require<R: RequiresState>(&self, route: R) -> R;
+}
+
+impl<T: 'static> NeedsState for &Probe<State<T>> {
+    fn require<R: RequiresState>(&self, route: R) -> R {
+        route.requires_state_of::<T>()
+    }
+}
+
+/// Any other extractor needs no state.
+pub trait NeedsNoState {
+    /// `route`, as it is.
+    fn require<R: RequiresState>(&self, route: R) -> R {
+        route
+    }
+}
+
+impl<T> NeedsNoState for Probe<T> {}
+
+#[cfg(test)]
+// `&&Probe` is the form the macros call probes in, which clippy reads as one `&` too many.
+#[allow(clippy::needless_borrow)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_state_needs_state() {
+        struct Db;
+        type Pool = State<Db>;
+        let route =
+            crate::protocol::Tool::new("t").handler(|_ctx, _args: serde_json::Value| async { Ok::<_, ToolError>("") });
+        let route = (&&Probe::<Pool>::new()).require(route);
+        let route = (&&Probe::<Caller>::new()).require(route);
+        assert_eq!(route.needs.len(), 1);
+    }
+}
