@@ -14,12 +14,12 @@ use tokio::sync::broadcast;
 use tokio::sync::mpsc::error::TrySendError;
 
 use super::stamp::Text;
-use super::{Body, Engine, Method};
+use super::{Body, Engine};
 use crate::bounds::fair::{ClientId, Refused};
 use crate::bounds::shutdown::Draining;
 use crate::intake::envelope::{Request, RequestMeta};
 use crate::mrtr::context::Transport;
-use crate::protocol::{JsonObject, Notification, Outgoing, RequestId, ResultJson};
+use crate::protocol::{JsonObject, Method, Notification, Outgoing, RequestId, ResultJson};
 use crate::routes::catalog::{Change, RequestView};
 use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
 use crate::Error;
@@ -119,9 +119,6 @@ impl Filter {
 fn may_read(server: &Engine, view: &RequestView<'_>, uri: &str) -> bool {
     server.reach_resource(&server.catalog(), view, uri).is_ok()
 }
-
-/// The method of a listen stream.
-pub(crate) const LISTEN: &str = "subscriptions/listen";
 
 impl Engine {
     /// [`Engine::dispatch`] of a modern `subscriptions/listen`: a future sized for

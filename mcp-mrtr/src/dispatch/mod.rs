@@ -22,7 +22,7 @@ use crate::intake::envelope::{Request, RequestMeta, TraceContext};
 use crate::intake::request_state::{Binding, Presented, SingleUse};
 use crate::mrtr::context::Transport;
 use crate::mrtr::replay::{self, Carried, Outcome, Replay};
-use crate::protocol::{CacheHints, CacheScope};
+use crate::protocol::{CacheHints, CacheScope, Era, Method};
 use crate::protocol::{
     CallToolParams, CompleteParams, CompleteResult, Completion, CompletionReference, GetPromptParams, JsonObject,
     ReadResourceParams, RequestId, ResultJson,
@@ -44,7 +44,6 @@ mod stamp;
 mod task_hook;
 
 pub(crate) use self::engine::Engine;
-pub(crate) use self::listen::LISTEN;
 pub(crate) use self::task_hook::{Called, TaskHook, TaskRequest, ToolFuture};
 
 use self::call::{input_responses, Call, RoundInput, Target};
@@ -57,48 +56,12 @@ pub(crate) struct Reply {
     pub(crate) outcome: Result<ResultJson, Error>,
 }
 
-/// The methods a modern server answers.
+/// What a request's method names on this server: one of the protocol's, served in the
+/// request's revision, or one of the server's own ([`MethodRoute`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Method {
-    Discover,
-    ToolsList,
-    ToolsCall,
-    PromptsList,
-    PromptsGet,
-    ResourcesList,
-    ResourceTemplatesList,
-    ResourcesRead,
-    Complete,
-    Listen,
-    /// One of the tasks extension's methods.
-    Task,
-    /// A method of the server's own ([`MethodRoute`]).
+enum Routed {
+    Protocol(Method),
     Custom,
-}
-
-impl Method {
-    fn parse(name: &str, engine: &Engine) -> Option<Self> {
-        Some(match name {
-            "server/discover" => Self::Discover,
-            "tools/list" => Self::ToolsList,
-            "tools/call" => Self::ToolsCall,
-            "prompts/list" => Self::PromptsList,
-            "prompts/get" => Self::PromptsGet,
-            "resources/list" => Self::ResourcesList,
-            "resources/templates/list" => Self::ResourceTemplatesList,
-            "resources/read" => Self::ResourcesRead,
-            "completion/complete" => Self::Complete,
-            LISTEN => Self::Listen,
-            other if engine.tasks.as_ref().is_some_and(|tasks| tasks.answers(other)) => Self::Task,
-            other if engine.methods.contains_key(other) => Self::Custom,
-            _ => return None,
-        })
-    }
-
-    /// Results of these methods carry caching hints when complete.
-    fn is_cacheable(self) -> bool {
-        !matches!(self, Self::ToolsCall | Self::PromptsGet | Self::Complete | Self::Listen | Self::Task | Self::Custom)
-    }
 }
 
 /// A result body, before stamping.
@@ -138,8 +101,7 @@ impl Engine {
         // tower-http's request spans: a span at info would be formatted on every request
         // of a server logging at info, a tenth of a round's cost (`RUST_LOG=mcp_mrtr=debug`
         // turns them on).
-        let era = if transport.bridge.is_some() { "2025-11-25" } else { "2026-07-28" };
-        let span = crate::intake::telemetry::request_span(&request, era, &meta);
+        let span = crate::intake::telemetry::request_span(&request, transport.era(), &meta);
         let started = std::time::Instant::now();
         // Application code runs in here (handlers, their synchronous prologues, the
         // principal function): a panic fails this request, never the connection.
@@ -148,7 +110,7 @@ impl Engine {
         // of the whole state each time. A listen stream, which lives for hours, gets a
         // future sized for listening alone.
         let dispatch: futures_util::future::BoxFuture<'_, Result<ResultJson, Error>> =
-            if request.method == LISTEN && transport.bridge.is_none() {
+            if request.method == Method::Listen.name() && transport.era() == Era::Modern {
                 Box::pin(self.dispatch_listen(request, meta, transport))
             } else {
                 Box::pin(self.dispatch(request, meta, transport))
@@ -176,34 +138,41 @@ impl Engine {
         transport: Transport,
     ) -> Result<ResultJson, Error> {
         let id = request.id.clone();
-        let method = Method::parse(&request.method, self)
-            .filter(|m| self.serves(*m))
-            .ok_or_else(|| Error::method_not_found(&request.method))?;
+        let era = transport.era();
+        let routed = self.route(&request.method, era).ok_or_else(|| Error::method_not_found(&request.method))?;
         let params = request.params.unwrap_or_else(|| json!({}));
-        let mut hints = method.is_cacheable().then(|| self.cache_hints_for(method, &params));
-        let legacy = transport.bridge.is_some();
         let view = RequestView::new(&meta, &transport);
+        let method = match routed {
+            Routed::Protocol(method) => method,
+            Routed::Custom => {
+                let route = self.reach_method(&view, &request.method)?;
+                let hints = route.cache.map(|hints| retried_or(&params, hints));
+                let body = self.call_method(route, self.call(id, params, meta, transport)?).await?;
+                return Ok(self.finish(body, era, hints));
+            }
+        };
+        let hints = method.is_cacheable().then(|| self.cache_hints_for(method, &params));
         let body = match method {
             Method::Discover => Body::Complete(Text::Prepared(self.discover()?)),
             Method::ToolsList => Body::Complete(Text::Prepared(self.list_tools(&params, &view)?)),
             Method::PromptsList => Body::Complete(Text::Prepared(self.list_prompts(&params, &view)?)),
             Method::ResourcesList => Body::Complete(Text::Prepared(self.list_resources(&params, &view)?)),
             Method::ResourceTemplatesList => Body::Complete(Text::Prepared(self.list_templates(&params, &view)?)),
-            // 2025-11-25 sessions have no such method; modern listens go to `dispatch_listen`.
-            Method::Listen => return Err(Error::method_not_found(&request.method)),
+            // Modern listens go to `dispatch_listen`; `serves` routes no other method here.
+            Method::Listen
+            | Method::Initialize
+            | Method::Ping
+            | Method::ResourcesSubscribe
+            | Method::ResourcesUnsubscribe
+            | Method::LoggingSetLevel
+            | Method::TasksList
+            | Method::TasksResult => return Err(Error::method_not_found(&request.method)),
             Method::ToolsCall => self.call_tool(self.call(id, params, meta, transport)?).await?,
             Method::PromptsGet => self.get_prompt(self.call(id, params, meta, transport)?).await?,
             Method::ResourcesRead => self.read_resource(self.call(id, params, meta, transport)?).await?,
-            // The extension does not exist in 2025-11-25.
-            Method::Task if legacy => return Err(Error::method_not_found(&request.method)),
-            Method::Task => {
+            Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => {
                 let tasks = self.tasks.as_ref().ok_or_else(|| Error::method_not_found(&request.method))?;
-                Body::Complete(Text::from_object(&tasks.serve(self, &request.method, params, &meta, &transport).await?))
-            }
-            Method::Custom => {
-                let route = self.reach_method(&view, &request.method)?;
-                hints = route.cache.map(|hints| retried_or(&params, hints));
-                self.call_method(route, self.call(id, params, meta, transport)?).await?
+                Body::Complete(Text::from_object(&tasks.serve(self, method, params, &meta, &transport).await?))
             }
             Method::Complete => {
                 let params: CompleteParams = parse_params(&params)?;
@@ -223,20 +192,29 @@ impl Engine {
                 }
             }
         };
+        Ok(self.finish(body, era, hints))
+    }
+
+    /// The body as the request's revision gets it: stamped for 2026-07-28, bare for
+    /// 2025-11-25.
+    fn finish(&self, body: Body, era: Era, hints: Option<CacheHints>) -> ResultJson {
         tracing::Span::current().record("outcome", body.result_type());
-        Ok(if legacy { body.into_unstamped() } else { self.stamp(body, hints) })
+        match era {
+            Era::Modern => self.stamp(body, hints),
+            Era::Legacy => body.into_unstamped(),
+        }
     }
 
     async fn call_tool(&self, mut call: Call<CallToolParams>) -> Result<Body, Error> {
         let input = std::mem::take(&mut call.input);
         let arguments = call.params.arguments.take().unwrap_or_default();
         let name = &call.params.name;
-        crate::intake::telemetry::target(&tracing::Span::current(), "tools/call", name);
+        crate::intake::telemetry::target(&tracing::Span::current(), Some(Method::ToolsCall), name);
         let route = self.callable_tool(&call.view(), name)?;
         check_param_headers(&call.transport, &route, &arguments)?;
         call.limit = route.timeout.or(call.limit);
-        let target = self.target(&call, "tools/call", name, Some(&arguments));
-        let legacy = call.transport.bridge.is_some();
+        let target = self.target(&call, Method::ToolsCall.name(), name, Some(&arguments));
+        let legacy = call.transport.era() == Era::Legacy;
         let tasks = match &self.tasks {
             Some(tasks) if task_hook::may_become_task(route.task, &call.meta.client_capabilities, legacy)? => tasks,
             _ => {
@@ -259,7 +237,7 @@ impl Engine {
     async fn get_prompt(&self, mut call: Call<GetPromptParams>) -> Result<Body, Error> {
         let input = std::mem::take(&mut call.input);
         let name = &call.params.name;
-        crate::intake::telemetry::target(&tracing::Span::current(), "prompts/get", name);
+        crate::intake::telemetry::target(&tracing::Span::current(), Some(Method::PromptsGet), name);
         let route = self
             .reach_prompt(&call.view(), name)
             .map_err(|refused| refused.or_unknown(|| Error::unknown("prompt", name)))?;
@@ -269,7 +247,7 @@ impl Engine {
             return Err(Error::invalid_params(format!("Missing required argument: {}", missing.name)));
         }
         let args: JsonObject = args.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
-        let target = self.target(&call, "prompts/get", name, Some(&args));
+        let target = self.target(&call, Method::PromptsGet.name(), name, Some(&args));
         self.rounds(&target, &call, input, |replay| {
             let run = (route.get)(self.ctx(&call, replay), args.clone());
             async move { run.await.or_else(|e| e.declined().map(declined_prompt).ok_or(e)).map_err(execution_as_internal) }
@@ -280,13 +258,13 @@ impl Engine {
     async fn read_resource(&self, mut call: Call<ReadResourceParams>) -> Result<Body, Error> {
         let input = std::mem::take(&mut call.input);
         let uri = &call.params.uri;
-        crate::intake::telemetry::target(&tracing::Span::current(), "resources/read", uri);
-        let legacy = call.transport.bridge.is_some();
+        crate::intake::telemetry::target(&tracing::Span::current(), Some(Method::ResourcesRead), uri);
+        let legacy = call.transport.era() == Era::Legacy;
         let catalog = self.catalog();
         let (route, vars) = self
             .reach_resource(&catalog, &call.view(), uri)
             .map_err(|refused| refused.or_unknown(|| resource_not_found(uri, legacy)))?;
-        let target = self.target(&call, "resources/read", uri, None);
+        let target = self.target(&call, Method::ResourcesRead.name(), uri, None);
         self.rounds(&target, &call, input, |replay| {
             let run = (route.read)(self.ctx(&call, replay), vars.clone());
             let missing = resource_not_found(uri, legacy);
@@ -310,7 +288,7 @@ impl Engine {
         let input = std::mem::take(&mut call.input);
         call.params.remove("_meta");
         let name = route.name.as_str();
-        crate::intake::telemetry::target(&tracing::Span::current(), name, name);
+        crate::intake::telemetry::target(&tracing::Span::current(), None, name);
         let target = self.target(&call, name, name, Some(&call.params));
         self.rounds(&target, &call, input, |replay| {
             let resources = access::MethodResources::new(self, &call.meta, &call.transport);
@@ -365,9 +343,19 @@ impl Engine {
         Target::new(Binding { server: &self.info.name, method, target: name, arguments, principal })
     }
 
+    /// What `name` routes to in `era`: a protocol method of that revision this server
+    /// serves, or one of its own methods.
+    fn route(&self, name: &str, era: Era) -> Option<Routed> {
+        match Method::parse(name) {
+            Some(method) => (method.is_in(era) && self.serves(method)).then_some(Routed::Protocol(method)),
+            None => self.methods.contains_key(name).then_some(Routed::Custom),
+        }
+    }
+
+    /// Whether this server serves `method`: what it registered, and the extensions it was given.
     fn serves(&self, method: Method) -> bool {
         match method {
-            Method::Discover | Method::Custom => true,
+            Method::Discover => true,
             Method::ToolsList | Method::ToolsCall => self.catalog().has::<ToolRoute>(),
             Method::PromptsList | Method::PromptsGet => self.catalog().has::<PromptRoute>(),
             Method::ResourcesList | Method::ResourceTemplatesList | Method::ResourcesRead => {
@@ -375,7 +363,15 @@ impl Engine {
             }
             Method::Complete => self.completion.is_some(),
             Method::Listen => self.live_config.listen.is_some(),
-            Method::Task => self.serves_tasks(),
+            Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => self.serves_tasks(),
+            // 2025-11-25 session utilities (answered before dispatch) and removed names.
+            Method::Initialize
+            | Method::Ping
+            | Method::ResourcesSubscribe
+            | Method::ResourcesUnsubscribe
+            | Method::LoggingSetLevel
+            | Method::TasksList
+            | Method::TasksResult => false,
         }
     }
 
@@ -562,7 +558,7 @@ impl ResourceKind {
 /// mirrored parameters. Only once the tool is known to be reachable: a hidden tool's
 /// header rules would otherwise show that it exists.
 fn check_param_headers(transport: &Transport, route: &ToolRoute, arguments: &JsonObject) -> Result<(), Error> {
-    let modern_http = transport.headers.as_deref().filter(|_| transport.bridge.is_none());
+    let modern_http = transport.headers.as_deref().filter(|_| transport.era() == Era::Modern);
     match modern_http {
         Some(headers) if !route.headers.is_empty() => {
             crate::intake::param_headers::check(&route.headers, headers, Some(&Value::Object(arguments.clone())))

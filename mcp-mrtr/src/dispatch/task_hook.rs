@@ -14,7 +14,7 @@ use crate::intake::capability::Capability;
 use crate::intake::envelope::RequestMeta;
 use crate::mrtr::context::Transport;
 use crate::mrtr::replay::{Outcome, Replay};
-use crate::protocol::{CallToolResult, ClientCapabilities, JsonObject};
+use crate::protocol::{CallToolResult, ClientCapabilities, JsonObject, Method};
 use crate::routes::handler::TaskSupport;
 use crate::Error;
 
@@ -45,14 +45,11 @@ pub(crate) trait TaskHook: Send + Sync {
     /// Gives back the tasks running here: their handlers stop, their leases are released.
     fn hand_back(&self) -> BoxFuture<'_, ()>;
 
-    /// Whether `method` is one of the extension's (`tasks/get`, …).
-    fn answers(&self, method: &str) -> bool;
-
     /// Answers one of the extension's methods; the body is stamped by dispatch.
     fn serve<'a>(
         &'a self,
         engine: &'a Engine,
-        method: &'a str,
+        method: Method,
         params: Value,
         meta: &'a RequestMeta,
         transport: &'a Transport,

@@ -18,10 +18,11 @@ use tracing::field::Empty;
 use tracing::Span;
 
 use crate::intake::envelope::{Request, RequestMeta, TraceParent};
+use crate::protocol::{Era, Method};
 
 /// The span of one request, parented on the client's trace when there is one.
-pub(crate) fn request_span(request: &Request, era: &str, meta: &RequestMeta) -> Span {
-    let (method, id) = (request.method.as_str(), &request.id);
+pub(crate) fn request_span(request: &Request, era: Era, meta: &RequestMeta) -> Span {
+    let (method, id, era) = (request.method.as_str(), &request.id, era.version());
     let trace_id = meta.trace.traceparent().map(TraceParent::trace_id);
     // Under dispatch's name, where the request is served: `RUST_LOG=mcp_mrtr::dispatch=debug`.
     #[cfg(not(feature = "opentelemetry"))]
@@ -64,17 +65,18 @@ pub(crate) fn request_span(request: &Request, era: &str, meta: &RequestMeta) -> 
     span
 }
 
-/// Records what the request is for: the tool, prompt, resource or method.
-pub(crate) fn target(span: &Span, method: &str, target: &str) {
+/// Records what the request is for: the tool, prompt or resource of `method`, or, with
+/// no protocol method, the name of a method of the server's own.
+pub(crate) fn target(span: &Span, method: Option<Method>, target: &str) {
     span.record("target", target);
     #[cfg(feature = "opentelemetry")]
     match method {
-        "tools/call" => {
+        Some(Method::ToolsCall) => {
             otel::attribute(span, "gen_ai.tool.name", target);
             otel::attribute(span, "gen_ai.operation.name", "execute_tool");
         }
-        "prompts/get" => otel::attribute(span, "gen_ai.prompt.name", target),
-        "resources/read" => otel::attribute(span, "mcp.resource.uri", target),
+        Some(Method::PromptsGet) => otel::attribute(span, "gen_ai.prompt.name", target),
+        Some(Method::ResourcesRead) => otel::attribute(span, "mcp.resource.uri", target),
         _ => {}
     }
     #[cfg(not(feature = "opentelemetry"))]
@@ -122,12 +124,13 @@ mod otel {
     use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
     use crate::intake::envelope::{Request, TraceParent};
+    use crate::protocol::Method;
 
     /// `{method} {name}` for tools and prompts, as the conventions name a SERVER span;
     /// the method alone otherwise (resource URIs are too many to name spans by). Read
     /// from the params here: a span's name is fixed once it starts.
     pub(super) fn span_name(request: &Request) -> Option<String> {
-        if !matches!(request.method.as_str(), "tools/call" | "prompts/get") {
+        if !Method::parse(&request.method).is_some_and(Method::names_span_by_target) {
             return None;
         }
         let name = request.params.as_ref()?.get("name")?.as_str()?;

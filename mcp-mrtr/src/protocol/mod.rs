@@ -33,6 +33,7 @@ mod content;
 mod discover;
 mod input_required;
 mod jsonrpc;
+mod method;
 mod prompts;
 mod resources;
 mod tools;
@@ -57,6 +58,7 @@ pub use input_required::{
 };
 pub use jsonrpc::{ErrorObject, Notification, RequestId};
 pub(crate) use jsonrpc::{Notifier, Outgoing, ResultJson};
+pub(crate) use method::{Era, Method};
 pub use prompts::{GetPromptParams, GetPromptResult, ListPromptsResult, Prompt, PromptArgument, PromptMessage};
 pub use resources::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams, ReadResourceResult, Resource,

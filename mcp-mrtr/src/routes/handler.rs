@@ -29,8 +29,8 @@ use serde_json::Value;
 
 use crate::intake::app_state::StateNeed;
 use crate::protocol::{
-    CacheHints, CallToolResult, GetPromptResult, JsonObject, Prompt, ReadResourceResult, Resource, ResourceTemplate,
-    Tool,
+    CacheHints, CallToolResult, GetPromptResult, JsonObject, Method, Prompt, ReadResourceResult, Resource,
+    ResourceTemplate, Tool,
 };
 use crate::{Ctx, Error, ToolError};
 
@@ -532,37 +532,13 @@ impl ResourceKind {
     }
 }
 
-/// The methods of the protocol itself (and of the extensions the server implements):
-/// no [`MethodRoute`] may take one of these names.
-const PROTOCOL_METHODS: &[&str] = &[
-    "initialize",
-    "ping",
-    "server/discover",
-    "tools/list",
-    "tools/call",
-    "prompts/list",
-    "prompts/get",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "completion/complete",
-    "logging/setLevel",
-    "subscriptions/listen",
-    "tasks/get",
-    "tasks/update",
-    "tasks/cancel",
-    "tasks/list",
-    "tasks/result",
-];
-
 /// Why `name` cannot name a method of the server's own, if it cannot.
 pub(crate) fn check_method_name(name: &str) -> Result<(), String> {
     if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(format!("{name:?} is not a method name: it must be non-empty, without spaces"));
     }
-    if PROTOCOL_METHODS.contains(&name) || name.starts_with("notifications/") {
+    // The protocol's own (and its extensions'), of either revision, removed ones included.
+    if Method::parse(name).is_some() || name.starts_with("notifications/") {
         return Err(format!("{name:?} is one of the protocol's own methods"));
     }
     Ok(())

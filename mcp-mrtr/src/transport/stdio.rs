@@ -25,7 +25,7 @@ use crate::bounds::shutdown::{self, Drain, Signal};
 use crate::dispatch::Engine;
 use crate::intake::envelope::{check_version, classify, Era, Incoming, Request, RequestMeta};
 use crate::mrtr::context::Transport;
-use crate::protocol::{Outgoing, RequestId, ResultJson};
+use crate::protocol::{Method, Outgoing, RequestId, ResultJson};
 use crate::transport::legacy::{self, Session, SessionBridge, Sessions};
 use crate::{Error, Server};
 
@@ -320,12 +320,12 @@ impl StdioSession {
     /// modern envelope belong to the legacy session.
     fn open_envelope(&mut self, request: &Request) -> Result<Opened, Error> {
         let era = classify(request, None, self.legacy.is_some());
-        if era == Era::Modern || (era == Era::Unknown && self.legacy.is_none()) {
+        if era == Some(Era::Modern) || (era.is_none() && self.legacy.is_none()) {
             let meta = RequestMeta::parse(request.params.as_ref())?;
             check_version(&meta.protocol_version)?;
             return Ok(Opened::Dispatch(Arc::new(meta), None));
         }
-        if request.method == "initialize" {
+        if request.method == Method::Initialize.name() {
             let (id, result) = legacy::initialize(&self.server, &self.sessions, request, None)?;
             self.legacy = self.sessions.find(&id);
             return Ok(Opened::Answered(result));

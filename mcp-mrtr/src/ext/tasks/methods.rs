@@ -28,7 +28,7 @@ use super::Host;
 use super::{caller, store_error, wire};
 use crate::intake::envelope::RequestMeta;
 use crate::mrtr::context::Transport;
-use crate::protocol::JsonObject;
+use crate::protocol::{JsonObject, Method};
 use crate::{routes::catalog::RequestView, Capability, Error};
 
 /// The task methods this revision has. `tasks/result` and `tasks/list` were removed and
@@ -41,11 +41,12 @@ pub(crate) enum TaskMethod {
 }
 
 impl TaskMethod {
-    pub(crate) fn parse(method: &str) -> Option<Self> {
+    /// The extension's method `method` is, if it is one of them.
+    pub(crate) fn of(method: Method) -> Option<Self> {
         Some(match method {
-            "tasks/get" => Self::Get,
-            "tasks/update" => Self::Update,
-            "tasks/cancel" => Self::Cancel,
+            Method::TasksGet => Self::Get,
+            Method::TasksUpdate => Self::Update,
+            Method::TasksCancel => Self::Cancel,
             _ => return None,
         })
     }

@@ -201,20 +201,16 @@ impl TaskHook for Tasks {
         Box::pin(Tasks::hand_back(self))
     }
 
-    fn answers(&self, method: &str) -> bool {
-        methods::TaskMethod::parse(method).is_some()
-    }
-
     fn serve<'a>(
         &'a self,
         engine: &'a Engine,
-        method: &'a str,
+        method: crate::protocol::Method,
         params: serde_json::Value,
         meta: &'a crate::intake::envelope::RequestMeta,
         transport: &'a Transport,
     ) -> futures_util::future::BoxFuture<'a, Result<crate::protocol::JsonObject, Error>> {
         Box::pin(async move {
-            let method = methods::TaskMethod::parse(method).ok_or_else(|| Error::method_not_found(method))?;
+            let method = methods::TaskMethod::of(method).ok_or_else(|| Error::method_not_found(method.name()))?;
             methods::serve(&Host { engine, tasks: self }, method, params, meta, transport).await
         })
     }

@@ -305,7 +305,7 @@ mod tests {
     fn general(body: &[u8]) -> Option<(Request, RequestMeta)> {
         let value: Value = serde_json::from_slice(body).ok()?;
         let Ok(Incoming::Request(mut request)) = Incoming::from_value(value) else { return None };
-        if classify(&request, None, false) != Era::Modern {
+        if classify(&request, None, false) != Some(Era::Modern) {
             return None;
         }
         let meta = RequestMeta::parse(request.params.as_ref()).ok()?;

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 pub(crate) use self::fast::read_modern;
 pub use self::trace::{TraceContext, TraceParent};
-use crate::protocol::{meta_keys, ClientCapabilities, Implementation, JsonObject, LoggingLevel, RequestId};
+use crate::protocol::{meta_keys, ClientCapabilities, Implementation, JsonObject, LoggingLevel, Method, RequestId};
 use crate::Error;
 
 pub(crate) use crate::protocol::PROTOCOL_VERSION;
@@ -113,29 +113,23 @@ pub fn bench_read_envelope(body: &[u8], fast: bool) -> bool {
     }
 }
 
-/// Which lifecycle a request belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Era {
-    /// 2026-07-28: stateless, every request carries its own `_meta` envelope.
-    Modern,
-    /// 2025-11-25 and earlier: `initialize` and a session.
-    Legacy,
-    /// No clue either way (no `_meta` version, no version header, not `initialize`).
-    Unknown,
-}
+pub(crate) use crate::protocol::Era;
 
-/// Classifies a request: the modern envelope wins over everything (spec digest §1.2).
-pub(crate) fn classify(request: &Request, header_version: Option<&str>, has_session: bool) -> Era {
+/// Which lifecycle a request belongs to: 2026-07-28, where every request carries its own
+/// `_meta` envelope, or 2025-11-25 (and earlier), with `initialize` and a session; `None`
+/// without a clue either way (no `_meta` version, no version header, not `initialize`).
+/// The modern envelope wins over everything (spec digest §1.2).
+pub(crate) fn classify(request: &Request, header_version: Option<&str>, has_session: bool) -> Option<Era> {
     let body_version =
         request.params.as_ref().and_then(|p| p.get("_meta")).and_then(|m| m.get(meta_keys::PROTOCOL_VERSION));
     if body_version.is_some() {
-        return Era::Modern;
+        return Some(Era::Modern);
     }
     match header_version {
-        _ if names_modern(header_version) => Era::Modern,
-        Some(_) => Era::Legacy,
-        None if has_session || request.method == "initialize" => Era::Legacy,
-        None => Era::Unknown,
+        _ if names_modern(header_version) => Some(Era::Modern),
+        Some(_) => Some(Era::Legacy),
+        None if has_session || request.method == Method::Initialize.name() => Some(Era::Legacy),
+        None => None,
     }
 }
 
@@ -295,14 +289,14 @@ mod tests {
     #[test]
     fn modern_envelope_wins_over_legacy_clues() {
         let modern = request(json!({"_meta": {meta_keys::PROTOCOL_VERSION: "2026-07-28"}}));
-        assert_eq!(classify(&modern, Some("2025-11-25"), true), Era::Modern);
+        assert_eq!(classify(&modern, Some("2025-11-25"), true), Some(Era::Modern));
         let bare = request(json!({}));
-        assert_eq!(classify(&bare, Some("2026-07-28"), false), Era::Modern);
-        assert_eq!(classify(&bare, Some("2025-11-25"), false), Era::Legacy);
-        assert_eq!(classify(&bare, None, true), Era::Legacy);
-        assert_eq!(classify(&bare, None, false), Era::Unknown);
+        assert_eq!(classify(&bare, Some("2026-07-28"), false), Some(Era::Modern));
+        assert_eq!(classify(&bare, Some("2025-11-25"), false), Some(Era::Legacy));
+        assert_eq!(classify(&bare, None, true), Some(Era::Legacy));
+        assert_eq!(classify(&bare, None, false), None);
         let init = Request { method: "initialize".into(), ..bare };
-        assert_eq!(classify(&init, None, false), Era::Legacy);
+        assert_eq!(classify(&init, None, false), Some(Era::Legacy));
     }
 
     #[test]

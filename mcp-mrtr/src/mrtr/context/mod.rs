@@ -21,7 +21,7 @@ pub use crate::intake::envelope::{RequestMeta, TraceContext, TraceParent};
 use crate::mrtr::ask::Question;
 use crate::mrtr::replay::Replay;
 use crate::protocol::{
-    ClientCapabilities, Implementation, InputRequest, JsonObject, LoggingLevel, Notification, Notifier, Outgoing,
+    ClientCapabilities, Era, Implementation, InputRequest, JsonObject, LoggingLevel, Notification, Notifier, Outgoing,
     RequestId,
 };
 use crate::{Caller, Capability, Error};
@@ -71,6 +71,15 @@ pub(crate) trait Bridge: Send + Sync + std::fmt::Debug {
 }
 
 impl Transport {
+    /// The revision the request is served in: 2025-11-25 when it came with a bridge.
+    pub(crate) fn era(&self) -> Era {
+        if self.bridge.is_some() {
+            Era::Legacy
+        } else {
+            Era::Modern
+        }
+    }
+
     /// The authenticated caller, as the HTTP layer (or a test) attached it.
     pub(crate) fn caller(&self) -> Option<&Caller> {
         self.extensions.get::<Caller>()

@@ -15,9 +15,10 @@ use super::endpoint::Endpoint;
 use super::sse::{error_response, json_response, respond};
 use super::{connections, handoff, legacy, slots};
 use crate::bounds::fair::ClientId;
-use crate::dispatch::{Engine, Reply, LISTEN};
+use crate::dispatch::{Engine, Reply};
 use crate::intake::envelope::{Era, Request, RequestMeta};
 use crate::mrtr::context::Transport;
+use crate::protocol::Method;
 use crate::transport::error_message;
 use crate::Error;
 
@@ -40,7 +41,7 @@ pub(super) async fn serve_request(
         let error = Error::internal("too many requests running on this session; wait for one to finish");
         return error_response(Era::Legacy, Some(request.id), &error);
     }
-    let listen = request.method == LISTEN;
+    let listen = request.method == Method::Listen.name();
     // A `subscriptions/listen` stream idles for hours: it holds a connection (bounded by
     // `max_connections`), not one of the handler slots meant for work.
     let slot = if listen {

@@ -18,6 +18,7 @@ use serde_json::Value;
 use crate::base::error::shown;
 use crate::intake::envelope::{check_version, Request, RequestMeta};
 use crate::intake::param_headers::{decode_value, refuse_repeated};
+use crate::protocol::Method;
 use crate::Error;
 
 // Names, not strings: a lookup by string parses and checks the name every time.
@@ -98,12 +99,7 @@ fn param<'r>(request: &'r Request, field: &str) -> Option<&'r str> {
 
 /// The params field that `Mcp-Name` mirrors, for the methods that require it.
 fn name_source(method: &str) -> Option<&'static str> {
-    match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
-        _ => None,
-    }
+    Method::parse(method).and_then(Method::name_field)
 }
 
 #[cfg(test)]

@@ -17,14 +17,14 @@ use super::headers;
 use super::sse::{error_response, json_response};
 use crate::bounds::fair::ClientId;
 use crate::intake::envelope::{Era, Request};
-use crate::protocol::{Outgoing, RequestId, ResultJson};
+use crate::protocol::{Method as McpMethod, Outgoing, RequestId, ResultJson};
 use crate::transport::error_message;
 use crate::transport::legacy::{self, HandlerSlot, Opener, Session, SessionBridge, SlotLease, WaitBounds};
 use crate::Error;
 
 /// Serves one request of the legacy era.
 pub(super) async fn serve(endpoint: &Endpoint, head: &Head, request: Request) -> Response {
-    if request.method == "initialize" {
+    if request.method == McpMethod::Initialize.name() {
         let opener = Opener { owner: head.principal(&endpoint.server), client: ClientId::of(&head.extensions) };
         return match legacy::initialize_by(&endpoint.server, &endpoint.sessions, &request, opener) {
             Ok((session_id, result)) => {

@@ -59,13 +59,13 @@ pub(super) async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response 
         Ok(Incoming::Response { id, outcome }) => legacy::deliver(endpoint, &head, &id, outcome),
         Ok(Incoming::Request(request)) => {
             match classify(&request, header_version, headers.contains_key(headers::SESSION_ID)) {
-                Era::Modern => match open_envelope(headers, &request) {
+                Some(Era::Modern) => match open_envelope(headers, &request) {
                     Err(error) => error_response(Era::Modern, Some(request.id), &error),
                     Ok(meta) => serve_request(endpoint, &head, request, Arc::new(meta), None).await,
                 },
                 // A 2025-11-25 request is read by its first version header too: a repeat
                 // is refused here as a modern request's is in `headers::check`.
-                Era::Legacy => {
+                Some(Era::Legacy) => {
                     match crate::intake::param_headers::refuse_repeated(
                         headers,
                         headers::PROTOCOL_VERSION,
@@ -75,9 +75,10 @@ pub(super) async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response 
                         Ok(()) => legacy::serve(endpoint, &head, request).await,
                     }
                 }
-                Era::Unknown => {
+                // No clue either way: answered as a modern request is.
+                None => {
                     let error = Error::header_mismatch("missing MCP-Protocol-Version header");
-                    error_response(Era::Unknown, Some(request.id), &error)
+                    error_response(Era::Modern, Some(request.id), &error)
                 }
             }
         }

@@ -22,7 +22,7 @@ use crate::Error;
 /// The status of a JSON-RPC error answering a request of `era`, sent as the whole body.
 pub(super) fn of_error(era: Era, error: &Error) -> u16 {
     match era {
-        Era::Modern | Era::Unknown => error.http_status(),
+        Era::Modern => error.http_status(),
         // 2025-11-25 answers a request with a JSON-RPC response, error or not; the HTTP
         // status says only whether the transport (and the session) worked.
         // Except a refusal for insufficient scope: both revisions' authorization specs

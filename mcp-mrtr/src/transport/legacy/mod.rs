@@ -28,7 +28,9 @@ use self::wait::Parked;
 pub(crate) use self::wait::{HandlerSlot, SlotLease, WaitBounds};
 use crate::dispatch::Engine;
 use crate::intake::envelope::{self, Request};
-use crate::protocol::{meta_keys, InputRequest, JsonObject, LoggingLevel, Notification, Notifier, Outgoing, RequestId};
+use crate::protocol::{
+    meta_keys, InputRequest, JsonObject, LoggingLevel, Method, Notification, Notifier, Outgoing, RequestId,
+};
 use crate::{mrtr::context::RequestMeta, Error};
 
 /// The newest legacy revision, offered to clients that ask for one this server does not know.
@@ -95,9 +97,9 @@ fn check_declared_size(params: &Value) -> Result<(), Error> {
 /// Answers the methods only legacy sessions have; `None` for everything else.
 pub(crate) fn utility(session: &Session, request: &Request) -> Option<Result<Value, Error>> {
     let params = request.params.as_ref();
-    Some(match request.method.as_str() {
-        "ping" => Ok(json!({})),
-        "logging/setLevel" => params
+    Some(match Method::parse(&request.method)? {
+        Method::Ping => Ok(json!({})),
+        Method::LoggingSetLevel => params
             .and_then(|p| p.get("level"))
             .and_then(|level| serde_json::from_value::<LoggingLevel>(level.clone()).ok())
             .map(|level| {
@@ -108,7 +110,7 @@ pub(crate) fn utility(session: &Session, request: &Request) -> Option<Result<Val
         // This server sends a session nothing outside its requests (no GET stream), so a
         // subscription has nothing to deliver; it is accepted, and `resources.subscribe`
         // is not advertised to this era.
-        "resources/subscribe" | "resources/unsubscribe" => params
+        Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => params
             .and_then(|p| p.get("uri"))
             .filter(|uri| uri.is_string())
             .map(|_| json!({}))
