@@ -69,6 +69,22 @@ async fn answers_requests_line_by_line() {
 }
 
 #[tokio::test]
+async fn what_serve_returns_hands_out_the_running_servers_handle() {
+    let (input, server_in) = tokio::io::duplex(1 << 16);
+    let (server_out, output) = tokio::io::duplex(1 << 16);
+    let serving = mcp_mrtr::testing::with_own_keys(Server::new("late", "1.0.0"))
+        .serve(mcp_mrtr::stdio::Stdio::over(server_in, server_out));
+    let handle = serving.server_handle();
+    tokio::spawn(serving);
+    let mut pipe = Pipe { input, output: BufReader::new(output).lines() };
+    let late = Tool::new("late").description("Registered once serving started");
+    let late = late.handler(|_ctx, _args: Map<String, Value>| async { Ok::<_, ToolError>("here") });
+    handle.add_tool(late).unwrap();
+    pipe.request(1, "tools/call", json!({ "name": "late" })).await;
+    assert_eq!(pipe.next("tools/call").await["result"]["content"][0]["text"], "here");
+}
+
+#[tokio::test]
 async fn envelope_and_version_errors_echo_the_id() {
     let mut pipe = Pipe::start(mcp_mrtr_examples::everything::server());
     pipe.request(1, "server/discover", json!({ "_meta": { "io.modelcontextprotocol/clientCapabilities": {} } })).await;

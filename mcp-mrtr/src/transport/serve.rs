@@ -11,6 +11,7 @@ use std::task::{Context, Poll};
 use futures_util::future::BoxFuture;
 
 use crate::bounds::shutdown::Signal;
+use crate::routes::catalog::ServerHandle;
 use crate::Server;
 
 /// Where a server is served: [`Stdio`](crate::stdio::Stdio) (the process's stdin and
@@ -44,15 +45,38 @@ pub(crate) mod sealed {
 /// bound are the awaited `Err`, before anything is served.
 #[must_use = "a Serve does nothing until it is awaited"]
 pub struct Serve<T> {
-    /// What serving takes, until it starts.
-    ready: Option<(Server, T)>,
+    starting: Starting<(Server, T)>,
     shutdown: Option<Signal>,
-    running: Option<BoxFuture<'static, io::Result<()>>>,
+    handle: ServerHandle,
 }
 
 impl<T: Transport> Serve<T> {
     pub(crate) fn new(server: Server, transport: T) -> Self {
-        Self { ready: Some((server, transport)), shutdown: None, running: None }
+        let handle = server.server_handle();
+        Self { starting: Starting::new((server, transport)), shutdown: None, handle }
+    }
+
+    /// The handle to the server being served: change its tools, prompts and resources
+    /// while it runs, from any task (see [`ServerHandle`]).
+    ///
+    /// ```no_run
+    /// use mcp_mrtr::{http::Http, protocol::Tool, Server, ToolError};
+    ///
+    /// # async fn run() -> std::io::Result<()> {
+    /// let serving = Server::new("app", "1.0.0").serve(Http::bind("127.0.0.1:3000"));
+    /// let handle = serving.server_handle();
+    /// let running = tokio::spawn(serving);
+    /// let late = Tool::new("late").description("Registered once serving started");
+    /// handle
+    ///     .add_tool(late.handler(|_ctx, _args: serde_json::Map<String, serde_json::Value>| async {
+    ///         Ok::<_, ToolError>("here")
+    ///     }))
+    ///     .expect("no tool of that name yet");
+    /// running.await.expect("serving did not panic")
+    /// # }
+    /// ```
+    pub fn server_handle(&self) -> ServerHandle {
+        self.handle.clone()
     }
 
     /// Shuts down gracefully once `signal` resolves, instead of on the transport's
@@ -85,19 +109,48 @@ impl<T: Transport> Future for Serve<T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if let Some((server, transport)) = this.ready.take() {
-            this.running = Some(sealed::Sealed::serve(transport, server, this.shutdown.take()));
-        }
-        match &mut this.running {
-            Some(running) => running.as_mut().poll(cx),
-            None => Poll::Ready(Err(io::Error::other("served already"))),
-        }
+        let shutdown = &mut this.shutdown;
+        this.starting.poll(cx, |(server, transport)| sealed::Sealed::serve(transport, server, shutdown.take()))
     }
 }
 
 impl<T> fmt::Debug for Serve<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Serve").field("started", &self.ready.is_none()).finish_non_exhaustive()
+        f.debug_struct("Serve").field("started", &self.starting.started()).finish_non_exhaustive()
+    }
+}
+
+/// What a serving future holds: what serving takes until the first poll, then the
+/// serving itself. Nothing starts before that poll, so modifiers such as graceful
+/// shutdown can still change what starts.
+pub(crate) struct Starting<R> {
+    ready: Option<R>,
+    running: Option<BoxFuture<'static, io::Result<()>>>,
+}
+
+impl<R> Starting<R> {
+    pub(crate) fn new(ready: R) -> Self {
+        Self { ready: Some(ready), running: None }
+    }
+
+    pub(crate) fn started(&self) -> bool {
+        self.ready.is_none()
+    }
+
+    /// Polls the serving, which `start` makes from what it takes at the first poll.
+    pub(crate) fn poll(
+        &mut self,
+        cx: &mut Context<'_>,
+        start: impl FnOnce(R) -> BoxFuture<'static, io::Result<()>>,
+    ) -> Poll<io::Result<()>> {
+        if let Some(ready) = self.ready.take() {
+            self.running = Some(start(ready));
+        }
+        match &mut self.running {
+            Some(running) => running.as_mut().poll(cx),
+            // Unreachable: `ready` is only taken to start `running`.
+            None => Poll::Ready(Err(io::Error::other("served already"))),
+        }
     }
 }
 

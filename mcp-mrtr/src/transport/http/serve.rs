@@ -38,6 +38,7 @@ use super::handoff::{self, Flushed, Handoff};
 use super::Limits;
 use crate::bounds::fair::ClientId;
 use crate::bounds::shutdown::{Drain, Draining};
+use crate::transport::serve::Starting;
 
 /// What a connection past [`Limits::max_connections`] reads before it is closed.
 const REFUSAL: &[u8] =
@@ -71,17 +72,16 @@ const REFUSAL: &[u8] =
 /// # }
 /// ```
 pub fn serve_router(listener: TcpListener, app: Router, limits: Limits) -> ServeRouter {
-    ServeRouter { ready: Some((listener, app)), limits, shutdown: None, running: None }
+    ServeRouter { starting: Starting::new((listener, app)), limits, shutdown: None }
 }
 
 /// An app served on a listener, a future: see [`serve_router`]. Nothing starts until it
 /// is first polled.
 #[must_use = "a ServeRouter does nothing until it is awaited"]
 pub struct ServeRouter {
-    ready: Option<(TcpListener, Router)>,
+    starting: Starting<(TcpListener, Router)>,
     limits: Limits,
     shutdown: Option<BoxFuture<'static, ()>>,
-    running: Option<BoxFuture<'static, io::Result<()>>>,
 }
 
 impl ServeRouter {
@@ -105,14 +105,11 @@ impl Future for ServeRouter {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if let Some((listener, app)) = this.ready.take() {
-            let shutdown = this.shutdown.take().unwrap_or_else(|| Box::pin(std::future::pending()));
-            this.running = Some(Box::pin(serve_app(listener, app, this.limits, shutdown)));
-        }
-        match &mut this.running {
-            Some(running) => running.as_mut().poll(cx),
-            None => Poll::Ready(Err(io::Error::other("served already"))),
-        }
+        let (shutdown, limits) = (&mut this.shutdown, this.limits);
+        this.starting.poll(cx, |(listener, app)| {
+            let shutdown = shutdown.take().unwrap_or_else(|| Box::pin(std::future::pending()));
+            Box::pin(serve_app(listener, app, limits, shutdown))
+        })
     }
 }
 
