@@ -1,0 +1,188 @@
+//! The one round path: every request whose handler may ask (`tools/call`, `prompts/get`,
+//! `resources/read`, a server's own methods) goes through here. Its round input is taken
+//! out of the params, its `requestState` opened into a `Replay`, its handler run once
+//! (2026-07-28) or until it completes through the bridge (2025-11-25), and its questions
+//! sealed into the next state.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use axum::http::Extensions;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::call::{input_responses, Call, RoundInput, Target};
+use super::stamp::Text;
+use super::{Body, Engine};
+use crate::bounds::fair::ClientId;
+use crate::intake::envelope::{RequestMeta, TraceContext};
+use crate::intake::request_state::{Binding, Presented, SingleUse};
+use crate::mrtr::context::Transport;
+use crate::mrtr::replay::{self, Carried, Outcome, Replay};
+use crate::protocol::{JsonObject, RequestId};
+use crate::{base::deadline, Ctx, Error};
+
+impl Engine {
+    /// The call of a method that may ask: the round input taken out of its params, the
+    /// rest read into `P` (moved out of the tree, not copied).
+    pub(super) fn call<P: DeserializeOwned>(
+        &self,
+        id: RequestId,
+        mut raw: Value,
+        meta: Arc<RequestMeta>,
+        transport: Transport,
+    ) -> Result<Call<P>, Error> {
+        let input = match &mut raw {
+            Value::Object(params) => {
+                RoundInput { responses: params.remove("inputResponses"), state: params.remove("requestState") }
+            }
+            _ => RoundInput::default(),
+        };
+        let params = P::deserialize(raw).map_err(|e| Error::invalid_params(format!("Invalid params: {e}")))?;
+        let principal = self.principal_of(&transport);
+        let limit = transport.handler_timeout;
+        Ok(Call { id, params, input, meta, transport, principal, limit })
+    }
+
+    pub(super) fn ctx<P>(&self, call: &Call<P>, replay: &Arc<Replay>) -> Ctx {
+        Ctx::new(
+            call.id.clone(),
+            call.meta.clone(),
+            call.transport.clone(),
+            self.logging,
+            replay.clone(),
+            self.app.clone(),
+        )
+    }
+
+    /// What a call's states are bound to.
+    pub(super) fn target<'a, P>(
+        &'a self,
+        call: &'a Call<P>,
+        method: &'a str,
+        name: &'a str,
+        arguments: Option<&'a JsonObject>,
+    ) -> Target<'a> {
+        let principal = call.principal.as_deref();
+        Target::new(Binding { server: &self.info.name, method, target: name, arguments, principal })
+    }
+
+    /// Reads this round's `inputResponses` and opens its `requestState`, before the handler
+    /// runs: a state that does not open fails the request, whatever the handler would do.
+    ///
+    /// A fresh call is counted against its client (`extensions`) in the single-use
+    /// guard; a continued one against whoever started it, as its state says.
+    pub(super) fn open_replay(
+        &self,
+        target: &Target<'_>,
+        input: RoundInput,
+        extensions: &Extensions,
+        trace: &TraceContext,
+    ) -> Result<Arc<Replay>, Error> {
+        let responses = input_responses(input.responses)?;
+        let Some(token) = input.state else {
+            let origin = trace.traceparent().map(|parent| parent.as_str().to_owned());
+            return Ok(Arc::new(Replay::new_call(responses, ClientId::of(extensions).owner_key(), origin)));
+        };
+        let sealer = self.sealer()?;
+        let presented = Presented { token: &token, sealer, binding: target.digest(), target: target.binding.target };
+        let (carried, expires) = presented.open(|payload| serde_json::from_slice::<Carried>(payload).ok())?;
+        // States live `ttl`: when this one was sealed, for a guard that remembers less. An
+        // endless ttl (its expiry clamped) tells nothing: then it counts as sealed now.
+        let issued = expires
+            .checked_sub(sealer.lifetime())
+            .filter(|at| *at > std::time::UNIX_EPOCH)
+            .unwrap_or_else(std::time::SystemTime::now);
+        if let Some(origin) = carried.origin() {
+            crate::intake::telemetry::continues_flow(&tracing::Span::current(), origin);
+        }
+        let single_use = self
+            .state
+            .guard()
+            .zip(token.as_str())
+            .map(|(guard, token)| SingleUse::new(guard, token, carried.owner(), expires, issued));
+        Ok(Arc::new(Replay::opened(carried, responses, single_use)))
+    }
+
+    /// Runs a handler that may ask. A modern request gets one round: the complete result,
+    /// or the questions with the round's sealed state. A legacy session gets the bridge:
+    /// each round's questions go to the client as real requests, and the handler runs
+    /// again with the answers until it completes.
+    pub(super) async fn rounds<T, P, F, Fut>(
+        &self,
+        target: &Target<'_>,
+        call: &Call<P>,
+        input: RoundInput,
+        round: F,
+    ) -> Result<Body, Error>
+    where
+        T: Serialize,
+        F: Fn(&Arc<Replay>) -> Fut,
+        Fut: Future<Output = Result<T, Error>>,
+    {
+        let Some(bridge) = &call.transport.bridge else {
+            let replay = self.open_replay(target, input, &call.transport.extensions, &call.meta.trace)?;
+            return self.run_round(target, &replay, call, round(&replay)).await;
+        };
+        let caps = &call.meta.client_capabilities;
+        let mut replay = Arc::new(Replay::new(None, JsonObject::new()));
+        loop {
+            match deadline::within(call.limit, replay::drive(&replay, caps, round(&replay))).await? {
+                Outcome::Complete(result) => return Ok(Body::Complete(Text::of(&result?)?)),
+                Outcome::InputRequired(questions, carried) => {
+                    // Without a stream there is no way to ask; an input_required result
+                    // would read as final to a legacy client.
+                    let outgoing = call.transport.notifier.as_ref().ok_or_else(|| {
+                        Error::internal(
+                            "this handler asks for input, which needs a client that accepts text/event-stream",
+                        )
+                    })?;
+                    let shutdown = Box::pin(crate::bounds::shutdown::Draining::of(&call.transport.extensions));
+                    let answers = bridge.ask(outgoing, questions, self.bridge_answer_timeout, shutdown).await?;
+                    replay = Arc::new(Replay::new(Some(carried), answers));
+                }
+            }
+        }
+    }
+
+    /// Runs one round of a handler that may ask: its complete result, or the questions
+    /// it asked with the sealed state of the round.
+    pub(super) async fn run_round<T: Serialize, P>(
+        &self,
+        target: &Target<'_>,
+        replay: &Arc<Replay>,
+        call: &Call<P>,
+        handler: impl Future<Output = Result<T, Error>>,
+    ) -> Result<Body, Error> {
+        let outcome =
+            deadline::within(call.limit, replay::drive(replay, &call.meta.client_capabilities, handler)).await?;
+        self.seal(target, replay, outcome)
+    }
+
+    /// The body of a round: the complete result, or the questions with the round's
+    /// sealed state.
+    pub(super) fn seal<T: Serialize>(
+        &self,
+        target: &Target<'_>,
+        replay: &Replay,
+        outcome: Outcome<Result<T, Error>>,
+    ) -> Result<Body, Error> {
+        match outcome {
+            Outcome::Complete(result) => Ok(Body::Complete(Text::of(&result?)?)),
+            Outcome::InputRequired(requests, carried) => {
+                let payload = serde_json::to_vec(&carried).map_err(|e| Error::internal(e.to_string()))?;
+                let state = self.sealer()?.seal(target.digest(), &payload, SystemTime::now()).map_err(|error| {
+                    error.log(target.binding.target);
+                    let client = error.to_error();
+                    match replay.once_lost() {
+                        Some(note) => client.with_note(&note),
+                        None => client,
+                    }
+                })?;
+                Ok(Body::InputRequired(Text::of(&replay::input_required(requests, state))?))
+            }
+        }
+    }
+}
