@@ -168,8 +168,7 @@ fn emit(handler: &Handler, runtime: &Path, prepared: &Prepared) -> TokenStream {
     });
     let ctx = &prepared.ctx;
     let body = body(handler, runtime, ctx);
-    let route = route(handler, runtime, &args_ident, &quote!(__mcp_handler));
-    let form_checks = form_checks(handler, runtime, &prepared.form_types);
+    let route = route(handler, runtime, &args_ident, &quote!(__mcp_handler), &prepared.form_types);
     let route_type = route_type(handler.kind, runtime);
     // A function, not a unit struct: a unit struct's name would also be a pattern, and
     // turn an unrelated `let Some(deploy) = …` in the module into a comparison with it.
@@ -183,7 +182,6 @@ fn emit(handler: &Handler, runtime: &Path, prepared: &Prepared) -> TokenStream {
                 #body
             }
 
-            #(#form_checks)*
             #route
         }
     }
@@ -231,13 +229,16 @@ pub(crate) fn body(handler: &Handler, runtime: &Path, ctx: &Ident) -> TokenStrea
     quote!(#(#resolved)* #ctx_binding #block)
 }
 
-/// Registration-time checks of the form types the handler asks for.
-pub(crate) fn form_checks(handler: &Handler, runtime: &Path, form_types: &[syn::Type]) -> Vec<TokenStream> {
+/// What registration checks of the route, each `None` or why the route is refused: the
+/// form types the handler asks for fit in a form, and a structured result is an object.
+fn registration_checks(handler: &Handler, private: &TokenStream, form_types: &[syn::Type]) -> Vec<TokenStream> {
     let handler_name = handler.ident.to_string();
-    form_types
-        .iter()
-        .map(|ty| quote_spanned!(ty.span()=> #runtime::__private::check_form::<#ty>(#handler_name);))
-        .collect()
+    let forms = form_types.iter().map(|ty| quote_spanned!(ty.span()=> #private::check_form::<#ty>(#handler_name)));
+    let output = (handler.kind == Kind::Tool)
+        .then(|| model::structured_output(&handler.output))
+        .flatten()
+        .map(|ty| quote_spanned!(ty.span()=> #private::check_output::<#ty>()));
+    forms.chain(output).collect()
 }
 
 pub(crate) fn route_type(kind: Kind, runtime: &Path) -> TokenStream {
@@ -249,8 +250,14 @@ pub(crate) fn route_type(kind: Kind, runtime: &Path) -> TokenStream {
 }
 
 /// The expression that builds the route from the metadata, running `call` (a function
-/// or closure of the context and the arguments).
-pub(crate) fn route(handler: &Handler, runtime: &Path, args: &Ident, call: &TokenStream) -> TokenStream {
+/// or closure of the context and the arguments), with what registration checks of it.
+pub(crate) fn route(
+    handler: &Handler,
+    runtime: &Path,
+    args: &Ident,
+    call: &TokenStream,
+    form_types: &[syn::Type],
+) -> TokenStream {
     let private = quote!(#runtime::__private);
     let args_attr = &handler.args;
     let name = args_attr.name.clone().unwrap_or_else(|| LitStr::new(&handler.ident.to_string(), handler.ident.span()));
@@ -302,7 +309,12 @@ pub(crate) fn route(handler: &Handler, runtime: &Path, args: &Ident, call: &Toke
             quote_spanned!(result=> #private::resource::<#args, _, _, _>(#uri, #name, #description, #title, #mime, #call) #scopes)
         }
     };
-    with_state_needs(handler, &private, route)
+    let route = with_state_needs(handler, &private, route);
+    let checks = registration_checks(handler, &private, form_types);
+    if checks.is_empty() {
+        return route;
+    }
+    quote!(#private::checked(#route, &[#(#checks),*]))
 }
 
 /// `route`, declaring the state each extractor needs: `T` for a `State<T>`, found by

@@ -180,15 +180,13 @@ fn toolbox_impl(item: &ItemImpl, handlers: &[(Handler, Prepared)], runtime: &syn
                 async move { this.#method(ctx, #(#names),*).await }
             }
         }};
-        let route = emit::route(handler, runtime, &args_ident, &call);
-        let checks = emit::form_checks(handler, runtime, &prepared.form_types);
+        let route = emit::route(handler, runtime, &args_ident, &call, &prepared.form_types);
         let list = match handler.kind {
             Kind::Tool => quote!(tools),
             Kind::Prompt => quote!(prompts),
             Kind::Resource => quote!(resources),
         };
         pushes.push(quote! {
-            #(#checks)*
             routes.#list.push(#route);
         });
     }

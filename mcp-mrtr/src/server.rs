@@ -59,16 +59,13 @@ impl Server {
     /// A server and its clones share one catalog, which
     /// [`server_handle`](Self::server_handle) changes at run time.
     ///
-    /// # Panics
-    ///
-    /// If the name is not 1–64 characters of `[A-Za-z0-9_./-]`, or is taken, or the input
-    /// schema's `x-mcp-header` annotations break the rules of SEP-2243 (a header name
-    /// token, unique ignoring case, on string, integer or boolean parameters only).
+    /// A tool whose name is not 1–64 characters of `[A-Za-z0-9_./-]`, or is taken, or
+    /// whose input schema's `x-mcp-header` annotations break the rules of SEP-2243 (a
+    /// header name token, unique ignoring case, on string, integer or boolean parameters
+    /// only) is refused: serving fails with the reason (see [`Server::serve`]).
     pub fn tool(self, tool: impl Into<ToolRoute>) -> Self {
-        if let Err(problem) = self.server_handle().add_tool(tool) {
-            panic!("{problem}");
-        }
-        self
+        let added = self.server_handle().add_tool(tool);
+        self.unless_refused(added)
     }
 
     /// Registers several tools.
@@ -80,9 +77,7 @@ impl Server {
     /// [`toolbox`](crate::toolbox): its `#[tool]`, `#[prompt]` and `#[resource]` methods,
     /// sharing one `Arc` of it. Pass the struct or an `Arc` you keep a clone of.
     ///
-    /// # Panics
-    ///
-    /// As [`Server::tool`] and [`Server::prompt`], when a name is taken.
+    /// Refused as [`Server::tool`] and [`Server::prompt`] refuse, when a name is taken.
     pub fn toolbox<T: Toolbox>(self, toolbox: impl crate::routes::handler::Shared<T>) -> Self {
         let Routes { tools, prompts, resources } = toolbox.shared().routes();
         self.tools(tools).prompts(prompts).resources(resources)
@@ -90,14 +85,10 @@ impl Server {
 
     /// Registers a prompt.
     ///
-    /// # Panics
-    ///
-    /// If a prompt with the same name is registered already.
+    /// Refused (serving then fails) if a prompt with the same name is registered already.
     pub fn prompt(self, prompt: impl Into<PromptRoute>) -> Self {
-        if let Err(problem) = self.server_handle().add_prompt(prompt) {
-            panic!("{problem}");
-        }
-        self
+        let added = self.server_handle().add_prompt(prompt);
+        self.unless_refused(added)
     }
 
     /// Registers several prompts.
@@ -112,13 +103,20 @@ impl Server {
 
     /// Registers a resource or a resource template.
     ///
-    /// # Panics
-    ///
-    /// If a resource with the same URI, or a template with the same URI template, is
-    /// registered already.
+    /// Refused (serving then fails) if a resource with the same URI, or a template with
+    /// the same URI template, is registered already.
     pub fn resource(self, resource: impl Into<ResourceRoute>) -> Self {
-        if let Err(problem) = self.server_handle().add_resource(resource) {
-            panic!("{problem}");
+        let added = self.server_handle().add_resource(resource);
+        self.unless_refused(added)
+    }
+
+    /// This server, remembering `outcome`'s refusal for serving to report: a builder
+    /// reports every configuration mistake in one place, the `Err` of
+    /// [`serve`](Server::serve) or [`into_router`](Server::into_router), never as a
+    /// panic halfway through building.
+    fn unless_refused(mut self, outcome: Result<(), impl std::fmt::Display>) -> Self {
+        if let Err(problem) = outcome {
+            self.engine.refused.push(problem.to_string());
         }
         self
     }
@@ -289,17 +287,17 @@ impl Server {
     /// protocol revisions and every transport. Declare the extension it belongs to with
     /// [`Server::extension`].
     ///
-    /// # Panics
-    ///
-    /// If the name is taken, empty, or one of the protocol's own methods (`tools/call`,
-    /// `initialize`, …; tasks' and notifications' included).
+    /// Refused (serving then fails) if the name is taken, empty, or one of the protocol's
+    /// own methods (`tools/call`, `initialize`, …; tasks' and notifications' included).
     pub fn method(mut self, route: MethodRoute) -> Self {
-        if let Err(problem) = crate::routes::handler::check_method_name(&route.name) {
-            panic!("{problem}");
+        let mut checked = crate::routes::handler::check_method_name(&route.name);
+        if checked.is_ok() && self.engine.methods.contains_key(&route.name) {
+            checked = Err(format!("the method {:?} is registered already", route.name));
         }
-        assert!(!self.engine.methods.contains_key(&route.name), "the method {:?} is registered already", route.name);
-        Arc::make_mut(&mut self.engine.methods).insert(route.name.clone(), Arc::new(route));
-        self
+        if checked.is_ok() {
+            Arc::make_mut(&mut self.engine.methods).insert(route.name.clone(), Arc::new(route));
+        }
+        self.unless_refused(checked)
     }
 
     /// Declares an extension (SEP-2133) in `capabilities.extensions` of `server/discover`
@@ -307,22 +305,23 @@ impl Server {
     /// none. The id is the extension's, such as `com.example/search`; serve its methods
     /// with [`Server::method`]. Declaring an id again replaces its settings.
     ///
-    /// # Panics
-    ///
-    /// If `settings` is not a JSON object, or the id is empty or the tasks extension's
-    /// (declared by the server itself, when a tool may run as a task).
+    /// Refused (serving then fails) if `settings` is not a JSON object, or the id is
+    /// empty or the tasks extension's (declared by the server itself, when a tool may run
+    /// as a task).
     pub fn extension(mut self, id: impl Into<String>, settings: serde_json::Value) -> Self {
         let id = id.into();
-        assert!(!id.is_empty(), "an extension id cannot be empty");
-        assert!(
-            id != crate::protocol::TASKS_EXTENSION,
-            "the tasks extension is declared by the server when a tool may run as a task"
-        );
-        let serde_json::Value::Object(settings) = settings else {
-            panic!("the settings of the extension {id:?} must be a JSON object ({{}} for none)");
+        let checked = match settings {
+            _ if id.is_empty() => Err("an extension id cannot be empty".to_owned()),
+            _ if id == crate::protocol::TASKS_EXTENSION => {
+                Err("the tasks extension is declared by the server when a tool may run as a task".to_owned())
+            }
+            serde_json::Value::Object(settings) => {
+                self.engine.extensions.insert(id, serde_json::Value::Object(settings));
+                Ok(())
+            }
+            _ => Err(format!("the settings of the extension {id:?} must be a JSON object ({{}} for none)")),
         };
-        self.engine.extensions.insert(id, serde_json::Value::Object(settings));
-        self
+        self.unless_refused(checked)
     }
 
     /// Serves `skills` (SEP-2640): declares the `io.modelcontextprotocol/skills`
@@ -330,9 +329,8 @@ impl Server {
     /// `resources/directory/read`, lists every `SKILL.md` as a resource and serves every
     /// skill file through `resources/read`. See [`Skills`].
     ///
-    /// # Panics
-    ///
-    /// When the server serves skills already (or a method of the same name).
+    /// Refused (serving then fails) when the server serves skills already (or a method
+    /// of the same name).
     pub fn skills(self, skills: Skills) -> Self {
         let (settings, methods) = skills.serve(&self.server_handle());
         methods.into_iter().fold(self.extension(crate::ext::skills::EXTENSION, settings), Self::method)

@@ -9,7 +9,9 @@ use jsonwebtoken::{EncodingKey, Header};
 use mcp_mrtr::ask::Elicit;
 use mcp_mrtr::auth::{JwtKeys, JwtVerifier, ResourceServer};
 use mcp_mrtr::prelude::*;
-use mcp_mrtr::{catalog::Item, http::HttpConfig, protocol::CacheHints, protocol::CacheScope, MethodRoute};
+use mcp_mrtr::{
+    catalog::Item, http::HttpConfig, protocol::CacheHints, protocol::CacheScope, protocol::Tool, MethodRoute,
+};
 use mcp_mrtr_tests::client;
 use mcp_mrtr_tests::harness::{Rpc, TestServer};
 use mcp_mrtr_tests::legacy::Legacy;
@@ -168,17 +170,39 @@ async fn stdio_serves_the_same_methods() {
     assert_eq!(reply["result"]["resultType"], "complete");
 }
 
-#[test]
-#[should_panic(expected = "one of the protocol's own methods")]
-fn a_protocol_method_cannot_be_taken() {
-    let _ = Server::new("s", "1")
-        .method(MethodRoute::new("tools/call", |_ctx, _p: Value| async move { Ok::<_, ToolError>(json!({})) }));
+/// What serving answers a server built with a mistake: the mistake, before anything is served.
+fn refusal(server: Server) -> String {
+    server.into_router(HttpConfig::default()).expect_err("a server built with a mistake").to_string()
 }
 
 #[test]
-#[should_panic(expected = "must be a JSON object")]
+fn a_protocol_method_cannot_be_taken() {
+    let echo = |name| MethodRoute::new(name, |_ctx, _p: Value| async move { Ok::<_, ToolError>(json!({})) });
+    let refused = refusal(Server::new("s", "1").method(echo("tools/call")));
+    assert!(refused.contains("\"tools/call\" is one of the protocol's own methods"), "{refused}");
+    let refused = refusal(Server::new("s", "1").method(echo("com.acme/x")).method(echo("com.acme/x")));
+    assert!(refused.contains("\"com.acme/x\" is registered already"), "{refused}");
+}
+
+#[test]
 fn extension_settings_are_an_object() {
-    let _ = Server::new("s", "1").extension("com.acme/x", json!(true));
+    let refused = refusal(Server::new("s", "1").extension("com.acme/x", json!(true)));
+    assert!(refused.contains("must be a JSON object"), "{refused}");
+}
+
+#[tokio::test]
+async fn every_mistake_of_the_builder_is_reported_together_when_serving_starts() {
+    let tool = |name: &str| {
+        Tool::new(name)
+            .description("d")
+            .handler(|_ctx, _args: serde_json::Map<String, Value>| async { Ok::<_, ToolError>("ok") })
+    };
+    let built = Server::new("s", "1").tool(tool("twice")).tool(tool("twice")).extension("", json!({}));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let refused = built.serve(mcp_mrtr::http::Http::listener(listener)).await.expect_err("serving must not start");
+    assert_eq!(refused.kind(), std::io::ErrorKind::InvalidInput);
+    let refused = refused.to_string();
+    assert!(refused.contains("twice") && refused.contains("an extension id cannot be empty"), "{refused}");
 }
 
 async fn call_with(addr: SocketAddr, method: &str, bearer: &str) -> (u16, Value) {

@@ -110,12 +110,24 @@ async fn nested_form() -> Result<String, ToolError> {
     Ok(nested.address.street)
 }
 
+/// Why serving refuses to start a server built with a mistake.
+fn refusal(server: Server) -> String {
+    let refused = server.into_router(mcp_mrtr::http::HttpConfig::default()).expect_err("serving must refuse");
+    refused.to_string()
+}
+
 #[test]
-fn a_type_that_cannot_be_a_form_fails_at_registration() {
-    let registered = std::panic::catch_unwind(|| Server::new("bad", "0").tool(nested_form));
-    let panic = registered.expect_err("registration must fail");
-    let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+fn a_type_that_cannot_be_a_form_stops_the_server_from_serving() {
+    let message = refusal(Server::new("bad", "0").tool(nested_form));
     assert!(message.contains("nested_form") && message.contains("`address`"), "{message}");
+}
+
+#[test]
+fn at_run_time_a_route_that_cannot_be_served_is_refused_by_the_handle() {
+    let server = Server::new("live", "0");
+    let refused = server.server_handle().add_tool(nested_form).expect_err("an unfit route is refused");
+    assert!(matches!(refused, mcp_mrtr::catalog::CatalogError::Unfit { kind: "tool", .. }), "{refused:?}");
+    assert!(server.into_router(mcp_mrtr::http::HttpConfig::default()).is_ok(), "the server itself is fine");
 }
 
 mod declined_forms {
@@ -141,9 +153,9 @@ mod declined_forms {
 }
 
 #[test]
-#[should_panic(expected = "which cannot be a form")]
 fn a_form_bound_as_a_result_is_checked_when_the_tool_is_registered() {
-    let _ = mcp_mrtr::Server::new("s", "1").tool(declined_forms::contact);
+    let message = refusal(Server::new("s", "1").tool(declined_forms::contact));
+    assert!(message.contains("which cannot be a form"), "{message}");
 }
 
 mod helper_forms {
@@ -170,9 +182,9 @@ mod helper_forms {
 }
 
 #[test]
-#[should_panic(expected = "handler `declared` asks for a `")]
 fn a_form_a_helper_asks_for_is_checked_at_registration_once_declared() {
-    let _ = mcp_mrtr::Server::new("s", "1").tool(helper_forms::declared);
+    let message = refusal(Server::new("s", "1").tool(helper_forms::declared));
+    assert!(message.contains("handler `declared` asks for a `"), "{message}");
 }
 
 /// Undeclared, it fails on the call: the client gets a plain message, never the Rust
@@ -197,7 +209,7 @@ mod list_output {
 }
 
 #[test]
-#[should_panic(expected = "is not a JSON object")]
 fn a_structured_result_that_is_not_an_object_is_refused_at_registration() {
-    let _ = mcp_mrtr::Server::new("s", "1").tool(list_output::names);
+    let message = refusal(Server::new("s", "1").tool(list_output::names));
+    assert!(message.contains("is not a JSON object"), "{message}");
 }

@@ -59,6 +59,9 @@ pub(crate) struct Engine {
     pub(crate) extensions: JsonObject,
     /// The tasks extension, when the server serves it (the builder plugs it in).
     pub(crate) tasks: Option<Arc<dyn TaskHook>>,
+    /// What the builder refused (a name taken, a method name the protocol has, settings
+    /// that are not an object): serving fails with it, before anything is served.
+    pub(crate) refused: Vec<String>,
 }
 
 impl Engine {
@@ -90,6 +93,7 @@ impl Engine {
             methods: Arc::default(),
             extensions: JsonObject::new(),
             tasks: None,
+            refused: Vec::new(),
         }
     }
 
@@ -112,10 +116,15 @@ impl Engine {
         }
     }
 
-    /// Everything that must hold before serving: every `State<T>` given, and the
-    /// request-state keys usable. Each way of serving calls this first.
+    /// Everything that must hold before serving: nothing the builder refused, every
+    /// `State<T>` given, and the request-state keys usable. Each way of serving calls
+    /// this first.
     pub(crate) fn check_ready(&self) -> std::io::Result<()> {
         // A configuration mistake, like a bad key: the server cannot serve as built.
+        if !self.refused.is_empty() {
+            let refused = format!("the server cannot serve as built: {}", self.refused.join("; "));
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, refused));
+        }
         self.check_state().map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidInput, error))?;
         self.resolve_state().map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidInput, error))?;
         Ok(())

@@ -124,6 +124,9 @@ pub struct ToolRoute {
     pub(crate) headers: Vec<crate::intake::param_headers::ParamHeader>,
     /// Scopes a caller needs to reach the handler (see [`crate::auth`]).
     pub(crate) scopes: Vec<String>,
+    /// Why registration refuses the route (a form type that cannot be a form, a structured
+    /// result that is not an object), found when the macro's route was built.
+    pub(crate) unfit: Option<String>,
 }
 
 impl ToolRoute {
@@ -205,6 +208,9 @@ pub struct PromptRoute {
     pub(crate) needs: Vec<StateNeed>,
     /// Scopes a caller needs to reach the handler (see [`crate::auth`]).
     pub(crate) scopes: Vec<String>,
+    /// Why registration refuses the route (a form type that cannot be a form, a structured
+    /// result that is not an object), found when the macro's route was built.
+    pub(crate) unfit: Option<String>,
 }
 
 /// A resource, or a resource template, and the function that reads it. Register it with
@@ -239,6 +245,9 @@ pub struct ResourceRoute {
     pub(crate) needs: Vec<StateNeed>,
     /// Scopes a caller needs to reach the handler (see [`crate::auth`]).
     pub(crate) scopes: Vec<String>,
+    /// Why registration refuses the route (a form type that cannot be a form, a structured
+    /// result that is not an object), found when the macro's route was built.
+    pub(crate) unfit: Option<String>,
 }
 
 /// What `#[tool]`, `#[prompt]` and `#[resource]` make of a function: a function of the
@@ -437,6 +446,7 @@ impl Tool {
             decoded_arguments: crate::base::kept_arguments::decoded::<A>,
             headers: Vec::new(),
             scopes: Vec::new(),
+            unfit: None,
         }
     }
 }
@@ -458,7 +468,7 @@ impl Prompt {
             let fut = decode_args::<A>(args, "prompt", &name).map(|args| f(ctx, args));
             Box::pin(async move { Ok(fut?.await?.into_prompt_result()) })
         });
-        PromptRoute { prompt: self, get, needs: Vec::new(), scopes: Vec::new() }
+        PromptRoute { prompt: self, get, needs: Vec::new(), scopes: Vec::new(), unfit: None }
     }
 }
 
@@ -474,7 +484,7 @@ impl Resource {
             let fut = f(ctx);
             Box::pin(async move { Ok(fut.await?.into_resource_result()) })
         });
-        ResourceRoute { kind: ResourceKind::Static(self), read, needs: Vec::new(), scopes: Vec::new() }
+        ResourceRoute { kind: ResourceKind::Static(self), read, needs: Vec::new(), scopes: Vec::new(), unfit: None }
     }
 }
 
@@ -501,7 +511,13 @@ impl ResourceTemplate {
             let fut = decode_args::<A>(vars, "resource template", &name).map(|vars| f(ctx, vars));
             Box::pin(async move { Ok(fut?.await?.into_resource_result()) })
         });
-        ResourceRoute { kind: ResourceKind::Template(self, template), read, needs: Vec::new(), scopes: Vec::new() }
+        ResourceRoute {
+            kind: ResourceKind::Template(self, template),
+            read,
+            needs: Vec::new(),
+            scopes: Vec::new(),
+            unfit: None,
+        }
     }
 }
 

@@ -104,21 +104,60 @@ fn without_title(mut schema: Value) -> Value {
     schema
 }
 
-/// The output schema of a structured (`Json<T>`) tool result.
-///
-/// # Panics
-///
-/// At registration, when `T` is not a JSON object: MCP's `outputSchema` and
-/// `structuredContent` are objects, so a list or a number must be wrapped in a struct.
+/// The output schema of a structured (`Json<T>`) tool result; [`check_output`] refuses
+/// one that is not an object.
 pub fn output_schema<T: schemars::JsonSchema>() -> Value {
-    let schema = schemars::schema_for!(T).to_value();
-    assert!(
-        schema.get("type").and_then(Value::as_str) == Some("object"),
-        "a tool returning Json<{}> gives a structured result that is not a JSON object, which MCP requires \
-         (outputSchema is `type: object`): wrap the value in a struct, e.g. `struct Hits {{ hits: Vec<…> }}`",
-        std::any::type_name::<T>()
-    );
-    schema
+    schemars::schema_for!(T).to_value()
+}
+
+/// Why a tool returning `Json<T>` cannot be registered, if it cannot: MCP's
+/// `outputSchema` and `structuredContent` are objects, so a list or a number must be
+/// wrapped in a struct.
+pub fn check_output<T: schemars::JsonSchema>() -> Option<String> {
+    let object = output_schema::<T>().get("type").and_then(Value::as_str) == Some("object");
+    (!object).then(|| {
+        format!(
+            "a tool returning Json<{}> gives a structured result that is not a JSON object, which MCP requires \
+             (outputSchema is `type: object`): wrap the value in a struct, e.g. `struct Hits {{ hits: Vec<…> }}`",
+            std::any::type_name::<T>()
+        )
+    })
+}
+
+/// A route that registration refuses with the first problem of `checks`, if any: the
+/// server then fails to serve, with the problem, instead of panicking while it is built.
+pub fn checked<R: Checked>(route: R, checks: &[Option<String>]) -> R {
+    match checks.iter().flatten().next() {
+        Some(problem) => route.refused(problem.clone()),
+        None => route,
+    }
+}
+
+/// The routes [`checked`] can refuse.
+pub trait Checked {
+    /// The route, refused at registration with `problem`.
+    fn refused(self, problem: String) -> Self;
+}
+
+impl Checked for ToolRoute {
+    fn refused(mut self, problem: String) -> Self {
+        self.unfit = Some(problem);
+        self
+    }
+}
+
+impl Checked for PromptRoute {
+    fn refused(mut self, problem: String) -> Self {
+        self.unfit = Some(problem);
+        self
+    }
+}
+
+impl Checked for ResourceRoute {
+    fn refused(mut self, problem: String) -> Self {
+        self.unfit = Some(problem);
+        self
+    }
 }
 
 /// A prompt's metadata; `arguments` are (name, description, required).
@@ -178,17 +217,11 @@ where
     })
 }
 
-/// Checks at registration that a type asked for with `ask!(elicit …)` fits in a form, so
-/// a type that cannot be asked for fails when the server is built, never at the client.
-///
-/// # Panics
-///
-/// With the offending property named, when `T` is not a flat object of primitives.
-pub fn check_form<T: crate::mrtr::ask::ElicitForm>(handler: &str) {
-    if let Err(problem) = T::requested_schema() {
-        panic!(
-            "handler `{handler}` asks for a `{}` with ask!(elicit …), which cannot be a form: {problem}",
-            std::any::type_name::<T>()
-        );
-    }
+/// Why a type asked for with `ask!(elicit …)` cannot be a form (not a flat object of
+/// primitives), with the offending property named: checked at registration, so a type
+/// that cannot be asked for stops the server from serving, never reaches a client.
+pub fn check_form<T: crate::ask::ElicitForm>(handler: &str) -> Option<String> {
+    let problem = T::requested_schema().err()?;
+    let form = std::any::type_name::<T>();
+    Some(format!("handler `{handler}` asks for a `{form}` with ask!(elicit …), which cannot be a form: {problem}"))
 }

@@ -40,9 +40,11 @@ pub(crate) mod sealed {
 /// Made by [`Server::serve`]; nothing starts until it is first polled (awaited, or given
 /// to `tokio::spawn`).
 ///
-/// Misconfiguration (a handler taking a `State<T>` the server was not given, malformed
-/// `MCP_MRTR_STATE_KEYS`, an auth setup without a verifier) and a socket that cannot be
-/// bound are the awaited `Err`, before anything is served.
+/// Misconfiguration (a registration the builder refused, such as a name taken twice or a
+/// form type that cannot be a form; a handler taking a `State<T>` the server was not
+/// given; malformed `MCP_MRTR_STATE_KEYS`; an auth setup without a verifier) and a socket
+/// that cannot be bound are the awaited `Err`, before anything is served: the builder
+/// itself never panics on them.
 #[must_use = "a Serve does nothing until it is awaited"]
 pub struct Serve<T> {
     starting: Starting<(Server, T)>,

@@ -180,6 +180,16 @@ pub enum CatalogError {
         /// What is wrong.
         problem: String,
     },
+    /// What the route's handler declares cannot be served: a type it asks for with
+    /// `ask!(elicit …)` cannot be a form, or its structured result is not an object.
+    Unfit {
+        /// `"tool"`, `"prompt"` or `"resource"`.
+        kind: &'static str,
+        /// The name, URI or URI template.
+        key: String,
+        /// What is wrong.
+        problem: String,
+    },
 }
 
 impl fmt::Display for CatalogError {
@@ -188,6 +198,7 @@ impl fmt::Display for CatalogError {
             Self::Taken { kind, key } => write!(f, "a {kind} for {key:?} is already registered"),
             Self::InvalidName(name) => write!(f, "tool name {name:?} must be 1-64 characters of [A-Za-z0-9_./-]"),
             Self::InvalidHeader { tool, problem } => write!(f, "tool {tool:?}: {problem}"),
+            Self::Unfit { kind, key, problem } => write!(f, "{kind} {key:?}: {problem}"),
         }
     }
 }

@@ -122,6 +122,8 @@ pub(crate) trait Kind: Sized + Send + Sync + 'static {
     const EDITED: shared::EditKind;
     /// The name (tools, prompts) or URI / URI template (resources) that identifies it.
     fn key(&self) -> &str;
+    /// Why registration refuses it, if it does (see `private::checked`).
+    fn unfit(&self) -> Option<&str>;
     fn entries(catalog: &Catalog) -> &Vec<Entry<Self>>;
     fn entries_mut(catalog: &mut Catalog) -> &mut Vec<Entry<Self>>;
 }
@@ -132,6 +134,9 @@ impl Kind for ToolRoute {
     const EDITED: shared::EditKind = shared::EditKind::Tool;
     fn key(&self) -> &str {
         &self.tool.name
+    }
+    fn unfit(&self) -> Option<&str> {
+        self.unfit.as_deref()
     }
     fn entries(catalog: &Catalog) -> &Vec<Entry<Self>> {
         &catalog.tools
@@ -148,6 +153,9 @@ impl Kind for PromptRoute {
     fn key(&self) -> &str {
         &self.prompt.name
     }
+    fn unfit(&self) -> Option<&str> {
+        self.unfit.as_deref()
+    }
     fn entries(catalog: &Catalog) -> &Vec<Entry<Self>> {
         &catalog.prompts
     }
@@ -162,6 +170,9 @@ impl Kind for ResourceRoute {
     const EDITED: shared::EditKind = shared::EditKind::Resource;
     fn key(&self) -> &str {
         self.kind.key()
+    }
+    fn unfit(&self) -> Option<&str> {
+        self.unfit.as_deref()
     }
     fn entries(catalog: &Catalog) -> &Vec<Entry<Self>> {
         &catalog.resources
@@ -182,6 +193,13 @@ impl Live {
     pub(crate) fn add<K: Kind>(&self, route: K, reach: Reach) -> Result<(), CatalogError> {
         self.edit(|catalog| {
             let entries = K::entries_mut(catalog);
+            if let Some(problem) = route.unfit() {
+                return Err(CatalogError::Unfit {
+                    kind: K::NOUN,
+                    key: route.key().to_owned(),
+                    problem: problem.to_owned(),
+                });
+            }
             if entries.iter().any(|e| e.route.key() == route.key()) {
                 return Err(CatalogError::Taken { kind: K::NOUN, key: route.key().to_owned() });
             }

@@ -41,7 +41,8 @@ impl Server {
     /// An axum router serving this server as `config` says (at `/mcp` by default), to
     /// merge into an app of your own with [`Router::merge`]. Middleware the app layers
     /// around it can attach a [`Caller`](crate::Caller) and other extensions that handlers
-    /// read. A misconfigured server is the `Err`, before anything is served: a handler
+    /// read. A misconfigured server is the `Err`, before anything is served: the builder
+    /// refused a registration (a name taken, a form type that cannot be a form), a handler
     /// takes `State<T>` and the server was given no `T` (see [`Server::with_state`]),
     /// `MCP_MRTR_STATE_KEYS` is malformed, or the [`HttpConfig::auth`] resource server has
     /// no verifier.
