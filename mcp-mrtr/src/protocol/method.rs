@@ -154,7 +154,8 @@ impl Method {
 
     /// Whether the request's span is named `{method} {name}`, as the OpenTelemetry
     /// conventions name a tool's or prompt's SERVER span (resource URIs are too many to
-    /// name spans by).
+    /// name spans by). Only OpenTelemetry names spans.
+    #[cfg(feature = "opentelemetry")]
     pub(crate) fn names_span_by_target(self) -> bool {
         matches!(self, Self::ToolsCall | Self::PromptsGet)
     }
