@@ -105,7 +105,7 @@ impl Engine {
         // of the whole state each time. A listen stream, which lives for hours, gets a
         // future sized for listening alone.
         let dispatch: futures_util::future::BoxFuture<'_, Result<ResultJson, Error>> =
-            if request.method == Method::Listen.name() && transport.era() == Era::Modern {
+            if request.known == Some(Method::Listen) && transport.era() == Era::Modern {
                 Box::pin(self.dispatch_listen(request, meta, transport))
             } else {
                 Box::pin(self.dispatch(request, meta, transport))
@@ -134,7 +134,7 @@ impl Engine {
     ) -> Result<ResultJson, Error> {
         let id = request.id.clone();
         let era = transport.era();
-        let routed = self.route(&request.method, era).ok_or_else(|| Error::method_not_found(&request.method))?;
+        let routed = self.route(&request, era).ok_or_else(|| Error::method_not_found(&request.method))?;
         let params = request.params.unwrap_or_else(|| json!({}));
         let view = RequestView::new(&meta, &transport);
         let method = match routed {
@@ -294,12 +294,12 @@ impl Engine {
         .await
     }
 
-    /// What `name` routes to in `era`: a protocol method of that revision this server
+    /// What the request's method routes to in `era`: a protocol method of that revision this server
     /// serves, or one of its own methods.
-    fn route(&self, name: &str, era: Era) -> Option<Routed> {
-        match Method::parse(name) {
+    fn route(&self, request: &Request, era: Era) -> Option<Routed> {
+        match request.known {
             Some(method) => (method.is_in(era) && self.serves(method)).then_some(Routed::Protocol(method)),
-            None => self.methods.contains_key(name).then_some(Routed::Custom),
+            None => self.methods.contains_key(&request.method).then_some(Routed::Custom),
         }
     }
 

@@ -130,7 +130,7 @@ mod otel {
     /// the method alone otherwise (resource URIs are too many to name spans by). Read
     /// from the params here: a span's name is fixed once it starts.
     pub(super) fn span_name(request: &Request) -> Option<String> {
-        if !Method::parse(&request.method).is_some_and(Method::names_span_by_target) {
+        if !request.known.is_some_and(Method::names_span_by_target) {
             return None;
         }
         let name = request.params.as_ref()?.get("name")?.as_str()?;

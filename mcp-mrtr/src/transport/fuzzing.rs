@@ -410,7 +410,7 @@ fn harness() -> &'static Harness {
 impl Harness {
     /// One modern request, its reply as a tree.
     fn request(&self, method: &str, params: Value) -> Result<Value, crate::Error> {
-        let request = Request { id: RequestId::from(1), method: method.into(), params: Some(params) };
+        let request = Request::new(RequestId::from(1), method.into(), Some(params));
         let reply = self.runtime.block_on(self.engine.handle(request, self.meta.clone(), Transport::default()));
         reply.outcome.map(|json| serde_json::from_str(json.as_str()).expect("a reply is JSON"))
     }

@@ -325,7 +325,7 @@ impl StdioSession {
             check_version(&meta.protocol_version)?;
             return Ok(Opened::Dispatch(Arc::new(meta), None));
         }
-        if request.method == Method::Initialize.name() {
+        if request.known == Some(Method::Initialize) {
             let (id, result) = legacy::initialize(&self.server, &self.sessions, request, None)?;
             self.legacy = self.sessions.find(&id);
             return Ok(Opened::Answered(result));

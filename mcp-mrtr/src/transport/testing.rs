@@ -195,7 +195,7 @@ impl TestClient {
             extra: crate::intake::envelope::extra_of(meta),
             ..RequestMeta::default()
         };
-        let request = Request { id: RequestId::from(id), method: method.into(), params: Some(Value::Object(params)) };
+        let request = Request::new(RequestId::from(id), method.into(), Some(Value::Object(params)));
         let transport = Transport { extensions: extensions.clone(), ..Transport::default() };
         let outcome = self.server.handle(request, Arc::new(meta), transport).await.outcome;
         // The reply is JSON text, as a transport would send it; tests read it as a tree.

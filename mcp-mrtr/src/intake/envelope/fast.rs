@@ -35,7 +35,7 @@ pub(crate) fn read_modern(bytes: &[u8]) -> Option<(Request, Arc<RequestMeta>)> {
         return None;
     }
     let Params { meta, rest } = frame.params;
-    let request = Request { id: frame.id.0, method: frame.method, params: Some(Value::Object(rest)) };
+    let request = Request::new(frame.id.0, frame.method, Some(Value::Object(rest)));
     Some((request, meta))
 }
 

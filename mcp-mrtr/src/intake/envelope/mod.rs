@@ -30,7 +30,17 @@ pub(crate) const LEGACY_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-
 pub(crate) struct Request {
     pub(crate) id: RequestId,
     pub(crate) method: String,
+    /// `method` in the protocol's table, looked up once when the request is read; `None`
+    /// for a method of the server's own, or one nobody serves.
+    pub(crate) known: Option<Method>,
     pub(crate) params: Option<Value>,
+}
+
+impl Request {
+    pub(crate) fn new(id: RequestId, method: String, params: Option<Value>) -> Self {
+        let known = Method::parse(&method);
+        Self { id, method, known, params }
+    }
 }
 
 /// What one JSON-RPC message from a client turned out to be.
@@ -77,7 +87,7 @@ impl Incoming {
             return invalid("Invalid request: params must be an object");
         }
         Ok(match id {
-            Some(id) => Self::Request(Request { id, method, params }),
+            Some(id) => Self::Request(Request::new(id, method, params)),
             None => Self::Notification { method, params },
         })
     }
@@ -128,7 +138,7 @@ pub(crate) fn classify(request: &Request, header_version: Option<&str>, has_sess
     match header_version {
         _ if names_modern(header_version) => Some(Era::Modern),
         Some(_) => Some(Era::Legacy),
-        None if has_session || request.method == Method::Initialize.name() => Some(Era::Legacy),
+        None if has_session || request.known == Some(Method::Initialize) => Some(Era::Legacy),
         None => None,
     }
 }
@@ -257,7 +267,7 @@ mod tests {
     use super::*;
 
     fn request(params: Value) -> Request {
-        Request { id: 1.into(), method: "tools/list".into(), params: Some(params) }
+        Request::new(1.into(), "tools/list".into(), Some(params))
     }
 
     #[test]
@@ -295,7 +305,7 @@ mod tests {
         assert_eq!(classify(&bare, Some("2025-11-25"), false), Some(Era::Legacy));
         assert_eq!(classify(&bare, None, true), Some(Era::Legacy));
         assert_eq!(classify(&bare, None, false), None);
-        let init = Request { method: "initialize".into(), ..bare };
+        let init = Request::new(bare.id.clone(), "initialize".into(), bare.params.clone());
         assert_eq!(classify(&init, None, false), Some(Era::Legacy));
     }
 

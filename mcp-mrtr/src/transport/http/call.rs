@@ -41,7 +41,7 @@ pub(super) async fn serve_request(
         let error = Error::internal("too many requests running on this session; wait for one to finish");
         return error_response(Era::Legacy, Some(request.id), &error);
     }
-    let listen = request.method == Method::Listen.name();
+    let listen = request.known == Some(Method::Listen);
     // A `subscriptions/listen` stream idles for hours: it holds a connection (bounded by
     // `max_connections`), not one of the handler slots meant for work.
     let slot = if listen {

@@ -58,7 +58,7 @@ pub(crate) fn check(headers: &HeaderMap, request: &Request, meta: &RequestMeta) 
             shown(&request.method)
         )));
     }
-    let name_source = name_source(&request.method);
+    let name_source = request.known.and_then(Method::name_field);
     let name = match name_source {
         Some(field) => Some(header(headers, NAME).ok_or_else(|| {
             Error::header_mismatch(format!(
@@ -95,11 +95,6 @@ pub(crate) fn check(headers: &HeaderMap, request: &Request, meta: &RequestMeta) 
 /// The string param `field` of `request`.
 fn param<'r>(request: &'r Request, field: &str) -> Option<&'r str> {
     request.params.as_ref().and_then(|p| p.get(field)).and_then(Value::as_str)
-}
-
-/// The params field that `Mcp-Name` mirrors, for the methods that require it.
-fn name_source(method: &str) -> Option<&'static str> {
-    Method::parse(method).and_then(Method::name_field)
 }
 
 #[cfg(test)]

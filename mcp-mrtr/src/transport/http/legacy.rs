@@ -24,7 +24,7 @@ use crate::Error;
 
 /// Serves one request of the legacy era.
 pub(super) async fn serve(endpoint: &Endpoint, head: &Head, request: Request) -> Response {
-    if request.method == McpMethod::Initialize.name() {
+    if request.known == Some(McpMethod::Initialize) {
         let opener = Opener { owner: head.principal(&endpoint.server), client: ClientId::of(&head.extensions) };
         return match legacy::initialize_by(&endpoint.server, &endpoint.sessions, &request, opener) {
             Ok((session_id, result)) => {

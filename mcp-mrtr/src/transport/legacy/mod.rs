@@ -97,7 +97,7 @@ fn check_declared_size(params: &Value) -> Result<(), Error> {
 /// Answers the methods only legacy sessions have; `None` for everything else.
 pub(crate) fn utility(session: &Session, request: &Request) -> Option<Result<Value, Error>> {
     let params = request.params.as_ref();
-    Some(match Method::parse(&request.method)? {
+    Some(match request.known? {
         Method::Ping => Ok(json!({})),
         Method::LoggingSetLevel => params
             .and_then(|p| p.get("level"))

@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 use super::TestClient;
 use crate::intake::envelope::{Request, RequestMeta, PROTOCOL_VERSION};
 use crate::mrtr::context::Transport;
-use crate::protocol::{Outgoing, Prompt, RequestId, Resource, ResourceTemplate, Tool};
+use crate::protocol::{Method, Outgoing, Prompt, RequestId, Resource, ResourceTemplate, Tool};
 use crate::Error;
 
 /// Pages a list may have before a test is told the cursors go round in circles.
@@ -96,11 +96,8 @@ impl TestClient {
             client_capabilities: serde_json::from_value(self.capabilities.clone()).unwrap_or_default(),
             ..RequestMeta::default()
         };
-        let request = Request {
-            id: RequestId::from(1),
-            method: "subscriptions/listen".into(),
-            params: Some(json!({ "notifications": notifications })),
-        };
+        let params = json!({ "notifications": notifications });
+        let request = Request::new(RequestId::from(1), Method::Listen.name().into(), Some(params));
         let (notifier, mut notes) = mpsc::channel(64);
         let transport =
             Transport { notifier: Some(notifier), extensions: self.extensions.clone(), ..Transport::default() };
