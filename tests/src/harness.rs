@@ -205,6 +205,12 @@ impl Rpc {
 }
 
 /// A `_meta` envelope for 2026-07-28 with these capabilities.
+/// Why serving refuses to start `server`, built with a mistake: the `Err` of `into_router`.
+pub fn refusal(server: mcp_mrtr::Server) -> String {
+    let refused = server.into_router(mcp_mrtr::http::HttpConfig::default()).expect_err("serving must refuse");
+    refused.to_string()
+}
+
 pub fn meta(caps: Value) -> Value {
     let mut meta = json!({
         "io.modelcontextprotocol/protocolVersion": mcp_mrtr::protocol::PROTOCOL_VERSION,

@@ -13,7 +13,7 @@ use mcp_mrtr::{
     catalog::Item, http::HttpConfig, protocol::CacheHints, protocol::CacheScope, protocol::Tool, MethodRoute,
 };
 use mcp_mrtr_tests::client;
-use mcp_mrtr_tests::harness::{Rpc, TestServer};
+use mcp_mrtr_tests::harness::{refusal, Rpc, TestServer};
 use mcp_mrtr_tests::legacy::Legacy;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -168,11 +168,6 @@ async fn stdio_serves_the_same_methods() {
     assert_eq!(reply["id"], 7);
     assert_eq!(reply["result"]["hits"], json!(["bats#0", "bats#1"]), "{reply}");
     assert_eq!(reply["result"]["resultType"], "complete");
-}
-
-/// What serving answers a server built with a mistake: the mistake, before anything is served.
-fn refusal(server: Server) -> String {
-    server.into_router(HttpConfig::default()).expect_err("a server built with a mistake").to_string()
 }
 
 #[test]

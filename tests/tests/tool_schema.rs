@@ -3,7 +3,7 @@
 
 use mcp_mrtr::prelude::*;
 use mcp_mrtr::testing::TestClient;
-use mcp_mrtr_tests::harness::{Rpc, TestServer};
+use mcp_mrtr_tests::harness::{refusal, Rpc, TestServer};
 use serde_json::json;
 
 /// A forecast.
@@ -108,12 +108,6 @@ struct Nested {
 async fn nested_form() -> Result<String, ToolError> {
     let nested: Nested = ask!(elicit "Where?")?;
     Ok(nested.address.street)
-}
-
-/// Why serving refuses to start a server built with a mistake.
-fn refusal(server: Server) -> String {
-    let refused = server.into_router(mcp_mrtr::http::HttpConfig::default()).expect_err("serving must refuse");
-    refused.to_string()
 }
 
 #[test]

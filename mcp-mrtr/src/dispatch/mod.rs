@@ -153,15 +153,6 @@ impl Engine {
             Method::PromptsList => Body::Complete(Text::Prepared(self.list_prompts(&params, &view)?)),
             Method::ResourcesList => Body::Complete(Text::Prepared(self.list_resources(&params, &view)?)),
             Method::ResourceTemplatesList => Body::Complete(Text::Prepared(self.list_templates(&params, &view)?)),
-            // Modern listens go to `dispatch_listen`; `serves` routes no other method here.
-            Method::Listen
-            | Method::Initialize
-            | Method::Ping
-            | Method::ResourcesSubscribe
-            | Method::ResourcesUnsubscribe
-            | Method::LoggingSetLevel
-            | Method::TasksList
-            | Method::TasksResult => return Err(Error::method_not_found(&request.method)),
             Method::ToolsCall => self.call_tool(self.call(id, params, meta, transport)?).await?,
             Method::PromptsGet => self.get_prompt(self.call(id, params, meta, transport)?).await?,
             Method::ResourcesRead => self.read_resource(self.call(id, params, meta, transport)?).await?,
@@ -186,6 +177,9 @@ impl Engine {
                     }
                 }
             }
+            // Modern listens go to `dispatch_listen`; `serves`, which names every method,
+            // routes none of the others here.
+            _ => return Err(Error::method_not_found(&request.method)),
         };
         Ok(self.finish(body, era, hints))
     }
