@@ -11,6 +11,7 @@ use syn::{Ident, ItemFn, LitStr, Path};
 use crate::ask::Rewriter;
 use crate::attr::Args;
 use crate::attr::Kind;
+use crate::check;
 use crate::docs;
 use crate::model::{self, Handler};
 
@@ -60,7 +61,7 @@ pub(crate) struct Prepared {
 
 /// Checks what spans the attribute and the signature, and rewrites the body's asks.
 pub(crate) fn prepare(handler: &mut Handler, errors: &mut Vec<syn::Error>) -> Prepared {
-    check(handler, errors);
+    check::handler(handler, errors);
     let ctx = Ident::new("__mcp_ctx", Span::mixed_site());
     let mut rewriter = Rewriter::new(ctx.clone(), errors);
     rewriter.visit_block_mut(&mut handler.body);
@@ -80,82 +81,6 @@ pub(crate) fn combine(errors: Vec<syn::Error>) -> Option<syn::Error> {
 /// `::mcp_mrtr`, or the path given with `crate = "…"`.
 pub(crate) fn runtime(args: &Args) -> Path {
     args.krate.clone().unwrap_or_else(|| syn::parse_quote!(::mcp_mrtr))
-}
-
-/// Checks that span the attribute and the signature.
-fn check(handler: &Handler, errors: &mut Vec<syn::Error>) {
-    let attr = handler.kind.attr();
-    let described = handler.args.description.is_some() || docs::description(&handler.docs).is_some();
-    if !described && handler.kind != Kind::Resource {
-        errors.push(syn::Error::new(
-            handler.ident.span(),
-            format!("#[{attr}] needs a description for the model: add a `///` doc comment or #[{attr}(description = \"…\")]"),
-        ));
-    }
-    if handler.kind == Kind::Resource {
-        check_resource(handler, errors);
-    }
-}
-
-fn check_resource(handler: &Handler, errors: &mut Vec<syn::Error>) {
-    let Some(uri) = &handler.args.uri else {
-        errors.push(syn::Error::new(
-            handler.ident.span(),
-            "#[resource] needs a uri: #[resource(uri = \"file:///notes/{name}\")]",
-        ));
-        return;
-    };
-    let value = uri.value();
-    let variables = match template_variables(&value) {
-        Ok(variables) => variables,
-        Err(problem) => {
-            errors.push(syn::Error::new(uri.span(), format!("malformed uri template: {problem}")));
-            return;
-        }
-    };
-    for param in &handler.params {
-        if !variables.iter().any(|variable| param.ident == variable) {
-            errors.push(syn::Error::new(
-                param.ident.span(),
-                format!(
-                    "`{}` is not a variable of the uri template {value:?}: resource parameters are its `{{variables}}`",
-                    param.ident
-                ),
-            ));
-        }
-    }
-}
-
-/// The variables of a URI template (`{name}`, and `{+name}` which may span `/`), or what
-/// is wrong with it: the rules of the runtime's `uri_template.rs`, checked here so they
-/// fail the build. A change to one is a change to both: one shared file would need a
-/// `#[path]` outside a crate's package, which `cargo publish` cannot build. (Stricter in
-/// one place: a `}` in the literal text before a variable, which the runtime lets through.)
-fn template_variables(template: &str) -> Result<Vec<&str>, &'static str> {
-    let mut variables = Vec::new();
-    let mut rest = template;
-    let mut after_variable = false;
-    while let Some(open) = rest.find(['{', '}']) {
-        if rest[open..].starts_with('}') {
-            return Err("a `}` closes no `{`");
-        }
-        if open == 0 && after_variable {
-            return Err("two variables must be separated by literal text");
-        }
-        let close = rest[open..].find('}').ok_or("a `{` is never closed")? + open;
-        let name = &rest[open + 1..close];
-        let name = name.strip_prefix('+').unwrap_or(name);
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err("variables are non-empty names of letters, digits and `_`");
-        }
-        if variables.contains(&name) {
-            return Err("a variable appears twice");
-        }
-        variables.push(name);
-        rest = &rest[close + 1..];
-        after_variable = true;
-    }
-    Ok(variables)
 }
 
 fn emit(handler: &Handler, runtime: &Path, prepared: &Prepared) -> TokenStream {
@@ -234,10 +159,7 @@ pub(crate) fn body(handler: &Handler, runtime: &Path, ctx: &Ident) -> TokenStrea
 fn registration_checks(handler: &Handler, private: &TokenStream, form_types: &[syn::Type]) -> Vec<TokenStream> {
     let handler_name = handler.ident.to_string();
     let forms = form_types.iter().map(|ty| quote_spanned!(ty.span()=> #private::check_form::<#ty>(#handler_name)));
-    let output = (handler.kind == Kind::Tool)
-        .then(|| model::structured_output(&handler.output))
-        .flatten()
-        .map(|ty| quote_spanned!(ty.span()=> #private::check_output::<#ty>()));
+    let output = (handler.kind == Kind::Tool).then(|| output_probe(handler, private, "check")).flatten();
     forms.chain(output).collect()
 }
 
@@ -276,10 +198,8 @@ pub(crate) fn route(
     let route = match handler.kind {
         Kind::Tool => {
             let hints = args_attr.hints.iter().map(ToString::to_string);
-            let output = model::structured_output(&handler.output).map_or_else(
-                || quote!(::core::option::Option::None),
-                |ty| quote_spanned!(ty.span()=> ::core::option::Option::Some(#private::output_schema::<#ty>())),
-            );
+            let output =
+                output_probe(handler, &private, "schema").unwrap_or_else(|| quote!(::core::option::Option::None));
             let headers = handler.params.iter().filter_map(|p| {
                 let header = p.header.as_ref()?;
                 let (param, ty) = (p.ident.to_string(), &p.ty);
@@ -298,10 +218,9 @@ pub(crate) fn route(
             let arguments = handler.params.iter().map(|p| {
                 let arg = p.ident.to_string();
                 let arg_description = docs::description(&p.attrs).unwrap_or_default();
-                let required = crate::param::option_inner(&p.ty).is_none();
-                quote!((#arg, #arg_description, #required))
+                quote!((#arg, #arg_description))
             });
-            quote!(#private::prompt(#name, #description, #title, &[#(#arguments),*])#attach)
+            quote!(#private::prompt::<#args>(#name, #description, #title, &[#(#arguments),*])#attach)
         }
         Kind::Resource => {
             let uri = args_attr.uri.clone().unwrap_or_else(|| LitStr::new("", Span::call_site()));
@@ -310,6 +229,7 @@ pub(crate) fn route(
         }
     };
     let route = with_state_needs(handler, &private, route);
+    let route = check::template(handler, &private, route);
     let checks = registration_checks(handler, &private, form_types);
     if checks.is_empty() {
         return route;
@@ -349,6 +269,17 @@ fn probe(private: &TokenStream, traits: [&str; 2], ty: &syn::Type, call: &TokenS
     })
 }
 
+/// `schema` or `check` of the tool's structured output, found by the result's type
+/// (`Json<T>`, `Result<Json<T>, _>`, an alias of either); `None` where the type cannot
+/// be named (no return type, or an `impl Trait` in it).
+fn output_probe(handler: &Handler, private: &TokenStream, method: &str) -> Option<TokenStream> {
+    let ty = model::nameable_return_type(&handler.output)?;
+    let method = Ident::new(method, ty.span());
+    let output = probe(private, ["IsStructured", "IsUnstructured"], ty, &quote!(output()));
+    // Spanned at the return type: a `Json<T>` whose `T` has no schema is reported there.
+    Some(quote_spanned!(ty.span()=> #output.#method()))
+}
+
 fn option(value: Option<&LitStr>) -> TokenStream {
     value.map_or_else(|| quote!(::core::option::Option::None), |v| quote!(::core::option::Option::Some(#v)))
 }
@@ -374,19 +305,4 @@ fn path_string(runtime: &Path) -> String {
     let mut text = runtime.to_token_stream().to_string().replace(' ', "");
     text.push_str("::__private");
     text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::template_variables;
-
-    #[test]
-    fn checks_uri_templates_like_the_runtime() {
-        assert_eq!(template_variables("test://t/{id}/data/{part}").unwrap(), ["id", "part"]);
-        assert!(template_variables("test://static").unwrap().is_empty());
-        assert_eq!(template_variables("skill://{+path}").unwrap(), ["path"]);
-        for bad in ["x/{id", "x/{}", "x/{+}", "x/{a}{b}", "x/{+a}{b}", "x/{a}/{+a}", "x/}", "x/{a-b}", "x/{++a}"] {
-            assert!(template_variables(bad).is_err(), "{bad}");
-        }
-    }
 }

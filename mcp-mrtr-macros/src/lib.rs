@@ -5,6 +5,7 @@
 
 mod ask;
 mod attr;
+mod check;
 mod docs;
 mod emit;
 mod model;

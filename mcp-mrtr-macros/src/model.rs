@@ -229,11 +229,31 @@ fn check_headers(params: &[Param], errors: &mut Vec<syn::Error>) {
     }
 }
 
-/// `Some(T)` when the handler returns `Json<T>` or `Result<Json<T>, _>`.
-pub(crate) fn structured_output(output: &ReturnType) -> Option<&Type> {
+/// The handler's return type, where generated code can name it: `None` without one, or
+/// with an `impl Trait` in it.
+pub(crate) fn nameable_return_type(output: &ReturnType) -> Option<&Type> {
     let ReturnType::Type(_, ty) = output else { return None };
-    let ty = generic_arg(ty, "Result").unwrap_or(ty);
-    generic_arg(ty, "Json")
+    (!mentions_impl(ty)).then_some(&**ty)
+}
+
+fn mentions_impl(ty: &Type) -> bool {
+    match ty {
+        Type::ImplTrait(_) => true,
+        Type::Path(path) => path.path.segments.iter().any(|segment| match &segment.arguments {
+            syn::PathArguments::AngleBracketed(args) => args.args.iter().any(|arg| match arg {
+                syn::GenericArgument::Type(inner) => mentions_impl(inner),
+                _ => false,
+            }),
+            _ => false,
+        }),
+        Type::Reference(reference) => mentions_impl(&reference.elem),
+        Type::Paren(inner) => mentions_impl(&inner.elem),
+        Type::Group(inner) => mentions_impl(&inner.elem),
+        Type::Tuple(tuple) => tuple.elems.iter().any(mentions_impl),
+        Type::Array(array) => mentions_impl(&array.elem),
+        Type::Slice(slice) => mentions_impl(&slice.elem),
+        _ => false,
+    }
 }
 
 /// The type a handler's result is made from: `T` of `Result<T, _>`, else the whole
@@ -346,10 +366,13 @@ mod tests {
     }
 
     #[test]
-    fn finds_structured_outputs() {
+    fn names_return_types_without_impl_trait() {
         let out: ReturnType = parse_quote!(-> Result<Json<Weather>, ToolError>);
-        assert!(structured_output(&out).is_some());
-        let plain: ReturnType = parse_quote!(-> Result<String, ToolError>);
-        assert!(structured_output(&plain).is_none());
+        assert!(nameable_return_type(&out).is_some());
+        for unnameable in
+            [parse_quote!(), parse_quote!(-> impl IntoToolResult), parse_quote!(-> Result<impl IntoToolResult, E>)]
+        {
+            assert!(nameable_return_type(&unnameable).is_none());
+        }
     }
 }

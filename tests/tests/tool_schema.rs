@@ -207,3 +207,69 @@ fn a_structured_result_that_is_not_an_object_is_refused_at_registration() {
     let message = refusal(Server::new("s", "1").tool(list_output::names));
     assert!(message.contains("is not a JSON object"), "{message}");
 }
+
+/// What the macros read from a handler's types, not from how they are spelled.
+mod by_type {
+    use mcp_mrtr::prelude::*;
+
+    use super::Forecast;
+
+    /// An alias of `Json<_>`: still a structured result.
+    pub(crate) type Report = Result<mcp_mrtr::Json<Forecast>, ToolError>;
+    /// An alias of `Option`: still an optional argument.
+    pub(crate) type Maybe<T> = Option<T>;
+
+    /// A type of the user's own that happens to be called `Json`: not ours.
+    pub(crate) struct Json(pub(crate) String);
+
+    impl mcp_mrtr::handler::IntoToolResult for Json {
+        fn into_tool_result(self) -> CallToolResult {
+            self.0.into_tool_result()
+        }
+    }
+
+    /// Forecast, through an alias.
+    #[tool]
+    pub(crate) async fn aliased() -> Report {
+        Ok(mcp_mrtr::Json(Forecast { high: 3 }))
+    }
+
+    /// Text, in a user's own `Json`.
+    #[tool]
+    pub(crate) async fn own_json() -> Result<Json, ToolError> {
+        Ok(Json("plain".into()))
+    }
+
+    /// A greeting.
+    #[prompt]
+    pub(crate) async fn greet(name: String, tone: Maybe<String>) -> Result<Vec<PromptMessage>, ToolError> {
+        Ok(vec![PromptMessage::user(format!("Greet {name} {}", tone.unwrap_or_default()))])
+    }
+}
+
+#[tokio::test]
+async fn structured_results_and_optional_prompt_arguments_are_read_from_the_types() {
+    let server =
+        TestServer::start(Server::new("s", "1").tool(by_type::aliased).tool(by_type::own_json).prompt(by_type::greet))
+            .await;
+    let tools = server.call(&Rpc::new("tools/list")).await["result"]["tools"].clone();
+    let tool = |name: &str| tools.as_array().unwrap().iter().find(|t| t["name"] == name).unwrap().clone();
+    assert_eq!(tool("aliased")["outputSchema"]["properties"]["high"]["type"], "integer");
+    assert!(tool("own_json").get("outputSchema").is_none(), "{}", tool("own_json"));
+    let prompt = server.call(&Rpc::new("prompts/list")).await["result"]["prompts"][0].clone();
+    assert_eq!(
+        prompt["arguments"],
+        json!([{ "name": "name", "required": true }, { "name": "tone", "required": false }])
+    );
+    let get = Rpc::new("prompts/get").param("name", json!("greet")).param("arguments", json!({ "name": "Ada" }));
+    let got = server.call(&get).await;
+    assert!(got["result"]["messages"][0]["content"]["text"].as_str().unwrap().starts_with("Greet Ada"), "{got}");
+}
+
+#[test]
+fn a_hand_written_template_that_is_malformed_stops_the_server_from_serving() {
+    let template = mcp_mrtr::protocol::ResourceTemplate::new("notes://{name", "notes")
+        .handler(|_ctx, _vars: serde_json::Value| async { Ok::<_, ToolError>(Vec::<ResourceContents>::new()) });
+    let message = refusal(Server::new("s", "1").resource(template));
+    assert!(message.contains("malformed uri template \"notes://{name\": a `{` is never closed"), "{message}");
+}

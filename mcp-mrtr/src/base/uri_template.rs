@@ -17,52 +17,155 @@ enum Part {
     Reserved(String),
 }
 
-/// A parsed URI template.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A parsed URI template; the default one has no parts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct UriTemplate {
     parts: Vec<Part>,
 }
 
 /// Why a template could not be parsed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct TemplateError(&'static str);
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TemplateError {
+    Unclosed,
+    Unopened,
+    BadName,
+    Adjacent,
+    Repeated,
+}
+
+impl TemplateError {
+    pub(crate) const fn message(self) -> &'static str {
+        match self {
+            Self::Unclosed => "a `{` is never closed",
+            Self::Unopened => "a `}` closes no `{`",
+            Self::BadName => "variables are non-empty names of letters, digits and `_`",
+            Self::Adjacent => "two variables must be separated by literal text",
+            Self::Repeated => "a variable appears twice",
+        }
+    }
+}
 
 impl fmt::Display for TemplateError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0)
+        f.write_str(self.message())
     }
+}
+
+/// One `{name}` or `{+name}` of a template, as byte offsets.
+#[derive(Clone, Copy)]
+struct Variable {
+    open: usize,
+    name: (usize, usize),
+    reserved: bool,
+    close: usize,
+}
+
+// The grammar is `const fn`s so that `#[resource]` checks a template at compile time
+// with this same code (`__private::check_template`): the macro crate cannot depend on
+// this one, but the code it emits can.
+
+/// The first variable at or after `from`, checking the literal text before it.
+const fn next_variable(t: &[u8], from: usize) -> Result<Option<Variable>, TemplateError> {
+    let mut i = from;
+    while i < t.len() {
+        match t[i] {
+            b'}' => return Err(TemplateError::Unopened),
+            b'{' => {
+                let reserved = i + 1 < t.len() && t[i + 1] == b'+';
+                let start = if reserved { i + 2 } else { i + 1 };
+                let mut end = start;
+                while end < t.len() && t[end] != b'}' {
+                    if !(t[end].is_ascii_alphanumeric() || t[end] == b'_') {
+                        return Err(TemplateError::BadName);
+                    }
+                    end += 1;
+                }
+                if end >= t.len() {
+                    return Err(TemplateError::Unclosed);
+                }
+                if end == start {
+                    return Err(TemplateError::BadName);
+                }
+                return Ok(Some(Variable { open: i, name: (start, end), reserved, close: end }));
+            }
+            _ => i += 1,
+        }
+    }
+    Ok(None)
+}
+
+const fn same_bytes(a: &[u8], (a_start, a_end): (usize, usize), b: &[u8], (b_start, b_end): (usize, usize)) -> bool {
+    if a_end - a_start != b_end - b_start {
+        return false;
+    }
+    let mut i = 0;
+    while i < a_end - a_start {
+        if a[a_start + i] != b[b_start + i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Whether the variables of `t` before offset `before` include `name` (a range of `n`).
+const fn names_before(t: &[u8], before: usize, n: &[u8], name: (usize, usize)) -> bool {
+    let mut from = 0;
+    while let Ok(Some(variable)) = next_variable(t, from) {
+        if variable.open >= before {
+            return false;
+        }
+        if same_bytes(t, variable.name, n, name) {
+            return true;
+        }
+        from = variable.close + 1;
+    }
+    false
+}
+
+/// Whether `template` is well formed.
+pub(crate) const fn check(template: &str) -> Result<(), TemplateError> {
+    let t = template.as_bytes();
+    let mut from = 0;
+    loop {
+        let variable = match next_variable(t, from) {
+            Ok(Some(variable)) => variable,
+            Ok(None) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        if from > 0 && variable.open == from {
+            return Err(TemplateError::Adjacent);
+        }
+        if names_before(t, variable.open, t, variable.name) {
+            return Err(TemplateError::Repeated);
+        }
+        from = variable.close + 1;
+    }
+}
+
+/// Whether `name` is a variable of `template` (well formed or not, as far as it reads).
+pub(crate) const fn has_variable(template: &str, name: &str) -> bool {
+    let n = name.as_bytes();
+    names_before(template.as_bytes(), usize::MAX, n, (0, n.len()))
 }
 
 impl UriTemplate {
     pub(crate) fn parse(template: &str) -> Result<Self, TemplateError> {
+        check(template)?;
+        let t = template.as_bytes();
+        let text = |(start, end): (usize, usize)| template[start..end].to_owned();
         let mut parts = Vec::new();
-        let mut rest = template;
-        while let Some(open) = rest.find('{') {
-            if open > 0 {
-                parts.push(Part::Literal(rest[..open].to_owned()));
+        let mut from = 0;
+        while let Ok(Some(variable)) = next_variable(t, from) {
+            if variable.open > from {
+                parts.push(Part::Literal(text((from, variable.open))));
             }
-            let close = rest[open..].find('}').ok_or(TemplateError("unclosed `{`"))? + open;
-            let (reserved, name) = match rest[open + 1..close].strip_prefix('+') {
-                Some(name) => (true, name),
-                None => (false, &rest[open + 1..close]),
-            };
-            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                return Err(TemplateError("variables must be non-empty names of [A-Za-z0-9_]"));
-            }
-            if matches!(parts.last(), Some(Part::Var(_) | Part::Reserved(_))) {
-                return Err(TemplateError("two variables must be separated by literal text"));
-            }
-            if parts.iter().any(|p| matches!(p, Part::Var(v) | Part::Reserved(v) if v == name)) {
-                return Err(TemplateError("a variable appears twice"));
-            }
-            parts.push(if reserved { Part::Reserved(name.to_owned()) } else { Part::Var(name.to_owned()) });
-            rest = &rest[close + 1..];
+            let name = text(variable.name);
+            parts.push(if variable.reserved { Part::Reserved(name) } else { Part::Var(name) });
+            from = variable.close + 1;
         }
-        if rest.contains('}') {
-            return Err(TemplateError("unmatched `}`"));
-        }
-        if !rest.is_empty() {
-            parts.push(Part::Literal(rest.to_owned()));
+        if from < template.len() {
+            parts.push(Part::Literal(text((from, template.len()))));
         }
         Ok(Self { parts })
     }
@@ -165,8 +268,21 @@ mod tests {
 
     #[test]
     fn rejects_malformed_templates() {
-        for bad in ["a{", "a{}", "{a}{b}", "{a}/{a}", "a}", "{a-b}"] {
+        for bad in
+            ["a{", "a{}", "{a}{b}", "{a}/{a}", "a}", "{a-b}", "x/{+}", "x/{+a}{b}", "x/{a}/{+a}", "x/}{a}", "x/{++a}"]
+        {
             assert!(UriTemplate::parse(bad).is_err(), "{bad}");
         }
+        assert_eq!(UriTemplate::parse("x/{a").unwrap_err(), TemplateError::Unclosed);
+        assert_eq!(UriTemplate::parse("{a}{b}").unwrap_err(), TemplateError::Adjacent);
+        assert_eq!(UriTemplate::parse("{a}/{+a}").unwrap_err(), TemplateError::Repeated);
+    }
+
+    #[test]
+    fn finds_variables_by_name() {
+        assert!(has_variable("test://t/{id}/data/{part}", "part"));
+        assert!(has_variable("skill://{+path}", "path"));
+        assert!(!has_variable("test://t/{id}", "i"));
+        assert!(!has_variable("test://static", "id"));
     }
 }

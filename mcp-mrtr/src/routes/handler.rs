@@ -27,6 +27,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::base::uri_template::UriTemplate;
 use crate::intake::app_state::StateNeed;
 use crate::protocol::{
     CacheHints, CallToolResult, GetPromptResult, JsonObject, Method, Prompt, ReadResourceResult, Resource,
@@ -378,7 +379,7 @@ impl MethodRoute {
 #[derive(Clone)]
 pub(crate) enum ResourceKind {
     Static(Resource),
-    Template(ResourceTemplate, crate::base::uri_template::UriTemplate),
+    Template(ResourceTemplate, UriTemplate),
 }
 
 /// A struct whose `&self` methods are handlers: implemented by [`toolbox`](crate::toolbox)
@@ -494,9 +495,8 @@ impl ResourceTemplate {
     /// The template's variables, extracted from the requested URI, are deserialized into
     /// `A` (for `test://items/{id}`, a struct with an `id: String` field).
     ///
-    /// # Panics
-    ///
-    /// If the URI template is malformed (an unclosed `{`, an empty or repeated variable).
+    /// A malformed URI template (an unclosed `{`, an empty or repeated variable) is a
+    /// configuration error: the server refuses to serve, naming it.
     pub fn handler<A, R, F, Fut>(self, f: F) -> ResourceRoute
     where
         A: DeserializeOwned + Send + 'static,
@@ -504,8 +504,11 @@ impl ResourceTemplate {
         F: Fn(Ctx, A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
     {
-        let template = crate::base::uri_template::UriTemplate::parse(&self.uri_template)
-            .unwrap_or_else(|e| panic!("resource template {:?}: {e}", self.uri_template));
+        // A refused route is never served: the empty template in its place is never matched.
+        let (template, unfit) = match UriTemplate::parse(&self.uri_template) {
+            Ok(template) => (template, None),
+            Err(e) => (UriTemplate::default(), Some(format!("malformed uri template {:?}: {e}", self.uri_template))),
+        };
         let name = self.name.clone();
         let read: HandlerFn<JsonObject, ReadResourceResult> = Arc::new(move |ctx, vars| {
             let fut = decode_args::<A>(vars, "resource template", &name).map(|vars| f(ctx, vars));
@@ -516,7 +519,7 @@ impl ResourceTemplate {
             read,
             needs: Vec::new(),
             scopes: Vec::new(),
-            unfit: None,
+            unfit,
         }
     }
 }

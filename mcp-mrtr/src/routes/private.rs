@@ -19,7 +19,10 @@ pub use crate::routes::handler::{PromptRoute, ResourceRoute, Routes, TaskSupport
 pub use crate::intake::capability::Capability;
 pub use crate::mrtr::ask::{Elicit, ElicitUrl, Roots, Sample};
 
-pub use self::detect::{Context, Extractor, NeedsNoState, NeedsState, Probe, RequiresState};
+pub use self::detect::{
+    Context, Extractor, IsStructured, IsUnstructured, NeedsNoState, NeedsState, Probe, RequiresState, Structured,
+    Unstructured,
+};
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -106,14 +109,14 @@ fn without_title(mut schema: Value) -> Value {
 
 /// The output schema of a structured (`Json<T>`) tool result; [`check_output`] refuses
 /// one that is not an object.
-pub fn output_schema<T: schemars::JsonSchema>() -> Value {
+pub(crate) fn output_schema<T: schemars::JsonSchema>() -> Value {
     schemars::schema_for!(T).to_value()
 }
 
 /// Why a tool returning `Json<T>` cannot be registered, if it cannot: MCP's
 /// `outputSchema` and `structuredContent` are objects, so a list or a number must be
 /// wrapped in a struct.
-pub fn check_output<T: schemars::JsonSchema>() -> Option<String> {
+pub(crate) fn check_output<T: schemars::JsonSchema>() -> Option<String> {
     let object = output_schema::<T>().get("type").and_then(Value::as_str) == Some("object");
     (!object).then(|| {
         format!(
@@ -160,22 +163,78 @@ impl Checked for ResourceRoute {
     }
 }
 
-/// A prompt's metadata; `arguments` are (name, description, required).
-pub fn prompt(name: &str, description: &str, title: Option<&str>, arguments: &[(&str, &str, bool)]) -> Prompt {
+/// A prompt's metadata; `arguments` are (name, description) of `A`'s fields, which are
+/// required as `A`'s schema says (an `Option`, however spelled, or a `#[serde(default)]`
+/// field is not), the same rule the arguments are read by.
+pub fn prompt<A: schemars::JsonSchema>(
+    name: &str,
+    description: &str,
+    title: Option<&str>,
+    arguments: &[(&str, &str)],
+) -> Prompt {
+    let schema = input_schema::<A>();
+    let required = schema.get("required").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    prompt_of(name, description, title, arguments, required)
+}
+
+/// The non-generic part of [`prompt`], compiled once rather than once per prompt.
+fn prompt_of(
+    name: &str,
+    description: &str,
+    title: Option<&str>,
+    arguments: &[(&str, &str)],
+    required: &[Value],
+) -> Prompt {
     let mut prompt = Prompt::new(name).description(description);
     if let Some(title) = title {
         prompt = prompt.title(title);
     }
-    for (name, description, required) in arguments {
+    for (name, description) in arguments {
+        let required = required.iter().any(|field| field.as_str() == Some(name));
         let argument = PromptArgument {
             name: (*name).to_owned(),
             title: None,
             description: (!description.is_empty()).then(|| (*description).to_owned()),
-            required: Some(*required),
+            required: Some(required),
         };
         prompt = prompt.argument(argument);
     }
     prompt
+}
+
+/// Fails the build of a `#[resource]` whose uri template is malformed: the macro calls
+/// it in a `const`, so the runtime's own grammar judges the template.
+///
+/// # Panics
+///
+/// At compile time, with what is wrong, when `template` is malformed.
+pub const fn check_template(template: &str) {
+    use crate::base::uri_template::{check, TemplateError};
+    // A const panic takes a literal or one `{}` of a `&str`, so each message is whole.
+    match check(template) {
+        Ok(()) => {}
+        Err(TemplateError::Unclosed) => panic!("malformed uri template: a `{{` is never closed"),
+        Err(TemplateError::Unopened) => panic!("malformed uri template: a `}}` closes no `{{`"),
+        Err(TemplateError::BadName) => {
+            panic!("malformed uri template: variables are non-empty names of letters, digits and `_`")
+        }
+        Err(TemplateError::Adjacent) => {
+            panic!("malformed uri template: two variables must be separated by literal text")
+        }
+        Err(TemplateError::Repeated) => panic!("malformed uri template: a variable appears twice"),
+    }
+}
+
+/// Fails the build of a `#[resource]` with a parameter that is not a variable of its
+/// template, with `problem` (the macro's message, naming both). A malformed template is
+/// [`check_template`]'s error alone.
+///
+/// # Panics
+///
+/// At compile time, with `problem`, when `name` is not a variable of `template`.
+pub const fn check_template_variable(template: &str, name: &str, problem: &str) {
+    use crate::base::uri_template::{check, has_variable};
+    assert!(check(template).is_err() || has_variable(template, name), "{}", problem);
 }
 
 /// A resource route: a template when `uri` has `{variables}`, else a static resource.

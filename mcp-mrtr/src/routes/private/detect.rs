@@ -4,16 +4,21 @@
 //! or `Caller` for one of our extractors and one spelled `Ctx` for the context; the traits
 //! here make a misreading (a user's own `struct Caller`) fail the build with a message
 //! that says so, instead of an unrelated trait error. Where a question can be answered by
-//! the type alone (does an extractor need state), the [`Probe`] answers it and the
-//! spelling does not matter.
+//! the type alone (does an extractor need state, is a tool's result structured), the
+//! [`Probe`] answers it and the spelling does not matter.
 
 use std::marker::PhantomData;
+
+use schemars::JsonSchema;
+use serde_json::Value;
 
 use crate::base::caller::Caller;
 use crate::base::error::ToolError;
 use crate::mrtr::context::Ctx;
 use crate::mrtr::extract::{Extension, FromCtx, State};
+use crate::routes::handler::Json;
 use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
+use crate::routes::private::{check_output, output_schema};
 
 /// mcp_mrtr's own extractors: what a parameter the macros read as one, by its spelling,
 /// must be. Resolution goes through [`FromCtx`], so both always agree on what resolves.
@@ -156,6 +161,76 @@ pub trait NeedsNoState {
 
 impl<T> NeedsNoState for Probe<T> {}
 
+/// A tool's result that is `Json<T>` or `Result<Json<T>, _>` (however spelled: an alias
+/// included, a user's own `Json` excluded) is structured, with `T`'s schema.
+pub trait IsStructured {
+    /// What the result is made from.
+    type Output;
+    /// The structured output of `T`.
+    fn output(&self) -> Self::Output;
+}
+
+impl<T> IsStructured for &Probe<Json<T>> {
+    type Output = Structured<T>;
+    fn output(&self) -> Structured<T> {
+        Structured(PhantomData)
+    }
+}
+
+impl<T, E> IsStructured for &Probe<Result<Json<T>, E>> {
+    type Output = Structured<T>;
+    fn output(&self) -> Structured<T> {
+        Structured(PhantomData)
+    }
+}
+
+/// Any other result is unstructured.
+pub trait IsUnstructured {
+    /// No structured output.
+    fn output(&self) -> Unstructured {
+        Unstructured
+    }
+}
+
+impl<T> IsUnstructured for Probe<T> {}
+
+/// A tool's structured result of `T`.
+pub struct Structured<T>(PhantomData<fn() -> T>);
+
+impl<T> Structured<T> {
+    /// `T`'s schema, the tool's `outputSchema`. (The bound is here rather than on the
+    /// impl, so a `T` without a schema is reported as that, not as a missing method.)
+    pub fn schema(&self) -> Option<Value>
+    where
+        T: JsonSchema,
+    {
+        Some(output_schema::<T>())
+    }
+
+    /// Why the tool cannot be registered, if it cannot: its result is not an object.
+    pub fn check(&self) -> Option<String>
+    where
+        T: JsonSchema,
+    {
+        check_output::<T>()
+    }
+}
+
+/// A tool's result with no structured content.
+pub struct Unstructured;
+
+impl Unstructured {
+    /// No `outputSchema`.
+    pub fn schema(&self) -> Option<Value> {
+        None
+    }
+
+    /// Nothing to check.
+    pub fn check(&self) -> Option<String> {
+        None
+    }
+}
+
 #[cfg(test)]
 // `&&Probe` is the form the macros call probes in, which clippy reads as one `&` too many.
 #[allow(clippy::needless_borrow)]
@@ -171,5 +246,20 @@ mod tests {
         let route = (&&Probe::<Pool>::new()).require(route);
         let route = (&&Probe::<Caller>::new()).require(route);
         assert_eq!(route.needs.len(), 1);
+    }
+
+    #[test]
+    fn structured_output_is_found_by_type() {
+        #[derive(schemars::JsonSchema)]
+        struct Weather {
+            _celsius: f64,
+        }
+        type Report = Json<Weather>;
+        struct UserJson;
+        assert!((&&Probe::<Report>::new()).output().schema().is_some());
+        assert!((&&Probe::<Result<Json<Weather>, ToolError>>::new()).output().schema().is_some());
+        assert!((&&Probe::<Json<Vec<u8>>>::new()).output().check().is_some());
+        assert!((&&Probe::<UserJson>::new()).output().schema().is_none());
+        assert!((&&Probe::<String>::new()).output().schema().is_none());
     }
 }
