@@ -155,12 +155,11 @@ pub(crate) fn body(handler: &Handler, runtime: &Path, ctx: &Ident) -> TokenStrea
 }
 
 /// What registration checks of the route, each `None` or why the route is refused: the
-/// form types the handler asks for fit in a form, and a structured result is an object.
+/// form types the handler asks for fit in a form. (That a structured result is an object
+/// the route checks itself, from its output schema.)
 fn registration_checks(handler: &Handler, private: &TokenStream, form_types: &[syn::Type]) -> Vec<TokenStream> {
     let handler_name = handler.ident.to_string();
-    let forms = form_types.iter().map(|ty| quote_spanned!(ty.span()=> #private::check_form::<#ty>(#handler_name)));
-    let output = (handler.kind == Kind::Tool).then(|| output_probe(handler, private, "check")).flatten();
-    forms.chain(output).collect()
+    form_types.iter().map(|ty| quote_spanned!(ty.span()=> #private::check_form::<#ty>(#handler_name))).collect()
 }
 
 pub(crate) fn route_type(kind: Kind, runtime: &Path) -> TokenStream {
@@ -198,8 +197,7 @@ pub(crate) fn route(
     let route = match handler.kind {
         Kind::Tool => {
             let hints = args_attr.hints.iter().map(ToString::to_string);
-            let output =
-                output_probe(handler, &private, "schema").unwrap_or_else(|| quote!(::core::option::Option::None));
+            let output = output_schema(handler, &private);
             let headers = handler.params.iter().filter_map(|p| {
                 let header = p.header.as_ref()?;
                 let (param, ty) = (p.ident.to_string(), &p.ty);
@@ -269,15 +267,16 @@ fn probe(private: &TokenStream, traits: [&str; 2], ty: &syn::Type, call: &TokenS
     })
 }
 
-/// `schema` or `check` of the tool's structured output, found by the result's type
-/// (`Json<T>`, `Result<Json<T>, _>`, an alias of either); `None` where the type cannot
-/// be named (no return type, or an `impl Trait` in it).
-fn output_probe(handler: &Handler, private: &TokenStream, method: &str) -> Option<TokenStream> {
-    let ty = model::nameable_return_type(&handler.output)?;
-    let method = Ident::new(method, ty.span());
+/// The tool's output schema, found by the result's type (`Json<T>`, `Result<Json<T>,
+/// _>`, an alias of either); `None` where the type cannot be named (no return type, or an
+/// `impl Trait` in it).
+fn output_schema(handler: &Handler, private: &TokenStream) -> TokenStream {
+    let Some(ty) = model::nameable_return_type(&handler.output) else {
+        return quote!(::core::option::Option::None);
+    };
     let output = probe(private, ["IsStructured", "IsUnstructured"], ty, &quote!(output()));
     // Spanned at the return type: a `Json<T>` whose `T` has no schema is reported there.
-    Some(quote_spanned!(ty.span()=> #output.#method()))
+    quote_spanned!(ty.span()=> #output.schema())
 }
 
 fn option(value: Option<&LitStr>) -> TokenStream {

@@ -273,3 +273,12 @@ fn a_hand_written_template_that_is_malformed_stops_the_server_from_serving() {
     let message = refusal(Server::new("s", "1").resource(template));
     assert!(message.contains("malformed uri template \"notes://{name\": a `{` is never closed"), "{message}");
 }
+
+#[test]
+fn a_hand_written_output_schema_that_is_not_an_object_is_refused_too() {
+    let tool = mcp_mrtr::protocol::Tool::new("list")
+        .output_schema(json!({ "type": "array", "items": { "type": "string" } }))
+        .handler(|_ctx, _args: serde_json::Value| async { Ok::<_, ToolError>("") });
+    let message = refusal(Server::new("s", "1").tool(tool));
+    assert!(message.contains("this one's type is \"array\""), "{message}");
+}

@@ -437,6 +437,7 @@ impl Tool {
             let fut = parsed.map(|args| f(ctx, args));
             Box::pin(async move { Ok(fut?.await?.into_tool_result()) })
         });
+        let unfit = unfit_output(&self);
         ToolRoute {
             tool: self,
             call,
@@ -447,9 +448,23 @@ impl Tool {
             decoded_arguments: crate::base::kept_arguments::decoded::<A>,
             headers: Vec::new(),
             scopes: Vec::new(),
-            unfit: None,
+            unfit,
         }
     }
+}
+
+/// Why a tool cannot be registered for its output schema, if it cannot: MCP's
+/// `outputSchema` and `structuredContent` are objects, so a list or a number (a
+/// `Json<Vec<…>>`, say) must be wrapped in a struct.
+fn unfit_output(tool: &Tool) -> Option<String> {
+    let kind = tool.output_schema.as_ref()?.get("type");
+    (kind.and_then(Value::as_str) != Some("object")).then(|| {
+        format!(
+            "its structured result is not a JSON object, which MCP requires (outputSchema is `type: object`, \
+             this one's type is {}): wrap the value in a struct, e.g. `struct Hits {{ hits: Vec<…> }}`",
+            kind.map_or_else(|| "not given".to_owned(), Value::to_string)
+        )
+    })
 }
 
 impl Prompt {

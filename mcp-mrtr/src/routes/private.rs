@@ -107,24 +107,10 @@ fn without_title(mut schema: Value) -> Value {
     schema
 }
 
-/// The output schema of a structured (`Json<T>`) tool result; [`check_output`] refuses
-/// one that is not an object.
+/// The output schema of a structured (`Json<T>`) tool result; registration refuses one
+/// that is not an object.
 pub(crate) fn output_schema<T: schemars::JsonSchema>() -> Value {
     schemars::schema_for!(T).to_value()
-}
-
-/// Why a tool returning `Json<T>` cannot be registered, if it cannot: MCP's
-/// `outputSchema` and `structuredContent` are objects, so a list or a number must be
-/// wrapped in a struct.
-pub(crate) fn check_output<T: schemars::JsonSchema>() -> Option<String> {
-    let object = output_schema::<T>().get("type").and_then(Value::as_str) == Some("object");
-    (!object).then(|| {
-        format!(
-            "a tool returning Json<{}> gives a structured result that is not a JSON object, which MCP requires \
-             (outputSchema is `type: object`): wrap the value in a struct, e.g. `struct Hits {{ hits: Vec<…> }}`",
-            std::any::type_name::<T>()
-        )
-    })
 }
 
 /// A route that registration refuses with the first problem of `checks`, if any: the

@@ -18,7 +18,7 @@ use crate::mrtr::context::Ctx;
 use crate::mrtr::extract::{Extension, FromCtx, State};
 use crate::routes::handler::Json;
 use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
-use crate::routes::private::{check_output, output_schema};
+use crate::routes::private::output_schema;
 
 /// mcp_mrtr's own extractors: what a parameter the macros read as one, by its spelling,
 /// must be. Resolution goes through [`FromCtx`], so both always agree on what resolves.
@@ -206,14 +206,6 @@ impl<T> Structured<T> {
     {
         Some(output_schema::<T>())
     }
-
-    /// Why the tool cannot be registered, if it cannot: its result is not an object.
-    pub fn check(&self) -> Option<String>
-    where
-        T: JsonSchema,
-    {
-        check_output::<T>()
-    }
 }
 
 /// A tool's result with no structured content.
@@ -222,11 +214,6 @@ pub struct Unstructured;
 impl Unstructured {
     /// No `outputSchema`.
     pub fn schema(&self) -> Option<Value> {
-        None
-    }
-
-    /// Nothing to check.
-    pub fn check(&self) -> Option<String> {
         None
     }
 }
@@ -258,7 +245,6 @@ mod tests {
         struct UserJson;
         assert!((&&Probe::<Report>::new()).output().schema().is_some());
         assert!((&&Probe::<Result<Json<Weather>, ToolError>>::new()).output().schema().is_some());
-        assert!((&&Probe::<Json<Vec<u8>>>::new()).output().check().is_some());
         assert!((&&Probe::<UserJson>::new()).output().schema().is_none());
         assert!((&&Probe::<String>::new()).output().schema().is_none());
     }
