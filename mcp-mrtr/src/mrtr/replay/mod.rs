@@ -24,7 +24,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Poll;
 
 use futures_util::future::BoxFuture;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tracing::Instrument as _;
 
@@ -34,67 +33,15 @@ use crate::mrtr::ask::Question;
 use crate::protocol::{ClientCapabilities, InputRequest, InputRequiredResult, JsonObject};
 use crate::Error;
 
+mod carried;
+
+pub(crate) use carried::Carried;
+use carried::Stored;
+
 /// Rounds after which a multi-round call is abandoned as a loop.
 const MAX_ROUNDS: u32 = 32;
 /// How often one question may change after it was asked before it is reported as a bug.
 const MAX_CHANGES: u32 = 1;
-
-/// What the sealed `requestState` carries from one round to the next. Empty maps are left
-/// out: every byte is sealed, sent, and read back each round.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Carried {
-    #[serde(rename = "r")]
-    round: u32,
-    /// Accepted answers, by key.
-    #[serde(rename = "a", default, skip_serializing_if = "BTreeMap::is_empty")]
-    answers: BTreeMap<String, Stored>,
-    /// The questions the closed round asked, by key: their digests.
-    #[serde(rename = "q", default, skip_serializing_if = "BTreeMap::is_empty")]
-    asked: BTreeMap<String, String>,
-    /// Results of `once` steps, by key.
-    #[serde(rename = "o", default, skip_serializing_if = "BTreeMap::is_empty")]
-    once: BTreeMap<String, Value>,
-    /// `once` steps a task run claimed and has not finished (tasks only): one still here
-    /// when another run replays the task was cut mid-way by a crash or a stall.
-    #[serde(rename = "s", default, skip_serializing_if = "BTreeSet::is_empty")]
-    started: BTreeSet<String>,
-    /// How often each key's question changed after being asked.
-    #[serde(rename = "c", default, skip_serializing_if = "BTreeMap::is_empty")]
-    changes: BTreeMap<String, u32>,
-    /// Who started the call (an opaque number for its client): the single-use guard counts
-    /// the call's states against it, whoever presents them.
-    #[serde(rename = "k", default, skip_serializing_if = "is_zero")]
-    owner: u32,
-    /// Where the call started in its client's trace (the first round's `traceparent`), when it carried one: each later round's span, and each run
-    /// of the task it became, records it, so one flow reads as one trace.
-    #[serde(rename = "t", default, skip_serializing_if = "Option::is_none")]
-    origin: Option<String>,
-}
-
-#[allow(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
-fn is_zero(owner: &u32) -> bool {
-    *owner == 0
-}
-
-impl Carried {
-    /// Who started the call the state belongs to (see [`Replay::new_call`]).
-    pub(crate) fn owner(&self) -> u32 {
-        self.owner
-    }
-
-    /// Where the call started in its client's trace, if it was traced.
-    pub(crate) fn origin(&self) -> Option<&str> {
-        self.origin.as_deref()
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-struct Stored {
-    #[serde(rename = "d")]
-    digest: String,
-    #[serde(rename = "v")]
-    answer: Value,
-}
 
 /// The replay bookkeeping of one request.
 #[derive(Debug)]
@@ -114,8 +61,7 @@ struct Round {
     has_state: bool,
     responses: JsonObject,
     pending: BTreeMap<String, (String, InputRequest)>,
-    failure: Option<Error>,
-    retry_later: bool,
+    phase: Phase,
     /// The `once` steps that ran in this round (rather than being read from the state).
     ran_once: BTreeSet<String>,
     escalation: Escalation,
@@ -152,8 +98,7 @@ pub(crate) trait TaskLog: Send + Sync {
     fn claim(&self, journal: Carried) -> BoxFuture<'static, bool>;
 }
 
-/// Whether, and how far, a call may turn into a task (see the tasks guide: where a call
-/// becomes a task).
+/// Whether a call may turn into a task (see the tasks guide: where a call becomes a task).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Escalation {
     /// The call runs to its end in rounds: `continue_as_task` is a no-op.
@@ -161,10 +106,44 @@ enum Escalation {
     /// A tool that supports tasks, called by a client that declared them: the call
     /// becomes a task when the handler asks for it or waits on work.
     Allowed,
-    /// The handler asked to continue as a task.
-    Requested,
     /// The call runs as a task.
     InTask,
+}
+
+/// How far this round has got: what ends it when the handler next stops. Each step
+/// only moves to a phase that outranks it, in the order below, so the first failure is
+/// the one reported and a question asked beside a request to become a task is still asked.
+#[derive(Debug)]
+enum Phase {
+    /// Nothing ends the round yet.
+    Open,
+    /// The handler asked to continue as a task.
+    Escalating,
+    /// The handler asked to end the round with its state only: the client retries later.
+    RetryLater,
+    /// Questions are pending: the round ends with them.
+    Asked,
+    /// The call failed.
+    Failed(Error),
+}
+
+impl Phase {
+    fn rank(&self) -> u8 {
+        match self {
+            Self::Open => 0,
+            Self::Escalating => 1,
+            Self::RetryLater => 2,
+            Self::Asked => 3,
+            Self::Failed(_) => 4,
+        }
+    }
+
+    /// Moves on to `next` unless this phase already outranks it.
+    fn advance(&mut self, next: Self) {
+        if next.rank() > self.rank() {
+            *self = next;
+        }
+    }
 }
 
 impl Replay {
@@ -178,8 +157,7 @@ impl Replay {
             has_state,
             responses,
             pending: BTreeMap::new(),
-            failure: None,
-            retry_later: false,
+            phase: Phase::Open,
             ran_once: BTreeSet::new(),
             escalation: Escalation::Never,
             task_log: None,
@@ -272,8 +250,8 @@ impl Replay {
         let mut round = self.lock();
         match round.escalation {
             Escalation::Never | Escalation::InTask => Poll::Ready(()),
-            Escalation::Allowed | Escalation::Requested => {
-                round.escalation = Escalation::Requested;
+            Escalation::Allowed => {
+                round.phase.advance(Phase::Escalating);
                 Poll::Pending
             }
         }
@@ -296,7 +274,7 @@ impl Replay {
             round.fail(not_here());
             return None;
         }
-        round.failure.is_none().then_some(round)
+        (!matches!(round.phase, Phase::Failed(_))).then_some(round)
     }
 
     /// The answer to `question` under `key`, or `Pending` after recording the question.
@@ -341,6 +319,7 @@ impl Replay {
         match question.request() {
             Ok(request) => {
                 round.pending.insert(key.to_owned(), (digest, request));
+                round.phase.advance(Phase::Asked);
             }
             Err(error) => round.fail(error),
         }
@@ -375,7 +354,7 @@ impl Replay {
             if round.escalation == Escalation::InTask {
                 round.fail(Error::internal("retry_later ends an MRTR round; a task awaits its work instead"));
             } else {
-                round.retry_later = true;
+                round.phase.advance(Phase::RetryLater);
             }
         }
     }
@@ -384,12 +363,9 @@ impl Replay {
         self.lock().fail(error);
     }
 
+    /// Something ends this round when the handler next stops.
     fn is_suspended(&self) -> bool {
-        let round = self.lock();
-        round.failure.is_some()
-            || round.retry_later
-            || !round.pending.is_empty()
-            || round.escalation == Escalation::Requested
+        !matches!(self.lock().phase, Phase::Open)
     }
 
     /// The handler is pending on its own work while it may still become a task.
@@ -400,7 +376,7 @@ impl Replay {
 
 impl Round {
     fn fail(&mut self, error: Error) {
-        self.failure.get_or_insert(error);
+        self.phase.advance(Phase::Failed(error));
     }
 
     /// The answer an earlier round kept for this question, if any. An answer kept for
@@ -510,19 +486,25 @@ pub(crate) async fn step<F: Future + ?Sized>(
         span.record("outcome", "panicked");
     })?;
     let mut round = replay.lock();
-    if let Some(failure) = round.failure.take() {
-        span.record("outcome", "failed");
-        return Err(failure);
+    match (std::mem::replace(&mut round.phase, Phase::Open), finished) {
+        (Phase::Failed(failure), _) => {
+            span.record("outcome", "failed");
+            return Err(failure);
+        }
+        (_, Some(output)) => {
+            span.record("outcome", "complete");
+            return Ok(Step::Round(Outcome::Complete(output)));
+        }
+        // Stopped with nothing asked: on a request to continue as a task, or (while it
+        // still may become one) on its own work.
+        (Phase::Open | Phase::Escalating, None) => {
+            span.record("outcome", "continue_as_task");
+            return Ok(Step::ContinueAsTask);
+        }
+        (Phase::Asked | Phase::RetryLater, None) => {
+            span.record("outcome", "input_required");
+        }
     }
-    if let Some(output) = finished {
-        span.record("outcome", "complete");
-        return Ok(Step::Round(Outcome::Complete(output)));
-    }
-    if round.pending.is_empty() && !round.retry_later {
-        span.record("outcome", "continue_as_task");
-        return Ok(Step::ContinueAsTask);
-    }
-    span.record("outcome", "input_required");
     if round.carried.round + 1 >= MAX_ROUNDS {
         return Err(Error::internal(format!("gave up after {MAX_ROUNDS} rounds of input")));
     }
@@ -565,28 +547,4 @@ fn once_lost(ran: &BTreeSet<String>) -> Option<String> {
 
 fn not_here() -> Error {
     Error::internal("only tools/call, prompts/get and resources/read handlers can ask for input")
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    /// Empty parts are left out of the sealed state, and a state written with them (by an
-    /// earlier release) still reads the same.
-    #[test]
-    fn carried_leaves_out_what_is_empty_and_reads_it_either_way() {
-        let mut carried = Carried { round: 1, ..Carried::default() };
-        carried.asked.insert("k".into(), "d".into());
-        let written = serde_json::to_value(&carried).unwrap();
-        assert_eq!(written, json!({"r": 1, "q": {"k": "d"}}));
-        let older = json!({"r": 1, "a": {}, "q": {"k": "d"}, "o": {}, "c": {}});
-        assert_eq!(serde_json::from_value::<Carried>(older).unwrap(), carried);
-        carried.answers.insert("a".into(), Stored { digest: "d".into(), answer: json!({"action": "cancel"}) });
-        carried.once.insert("o".into(), json!(3));
-        carried.changes.insert("k".into(), 1);
-        let full = serde_json::to_vec(&carried).unwrap();
-        assert_eq!(serde_json::from_slice::<Carried>(&full).unwrap(), carried);
-    }
 }
