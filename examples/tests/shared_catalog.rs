@@ -92,19 +92,19 @@ fn a_tool_disabled_enabled_or_removed_on_one_instance_is_so_on_every_instance() 
     let (_b, b_addr) = serve(&runtime, &redis.url(), true);
     let (mut stream, mut seen) = listen(b_addr);
 
-    assert!(a.disable_tool("deploy"));
+    assert!(a.tools().disable("deploy"));
     heard(&mut stream, &mut seen, 1);
     // B's listener heard of it after B applied it: listing on B now shows the change.
     assert_eq!(tool_names(b_addr), ["hello"]);
     assert!(!calls(b_addr, "deploy"), "B serves it no more");
     assert_eq!(tool_names(a_addr), ["hello"]);
 
-    assert!(a.enable_tool("deploy"));
+    assert!(a.tools().enable("deploy"));
     heard(&mut stream, &mut seen, 2);
     assert_eq!(tool_names(b_addr), ["deploy", "hello"], "back in its place");
     assert!(calls(b_addr, "deploy"));
 
-    assert!(a.remove_tool("hello"));
+    assert!(a.tools().remove("hello"));
     heard(&mut stream, &mut seen, 3);
     assert_eq!(tool_names(b_addr), ["deploy"]);
 }
@@ -117,7 +117,7 @@ fn an_instance_that_does_not_share_keeps_its_edits_to_itself() {
     let (_b, b_addr) = serve(&runtime, &redis.url(), false);
     let (mut stream, mut seen) = listen(b_addr);
 
-    assert!(a.disable_tool("deploy"));
+    assert!(a.tools().disable("deploy"));
     // B still hears that a list changed somewhere (as before), but its catalog stays.
     heard(&mut stream, &mut seen, 1);
     assert_eq!(tool_names(a_addr), ["hello"]);
@@ -140,18 +140,18 @@ fn edits_that_no_instance_sealed_or_that_were_heard_before_change_nothing() {
     redis.publish("mcp-mrtr:changes", "edit 0000000000000001 tool disable deploy");
     assert_eq!(channel.next(), "edit 0000000000000001 tool disable deploy");
     // A genuine edit after it: once B's listener hears it, B has read the forgery too.
-    assert!(a.disable_tool("hello"));
+    assert!(a.tools().disable("hello"));
     let genuine = channel.next();
     heard(&mut stream, &mut seen, 1);
     assert_eq!(tool_names(b_addr), ["deploy"], "the forgery disabled nothing");
     assert!(calls(b_addr, "deploy"));
     assert!(genuine.starts_with("sealed1 fleet ") && genuine.ends_with(" tool disable hello"), "{genuine}");
 
-    assert!(a.enable_tool("hello"));
+    assert!(a.tools().enable("hello"));
     heard(&mut stream, &mut seen, 2);
     // The genuine `disable hello`, published again by someone who recorded it.
     redis.publish("mcp-mrtr:changes", &genuine);
-    assert!(a.disable_tool("deploy"));
+    assert!(a.tools().disable("deploy"));
     heard(&mut stream, &mut seen, 3);
     assert_eq!(tool_names(b_addr), ["hello"], "the replay disabled hello again");
     assert!(calls(b_addr, "hello"));

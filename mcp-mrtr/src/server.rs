@@ -64,7 +64,7 @@ impl Server {
     /// header name token, unique ignoring case, on string, integer or boolean parameters
     /// only) is refused: serving fails with the reason (see [`Server::serve`]).
     pub fn tool(self, tool: impl Into<ToolRoute>) -> Self {
-        let added = self.server_handle().add_tool(tool);
+        let added = self.server_handle().tools().add(tool);
         self.unless_refused(added)
     }
 
@@ -87,7 +87,7 @@ impl Server {
     ///
     /// Refused (serving then fails) if a prompt with the same name is registered already.
     pub fn prompt(self, prompt: impl Into<PromptRoute>) -> Self {
-        let added = self.server_handle().add_prompt(prompt);
+        let added = self.server_handle().prompts().add(prompt);
         self.unless_refused(added)
     }
 
@@ -106,7 +106,7 @@ impl Server {
     /// Refused (serving then fails) if a resource with the same URI, or a template with
     /// the same URI template, is registered already.
     pub fn resource(self, resource: impl Into<ResourceRoute>) -> Self {
-        let added = self.server_handle().add_resource(resource);
+        let added = self.server_handle().resources().add(resource);
         self.unless_refused(added)
     }
 

@@ -280,7 +280,7 @@ async fn listen_honours_and_delivers_only_resources_the_caller_may_read() {
         assert_eq!(ada.updated().await, uri);
     }
     // Decided again when a change is delivered: a resource removed since is no longer read.
-    assert!(handle.remove_resource("r://public"));
+    assert!(handle.resources().remove("r://public"));
     handle.resource_updated("r://public");
     handle.resource_updated("r://other");
     assert_eq!(bob.updated().await, "r://other");

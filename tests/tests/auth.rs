@@ -369,7 +369,7 @@ async fn the_metadata_lists_the_scopes_of_tools_added_while_serving() {
         serde_json::from_str::<Value>(&response.body).unwrap()["scopes_supported"].clone()
     };
     assert_eq!(metadata().await, json!(["notes:read"]));
-    handle.add_tool(purge).unwrap();
+    handle.tools().add(purge).unwrap();
     assert_eq!(metadata().await, json!(["notes:read", "notes:write", "notes:admin"]));
 }
 

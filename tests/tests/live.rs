@@ -10,9 +10,9 @@ use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::Response;
 use mcp_mrtr::{
-    catalog::Item, catalog::Listen, catalog::MemoryFanout, catalog::ServerHandle, handler::PromptArguments,
-    protocol::Prompt, protocol::PromptMessage, protocol::Resource, protocol::ResourceContents,
-    protocol::ResourceTemplate, protocol::Tool, Caller, Server, ToolError,
+    catalog::CatalogError, catalog::Item, catalog::Listen, catalog::MemoryFanout, catalog::ServerHandle,
+    handler::PromptArguments, protocol::Prompt, protocol::PromptMessage, protocol::Resource,
+    protocol::ResourceContents, protocol::ResourceTemplate, protocol::Tool, Caller, Server, ToolError,
 };
 use mcp_mrtr_tests::client::{self, TIMEOUT};
 use mcp_mrtr_tests::harness::{Rpc, TestServer};
@@ -77,10 +77,10 @@ async fn a_stream_is_acknowledged_first_and_carries_only_what_its_filter_asked_f
     assert_eq!(ack["params"]["notifications"], json!({"toolsListChanged": true, "resourceSubscriptions": ["r://a"]}));
 
     // Changes the filter did not ask for come first: a stream that leaked one would show it.
-    handle.add_prompt(prompt("q")).unwrap();
+    handle.prompts().add(prompt("q")).unwrap();
     handle.resource_updated("r://other");
-    handle.add_resource(resource("r://b")).unwrap();
-    handle.add_tool(noop_tool("b")).unwrap();
+    handle.resources().add(resource("r://b")).unwrap();
+    handle.tools().add(noop_tool("b")).unwrap();
     handle.resource_updated("r://a");
 
     let tools = listener.next().await;
@@ -99,7 +99,7 @@ async fn the_subscription_id_keeps_the_json_type_of_the_listen_request_id() {
     let server = TestServer::start(server).await;
     let mut listener = listen(server.addr, json!(7), json!({"promptsListChanged": true})).await;
     assert_eq!(tag(&listener.next().await), &json!(7));
-    handle.remove_prompt("p");
+    handle.prompts().remove("p");
     let changed = listener.next().await;
     assert_eq!(changed["method"], "notifications/prompts/list_changed");
     assert_eq!(tag(&changed), &json!(7), "a number stays a number");
@@ -132,33 +132,42 @@ async fn add_remove_enable_and_disable_change_what_requests_see_and_are_announce
             .map(|t| t["name"].as_str().unwrap().to_owned())
             .collect::<Vec<_>>()
     };
-    handle.add_tool(noop_tool("b")).unwrap();
+    handle.tools().add(noop_tool("b")).unwrap();
     assert_eq!(listener.next().await["method"], "notifications/tools/list_changed");
     assert_eq!(names().await, ["a", "b"]);
 
-    assert!(handle.disable_tool("a"));
+    assert!(handle.tools().disable("a"));
     assert_eq!(listener.next().await["method"], "notifications/tools/list_changed");
     assert_eq!(names().await, ["b"]);
     let hidden = server.call(&Rpc::call_tool("a", json!({}))).await;
     assert_eq!(hidden["error"]["code"], -32602, "a disabled tool is an unknown tool: {hidden}");
 
     // No change, no notification: the next one must be the prompt's.
-    assert!(handle.disable_tool("a"));
-    assert!(!handle.remove_tool("missing"));
-    assert!(handle.add_tool(noop_tool("b")).is_err());
-    assert!(handle.disable_prompt("p"));
+    assert!(handle.tools().disable("a"));
+    assert!(!handle.tools().remove("missing"));
+    assert!(matches!(handle.tools().add(noop_tool("b")), Err(CatalogError::Taken { kind: "tool", .. })));
+    // What the builder checks when the server is built, the handle checks on arrival.
+    assert_eq!(handle.tools().add(noop_tool("no spaces")), Err(CatalogError::InvalidName("no spaces".into())));
+    let headed = tool("headed")
+        .input_schema(json!({"type": "object", "properties": {"n": {"type": "object", "x-mcp-header": "N"}}}))
+        .handler(|_ctx, _: Map<String, Value>| async { Ok::<_, ToolError>("ok") });
+    assert!(
+        matches!(handle.tools().add(headed), Err(CatalogError::InvalidHeader { ref tool, .. }) if tool == "headed"),
+        "an x-mcp-header on an object parameter is refused"
+    );
+    assert!(handle.prompts().disable("p"));
     assert_eq!(listener.next().await["method"], "notifications/prompts/list_changed");
 
-    assert!(handle.enable_tool("a"));
+    assert!(handle.tools().enable("a"));
     assert_eq!(listener.next().await["method"], "notifications/tools/list_changed");
     assert_eq!(names().await, ["a", "b"], "an enabled tool is back in its old place");
     assert_eq!(server.call(&Rpc::call_tool("a", json!({}))).await["result"]["content"][0]["text"], "ok");
 
-    assert!(handle.disable_resource("r://a"));
+    assert!(handle.resources().disable("r://a"));
     assert_eq!(listener.next().await["method"], "notifications/resources/list_changed");
     let read = server.call(&Rpc::new("resources/read").param("uri", json!("r://a"))).await;
     assert_eq!(read["error"]["code"], -32602, "a disabled resource is not found: {read}");
-    assert!(handle.remove_tool("b"));
+    assert!(handle.tools().remove("b"));
     assert_eq!(listener.next().await["method"], "notifications/tools/list_changed");
     assert_eq!(names().await, ["a"]);
 }
@@ -179,9 +188,9 @@ async fn a_listener_that_goes_away_is_dropped() {
                 return;
             }
             if round % 2 == 0 {
-                handle.disable_tool("a");
+                handle.tools().disable("a");
             } else {
-                handle.enable_tool("a");
+                handle.tools().enable("a");
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -246,10 +255,10 @@ async fn pages_stay_consistent_while_the_list_changes() {
     let mut seen: Vec<String> = names_of(&first);
     assert_eq!(seen, ["t0", "t1", "t2"]);
     // Between pages: one already sent goes, one not yet sent goes, one is added, one hides.
-    assert!(handle.remove_tool("t1"));
-    assert!(handle.remove_tool("t4"));
-    handle.add_tool(noop_tool("t10")).unwrap();
-    assert!(handle.disable_tool("t5"));
+    assert!(handle.tools().remove("t1"));
+    assert!(handle.tools().remove("t4"));
+    handle.tools().add(noop_tool("t10")).unwrap();
+    assert!(handle.tools().disable("t5"));
     let mut cursor = first["nextCursor"].as_str().map(str::to_owned);
     for _ in 0..10 {
         let Some(next) = cursor.take() else { break };
@@ -358,7 +367,7 @@ async fn a_handler_changes_the_catalog_through_its_context() {
     let server = Server::new("self-changing", "0").listen(Listen::default()).tool(tool("grow").handler(
         |ctx: mcp_mrtr::Ctx, _: Map<String, Value>| async move {
             let handle: ServerHandle = ctx.server_handle();
-            let added = handle.add_tool(noop_tool("grown")).is_ok();
+            let added = handle.tools().add(noop_tool("grown")).is_ok();
             Ok::<_, ToolError>(if added { "grown" } else { "already grown" })
         },
     ));
@@ -392,8 +401,8 @@ async fn over_stdio_streams_are_demultiplexed_by_subscription_id_and_cancelled()
         let ack = next_line(&mut lines).await;
         assert_eq!((ack["method"].as_str(), tag(&ack)), (Some("notifications/subscriptions/acknowledged"), &id));
     }
-    handle.disable_tool("a");
-    handle.disable_prompt("p");
+    handle.tools().disable("a");
+    handle.prompts().disable("p");
     let (first, second) = (next_line(&mut lines).await, next_line(&mut lines).await);
     assert_eq!((first["method"].as_str(), tag(&first)), (Some("notifications/tools/list_changed"), &json!("tools")));
     assert_eq!((second["method"].as_str(), tag(&second)), (Some("notifications/prompts/list_changed"), &json!(2)));
@@ -407,8 +416,8 @@ async fn over_stdio_streams_are_demultiplexed_by_subscription_id_and_cancelled()
     })
     .await
     .expect("the cancelled stream ends");
-    handle.enable_tool("a");
-    handle.enable_prompt("p");
+    handle.tools().enable("a");
+    handle.prompts().enable("p");
     let only = next_line(&mut lines).await;
     assert_eq!(tag(&only), &json!(2), "the cancelled stream sends nothing more: {only}");
     drop(input);

@@ -57,22 +57,22 @@ async fn every_change_through_the_handle_shows_in_the_next_list() {
     for _ in 0..2 {
         assert_eq!(tools(&server).await, ["a"]);
     }
-    handle.add_tool(tool("b")).unwrap();
+    handle.tools().add(tool("b")).unwrap();
     assert_eq!(tools(&server).await, ["a", "b"]);
     assert_eq!(tools(&server).await, ["a", "b"]);
-    assert!(handle.disable_tool("a"));
+    assert!(handle.tools().disable("a"));
     assert_eq!(tools(&server).await, ["b"]);
-    assert!(handle.enable_tool("a"));
+    assert!(handle.tools().enable("a"));
     assert_eq!(tools(&server).await, ["a", "b"]);
-    assert!(handle.remove_tool("b"));
+    assert!(handle.tools().remove("b"));
     assert_eq!(tools(&server).await, ["a"]);
 
     let resources = || listed(&server, Rpc::new("resources/list"), "resources", "uri");
     let templates = || listed(&server, Rpc::new("resources/templates/list"), "resourceTemplates", "uriTemplate");
     assert_eq!(resources().await, ["r://a"]);
     assert!(templates().await.is_empty());
-    handle.add_resource(template("r://t/{id}")).unwrap();
-    handle.add_resource(resource("r://b")).unwrap();
+    handle.resources().add(template("r://t/{id}")).unwrap();
+    handle.resources().add(resource("r://b")).unwrap();
     assert_eq!(resources().await, ["r://a", "r://b"]);
     assert_eq!(templates().await, ["r://t/{id}"]);
 }
@@ -85,10 +85,10 @@ async fn discovery_follows_the_kinds_registered() {
     let capabilities = || async { server.call(&Rpc::new("server/discover")).await["result"]["capabilities"].clone() };
     assert!(capabilities().await.get("prompts").is_none());
     assert!(capabilities().await.get("prompts").is_none());
-    handle.add_prompt(prompt("p")).unwrap();
+    handle.prompts().add(prompt("p")).unwrap();
     assert_eq!(capabilities().await["prompts"], json!({}));
     assert_eq!(listed(&server, Rpc::new("prompts/list"), "prompts", "name").await, ["p"]);
-    assert!(handle.remove_prompt("p"));
+    assert!(handle.prompts().remove("p"));
     // With its last prompt gone, the server no longer offers prompts.
     assert!(capabilities().await.get("prompts").is_none());
 }
@@ -103,7 +103,7 @@ async fn pages_are_prepared_per_cursor_and_follow_changes() {
     let second = || listed(&server, Rpc::new("tools/list").param("cursor", cursor.clone()), "tools", "name");
     assert_eq!(second().await, ["c"]);
     assert_eq!(second().await, ["c"]);
-    handle.add_tool(tool("d")).unwrap();
+    handle.tools().add(tool("d")).unwrap();
     assert_eq!(second().await, ["c", "d"]);
     assert_eq!(tools(&server).await, ["a", "b"], "the first page did not change");
 }
@@ -133,9 +133,9 @@ async fn callers_who_see_different_tools_never_share_a_list() {
     audit_open.store(true, Ordering::SeqCst);
     assert_eq!(as_team("blue").await, ["public", "audit"]);
     assert_eq!(as_team("red").await, ["public", "red_only", "audit"]);
-    handle.add_tool(tool("new")).unwrap();
+    handle.tools().add(tool("new")).unwrap();
     assert_eq!(as_team("blue").await, ["public", "audit", "new"]);
-    assert!(handle.disable_tool("red_only"));
+    assert!(handle.tools().disable("red_only"));
     assert_eq!(as_team("red").await, ["public", "audit", "new"]);
     let reply = server.call(&Rpc::new("tools/list").header("x-team", Some("red"))).await;
     assert_eq!(reply["result"]["cacheScope"], "private", "a list that varies by caller is not shared: {reply}");

@@ -79,7 +79,7 @@ async fn what_serve_returns_hands_out_the_running_servers_handle() {
     let mut pipe = Pipe { input, output: BufReader::new(output).lines() };
     let late = Tool::new("late").description("Registered once serving started");
     let late = late.handler(|_ctx, _args: Map<String, Value>| async { Ok::<_, ToolError>("here") });
-    handle.add_tool(late).unwrap();
+    handle.tools().add(late).unwrap();
     pipe.request(1, "tools/call", json!({ "name": "late" })).await;
     assert_eq!(pipe.next("tools/call").await["result"]["content"][0]["text"], "here");
 }

@@ -49,8 +49,8 @@ async fn a_listen_stream_hears_what_it_asked_for_and_nothing_else() {
     let mut stream = client.listen(json!({ "toolsListChanged": true })).await.unwrap();
     assert_eq!(stream.acknowledged()["notifications"]["toolsListChanged"], true, "{}", stream.acknowledged());
 
-    assert!(handle.disable_prompt("greeting"), "not asked for: not heard");
-    assert!(handle.disable_tool("c"));
+    assert!(handle.prompts().disable("greeting"), "not asked for: not heard");
+    assert!(handle.tools().disable("c"));
     let note = stream.next().await.unwrap();
     assert_eq!(note["method"], "notifications/tools/list_changed", "{note}");
     let names: Vec<String> = client.list_tools().await.unwrap().into_iter().map(|t| t.name).collect();

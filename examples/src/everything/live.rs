@@ -31,13 +31,13 @@ pub fn register(server: Server) -> Server {
 
 fn toggle_tool(handle: &ServerHandle) -> String {
     const NAME: &str = "test_dynamic_tool";
-    if handle.remove_tool(NAME) {
+    if handle.tools().remove(NAME) {
         return format!("removed {NAME}");
     }
     let tool = Tool::new(NAME)
         .description("A tool that comes and goes with test_trigger_tool_change")
         .handler(|_ctx, _args: NoArgs| async { Ok::<_, ToolError>("still here") });
-    match handle.add_tool(tool) {
+    match handle.tools().add(tool) {
         Ok(()) => format!("added {NAME}"),
         // Another call added it in between: the list changed all the same.
         Err(_) => format!("{NAME} was added meanwhile"),
@@ -46,13 +46,13 @@ fn toggle_tool(handle: &ServerHandle) -> String {
 
 fn toggle_prompt(handle: &ServerHandle) -> String {
     const NAME: &str = "test_dynamic_prompt";
-    if handle.remove_prompt(NAME) {
+    if handle.prompts().remove(NAME) {
         return format!("removed {NAME}");
     }
     let prompt = Prompt::new(NAME)
         .description("A prompt that comes and goes with test_trigger_prompt_change")
         .handler(|_ctx, _args: PromptArguments| async { Ok::<_, ToolError>(vec![PromptMessage::user("still here")]) });
-    match handle.add_prompt(prompt) {
+    match handle.prompts().add(prompt) {
         Ok(()) => format!("added {NAME}"),
         Err(_) => format!("{NAME} was added meanwhile"),
     }

@@ -70,7 +70,7 @@ impl<T: Transport> Serve<T> {
     /// let running = tokio::spawn(serving);
     /// let late = Tool::new("late").description("Registered once serving started");
     /// handle
-    ///     .add_tool(late.handler(|_ctx, _args: serde_json::Map<String, serde_json::Value>| async {
+    ///     .tools().add(late.handler(|_ctx, _args: serde_json::Map<String, serde_json::Value>| async {
     ///         Ok::<_, ToolError>("here")
     ///     }))
     ///     .expect("no tool of that name yet");

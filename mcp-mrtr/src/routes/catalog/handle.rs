@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::{Arc, Weak};
 
-use super::{Change, Live, Reach};
+use super::{Change, Kind, Live, Reach};
 use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
 use crate::Ctx;
 
@@ -25,11 +25,12 @@ use crate::Ctx;
 /// let server = Server::new("live", "1.0.0").listen(Listen::default());
 /// let handle = server.server_handle();
 /// handle
-///     .add_tool(Tool::new("late").description("Registered at run time").handler(
+///     .tools()
+///     .add(Tool::new("late").description("Registered at run time").handler(
 ///         |_ctx, _args: serde_json::Map<String, serde_json::Value>| async { Ok::<_, ToolError>("here") },
 ///     ))
 ///     .unwrap();
-/// assert!(handle.disable_tool("late"));
+/// assert!(handle.tools().disable("late"));
 /// # let _ = server;
 /// ```
 #[derive(Clone)]
@@ -55,78 +56,20 @@ impl ServerHandle {
         WeakHandle(Arc::downgrade(&self.live))
     }
 
-    /// Registers a tool at the end of the list.
-    ///
-    /// Unlike the builder, this cannot check that the server was given the `State<T>`
-    /// the handler takes: such a handler fails its calls with `-32603` instead.
-    pub fn add_tool(&self, tool: impl Into<ToolRoute>) -> Result<(), CatalogError> {
-        let mut route = tool.into();
-        if !crate::routes::handler::valid_tool_name(&route.tool.name) {
-            return Err(CatalogError::InvalidName(route.tool.name));
-        }
-        match crate::intake::param_headers::declared(&route.tool.input_schema) {
-            Ok(headers) => route.headers = headers,
-            Err(problem) => return Err(CatalogError::InvalidHeader { tool: route.tool.name, problem }),
-        }
-        self.live.add(route, Reach::Everywhere)
+    /// The tools: add, remove, enable and disable them by name.
+    pub fn tools(&self) -> Entries<'_, ToolRoute> {
+        entries(&self.live)
     }
 
-    /// Unregisters a tool; `false` if none has that name.
-    pub fn remove_tool(&self, name: &str) -> bool {
-        self.live.remove::<ToolRoute>(name, Reach::Everywhere)
+    /// The prompts: add, remove, enable and disable them by name.
+    pub fn prompts(&self) -> Entries<'_, PromptRoute> {
+        entries(&self.live)
     }
 
-    /// Lists and serves a disabled tool again, in its old place; `false` if none has that name.
-    pub fn enable_tool(&self, name: &str) -> bool {
-        self.live.set_enabled::<ToolRoute>(name, true, Reach::Everywhere)
-    }
-
-    /// Stops listing and serving a tool (calls to it fail as for an unknown tool) while
-    /// keeping it registered; `false` if none has that name.
-    pub fn disable_tool(&self, name: &str) -> bool {
-        self.live.set_enabled::<ToolRoute>(name, false, Reach::Everywhere)
-    }
-
-    /// Registers a prompt at the end of the list.
-    pub fn add_prompt(&self, prompt: impl Into<PromptRoute>) -> Result<(), CatalogError> {
-        self.live.add(prompt.into(), Reach::Everywhere)
-    }
-
-    /// Unregisters a prompt; `false` if none has that name.
-    pub fn remove_prompt(&self, name: &str) -> bool {
-        self.live.remove::<PromptRoute>(name, Reach::Everywhere)
-    }
-
-    /// Lists and serves a disabled prompt again; `false` if none has that name.
-    pub fn enable_prompt(&self, name: &str) -> bool {
-        self.live.set_enabled::<PromptRoute>(name, true, Reach::Everywhere)
-    }
-
-    /// Stops listing and serving a prompt; `false` if none has that name.
-    pub fn disable_prompt(&self, name: &str) -> bool {
-        self.live.set_enabled::<PromptRoute>(name, false, Reach::Everywhere)
-    }
-
-    /// Registers a resource or a resource template at the end of its list.
-    pub fn add_resource(&self, resource: impl Into<ResourceRoute>) -> Result<(), CatalogError> {
-        self.live.add(resource.into(), Reach::Everywhere)
-    }
-
-    /// Unregisters the resource with this URI (or the template with this URI template);
-    /// `false` if there is none.
-    pub fn remove_resource(&self, uri: &str) -> bool {
-        self.live.remove::<ResourceRoute>(uri, Reach::Everywhere)
-    }
-
-    /// Lists and serves a disabled resource again; `false` if there is none.
-    pub fn enable_resource(&self, uri: &str) -> bool {
-        self.live.set_enabled::<ResourceRoute>(uri, true, Reach::Everywhere)
-    }
-
-    /// Stops listing and serving a resource (reads fail as not found); `false` if there
-    /// is none.
-    pub fn disable_resource(&self, uri: &str) -> bool {
-        self.live.set_enabled::<ResourceRoute>(uri, false, Reach::Everywhere)
+    /// The resources and resource templates: add, remove, enable and disable them by URI
+    /// (a template by its URI template). A disabled resource reads as not found.
+    pub fn resources(&self) -> Entries<'_, ResourceRoute> {
+        entries(&self.live)
     }
 
     /// Registers a resource that only this instance edits: what it derived from its own
@@ -150,6 +93,70 @@ impl ServerHandle {
     /// How many `subscriptions/listen` streams are open on this instance.
     pub fn listeners(&self) -> usize {
         self.live.listeners()
+    }
+}
+
+/// One kind of a running server's catalog (its tools, prompts or resources), from
+/// [`ServerHandle::tools`], [`prompts`](ServerHandle::prompts) or
+/// [`resources`](ServerHandle::resources). Each is keyed by what the protocol names it by:
+/// a tool's or prompt's name, a resource's URI or a template's URI template.
+pub struct Entries<'a, R> {
+    live: &'a Live,
+    edits: Edits<R>,
+}
+
+/// The catalog's edits for one kind, chosen when the [`Entries`] is made, so its methods
+/// need no bound on the kind.
+struct Edits<R> {
+    add: fn(&Live, R) -> Result<(), CatalogError>,
+    remove: fn(&Live, &str) -> bool,
+    set_enabled: fn(&Live, &str, bool) -> bool,
+}
+
+/// The [`Entries`] of kind `R`. A function rather than a constructor: an impl bounded on
+/// the crate's own `Kind` would make that trait part of the public type's interface.
+fn entries<R: Kind>(live: &Live) -> Entries<'_, R> {
+    let edits = Edits {
+        add: |live, mut route: R| {
+            route.admit()?;
+            live.add(route, Reach::Everywhere)
+        },
+        remove: |live, key| live.remove::<R>(key, Reach::Everywhere),
+        set_enabled: |live, key, enabled| live.set_enabled::<R>(key, enabled, Reach::Everywhere),
+    };
+    Entries { live, edits }
+}
+
+impl<R> Entries<'_, R> {
+    /// Registers a route at the end of its list; refused when the key is taken or the
+    /// route cannot be served (see [`CatalogError`]).
+    ///
+    /// Unlike the builder, this cannot check that the server was given the `State<T>`
+    /// the handler takes: such a handler fails its calls with `-32603` instead.
+    pub fn add(&self, route: impl Into<R>) -> Result<(), CatalogError> {
+        (self.edits.add)(self.live, route.into())
+    }
+
+    /// Unregisters the route under `key`; `false` if there is none.
+    pub fn remove(&self, key: &str) -> bool {
+        (self.edits.remove)(self.live, key)
+    }
+
+    /// Lists and serves a disabled route again, in its old place; `false` if there is none.
+    pub fn enable(&self, key: &str) -> bool {
+        (self.edits.set_enabled)(self.live, key, true)
+    }
+
+    /// Stops listing and serving a route (requests for it fail as for one that does not
+    /// exist) while keeping it registered; `false` if there is none.
+    pub fn disable(&self, key: &str) -> bool {
+        (self.edits.set_enabled)(self.live, key, false)
+    }
+}
+
+impl<R> fmt::Debug for Entries<'_, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Entries").field("kind", &std::any::type_name::<R>()).finish_non_exhaustive()
     }
 }
 

@@ -31,7 +31,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 pub use self::fanout_keys::FanoutKeys;
 pub(crate) use self::handle::WeakHandle;
-pub use self::handle::{CatalogError, ServerHandle};
+pub use self::handle::{CatalogError, Entries, ServerHandle};
 pub(crate) use self::listen::DEFAULT_KEEP_ALIVE;
 pub use self::listen::{Change, ChangeFanout, Listen, MemoryFanout};
 pub(crate) use self::prepared::{is_set, mask, BodyKey, List, Prepared, PreparedBody};
@@ -124,6 +124,11 @@ pub(crate) trait Kind: Sized + Send + Sync + 'static {
     fn key(&self) -> &str;
     /// Why registration refuses it, if it does (see `private::checked`).
     fn unfit(&self) -> Option<&str>;
+    /// Readies a route added at run time, or refuses it: what the builder checks when the
+    /// server is built, checked when the route arrives instead.
+    fn admit(&mut self) -> Result<(), CatalogError> {
+        Ok(())
+    }
     fn entries(catalog: &Catalog) -> &Vec<Entry<Self>>;
     fn entries_mut(catalog: &mut Catalog) -> &mut Vec<Entry<Self>>;
 }
@@ -137,6 +142,16 @@ impl Kind for ToolRoute {
     }
     fn unfit(&self) -> Option<&str> {
         self.unfit.as_deref()
+    }
+    fn admit(&mut self) -> Result<(), CatalogError> {
+        if !crate::routes::handler::valid_tool_name(&self.tool.name) {
+            return Err(CatalogError::InvalidName(self.tool.name.clone()));
+        }
+        match crate::intake::param_headers::declared(&self.tool.input_schema) {
+            Ok(headers) => self.headers = headers,
+            Err(problem) => return Err(CatalogError::InvalidHeader { tool: self.tool.name.clone(), problem }),
+        }
+        Ok(())
     }
     fn entries(catalog: &Catalog) -> &Vec<Entry<Self>> {
         &catalog.tools

@@ -84,7 +84,7 @@ impl TestClient {
     /// // The server has tools, so it honours (and acknowledges) the tools filter.
     /// let mut stream = client.listen(serde_json::json!({ "toolsListChanged": true })).await.unwrap();
     /// assert_eq!(stream.acknowledged()["notifications"]["toolsListChanged"], true);
-    /// handle.add_tool(tool("late")).unwrap();
+    /// handle.tools().add(tool("late")).unwrap();
     /// let note = stream.next().await.unwrap();
     /// assert_eq!(note["method"], "notifications/tools/list_changed");
     /// assert_eq!(client.list_tools().await.unwrap()[1].name, "late");
