@@ -56,7 +56,8 @@ async fn tools_list_shows_the_generated_schemas() {
     assert_eq!(input["type"], "object");
     assert!(input.get("title").is_none(), "the generated struct's name leaks: {input}");
     assert_eq!(input["properties"]["city"], json!({ "type": "string", "description": "The city." }));
-    assert_eq!(input["properties"]["days"]["type"], json!(["integer", "null"]));
+    // Optional is "not required", not a type array some clients reject.
+    assert_eq!(input["properties"]["days"]["type"], "integer");
     assert_eq!(input["required"], json!(["city"]));
     assert_eq!(tool["outputSchema"]["properties"]["high"]["type"], "integer");
 }

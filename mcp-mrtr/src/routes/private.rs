@@ -93,17 +93,19 @@ macro_rules! header_integers {
 header_integers!(i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
 
 /// The input schema of a generated argument struct: an object schema without the
-/// struct's internal name.
+/// struct's internal name, whose optional parameters are plain types that are not
+/// required (see `base::optional_schema`).
 pub fn input_schema<A: schemars::JsonSchema>() -> Value {
-    without_title(schemars::schema_for!(A).to_value())
+    as_input(schemars::schema_for!(A).to_value())
 }
 
 /// The non-generic part of [`input_schema`], compiled once rather than once per tool.
-fn without_title(mut schema: Value) -> Value {
+fn as_input(mut schema: Value) -> Value {
     if let Value::Object(object) = &mut schema {
         object.remove("title");
         object.entry("properties").or_insert_with(|| Value::Object(JsonObject::new()));
     }
+    crate::base::optional_schema::without_null_options(&mut schema);
     schema
 }
 
