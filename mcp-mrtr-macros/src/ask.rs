@@ -52,6 +52,8 @@ pub(crate) struct Rewriter<'e> {
     barrier: Option<&'static str>,
     /// The form types of `let x: T = ask!(elicit …)?` sites, checked at registration.
     pub(crate) form_types: Vec<syn::Type>,
+    /// The `Capability` variants the asks need, each once.
+    pub(crate) client_needs: Vec<&'static str>,
 }
 
 impl<'e> Rewriter<'e> {
@@ -64,6 +66,7 @@ impl<'e> Rewriter<'e> {
             loop_depth: 0,
             barrier: None,
             form_types: Vec::new(),
+            client_needs: Vec::new(),
         }
     }
 
@@ -95,6 +98,9 @@ impl<'e> Rewriter<'e> {
             if let Some(span) = unknown_kind(&rest, mac.path.span()) {
                 self.error(span, KIND_HELP.into());
                 return None;
+            }
+            if let Some(need) = crate::needs::capability_of(&rest).filter(|need| !self.client_needs.contains(need)) {
+                self.client_needs.push(need);
             }
         }
         let key = self.key(mac, name, explicit, let_key)?;

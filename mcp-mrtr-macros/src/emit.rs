@@ -57,17 +57,21 @@ pub(crate) struct Prepared {
     pub(crate) ctx: Ident,
     /// Form types to check at registration.
     pub(crate) form_types: Vec<syn::Type>,
+    /// The client capabilities the route declares its asks need (see `needs`).
+    pub(crate) client_needs: Vec<&'static str>,
 }
 
 /// Checks what spans the attribute and the signature, and rewrites the body's asks.
 pub(crate) fn prepare(handler: &mut Handler, errors: &mut Vec<syn::Error>) -> Prepared {
     check::handler(handler, errors);
     let ctx = Ident::new("__mcp_ctx", Span::mixed_site());
+    let decides_itself = crate::needs::branches_on_support(handler.body.to_token_stream());
     let mut rewriter = Rewriter::new(ctx.clone(), errors);
     rewriter.visit_block_mut(&mut handler.body);
     let mut form_types = std::mem::take(&mut rewriter.form_types);
     form_types.extend(handler.args.forms.iter().cloned());
-    Prepared { ctx, form_types }
+    let client_needs = if decides_itself { Vec::new() } else { std::mem::take(&mut rewriter.client_needs) };
+    Prepared { ctx, form_types, client_needs }
 }
 
 /// All errors as one, or `None`.
@@ -93,7 +97,7 @@ fn emit(handler: &Handler, runtime: &Path, prepared: &Prepared) -> TokenStream {
     });
     let ctx = &prepared.ctx;
     let body = body(handler, runtime, ctx);
-    let route = route(handler, runtime, &args_ident, &quote!(__mcp_handler), &prepared.form_types);
+    let route = route(handler, runtime, &args_ident, &quote!(__mcp_handler), prepared);
     let route_type = route_type(handler.kind, runtime);
     // A function, not a unit struct: a unit struct's name would also be a pattern, and
     // turn an unrelated `let Some(deploy) = …` in the module into a comparison with it.
@@ -177,7 +181,7 @@ pub(crate) fn route(
     runtime: &Path,
     args: &Ident,
     call: &TokenStream,
-    form_types: &[syn::Type],
+    prepared: &Prepared,
 ) -> TokenStream {
     let private = quote!(#runtime::__private);
     let args_attr = &handler.args;
@@ -193,6 +197,11 @@ pub(crate) fn route(
     // that code with the type, so a type that cannot be returned is reported there.
     let result = model::result_type(&handler.output).map_or_else(Span::call_site, Spanned::span);
     let scopes = args_attr.scopes.as_ref().map(|scopes| quote!(.requires_scopes([#(#scopes),*])));
+    let needs = prepared.client_needs.iter().map(|need| {
+        let need = Ident::new(need, Span::call_site());
+        quote!(.requires_client_capability(#runtime::Capability::#need))
+    });
+    let scopes = quote!(#scopes #(#needs)*);
     let attach = quote_spanned!(result=> .handler(#call) #scopes);
     let route = match handler.kind {
         Kind::Tool => {
@@ -228,7 +237,7 @@ pub(crate) fn route(
     };
     let route = with_state_needs(handler, &private, route);
     let route = check::template(handler, &private, route);
-    let checks = registration_checks(handler, &private, form_types);
+    let checks = registration_checks(handler, &private, &prepared.form_types);
     if checks.is_empty() {
         return route;
     }

@@ -9,6 +9,7 @@ mod check;
 mod docs;
 mod emit;
 mod model;
+mod needs;
 mod param;
 mod toolbox;
 

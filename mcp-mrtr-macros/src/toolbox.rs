@@ -180,7 +180,7 @@ fn toolbox_impl(item: &ItemImpl, handlers: &[(Handler, Prepared)], runtime: &syn
                 async move { this.#method(ctx, #(#names),*).await }
             }
         }};
-        let route = emit::route(handler, runtime, &args_ident, &call, &prepared.form_types);
+        let route = emit::route(handler, runtime, &args_ident, &call, prepared);
         let list = match handler.kind {
             Kind::Tool => quote!(tools),
             Kind::Prompt => quote!(prompts),

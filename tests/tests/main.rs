@@ -33,6 +33,7 @@ mod mount;
 mod mrtr_http;
 mod observability;
 mod opentelemetry;
+mod preflight;
 mod prepared_lists;
 mod replay;
 mod schema_check;

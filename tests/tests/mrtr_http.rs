@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use mcp_mrtr::prelude::*;
+use mcp_mrtr::protocol::LoggingLevel;
 use mcp_mrtr::testing::answer;
 use mcp_mrtr_tests::harness::{Rpc, TestServer};
 use serde_json::{json, Value};
@@ -210,4 +211,50 @@ async fn tampered_and_misdirected_states_are_one_uniform_error() {
     assert!(errors.iter().all(|e| e["code"] == -32602 && *e == errors[0]), "{errors:?}");
     let ok = round(&server, &rpc, confirm, Some(&json!(state))).await;
     assert_eq!(ok["result"]["content"][0]["text"], "state-ok: confirmed=true");
+}
+
+/// Reports progress and logs around two asks: a replay reaches the earlier ones again.
+#[tool]
+async fn reported(ctx: &Ctx) -> Result<String, ToolError> {
+    ctx.progress(1.0, Some(3.0), Some("started")).await;
+    ctx.log(LoggingLevel::Info, None, "looking things up").await;
+    let name: Name = ask!(elicit "Name?")?;
+    ctx.progress(2.0, Some(3.0), Some("named")).await;
+    let color: Color = ask!(elicit "Colour?")?;
+    // A handler that reports less than before must not move the client's bar back.
+    ctx.progress(1.5, Some(3.0), Some("rechecking")).await;
+    ctx.progress(3.0, Some(3.0), Some("done")).await;
+    Ok(format!("{} {}", name.name, color.color))
+}
+
+#[tokio::test]
+async fn notifications_before_an_ask_reach_the_client_once_over_three_rounds() {
+    let server = TestServer::start(server().logging(true).tool(reported)).await;
+    let rpc = Rpc::call_tool("reported", json!({}))
+        .meta_key("progressToken", json!("bar"))
+        .meta_key("io.modelcontextprotocol/logLevel", json!("info"));
+    let answers = [
+        json!({}),
+        json!({ "name": answer::accept(json!({ "name": "Ada" })) }),
+        json!({ "color": answer::accept(json!({ "color": "red" })) }),
+    ];
+    let (mut state, mut seen) = (None::<Value>, Vec::new());
+    for answers in answers {
+        let mut next = rpc.clone().param("inputResponses", answers);
+        if let Some(state) = &state {
+            next = next.param("requestState", state.clone());
+        }
+        let mut messages = server.send(&next).await.messages();
+        let reply = messages.pop().expect("a reply");
+        seen.extend(messages.into_iter().map(|m| match m["method"].as_str() {
+            Some("notifications/progress") => format!("progress {}", m["params"]["progress"]),
+            Some(other) => other.to_owned(),
+            None => panic!("not a notification: {m}"),
+        }));
+        state = reply["result"].get("requestState").cloned();
+        if state.is_none() {
+            assert_eq!(reply["result"]["content"][0]["text"], "Ada red", "{reply}");
+        }
+    }
+    assert_eq!(seen, ["progress 1.0", "notifications/message", "progress 2.0", "progress 3.0"]);
 }

@@ -62,7 +62,7 @@ impl Guarded for ToolRoute {
         Item::Tool(&self.tool)
     }
     fn scopes(&self) -> &[String] {
-        &self.scopes
+        &self.requires.scopes
     }
 }
 
@@ -71,7 +71,7 @@ impl Guarded for PromptRoute {
         Item::Prompt(&self.prompt)
     }
     fn scopes(&self) -> &[String] {
-        &self.scopes
+        &self.requires.scopes
     }
 }
 
@@ -80,7 +80,7 @@ impl Guarded for ResourceRoute {
         self.kind.item()
     }
     fn scopes(&self) -> &[String] {
-        &self.scopes
+        &self.requires.scopes
     }
 }
 
@@ -89,7 +89,7 @@ impl Guarded for MethodRoute {
         Item::Method(&self.name)
     }
     fn scopes(&self) -> &[String] {
-        &self.scopes
+        &self.requires.scopes
     }
 }
 

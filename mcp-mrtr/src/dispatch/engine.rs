@@ -172,11 +172,12 @@ impl Engine {
     /// found when serving starts, never on a client's call.
     pub(crate) fn check_state(&self) -> Result<(), String> {
         let catalog = self.catalog();
-        let routes = catalog.tools.iter().map(|t| ("tool", t.route.tool.name.as_str(), &t.route.needs));
+        let routes = catalog.tools.iter().map(|t| ("tool", t.route.tool.name.as_str(), &t.route.requires.state));
+        let routes = routes
+            .chain(catalog.prompts.iter().map(|p| ("prompt", p.route.prompt.name.as_str(), &p.route.requires.state)));
         let routes =
-            routes.chain(catalog.prompts.iter().map(|p| ("prompt", p.route.prompt.name.as_str(), &p.route.needs)));
-        let routes = routes.chain(catalog.resources.iter().map(|r| ("resource", r.route.kind.key(), &r.route.needs)));
-        let mut routes = routes.chain(self.methods.values().map(|m| ("method", m.name.as_str(), &m.needs)));
+            routes.chain(catalog.resources.iter().map(|r| ("resource", r.route.kind.key(), &r.route.requires.state)));
+        let mut routes = routes.chain(self.methods.values().map(|m| ("method", m.name.as_str(), &m.requires.state)));
         routes
             .find_map(|(kind, name, needs)| {
                 needs.iter().find(|need| !self.app.has(need)).map(|need| {

@@ -201,6 +201,7 @@ impl Engine {
         crate::intake::telemetry::target(&tracing::Span::current(), Some(Method::ToolsCall), name);
         let route = self.callable_tool(&call.view(), name)?;
         check_param_headers(&call.transport, &route, &arguments)?;
+        Self::preflight(&call, &route.requires)?;
         call.limit = route.timeout.or(call.limit);
         let target = self.target(&call, Method::ToolsCall.name(), name, Some(&arguments));
         let legacy = call.transport.era() == Era::Legacy;
@@ -235,6 +236,7 @@ impl Engine {
         if let Some(missing) = required.into_iter().find(|a| !args.contains_key(&a.name)) {
             return Err(Error::invalid_params(format!("Missing required argument: {}", missing.name)));
         }
+        Self::preflight(&call, &route.requires)?;
         let args: JsonObject = args.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
         let target = self.target(&call, Method::PromptsGet.name(), name, Some(&args));
         self.rounds(&target, &call, input, |replay| {
@@ -253,6 +255,7 @@ impl Engine {
         let (route, vars) = self
             .reach_resource(&catalog, &call.view(), uri)
             .map_err(|refused| refused.or_unknown(|| resource_not_found(uri, legacy)))?;
+        Self::preflight(&call, &route.requires)?;
         let target = self.target(&call, Method::ResourcesRead.name(), uri, None);
         self.rounds(&target, &call, input, |replay| {
             let run = (route.read)(self.ctx(&call, replay), vars.clone());
@@ -278,6 +281,7 @@ impl Engine {
         call.params.remove("_meta");
         let name = route.name.as_str();
         crate::intake::telemetry::target(&tracing::Span::current(), None, name);
+        Self::preflight(&call, &route.requires)?;
         let target = self.target(&call, name, name, Some(&call.params));
         self.rounds(&target, &call, input, |replay| {
             let resources = access::MethodResources::new(self, &call.meta, &call.transport);

@@ -17,11 +17,13 @@ use super::call::{input_responses, Call, RoundInput, Target};
 use super::stamp::Text;
 use super::{Body, Engine};
 use crate::bounds::fair::ClientId;
+use crate::intake::capability;
 use crate::intake::envelope::{RequestMeta, TraceContext};
 use crate::intake::request_state::{Binding, Presented, SingleUse};
 use crate::mrtr::context::Transport;
 use crate::mrtr::replay::{self, Carried, Outcome, Replay};
 use crate::protocol::{JsonObject, RequestId};
+use crate::routes::handler::Requires;
 use crate::{base::deadline, Ctx, Error};
 
 impl Engine {
@@ -44,6 +46,13 @@ impl Engine {
         let principal = self.principal_of(&transport);
         let limit = transport.handler_timeout;
         Ok(Call { id, params, input, meta, transport, principal, limit })
+    }
+
+    /// Refuses with `-32021`, before the handler runs, a call whose client did not declare
+    /// a capability the route's asks need: nothing the handler does before its first ask
+    /// happens for a client that could never answer it.
+    pub(super) fn preflight<P>(call: &Call<P>, requires: &Requires) -> Result<(), Error> {
+        capability::missing(&call.meta.client_capabilities, requires.client.iter().copied())
     }
 
     pub(super) fn ctx<P>(&self, call: &Call<P>, replay: &Arc<Replay>) -> Ctx {

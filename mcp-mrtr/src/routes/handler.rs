@@ -28,14 +28,16 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::base::uri_template::UriTemplate;
-use crate::intake::app_state::StateNeed;
 use crate::protocol::{
     CacheHints, CallToolResult, GetPromptResult, JsonObject, Method, Prompt, ReadResourceResult, Resource,
     ResourceTemplate, Tool,
 };
 use crate::{Ctx, Error, ToolError};
 
+mod requires;
 mod results;
+
+pub(crate) use self::requires::Requires;
 
 pub(crate) use self::results::{declined_prompt, declined_read};
 pub use self::results::{IntoPromptResult, IntoResourceResult, IntoToolResult, Json};
@@ -112,7 +114,7 @@ pub enum TaskSupport {
 pub struct ToolRoute {
     pub(crate) tool: Tool,
     pub(crate) call: HandlerFn<JsonObject, CallToolResult>,
-    pub(crate) needs: Vec<StateNeed>,
+    pub(crate) requires: Requires,
     /// Overrides the server's handler time limit for this tool.
     pub(crate) timeout: Option<Duration>,
     pub(crate) task: TaskSupport,
@@ -123,8 +125,6 @@ pub struct ToolRoute {
     pub(crate) decoded_arguments: fn(&JsonObject) -> JsonObject,
     /// Parameters mirrored into `Mcp-Param-*` headers, read from the schema at registration.
     pub(crate) headers: Vec<crate::intake::param_headers::ParamHeader>,
-    /// Scopes a caller needs to reach the handler (see [`crate::auth`]).
-    pub(crate) scopes: Vec<String>,
     /// Why registration refuses the route (a form type that cannot be a form, a structured
     /// result that is not an object), found when the macro's route was built.
     pub(crate) unfit: Option<String>,
@@ -206,9 +206,7 @@ impl ToolRoute {
 pub struct PromptRoute {
     pub(crate) prompt: Prompt,
     pub(crate) get: HandlerFn<JsonObject, GetPromptResult>,
-    pub(crate) needs: Vec<StateNeed>,
-    /// Scopes a caller needs to reach the handler (see [`crate::auth`]).
-    pub(crate) scopes: Vec<String>,
+    pub(crate) requires: Requires,
     /// Why registration refuses the route (a form type that cannot be a form, a structured
     /// result that is not an object), found when the macro's route was built.
     pub(crate) unfit: Option<String>,
@@ -243,9 +241,7 @@ pub struct PromptRoute {
 pub struct ResourceRoute {
     pub(crate) kind: ResourceKind,
     pub(crate) read: HandlerFn<JsonObject, ReadResourceResult>,
-    pub(crate) needs: Vec<StateNeed>,
-    /// Scopes a caller needs to reach the handler (see [`crate::auth`]).
-    pub(crate) scopes: Vec<String>,
+    pub(crate) requires: Requires,
     /// Why registration refuses the route (a form type that cannot be a form, a structured
     /// result that is not an object), found when the macro's route was built.
     pub(crate) unfit: Option<String>,
@@ -264,36 +260,6 @@ macro_rules! from_route_fn {
 }
 
 from_route_fn!(ToolRoute, PromptRoute, ResourceRoute);
-
-macro_rules! requirements {
-    ($($route:ty),*) => {$(
-        impl $route {
-            /// Declares that the handler reads `State<T>`, so a server never given a `T`
-            /// refuses to start serving instead of failing calls. The macros declare it
-            /// for every `State<T>` parameter.
-            pub fn requires_state<T: 'static>(mut self) -> Self {
-                self.needs.push(StateNeed::of::<T>());
-                self
-            }
-
-            /// Declares the OAuth scopes a caller needs: a caller without every one of
-            /// them (or a request with no caller) is refused before the handler runs,
-            /// with HTTP 403 and an `insufficient_scope` challenge naming them. The
-            /// scopes are listed in the protected resource metadata (see [`crate::auth`]).
-            /// `#[tool(scopes = [...])]` declares them for macro handlers.
-            pub fn requires_scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
-                for scope in scopes.into_iter().map(Into::into) {
-                    if !self.scopes.contains(&scope) {
-                        self.scopes.push(scope);
-                    }
-                }
-                self
-            }
-        }
-    )*};
-}
-
-requirements!(ToolRoute, PromptRoute, ResourceRoute, MethodRoute);
 
 /// A request method of the server's own, for an extension it declares
 /// ([`Server::extension`](crate::Server::extension)): its name, its handler, and what a
@@ -327,9 +293,7 @@ requirements!(ToolRoute, PromptRoute, ResourceRoute, MethodRoute);
 pub struct MethodRoute {
     pub(crate) name: String,
     pub(crate) run: HandlerFn<Value, Value>,
-    pub(crate) needs: Vec<StateNeed>,
-    /// Scopes a caller needs to reach the handler (see [`crate::auth`]).
-    pub(crate) scopes: Vec<String>,
+    pub(crate) requires: Requires,
     /// The hints its complete results carry; none when `None`.
     pub(crate) cache: Option<CacheHints>,
 }
@@ -360,7 +324,7 @@ impl MethodRoute {
                 Ok(result)
             })
         });
-        Self { name: name.into(), run, needs: Vec::new(), scopes: Vec::new(), cache: None }
+        Self { name: name.into(), run, requires: Requires::default(), cache: None }
     }
 
     /// Stamps `ttlMs` and `cacheScope` on its complete results, as on the built-in lists
@@ -441,13 +405,12 @@ impl Tool {
         ToolRoute {
             tool: self,
             call,
-            needs: Vec::new(),
+            requires: Requires::default(),
             timeout: None,
             task: TaskSupport::Forbidden,
             task_timeout: None,
             decoded_arguments: crate::base::kept_arguments::decoded::<A>,
             headers: Vec::new(),
-            scopes: Vec::new(),
             unfit,
         }
     }
@@ -484,7 +447,7 @@ impl Prompt {
             let fut = decode_args::<A>(args, "prompt", &name).map(|args| f(ctx, args));
             Box::pin(async move { Ok(fut?.await?.into_prompt_result()) })
         });
-        PromptRoute { prompt: self, get, needs: Vec::new(), scopes: Vec::new(), unfit: None }
+        PromptRoute { prompt: self, get, requires: Requires::default(), unfit: None }
     }
 }
 
@@ -500,7 +463,7 @@ impl Resource {
             let fut = f(ctx);
             Box::pin(async move { Ok(fut.await?.into_resource_result()) })
         });
-        ResourceRoute { kind: ResourceKind::Static(self), read, needs: Vec::new(), scopes: Vec::new(), unfit: None }
+        ResourceRoute { kind: ResourceKind::Static(self), read, requires: Requires::default(), unfit: None }
     }
 }
 
@@ -529,13 +492,7 @@ impl ResourceTemplate {
             let fut = decode_args::<A>(vars, "resource template", &name).map(|vars| f(ctx, vars));
             Box::pin(async move { Ok(fut?.await?.into_resource_result()) })
         });
-        ResourceRoute {
-            kind: ResourceKind::Template(self, template),
-            read,
-            needs: Vec::new(),
-            scopes: Vec::new(),
-            unfit,
-        }
+        ResourceRoute { kind: ResourceKind::Template(self, template), read, requires: Requires::default(), unfit }
     }
 }
 

@@ -296,9 +296,9 @@ impl fmt::Debug for ResourceServer {
 /// name is public; name scopes so they do not describe hidden routes.
 pub(crate) fn declared_scopes(server: &crate::dispatch::Engine) -> Vec<String> {
     let catalog = server.catalog();
-    let routes = catalog.enabled::<ToolRoute>().map(|t| &t.scopes);
-    let routes = routes.chain(catalog.enabled::<PromptRoute>().map(|p| &p.scopes));
-    let routes = routes.chain(catalog.enabled::<ResourceRoute>().map(|r| &r.scopes));
+    let routes = catalog.enabled::<ToolRoute>().map(|t| &t.requires.scopes);
+    let routes = routes.chain(catalog.enabled::<PromptRoute>().map(|p| &p.requires.scopes));
+    let routes = routes.chain(catalog.enabled::<ResourceRoute>().map(|r| &r.requires.scopes));
     let mut seen = BTreeSet::new();
     routes.flatten().filter(|s| seen.insert(s.as_str())).cloned().collect()
 }

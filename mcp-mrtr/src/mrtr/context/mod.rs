@@ -6,7 +6,7 @@
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::http::HeaderMap;
@@ -63,7 +63,6 @@ struct CtxInner {
     meta: Arc<RequestMeta>,
     transport: Transport,
     logging: bool,
-    last_progress: Mutex<Option<f64>>,
     replay: Arc<Replay>,
     app: AppState,
     /// How `resources/read` decides for this request; set for a server's own methods.
@@ -79,8 +78,7 @@ impl Ctx {
         replay: Arc<Replay>,
         app: AppState,
     ) -> Self {
-        let inner =
-            CtxInner { id, meta, transport, logging, last_progress: Mutex::new(None), replay, app, resources: None };
+        let inner = CtxInner { id, meta, transport, logging, replay, app, resources: None };
         Self { inner: Arc::new(inner) }
     }
 
@@ -371,7 +369,11 @@ impl Ctx {
     /// Reports progress, if the request asked for it (`_meta.progressToken`).
     ///
     /// Progress must increase: a value not above the last one sent is dropped, as are
-    /// all values when the request carried no token or the client went away.
+    /// all values when the request carried no token or the client went away. Across the
+    /// rounds of a call, progress a replay reaches again was sent in an earlier round and
+    /// is not sent twice, and the last value sent is carried in the request state, so a
+    /// client's progress never restarts (see the replay guide). The same holds for
+    /// [`log`](Self::log).
     ///
     /// In a task, progress is not sent (the extension has no progress notifications):
     /// it becomes the task's `statusMessage` on `tasks/get` instead, the message if
@@ -400,14 +402,14 @@ impl Ctx {
             };
             return log.status(text).await;
         }
+        let replay = &self.inner.replay;
+        if !replay.notification_is_new() {
+            return;
+        }
         let Some(token) = &self.inner.meta.progress_token else { return };
-        {
-            let mut last = self.inner.last_progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if last.is_some_and(|last| progress <= last) {
-                tracing::debug!(progress, "dropping progress that does not increase");
-                return;
-            }
-            *last = Some(progress);
+        if !replay.progress_advances(progress) {
+            tracing::debug!(progress, "dropping progress that does not increase");
+            return;
         }
         let mut params = json!({ "progressToken": token, "progress": progress });
         if let Some(total) = total {
@@ -425,7 +427,11 @@ impl Ctx {
     /// (SEP-2577), still served: see [`Server::logging`](crate::Server::logging).
     pub async fn log(&self, level: LoggingLevel, logger: Option<&str>, data: impl Serialize) {
         let in_task = self.inner.replay.task_log().is_some();
-        if in_task || !self.inner.logging || self.inner.meta.log_level.is_none_or(|min| level < min) {
+        if in_task
+            || !self.inner.replay.notification_is_new()
+            || !self.inner.logging
+            || self.inner.meta.log_level.is_none_or(|min| level < min)
+        {
             return;
         }
         let data =

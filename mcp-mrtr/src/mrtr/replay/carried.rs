@@ -36,6 +36,14 @@ pub(crate) struct Carried {
     /// of the task it became, records it, so one flow reads as one trace.
     #[serde(rename = "t", default, skip_serializing_if = "Option::is_none")]
     pub(super) origin: Option<String>,
+    /// How many notifications (progress, logs) the handler sent in the rounds before: a
+    /// replay reaches those again, in the same order, and sends only the ones after them.
+    #[serde(rename = "n", default, skip_serializing_if = "is_zero")]
+    pub(super) notified: u32,
+    /// The last progress the client was sent, so progress never goes backwards across
+    /// rounds.
+    #[serde(rename = "p", default, skip_serializing_if = "Option::is_none")]
+    pub(super) progress: Option<f64>,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]

@@ -64,6 +64,8 @@ struct Round {
     phase: Phase,
     /// The `once` steps that ran in this round (rather than being read from the state).
     ran_once: BTreeSet<String>,
+    /// The notifications the handler reached in this round, sent or not.
+    notifications: u32,
     escalation: Escalation,
     /// Where a task's status messages and journal go (tasks only).
     task_log: Option<Log>,
@@ -159,6 +161,7 @@ impl Replay {
             pending: BTreeMap::new(),
             phase: Phase::Open,
             ran_once: BTreeSet::new(),
+            notifications: 0,
             escalation: Escalation::Never,
             task_log: None,
         };
@@ -346,6 +349,30 @@ impl Replay {
     /// steps' results cannot be kept, so a retry runs them again. `None` if none ran.
     pub(crate) fn once_lost(&self) -> Option<String> {
         once_lost(&self.lock().ran_once)
+    }
+
+    /// Whether the notification the handler is about to send is new to the client. A
+    /// replay reaches the ones earlier rounds sent again, in the same order (the handler
+    /// is deterministic up to its asks): those were sent once, and are not sent again.
+    pub(crate) fn notification_is_new(&self) -> bool {
+        let mut round = self.lock();
+        round.notifications += 1;
+        if round.notifications <= round.carried.notified {
+            return false;
+        }
+        round.carried.notified = round.notifications;
+        true
+    }
+
+    /// Whether `progress` moves the call's progress forward (recorded when it does): a
+    /// client never sees it go backwards, within a round or across rounds.
+    pub(crate) fn progress_advances(&self, progress: f64) -> bool {
+        let mut round = self.lock();
+        if round.carried.progress.is_some_and(|last| progress <= last) {
+            return false;
+        }
+        round.carried.progress = Some(progress);
+        true
     }
 
     /// Ends this round with state only: the client retries later.

@@ -232,7 +232,7 @@ mod tests {
             crate::protocol::Tool::new("t").handler(|_ctx, _args: serde_json::Value| async { Ok::<_, ToolError>("") });
         let route = (&&Probe::<Pool>::new()).require(route);
         let route = (&&Probe::<Caller>::new()).require(route);
-        assert_eq!(route.needs.len(), 1);
+        assert_eq!(route.requires.state.len(), 1);
     }
 
     #[test]
