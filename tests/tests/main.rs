@@ -14,6 +14,7 @@ mod ask_keys;
 mod audit_http;
 mod audit_third;
 mod auth;
+mod by_hand;
 mod consent;
 mod custom_headers;
 mod custom_methods;

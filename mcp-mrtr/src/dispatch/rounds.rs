@@ -150,7 +150,7 @@ impl Engine {
                     })?;
                     let shutdown = Box::pin(crate::bounds::shutdown::Draining::of(&call.transport.extensions));
                     let answers = bridge.ask(outgoing, questions, self.bridge_answer_timeout, shutdown).await?;
-                    replay = Arc::new(Replay::new(Some(carried), answers));
+                    replay = Arc::new(Replay::new(Some(*carried), answers));
                 }
             }
         }

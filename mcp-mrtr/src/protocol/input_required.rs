@@ -26,6 +26,15 @@ pub struct InputRequiredResult {
     pub request_state: Option<String>,
 }
 
+impl InputRequiredResult {
+    /// A result asking `requests` (by key) and carrying `request_state`. A handler ends a
+    /// round with one through [`Ctx::input_required`](crate::Ctx::input_required), which
+    /// seals the state.
+    pub fn new(requests: BTreeMap<String, InputRequest>, request_state: Option<String>) -> Self {
+        Self { input_requests: (!requests.is_empty()).then_some(requests), request_state }
+    }
+}
+
 /// A request embedded in an `input_required` result: one of the three a server may ask.
 // Sampling parameters dwarf the others, but a round carries a handful of these at most:
 // boxing would only make matching on them clumsier.

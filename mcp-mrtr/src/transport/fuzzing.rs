@@ -297,7 +297,7 @@ fn ask_round(replay: Replay) -> (BTreeMap<&'static str, String>, Carried) {
     });
     let outcome = replay::drive(&replay, &all_capabilities(), handler).now_or_never();
     let carried = match outcome.expect("a round that only asks ends in one poll") {
-        Ok(Outcome::InputRequired(_, carried)) => carried,
+        Ok(Outcome::InputRequired(_, carried)) => *carried,
         _ => replay.carried(),
     };
     (answered.into_inner().unwrap_or_else(PoisonError::into_inner), carried)

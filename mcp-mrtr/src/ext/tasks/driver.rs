@@ -188,7 +188,7 @@ fn timed_out(limit: Duration) -> Error {
 enum Settled {
     Completed(Value),
     Failed(Error),
-    Waiting(std::collections::BTreeMap<String, InputRequest>, Carried),
+    Waiting(std::collections::BTreeMap<String, InputRequest>, Box<Carried>),
 }
 
 async fn run(replay: &Arc<Replay>, caps: &ClientCapabilities, mut handler: ToolFuture) -> Settled {
@@ -235,7 +235,7 @@ fn settle(record: &mut TaskRecord, settled: &Settled, run: &str, message: Option
         Settled::Waiting(questions, journal) => {
             record.status = TaskStatus::InputRequired;
             record.ask(questions);
-            record.journal = journal.clone();
+            record.journal = Carried::clone(journal);
         }
     }
     true

@@ -21,8 +21,10 @@ use crate::mrtr::replay::Replay;
 use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel, Notification, Outgoing, RequestId};
 use crate::{Caller, Capability, Error};
 
+mod by_hand;
 mod resources;
 mod transport;
+pub use self::by_hand::{InputRequired, Suspend};
 pub(crate) use self::resources::{Readable, ResourceAccess};
 pub(crate) use self::transport::{Bridge, Transport, ANSWER_TIMEOUT};
 

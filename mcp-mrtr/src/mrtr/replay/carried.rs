@@ -44,6 +44,16 @@ pub(crate) struct Carried {
     /// rounds.
     #[serde(rename = "p", default, skip_serializing_if = "Option::is_none")]
     pub(super) progress: Option<f64>,
+    /// The state a handler that builds its rounds by hand carries to its next round.
+    #[serde(rename = "u", default, skip_serializing_if = "Option::is_none")]
+    pub(super) app: Option<Value>,
+    /// Whether that state is spent when it is first read (see `by_hand`).
+    #[serde(rename = "x", default, skip_serializing_if = "std::ops::Not::not")]
+    pub(super) single: bool,
+    /// The keys the closed round asked by hand: answered to `Ctx::input_response`, never
+    /// to an `ask!`.
+    #[serde(rename = "h", default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub(super) by_hand: BTreeSet<String>,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]

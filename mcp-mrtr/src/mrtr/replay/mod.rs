@@ -33,8 +33,10 @@ use crate::mrtr::ask::Question;
 use crate::protocol::{ClientCapabilities, InputRequest, InputRequiredResult, JsonObject};
 use crate::Error;
 
+mod by_hand;
 mod carried;
 
+pub(crate) use by_hand::HandBuilt;
 pub(crate) use carried::Carried;
 use carried::Stored;
 
@@ -49,6 +51,9 @@ pub(crate) struct Replay {
     round: Mutex<Round>,
     /// The state this round opened, to claim before its first `once` step runs.
     single_use: Option<SingleUse>,
+    /// Whether the round continues from a state a client presented (rather than from
+    /// the bridge's or a task's own memory, which no client can present again).
+    presented: bool,
     /// The claim's outcome, made once per round however many steps it takes.
     claimed: tokio::sync::OnceCell<Result<(), Error>>,
 }
@@ -66,6 +71,11 @@ struct Round {
     ran_once: BTreeSet<String>,
     /// The notifications the handler reached in this round, sent or not.
     notifications: u32,
+    /// The keys of `pending` the handler asked by hand (see `by_hand`).
+    by_hand_keys: BTreeSet<String>,
+    /// The state a hand-built round seals for the next, and whether it is single-use.
+    next_app: Option<Value>,
+    next_single: bool,
     escalation: Escalation,
     /// Where a task's status messages and journal go (tasks only).
     task_log: Option<Log>,
@@ -162,10 +172,13 @@ impl Replay {
             phase: Phase::Open,
             ran_once: BTreeSet::new(),
             notifications: 0,
+            by_hand_keys: BTreeSet::new(),
+            next_app: None,
+            next_single: false,
             escalation: Escalation::Never,
             task_log: None,
         };
-        Self { round: Mutex::new(round), single_use: None, claimed: tokio::sync::OnceCell::new() }
+        Self { round: Mutex::new(round), single_use: None, presented: false, claimed: tokio::sync::OnceCell::new() }
     }
 
     /// The replay of a call's first round (no state yet), started by the client `owner`.
@@ -180,7 +193,7 @@ impl Replay {
 
     /// The replay of a round that opened a state: its `once` steps claim it first.
     pub(crate) fn opened(carried: Carried, responses: JsonObject, single_use: Option<SingleUse>) -> Self {
-        Self { single_use, ..Self::new(Some(carried), responses) }
+        Self { single_use, presented: true, ..Self::new(Some(carried), responses) }
     }
 
     /// May the `once` step `key` take its side effect now? `false` (the call failed, or
@@ -286,6 +299,9 @@ impl Replay {
     /// round this one continues: never one sent before it was asked.
     pub(crate) fn lookup<Q: Question>(&self, key: &str, question: &Q, fresh: bool) -> Poll<Q::Output> {
         let Some(mut round) = self.ready() else { return Poll::Pending };
+        if round.refuse_if_by_hand(key) {
+            return Poll::Pending;
+        }
         let digest = match question.digest() {
             Ok(digest) => digest,
             Err(error) => {
@@ -457,7 +473,7 @@ pub(crate) enum Outcome<T> {
     /// The handler finished.
     Complete(T),
     /// The handler needs input: questions, and the state to seal.
-    InputRequired(BTreeMap<String, InputRequest>, Carried),
+    InputRequired(BTreeMap<String, InputRequest>, Box<Carried>),
 }
 
 /// How a round of a call that may become a task ended.
@@ -546,17 +562,22 @@ pub(crate) async fn step<F: Future + ?Sized>(
     let mut next = std::mem::take(&mut round.carried);
     next.round += 1;
     next.asked.clear();
+    next.by_hand = std::mem::take(&mut round.by_hand_keys);
+    next.app = round.next_app.take();
+    next.single = round.next_single;
     let mut requests = BTreeMap::new();
     for (key, (digest, request)) in pending {
-        next.asked.insert(key.clone(), digest);
+        if !next.by_hand.contains(&key) {
+            next.asked.insert(key.clone(), digest);
+        }
         requests.insert(key, request);
     }
-    Ok(Step::Round(Outcome::InputRequired(requests, next)))
+    Ok(Step::Round(Outcome::InputRequired(requests, Box::new(next))))
 }
 
 /// The wire body of an `input_required` result.
 pub(crate) fn input_required(requests: BTreeMap<String, InputRequest>, state: String) -> InputRequiredResult {
-    InputRequiredResult { input_requests: (!requests.is_empty()).then_some(requests), request_state: Some(state) }
+    InputRequiredResult::new(requests, Some(state))
 }
 
 /// Added to the error of a round that failed after `once` steps ran: nothing is sealed
