@@ -3,6 +3,7 @@
 
 pub mod everything;
 pub mod notes;
+pub mod ported;
 pub mod process;
 pub mod soak;
 pub mod stats;

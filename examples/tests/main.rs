@@ -10,6 +10,7 @@ mod everything_stdio;
 mod instances;
 mod many_instances;
 mod notes;
+mod ported;
 mod redis_emptied;
 mod redis_prefixes;
 mod redis_round_trips;

@@ -69,7 +69,7 @@
 //! The [`guide`] has one chapter per task, in reading order: [your first
 //! server](guide::first_server), [how a handler runs across rounds](guide::replay), [the
 //! request state](guide::request_state), [client capabilities](guide::capabilities),
-//! [testing](guide::testing), [tasks](guide::tasks), [authorization](guide::auth),
+//! [coming from another SDK](guide::other_sdks) (rounds built by hand), [testing](guide::testing), [tasks](guide::tasks), [authorization](guide::auth),
 //! [serving over HTTP](guide::serving), [many instances](guide::many_instances),
 //! [extensions](guide::extensions) (skills, methods of your own) and [the
 //! wire](guide::wire), driven by hand with curl.
@@ -474,6 +474,8 @@ pub mod guide {
     pub mod request_state {}
     #[doc = include_str!("../docs/capabilities.md")]
     pub mod capabilities {}
+    #[doc = include_str!("../docs/other-sdks.md")]
+    pub mod other_sdks {}
     #[doc = include_str!("../docs/testing.md")]
     pub mod testing {}
     #[doc = include_str!("../docs/tasks.md")]

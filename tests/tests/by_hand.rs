@@ -1,5 +1,5 @@
 //! Rounds built by hand (`ctx.input_required`), held to the guarantees `ask!` has: over
-//! real HTTP on 127.0.0.1, over a stdio pipe and through the 2025-11-25 bridge, for a
+//! real HTTP on 127.0.0.1, over a stdio pipe and through the 2025-11-25 bridge, each for a
 //! tool, a prompt and a resource; the handler's own state sealed (tampered, foreign,
 //! expired, rebound and replayed states refused); requests gated on capabilities; a
 //! result that could not be sent, and the wrong mix of styles, failing with what is wrong.
@@ -215,16 +215,38 @@ async fn requests_are_gated_and_a_result_that_cannot_be_sent_is_a_clear_error() 
 async fn over_stdio_the_rounds_are_the_same() {
     let mut pipe = Pipe::start(server());
     let meta = mcp_mrtr_tests::harness::meta(mcp_mrtr_tests::harness::default_caps());
-    let call = |id: u32, extra: Value| {
-        let mut params = json!({ "name": "deploy", "arguments": { "env": "edge" }, "_meta": meta });
-        params.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-        json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params })
+    let message = |id: u32, method: &str, params: Value, retry: Option<(Value, &Value)>| {
+        let mut params = params;
+        params["_meta"] = meta.clone();
+        if let Some((answers, state)) = retry {
+            params["inputResponses"] = answers;
+            params["requestState"] = state.clone();
+        }
+        json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
     };
-    let first = pipe.round(&call(1, json!({}))).await;
-    let state = first["result"]["requestState"].clone();
-    assert_eq!(first["result"]["inputRequests"]["confirm"]["method"], "elicitation/create", "{first}");
-    let done = pipe.round(&call(2, json!({ "inputResponses": { "confirm": yes() }, "requestState": state }))).await;
-    assert_eq!(done["result"]["content"][0]["text"], "deployed to edge", "{done}");
+    let flows = [
+        ("tools/call", json!({ "name": "deploy", "arguments": { "env": "edge" } }), json!({ "confirm": yes() })),
+        (
+            "prompts/get",
+            json!({ "name": "brief" }),
+            json!({ "topic": { "action": "accept", "content": { "topic": "ice" } } }),
+        ),
+        (
+            "resources/read",
+            json!({ "uri": "workspace://roots" }),
+            json!({ "roots": { "roots": [{ "uri": "file:///e" }] } }),
+        ),
+    ];
+    let mut finals = Vec::new();
+    for (id, (method, params, answers)) in (1..).step_by(2).zip(flows) {
+        let first = pipe.round(&message(id, method, params.clone(), None)).await;
+        let state = first["result"]["requestState"].clone();
+        assert_eq!(first["result"]["resultType"], "input_required", "{method}: {first}");
+        finals.push(pipe.round(&message(id + 1, method, params, Some((answers, &state)))).await["result"].clone());
+    }
+    assert_eq!(finals[0]["content"][0]["text"], "deployed to edge", "{}", finals[0]);
+    assert_eq!(finals[1]["messages"][0]["content"]["text"], "Brief me on ice", "{}", finals[1]);
+    assert_eq!(finals[2]["contents"][0]["text"], "file:///e", "{}", finals[2]);
     pipe.finish().await;
 }
 
@@ -242,7 +264,14 @@ async fn a_2025_11_25_client_gets_the_requests_through_the_bridge() {
     let done = stream.next().await.expect("the result");
     assert_eq!(done["result"]["content"][0]["text"], "deployed to lab", "{done}");
 
-    let mut stream = legacy.open(3, "resources/read", json!({ "uri": "workspace://roots" })).await;
+    let mut stream = legacy.open(3, "prompts/get", json!({ "name": "brief" })).await;
+    let asked = stream.next().await.expect("the bridge asks for the topic");
+    assert_eq!(asked["params"]["message"], "Which topic?", "{asked}");
+    legacy.answer(&asked, json!({ "action": "accept", "content": { "topic": "reefs" } })).await;
+    let done = stream.next().await.expect("the result");
+    assert_eq!(done["result"]["messages"][0]["content"]["text"], "Brief me on reefs", "{done}");
+
+    let mut stream = legacy.open(4, "resources/read", json!({ "uri": "workspace://roots" })).await;
     let asked = stream.next().await.expect("the bridge asks for roots");
     assert_eq!(asked["method"], "roots/list", "{asked}");
     legacy.answer(&asked, json!({ "roots": [{ "uri": "file:///lab" }] })).await;

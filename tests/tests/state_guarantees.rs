@@ -398,10 +398,30 @@ async fn charge_then_sample() -> Result<String, ToolError> {
     Ok(format!("{charge}: {}", reply.text()))
 }
 
+static HAND_CHARGES: AtomicU32 = AtomicU32::new(0);
+
+/// Charges, then asks the client's model by hand (which no macro sees ahead of time).
+#[tool]
+async fn charge_then_sample_by_hand(ctx: &Ctx) -> Result<String, ToolError> {
+    once!(HAND_CHARGES.fetch_add(1, Ordering::SeqCst));
+    let sample = mcp_mrtr::ask::Sample::new("Summarize the charge");
+    ctx.input_required(mcp_mrtr::context::InputRequired::new().ask("summary", &sample)).await
+}
+
 #[tokio::test]
 async fn a_round_that_fails_after_a_once_step_says_the_step_is_not_recorded() {
-    let server = TestServer::start(Server::new("charges", "0").tool(charge_then_sample)).await;
+    let tools = tools![charge_then_sample, charge_then_sample_by_hand];
+    let server = TestServer::start(Server::new("charges", "0").tools(tools)).await;
+    // The asks a macro sees are checked before the handler runs: no charge at all.
+    let before = CHARGES.load(Ordering::SeqCst);
     let no_sampling = Rpc::call_tool("charge_then_sample", json!({})).caps(json!({ "elicitation": {} }));
+    let error = server.send(&no_sampling).await.reply()["error"].clone();
+    assert_eq!(error["code"], -32021, "{error}");
+    assert!(!error["message"].as_str().unwrap().contains("once!"), "{error}");
+    assert_eq!(CHARGES.load(Ordering::SeqCst), before, "the step ran for a client that cannot sample");
+    // A request built by hand is checked when the round ends, after the step ran: the
+    // error says the step is not recorded.
+    let no_sampling = Rpc::call_tool("charge_then_sample_by_hand", json!({})).caps(json!({ "elicitation": {} }));
     let response = server.send(&no_sampling).await;
     assert_eq!(response.status, 400);
     let error = response.reply()["error"].clone();

@@ -15,6 +15,10 @@
 //!
 //! The request's `requestState` is opened (and, with single-use states, spent) before the
 //! handler runs: no handler code runs on a state that does not open.
+//!
+//! Beside the bookkeeping here: `carried` is the sealed state's wire format, `by_hand`
+//! the rounds a handler builds itself (`Ctx::input_required`), and `notify` what keeps
+//! progress and log notifications to one per call.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -35,6 +39,7 @@ use crate::Error;
 
 mod by_hand;
 mod carried;
+mod notify;
 
 pub(crate) use by_hand::HandBuilt;
 pub(crate) use carried::Carried;
@@ -367,30 +372,6 @@ impl Replay {
         once_lost(&self.lock().ran_once)
     }
 
-    /// Whether the notification the handler is about to send is new to the client. A
-    /// replay reaches the ones earlier rounds sent again, in the same order (the handler
-    /// is deterministic up to its asks): those were sent once, and are not sent again.
-    pub(crate) fn notification_is_new(&self) -> bool {
-        let mut round = self.lock();
-        round.notifications += 1;
-        if round.notifications <= round.carried.notified {
-            return false;
-        }
-        round.carried.notified = round.notifications;
-        true
-    }
-
-    /// Whether `progress` moves the call's progress forward (recorded when it does): a
-    /// client never sees it go backwards, within a round or across rounds.
-    pub(crate) fn progress_advances(&self, progress: f64) -> bool {
-        let mut round = self.lock();
-        if round.carried.progress.is_some_and(|last| progress <= last) {
-            return false;
-        }
-        round.carried.progress = Some(progress);
-        true
-    }
-
     /// Ends this round with state only: the client retries later.
     pub(crate) fn retry_later(&self) {
         if let Some(mut round) = self.ready() {
@@ -418,6 +399,26 @@ impl Replay {
 }
 
 impl Round {
+    /// The round's requests, and the state the next one continues from: what it asked
+    /// (by `ask!`, pinned to digests, or by hand) and what the handler sealed. Taken, not
+    /// copied: the round is over, and its replay is not read again.
+    fn close(&mut self) -> (BTreeMap<String, InputRequest>, Carried) {
+        let mut next = std::mem::take(&mut self.carried);
+        next.round += 1;
+        next.asked.clear();
+        next.by_hand = std::mem::take(&mut self.by_hand_keys);
+        next.app = self.next_app.take();
+        next.single = self.next_single;
+        let mut requests = BTreeMap::new();
+        for (key, (digest, request)) in std::mem::take(&mut self.pending) {
+            if !next.by_hand.contains(&key) {
+                next.asked.insert(key.clone(), digest);
+            }
+            requests.insert(key, request);
+        }
+        (requests, next)
+    }
+
     fn fail(&mut self, error: Error) {
         self.phase.advance(Phase::Failed(error));
     }
@@ -557,21 +558,7 @@ pub(crate) async fn step<F: Future + ?Sized>(
             None => error,
         },
     )?;
-    let pending = std::mem::take(&mut round.pending);
-    // Taken, not copied: the round is over, and this replay is not read again.
-    let mut next = std::mem::take(&mut round.carried);
-    next.round += 1;
-    next.asked.clear();
-    next.by_hand = std::mem::take(&mut round.by_hand_keys);
-    next.app = round.next_app.take();
-    next.single = round.next_single;
-    let mut requests = BTreeMap::new();
-    for (key, (digest, request)) in pending {
-        if !next.by_hand.contains(&key) {
-            next.asked.insert(key.clone(), digest);
-        }
-        requests.insert(key, request);
-    }
+    let (requests, next) = round.close();
     Ok(Step::Round(Outcome::InputRequired(requests, Box::new(next))))
 }
 
