@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 /// Runs one call to its end against `ported [--by-hand]` with `answer` to the city
 /// question, checking the first round on the way; returns the final reply.
-fn call(by_hand: bool, answer: Value, tamper: bool) -> Value {
+fn call(by_hand: bool, answer: &Value, tamper: bool) -> Value {
     let mut command = Command::new(env!("CARGO_BIN_EXE_ported"));
     if by_hand {
         command.arg("--by-hand");
@@ -35,7 +35,7 @@ fn call(by_hand: bool, answer: Value, tamper: bool) -> Value {
     if tamper {
         state.insert(state.len() - 4, 'x');
     }
-    let done = send(2, json!({ "inputResponses": { "city": answer }, "requestState": state }));
+    let done = send(2, json!({ "inputResponses": { "city": answer.clone() }, "requestState": state }));
     let (succeeded, _, stderr) = server.finish();
     assert!(succeeded, "{stderr}");
     done
@@ -50,10 +50,10 @@ fn both_ports_ask_the_same_and_answer_the_same() {
     ];
     for by_hand in [true, false] {
         for (answer, says) in &answers {
-            let done = call(by_hand, answer.clone(), false);
+            let done = call(by_hand, answer, false);
             assert_eq!(done["result"]["content"][0]["text"], *says, "by hand: {by_hand}: {done}");
         }
-        let tampered = call(by_hand, answers[0].0.clone(), true);
+        let tampered = call(by_hand, &answers[0].0, true);
         assert_eq!(tampered["error"]["code"], -32602, "by hand: {by_hand}: {tampered}");
     }
 }
