@@ -49,6 +49,17 @@ async fn confirm_only(ctx: &Ctx) -> Result<String, ToolError> {
     Ok(format!("proceed: {}", ok.yes))
 }
 
+/// A hand-built round inside the task: its request is the task's, its state the journal's.
+#[tool(task = "required")]
+async fn approval(ctx: &Ctx, amount: u32) -> Result<String, ToolError> {
+    ctx.continue_as_task().await;
+    let ask = mcp_mrtr::ask::Elicit::<Confirm>::new(format!("Approve {amount}?"));
+    match (ctx.request_state::<u32>().await?, ctx.answer("approve", &ask)) {
+        (Some(asked), Some(Ok(Confirm { yes }))) => Ok(format!("{asked} approved: {yes}")),
+        _ => ctx.input_required(mcp_mrtr::context::InputRequired::new().ask("approve", &ask).state(&amount)).await,
+    }
+}
+
 static DROPPED: AtomicBool = AtomicBool::new(false);
 
 /// Computes for ten minutes, unless it is dropped first.
@@ -94,7 +105,7 @@ async fn escalates(ctx: &Ctx) -> Result<String, ToolError> {
 
 fn server() -> Server {
     Server::new("tasks", "0")
-        .tools(tools![interview, confirm_only, long_compute, fails, with_status, escalates])
+        .tools(tools![interview, confirm_only, long_compute, fails, with_status, escalates, approval])
         .principal(|headers| headers.get("x-user").and_then(|v| v.to_str().ok()).map(str::to_owned))
 }
 
@@ -423,4 +434,15 @@ async fn testing_drives_a_task_in_process_and_replays_keep_the_caller() {
     // The replay after the answer runs with the caller that created the task.
     let done = task.wait_for("completed", 200).await;
     assert_eq!(done["result"]["content"][0]["text"], "yes greets alice (true)");
+}
+
+#[tokio::test]
+async fn a_round_built_by_hand_inside_a_task_waits_and_resumes_with_its_state() {
+    let server = TestServer::start(server()).await;
+    let id = create(&server, &call("approval", json!({ "amount": 40 }))).await;
+    let waiting = wait_for(&server, &id, "input_required").await;
+    assert_eq!(waiting["inputRequests"]["approve"]["params"]["message"], "Approve 40?", "{waiting}");
+    update(&server, &id, json!({ "approve": answer::accept(json!({ "yes": true })) })).await;
+    let done = wait_for(&server, &id, "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "40 approved: true", "{done}");
 }
