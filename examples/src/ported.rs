@@ -1,8 +1,15 @@
-//! rmcp's `servers_mrtr` example (a weather tool that asks for the city, keeps
-//! integrity-checked state, and answers on the retry), ported twice: line for line in
-//! the hand-built style every other SDK uses ([`by_hand`]), and with `ask!`
-//! ([`replayed`]). Both give a client the same rounds and the same answers; the guide's
-//! "Coming from another SDK" chapter sets them side by side with the original.
+//! The MRTR examples of three other SDKs, each ported twice: line for line in the
+//! hand-built style they use ([`by_hand`]), and with `ask!` ([`replayed`]).
+//!
+//! - `weather`, from rmcp 3.x's `servers_mrtr`: asks for the city, keeps integrity-checked
+//!   state, answers for an accepted, declined or cancelled form.
+//! - `deploy`, from the TypeScript SDK 2.0's `examples/mrtr/server.ts`: a confirmation form,
+//!   then a URL sign-in, the step carried in the state.
+//! - `confirm_deploy`, from the Python SDK 2.0's `examples/stories/mrtr/server.py`: a
+//!   confirmation, with a fixed string as the state.
+//!
+//! Both styles give a client the same rounds; the guide's "Coming from another SDK"
+//! chapter sets them beside the originals.
 
 use mcp_mrtr::Server;
 
@@ -10,9 +17,10 @@ use mcp_mrtr::Server;
 /// is in a state of its own, and reads the answer on the retry. What the original does with
 /// an HMAC codec (seal the state, refuse a tampered one) the runtime does for every state.
 pub mod by_hand {
+    use mcp_mrtr::ask::ElicitUrl;
     use mcp_mrtr::context::InputRequired;
     use mcp_mrtr::prelude::*;
-    use mcp_mrtr::protocol::{ElicitAction, ElicitResult};
+    use mcp_mrtr::protocol::{ElicitAction, ElicitResult, JsonObject};
     use serde_json::{json, Value};
 
     #[derive(Serialize, Deserialize)]
@@ -69,6 +77,81 @@ pub mod by_hand {
             ElicitAction::Cancel => Ok("Weather lookup cancelled.".into()),
         }
     }
+
+    #[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    enum Step {
+        Confirm,
+        SignedIn,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    struct DeployState {
+        step: Step,
+        env: String,
+    }
+
+    fn confirm_schema() -> Value {
+        json!({ "type": "object", "properties": { "confirm": { "type": "boolean" } }, "required": ["confirm"] })
+    }
+
+    /// The `content` of an accepted form under `key`, if that is the answer.
+    fn accepted_content(ctx: &Ctx, key: &str) -> Option<JsonObject> {
+        let answer: ElicitResult = serde_json::from_value(ctx.input_response(key)?).ok()?;
+        (answer.action == ElicitAction::Accept).then_some(answer.content?)
+    }
+
+    /// Deploys to the named environment after a confirmation and a sign-in.
+    #[tool(title = "Deploy (write-once)")]
+    pub async fn deploy(ctx: &Ctx, env: String) -> Result<CallToolResult, ToolError> {
+        let state = ctx.request_state::<DeployState>().await?;
+        let step = state.as_ref().map_or(Step::Confirm, |state| state.step);
+        if step == Step::Confirm {
+            let confirmed = accepted_content(ctx, "confirm").and_then(|content| content.get("confirm")?.as_bool());
+            if confirmed != Some(true) {
+                let confirm = json!({
+                    "method": "elicitation/create",
+                    "params": { "mode": "form", "message": format!("Deploy to {env}?"), "requestedSchema": confirm_schema() }
+                });
+                // The next entry stays at the confirm step until the user accepts.
+                let state = DeployState { step: Step::Confirm, env };
+                return ctx.input_required(InputRequired::new().request_json("confirm", confirm).state(&state)).await;
+            }
+            let auth = ElicitUrl::new("Sign in to continue", format!("https://example.com/auth?env={env}"));
+            let state = DeployState { step: Step::SignedIn, env };
+            return ctx.input_required(InputRequired::new().ask("auth", &auth).state(&state)).await;
+        }
+        let auth = ctx.input_response("auth");
+        if auth.as_ref().and_then(|auth| auth["action"].as_str()) != Some("accept") {
+            return Ok(CallToolResult::error("auth response missing or declined"));
+        }
+        Ok(CallToolResult::text(format!("deployed to {}", state.map_or(env, |state| state.env))))
+    }
+
+    /// Deploy to an environment, asking the user to confirm first.
+    #[tool]
+    pub async fn confirm_deploy(ctx: &Ctx, env: String) -> Result<String, ToolError> {
+        let Some(answer) = ctx.input_response("confirm") else {
+            let mut schema = confirm_schema();
+            schema["properties"]["confirm"]["description"] = json!("Proceed with the deployment?");
+            let ask = json!({
+                "method": "elicitation/create",
+                "params": { "mode": "form", "message": format!("Deploy to {env}?"), "requestedSchema": schema }
+            });
+            return ctx
+                .input_required(InputRequired::new().request_json("confirm", ask).state(&"awaiting-confirm"))
+                .await;
+        };
+        if ctx.request_state::<String>().await?.as_deref() != Some("awaiting-confirm") {
+            return Err(ToolError::new("unexpected request state"));
+        }
+        let answer: Option<ElicitResult> = serde_json::from_value(answer).ok();
+        let confirmed = answer.filter(|answer| answer.action == ElicitAction::Accept).and_then(|answer| answer.content);
+        if confirmed.and_then(|content| content.get("confirm")?.as_bool()) == Some(true) {
+            return Ok(format!("deployed to {env}"));
+        }
+        Ok(format!("deployment to {env} cancelled"))
+    }
 }
 
 /// The same tool with `ask!`: the form comes from the type, the state and the retry are
@@ -91,14 +174,40 @@ pub mod replayed {
             Err(Declined::Cancel) => Ok("Weather lookup cancelled.".into()),
         }
     }
+
+    #[derive(Deserialize, JsonSchema)]
+    struct Confirm {
+        /// Proceed with the deployment?
+        confirm: bool,
+    }
+
+    /// Deploys to the named environment after a confirmation and a sign-in.
+    #[tool(title = "Deploy (write-once)")]
+    pub async fn deploy(env: String) -> Result<String, ToolError> {
+        let Confirm { confirm: true } = ask!(key = "confirm", elicit format!("Deploy to {env}?"))? else {
+            return Ok(format!("deployment to {env} cancelled"));
+        };
+        ask!(key = "auth", elicit_url "Sign in to continue", format!("https://example.com/auth?env={env}"))
+            .map_err(|_| ToolError::new("auth response missing or declined"))?;
+        Ok(format!("deployed to {env}"))
+    }
+
+    /// Deploy to an environment, asking the user to confirm first.
+    #[tool]
+    pub async fn confirm_deploy(env: String) -> Result<String, ToolError> {
+        match ask!(key = "confirm", elicit format!("Deploy to {env}?")) {
+            Ok(Confirm { confirm: true }) => Ok(format!("deployed to {env}")),
+            _ => Ok(format!("deployment to {env} cancelled")),
+        }
+    }
 }
 
-/// The weather server in either style.
+/// The three tools in either style.
 pub fn server(by_hand: bool) -> Server {
-    let server = Server::new("weather", env!("CARGO_PKG_VERSION"));
+    let server = Server::new("ported", env!("CARGO_PKG_VERSION"));
     if by_hand {
-        server.tool(by_hand::weather)
+        server.tools(mcp_mrtr::tools![by_hand::weather, by_hand::deploy, by_hand::confirm_deploy])
     } else {
-        server.tool(replayed::weather)
+        server.tools(mcp_mrtr::tools![replayed::weather, replayed::deploy, replayed::confirm_deploy])
     }
 }
