@@ -60,6 +60,73 @@ async fn tools_list_shows_the_generated_schemas() {
     assert_eq!(input["properties"]["days"]["type"], "integer");
     assert_eq!(input["required"], json!(["city"]));
     assert_eq!(tool["outputSchema"]["properties"]["high"]["type"], "integer");
+    // What a strict (draft-07, no formats) validator such as the MCP Inspector's refuses
+    // to compile is left out: the 2020-12 `$schema` line and schemars' numeric formats,
+    // whose bounds are kept.
+    assert_eq!(input["properties"]["days"], json!({ "type": "integer", "minimum": 0, "maximum": 255 }));
+    assert_eq!(
+        tool["outputSchema"]["properties"]["high"],
+        json!({ "type": "integer", "minimum": i32::MIN, "maximum": i32::MAX })
+    );
+    for schema in [input, &tool["outputSchema"]] {
+        assert!(schema.get("$schema").is_none(), "{schema}");
+    }
+}
+
+/// Every schema this file's tools and the fixture's generate, walked whole: no type arrays,
+/// no `$schema`, no format outside JSON Schema's own vocabulary.
+#[tokio::test]
+async fn generated_schemas_are_ones_a_strict_client_takes() {
+    const STANDARD: &[&str] = &[
+        "date-time",
+        "date",
+        "time",
+        "duration",
+        "email",
+        "hostname",
+        "ipv4",
+        "ipv6",
+        "uri",
+        "uri-reference",
+        "uuid",
+        "regex",
+    ];
+    fn walk(at: &str, value: &serde_json::Value, problems: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(object) => {
+                if let Some(serde_json::Value::Array(_)) = object.get("type") {
+                    problems.push(format!("{at}: a type array"));
+                }
+                if let Some(format) = object.get("format").and_then(serde_json::Value::as_str) {
+                    if !STANDARD.contains(&format) {
+                        problems.push(format!("{at}: format {format}"));
+                    }
+                }
+                for (key, inner) in object {
+                    walk(&format!("{at}/{key}"), inner, problems);
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|item| walk(at, item, problems)),
+            _ => {}
+        }
+    }
+    let mut tools = Vec::new();
+    for server in [TestServer::start(server()).await, TestServer::everything().await] {
+        let listed = server.call(&Rpc::new("tools/list")).await["result"]["tools"].clone();
+        tools.extend(listed.as_array().unwrap().iter().cloned());
+    }
+    let mut problems = Vec::new();
+    // The hand-written JSON Schema 2020-12 tool keeps what its author wrote.
+    for tool in tools.iter().filter(|t| t["name"] != "json_schema_2020_12_tool") {
+        for key in ["inputSchema", "outputSchema"] {
+            let schema = &tool[key];
+            if schema.get("$schema").is_some() {
+                problems.push(format!("{}/{key}: $schema", tool["name"]));
+            }
+            walk(&format!("{}/{key}", tool["name"]), schema, &mut problems);
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
 }
 
 #[tokio::test]

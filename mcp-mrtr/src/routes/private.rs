@@ -94,7 +94,7 @@ header_integers!(i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
 
 /// The input schema of a generated argument struct: an object schema without the
 /// struct's internal name, whose optional parameters are plain types that are not
-/// required (see `base::optional_schema`).
+/// required (see `base::tool_schema`).
 pub fn input_schema<A: schemars::JsonSchema>() -> Value {
     as_input(schemars::schema_for!(A).to_value())
 }
@@ -105,14 +105,20 @@ fn as_input(mut schema: Value) -> Value {
         object.remove("title");
         object.entry("properties").or_insert_with(|| Value::Object(JsonObject::new()));
     }
-    crate::base::optional_schema::without_null_options(&mut schema);
+    crate::base::tool_schema::for_input(&mut schema);
     schema
 }
 
 /// The output schema of a structured (`Json<T>`) tool result; registration refuses one
 /// that is not an object.
 pub(crate) fn output_schema<T: schemars::JsonSchema>() -> Value {
-    schemars::schema_for!(T).to_value()
+    as_output(schemars::schema_for!(T).to_value())
+}
+
+/// The non-generic part of [`output_schema`].
+fn as_output(mut schema: Value) -> Value {
+    crate::base::tool_schema::for_output(&mut schema);
+    schema
 }
 
 /// A route that registration refuses with the first problem of `checks`, if any: the

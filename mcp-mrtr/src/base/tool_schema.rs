@@ -1,8 +1,16 @@
-//! Optional parameters as clients read them: an `Option<T>` field is a property of `T`'s
-//! plain schema that is not required, not a `["T", "null"]` type array or an
-//! `anyOf: [T, null]`.
+//! A tool's generated schemas as clients read them. Two doors: [`for_input`] and
+//! [`for_output`].
 //!
-//! schemars writes `Option<T>` as "T or null", which is what the value's serde form is.
+//! Both leave out what a strict validator refuses to compile: the `$schema` line (MCP reads
+//! a schema without one as 2020-12, and a draft-07 validator, the MCP Inspector's among
+//! them, fails on the 2020-12 URI), and schemars' own numeric formats (`int32`, `uint64`,
+//! `double`, …), which are in no JSON Schema vocabulary; a bounded one becomes the
+//! `minimum`/`maximum` it stands for.
+//!
+//! The input schema also writes optional parameters as clients read them: an `Option<T>`
+//! field is a property of `T`'s plain schema that is not required, not a `["T", "null"]`
+//! type array or an `anyOf: [T, null]`. schemars writes `Option<T>` as "T or null", which
+//! is what the value's serde form is.
 //! For the arguments of a call that is more than the contract needs (leaving the property
 //! out is how a client says "none"), and some clients reject type arrays outright (the MCP
 //! Inspector warns of it). The server still reads an explicit `null` as `None`, so a client
@@ -12,9 +20,47 @@
 
 use serde_json::{Map, Value};
 
+/// A generated input schema, ready to list (see the module docs).
+pub(crate) fn for_input(schema: &mut Value) {
+    for_output(schema);
+    without_null_options(schema);
+}
+
+/// A generated output schema, ready to list: its nulls stay (see the module docs).
+pub(crate) fn for_output(schema: &mut Value) {
+    if let Value::Object(object) = schema {
+        object.remove("$schema");
+    }
+    standard_formats(schema);
+}
+
+/// Replaces schemars' numeric formats in `schema` and everything nested in it.
+fn standard_formats(schema: &mut Value) {
+    let Value::Object(object) = schema else { return };
+    let bounds: Option<(i64, i64)> = match object.get("format").and_then(Value::as_str) {
+        Some("int32") => Some((i32::MIN.into(), i32::MAX.into())),
+        Some("uint32") => Some((0, u32::MAX.into())),
+        // The rest say no more than the type and the bounds schemars writes beside them
+        // (an 8- or 16-bit integer's range, an unsigned one's `minimum: 0`).
+        Some(
+            "int8" | "int16" | "int64" | "int128" | "int" | "uint8" | "uint16" | "uint64" | "uint128" | "uint"
+            | "float" | "double",
+        ) => None,
+        _ => {
+            for_each_subschema(object, standard_formats);
+            return;
+        }
+    };
+    object.remove("format");
+    if let Some((min, max)) = bounds {
+        object.entry("minimum").or_insert(Value::from(min));
+        object.entry("maximum").or_insert(Value::from(max));
+    }
+}
+
 /// Rewrites every non-required property of every object schema in `schema` to its
 /// non-null form. A required property keeps its null: there the null is the contract.
-pub(crate) fn without_null_options(schema: &mut Value) {
+fn without_null_options(schema: &mut Value) {
     let Value::Object(object) = schema else { return };
     let required: Vec<String> = match object.get("required") {
         Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
@@ -107,14 +153,39 @@ mod tests {
                 "Unit": {"type": "object", "properties": {"deep": {"type": ["boolean", "null"]}}}
             }
         });
-        without_null_options(&mut schema);
+        for_input(&mut schema);
         let properties = &schema["properties"];
-        assert_eq!(properties["days"], json!({"type": "integer", "format": "uint32"}));
+        assert_eq!(properties["days"], json!({"type": "integer", "minimum": 0, "maximum": u32::MAX}));
         assert_eq!(properties["unit"], json!({"description": "Which unit.", "$ref": "#/$defs/Unit"}));
         assert_eq!(properties["mode"], json!({"type": "string", "enum": ["a", "b"]}));
         assert_eq!(properties["either"], json!({"type": ["string", "integer"]}));
         assert_eq!(properties["must"], json!({"type": ["string", "null"]}), "required: null is the contract");
         assert_eq!(schema["$defs"]["Unit"]["properties"]["deep"], json!({"type": "boolean"}), "nested too");
+    }
+
+    #[test]
+    fn schemas_lose_what_strict_validators_refuse_and_keep_their_bounds() {
+        let mut schema = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {
+                "a": {"type": "integer", "format": "int32"},
+                "b": {"type": "integer", "format": "uint32", "minimum": 0},
+                "c": {"type": "integer", "format": "uint8", "minimum": 0, "maximum": 255},
+                "d": {"type": "number", "format": "double"},
+                "e": {"type": "string", "format": "email"},
+                "f": {"type": "array", "items": {"type": "integer", "format": "uint64", "minimum": 0}}
+            }
+        });
+        for_output(&mut schema);
+        assert!(schema.get("$schema").is_none(), "a schema without one is 2020-12 in MCP");
+        let properties = &schema["properties"];
+        assert_eq!(properties["a"], json!({"type": "integer", "minimum": i32::MIN, "maximum": i32::MAX}));
+        assert_eq!(properties["b"], json!({"type": "integer", "minimum": 0, "maximum": u32::MAX}));
+        assert_eq!(properties["c"], json!({"type": "integer", "minimum": 0, "maximum": 255}));
+        assert_eq!(properties["d"], json!({"type": "number"}));
+        assert_eq!(properties["e"], json!({"type": "string", "format": "email"}), "a standard format stays");
+        assert_eq!(properties["f"]["items"], json!({"type": "integer", "minimum": 0}));
     }
 
     #[test]
@@ -124,7 +195,7 @@ mod tests {
             "y": {"anyOf": [{"type": "null", "description": "none"}, {"type": "string"}]}
         }});
         let before = schema.clone();
-        without_null_options(&mut schema);
+        for_input(&mut schema);
         assert_eq!(schema, before);
     }
 }
