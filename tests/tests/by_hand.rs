@@ -278,3 +278,24 @@ async fn a_2025_11_25_client_gets_the_requests_through_the_bridge() {
     let done = stream.next().await.expect("the result");
     assert_eq!(done["result"]["contents"][0]["text"], "file:///lab", "{done}");
 }
+
+#[tokio::test]
+async fn a_2025_11_25_client_over_stdio_gets_them_through_the_bridge_too() {
+    let mut pipe = Pipe::start(server());
+    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": { "elicitation": {} }, "clientInfo": { "name": "c", "version": "1" } } });
+    assert_eq!(pipe.round(&init).await["result"]["protocolVersion"], "2025-11-25");
+    pipe.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).await;
+    let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": { "name": "deploy", "arguments": { "env": "pipe" } } });
+    let asked = pipe.round(&call).await;
+    assert_eq!(
+        (asked["method"].as_str(), asked["params"]["message"].as_str()),
+        (Some("elicitation/create"), Some("Deploy to pipe?")),
+        "{asked}"
+    );
+    let answer =
+        json!({ "jsonrpc": "2.0", "id": asked["id"], "result": { "action": "accept", "content": { "yes": true } } });
+    let done = pipe.round(&answer).await;
+    assert_eq!(done["result"]["content"][0]["text"], "deployed to pipe", "{done}");
+    pipe.finish().await;
+}
