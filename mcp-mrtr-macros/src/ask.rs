@@ -485,19 +485,17 @@ fn find_site_tokens(tokens: TokenStream) -> Option<(&'static str, Span)> {
     None
 }
 
-/// The kinds `ask!` knows; `mcp_mrtr::ask!` has one arm for each.
-const KINDS: &[&str] = &["elicit", "elicit_url", "sample", "roots"];
 const KIND_HELP: &str =
     "ask! expects `elicit MESSAGE`, `elicit_url MESSAGE, URL`, `sample PROMPT[, option = value]` or `roots`";
 
 /// Where to report an ask whose arguments (after any key) do not start with a known
-/// kind: that first token, or the ask itself when it has none; `None` when the kind is known.
+/// kind (one `needs::capability_of` names, as `mcp_mrtr::ask!` has an arm for): that first
+/// token, or the ask itself when it has none; `None` when the kind is known.
 fn unknown_kind(rest: &TokenStream, ask: Span) -> Option<Span> {
-    match rest.clone().into_iter().next() {
-        Some(TokenTree::Ident(kind)) if KINDS.iter().any(|known| kind == known) => None,
-        Some(token) => Some(token.span()),
-        None => Some(ask),
+    if crate::needs::capability_of(rest).is_some() {
+        return None;
     }
+    Some(rest.clone().into_iter().next().map_or(ask, |token| token.span()))
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ use crate::intake::envelope::{RequestMeta, TraceContext};
 use crate::intake::request_state::{Binding, Presented, SingleUse};
 use crate::mrtr::context::Transport;
 use crate::mrtr::replay::{self, Carried, Outcome, Replay};
-use crate::protocol::{JsonObject, RequestId};
+use crate::protocol::{InputRequiredResult, JsonObject, RequestId};
 use crate::routes::handler::Requires;
 use crate::{base::deadline, Ctx, Error};
 
@@ -190,7 +190,7 @@ impl Engine {
                         None => client,
                     }
                 })?;
-                Ok(Body::InputRequired(Text::of(&replay::input_required(requests, state))?))
+                Ok(Body::InputRequired(Text::of(&InputRequiredResult::new(requests, Some(state)))?))
             }
         }
     }

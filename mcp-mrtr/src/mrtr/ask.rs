@@ -87,9 +87,14 @@ pub trait Question {
     /// request would differ. By default a digest of the request as JSON; a question can
     /// give one that is cheaper to compute (every round computes it).
     fn digest(&self) -> Result<String, Error> {
-        let request = self.request()?;
-        Ok(hex_digest(Sha256::digest(serde_json::to_vec(&request).unwrap_or_default())))
+        Ok(request_digest(&self.request()?))
     }
+}
+
+/// The digest of `request` as JSON: what an answer to it is pinned to, for questions
+/// without a cheaper digest of their own and for requests built by hand.
+pub(crate) fn request_digest(request: &InputRequest) -> String {
+    hex_digest(Sha256::digest(serde_json::to_vec(request).unwrap_or_default()))
 }
 
 /// The first half of a SHA-256, in hex: what answers and asked questions are pinned to.

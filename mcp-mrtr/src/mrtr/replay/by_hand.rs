@@ -10,7 +10,6 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use sha2::{Digest as _, Sha256};
 
 use super::{Phase, Replay, Round};
 use crate::protocol::{InputRequest, JsonObject};
@@ -49,7 +48,7 @@ impl Replay {
                 )));
                 return;
             }
-            let digest = digest_of(&request);
+            let digest = crate::mrtr::ask::request_digest(&request);
             round.pending.insert(key.clone(), (digest, request));
             round.by_hand_keys.insert(key);
         }
@@ -121,10 +120,4 @@ impl Round {
         }
         taken
     }
-}
-
-/// What the answer to a hand-built request is pinned to, as an ask's is to its question.
-fn digest_of(request: &InputRequest) -> String {
-    let hash = Sha256::digest(serde_json::to_vec(request).unwrap_or_default());
-    crate::base::hex::encode(&hash[..16])
 }

@@ -34,7 +34,7 @@ use tracing::Instrument as _;
 use crate::intake::capability;
 use crate::intake::request_state::SingleUse;
 use crate::mrtr::ask::Question;
-use crate::protocol::{ClientCapabilities, InputRequest, InputRequiredResult, JsonObject};
+use crate::protocol::{ClientCapabilities, InputRequest, JsonObject};
 use crate::Error;
 
 mod by_hand;
@@ -560,11 +560,6 @@ pub(crate) async fn step<F: Future + ?Sized>(
     )?;
     let (requests, next) = round.close();
     Ok(Step::Round(Outcome::InputRequired(requests, Box::new(next))))
-}
-
-/// The wire body of an `input_required` result.
-pub(crate) fn input_required(requests: BTreeMap<String, InputRequest>, state: String) -> InputRequiredResult {
-    InputRequiredResult::new(requests, Some(state))
 }
 
 /// Added to the error of a round that failed after `once` steps ran: nothing is sealed
