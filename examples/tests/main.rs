@@ -11,9 +11,10 @@ mod instances;
 mod many_instances;
 mod notes;
 mod ported;
-mod redis_emptied;
+mod redis_forgets;
 mod redis_prefixes;
 mod redis_round_trips;
+mod redis_tls;
 mod shared_catalog;
 mod weather;
 

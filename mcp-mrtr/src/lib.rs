@@ -63,7 +63,7 @@
 //! | feature | what it adds | MSRV |
 //! |---|---|---|
 //! | `jwt` | [`auth::JwtVerifier`] and [`auth::JwtKeys`]: a ready [`auth::TokenVerifier`] for JWT access tokens (HS256, RSA and EC keys, JWKS), built on jsonwebtoken 12 | 1.88 |
-//! | `redis` | [`redis`]: the single-use guard, task store and change fan-out in Redis, for running several instances (redis 1.8) | 1.88 |
+//! | `redis` | [`redis`]: the single-use guard, task store and change fan-out in Redis, for running several instances, over plain text or TLS (redis 1.8, rustls with *ring*) | 1.88 |
 //! | `opentelemetry` | request and task-run spans placed in the client's OpenTelemetry trace, parented on `_meta.traceparent` (tracing-opentelemetry 0.34 with opentelemetry 0.33; the application installs the exporter) | 1.85 |
 //!
 //! The [`guide`] has one chapter per task, in reading order: [your first

@@ -17,8 +17,12 @@ const USAGE: &str = "usage: everything --port N | everything --stdio
 
 environment:
   MCP_MRTR_STATE_KEYS     the key ring sealing request states (instances share it)
-  MCP_MRTR_REDIS_URL      redis://host:port/: single-use states, tasks and list
-                          changes in Redis, shared by every instance using it
+  MCP_MRTR_REDIS_URL      redis://host:port/ (rediss:// for TLS): single-use states,
+                          tasks and list changes in Redis, shared by every instance
+  MCP_MRTR_REDIS_CA       PEM file of the CA a TLS Redis's certificate is checked
+                          against (default: the system's roots)
+  MCP_MRTR_REDIS_CERT     PEM files of a client certificate and its key, for a TLS
+  MCP_MRTR_REDIS_KEY      Redis that requires one
   MCP_MRTR_TASK_LEASE_MS  how long a running task's lease lasts (default 10000)
   MCP_MRTR_TASK_RATE      tasks one client may start per second, and hold live at once
                           (for load runs; default 1/s after a burst of 16, 16 live)

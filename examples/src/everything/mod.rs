@@ -78,8 +78,8 @@ pub async fn from_env(mut server: Server) -> anyhow::Result<Server> {
     if let Some(streams) = max_listeners()? {
         listen = Some(Listen::default().max_streams(streams));
     }
-    if let Ok(url) = std::env::var("MCP_MRTR_REDIS_URL") {
-        let redis = mcp_mrtr::redis::Redis::connect(&url).await.context("MCP_MRTR_REDIS_URL")?;
+    if let Some(config) = redis_config()? {
+        let redis = mcp_mrtr::redis::Redis::connect(config).await.context("MCP_MRTR_REDIS_URL")?;
         server = server.request_state(StateConfig::default().single_use(redis.state_guard()));
         tasks = tasks.store(redis.task_store());
         let fanout = redis.change_fanout().await.context("MCP_MRTR_REDIS_URL")?;
@@ -90,6 +90,42 @@ pub async fn from_env(mut server: Server) -> anyhow::Result<Server> {
         server = server.listen(listen);
     }
     Ok(server.tasks(tasks))
+}
+
+/// The environment variables [`from_env`] reads, so a harness starting the fixture can
+/// clear those of its own environment.
+pub const ENV: [&str; 8] = [
+    "MCP_MRTR_STATE_KEYS",
+    "MCP_MRTR_REDIS_URL",
+    "MCP_MRTR_REDIS_CA",
+    "MCP_MRTR_REDIS_CERT",
+    "MCP_MRTR_REDIS_KEY",
+    "MCP_MRTR_TASK_LEASE_MS",
+    "MCP_MRTR_TASK_RATE",
+    "MCP_MRTR_MAX_LISTENERS",
+];
+
+/// How to reach Redis, when `MCP_MRTR_REDIS_URL` is set: the URL (`redis://`, or
+/// `rediss://` for TLS), and for TLS the PEM files of `MCP_MRTR_REDIS_CA` (a private CA,
+/// instead of the system's roots) and `MCP_MRTR_REDIS_CERT` with `MCP_MRTR_REDIS_KEY` (a
+/// client certificate).
+fn redis_config() -> anyhow::Result<Option<mcp_mrtr::redis::RedisConfig>> {
+    use anyhow::Context as _;
+    let Ok(url) = std::env::var("MCP_MRTR_REDIS_URL") else { return Ok(None) };
+    let read = |name: &str| -> anyhow::Result<Option<Vec<u8>>> {
+        let Ok(path) = std::env::var(name) else { return Ok(None) };
+        std::fs::read(&path).map(Some).with_context(|| format!("{name}: cannot read {path:?}"))
+    };
+    let mut config = mcp_mrtr::redis::RedisConfig::url(url);
+    if let Some(ca) = read("MCP_MRTR_REDIS_CA")? {
+        config = config.ca_certificate(ca);
+    }
+    match (read("MCP_MRTR_REDIS_CERT")?, read("MCP_MRTR_REDIS_KEY")?) {
+        (Some(cert), Some(key)) => config = config.client_certificate(cert, key),
+        (None, None) => {}
+        _ => anyhow::bail!("MCP_MRTR_REDIS_CERT and MCP_MRTR_REDIS_KEY go together"),
+    }
+    Ok(Some(config))
 }
 
 /// `MCP_MRTR_MAX_LISTENERS`: how many listen streams the server holds, for load runs

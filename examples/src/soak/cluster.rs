@@ -164,7 +164,7 @@ impl Cluster {
         let log = std::fs::File::create(&log_path).context("an instance log")?;
         let mut command = Command::new(&self.exe);
         command.args(["--port", "0"]).env("RUST_LOG", "info").env("NO_COLOR", "1");
-        for name in ["MCP_MRTR_STATE_KEYS", "MCP_MRTR_REDIS_URL", "MCP_MRTR_TASK_LEASE_MS"] {
+        for name in crate::everything::ENV {
             command.env_remove(name);
         }
         command.envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));

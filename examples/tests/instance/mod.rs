@@ -5,6 +5,7 @@
 //! running when its test ends is killed.
 
 mod redis;
+mod tls;
 
 pub(crate) use self::redis::Redis;
 
@@ -45,7 +46,7 @@ impl Instance {
     pub(crate) fn start_with(env: &[(&str, &str)]) -> Self {
         let mut command = Command::new(env!("CARGO_BIN_EXE_everything"));
         command.args(["--port", "0"]).env("RUST_LOG", "info");
-        for name in ["MCP_MRTR_STATE_KEYS", "MCP_MRTR_REDIS_URL", "MCP_MRTR_TASK_LEASE_MS"] {
+        for name in mcp_mrtr_examples::everything::ENV {
             command.env_remove(name);
         }
         command.envs(env.iter().copied());

@@ -1,4 +1,5 @@
-//! A `redis-server` of a test's own: a free port, a temporary directory, no saving.
+//! A `redis-server` of a test's own: a free port, a temporary directory, no saving; in
+//! plain text, or TLS only with certificates the test made ([`Redis::start_tls`]).
 //!
 //! Without `redis-server` on the PATH the tests that need it say so and skip, unless
 //! `MCP_MRTR_REQUIRE_REDIS=1` (CI sets it), which makes a missing Redis a failure.
@@ -10,36 +11,166 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
+use super::tls::TlsFiles;
 use super::TIMEOUT;
 
 pub(crate) struct Redis {
     port: u16,
     child: Child,
     dir: PathBuf,
+    /// Set when it speaks TLS only (and requires a client certificate).
+    tls: Option<TlsFiles>,
+    /// What it was started with beyond the defaults, for a restart.
+    args: Vec<String>,
 }
 
 impl Redis {
     /// Starts one, or `None` (after saying why) when `redis-server` is not installed and
     /// the run does not require it.
     pub(crate) fn start() -> Option<Self> {
-        if Command::new("redis-server").arg("--version").stdout(Stdio::null()).status().is_err() {
-            assert!(
-                std::env::var_os("MCP_MRTR_REQUIRE_REDIS").is_none(),
-                "MCP_MRTR_REQUIRE_REDIS is set but redis-server is not installed"
-            );
-            eprintln!("skipped: redis-server is not installed (apt-get install redis-server)");
-            return None;
-        }
-        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
-        let dir = std::env::temp_dir().join(format!("mcp-mrtr-redis-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("a directory for redis");
-        let child = spawn(port, &dir);
-        Some(Self { port, child, dir })
+        installed().then(|| Self::spawn_new(None, Vec::new()))
     }
 
-    /// Where instances find it.
+    /// Starts one as a managed service runs: TLS only, with a CA, a server certificate and
+    /// a client certificate made for it (clients must present theirs), and no default
+    /// user: clients log in as an ACL user allowed only the commands the guide lists.
+    pub(crate) fn start_tls() -> Option<Self> {
+        if !installed() {
+            return None;
+        }
+        let dir = new_dir();
+        let tls = TlsFiles::make(&dir);
+        let path = |p: &Path| p.to_str().expect("a UTF-8 path").to_owned();
+        let mut args = vec![
+            "--tls-cert-file".into(),
+            path(&tls.server_cert),
+            "--tls-key-file".into(),
+            path(&tls.server_key),
+            "--tls-ca-cert-file".into(),
+            path(&tls.ca),
+            "--tls-auth-clients".into(),
+            "yes".into(),
+            "--user".into(),
+            "default".into(),
+            "off".into(),
+            "--user".into(),
+        ];
+        args.extend(ACL_USER.split(' ').map(str::to_owned));
+        Some(Self::spawn_with(dir, Some(tls), args))
+    }
+
+    fn spawn_new(tls: Option<TlsFiles>, args: Vec<String>) -> Self {
+        Self::spawn_with(new_dir(), tls, args)
+    }
+
+    fn spawn_with(dir: PathBuf, tls: Option<TlsFiles>, mut args: Vec<String>) -> Self {
+        let port = free_port();
+        if tls.is_some() {
+            // Its only listener is the TLS one; the plain port is off.
+            args.extend(["--port".into(), "0".into(), "--tls-port".into(), port.to_string()]);
+        }
+        let child = spawn(port, &dir, &args);
+        Self { port, child, dir, tls, args }
+    }
+
+    /// The certificates a TLS one was started with.
+    pub(crate) fn tls(&self) -> Option<&TlsFiles> {
+        self.tls.as_ref()
+    }
+
+    /// What the `everything` fixture is told to reach it with.
+    pub(crate) fn env(&self) -> Vec<(&'static str, String)> {
+        let mut env = vec![("MCP_MRTR_REDIS_URL", self.url())];
+        if let Some(tls) = &self.tls {
+            let path = |p: &Path| p.to_str().expect("a UTF-8 path").to_owned();
+            env.push(("MCP_MRTR_REDIS_CA", path(&tls.ca)));
+            env.push(("MCP_MRTR_REDIS_CERT", path(&tls.client_cert)));
+            env.push(("MCP_MRTR_REDIS_KEY", path(&tls.client_key)));
+        }
+        env
+    }
+
+    /// How a server reaches it: its URL and, for TLS, the CA and a client certificate.
+    pub(crate) fn config(&self) -> mcp_mrtr::redis::RedisConfig {
+        let config = mcp_mrtr::redis::RedisConfig::url(self.url());
+        match &self.tls {
+            None => config,
+            Some(tls) => {
+                let read = |p: &Path| std::fs::read(p).expect("read a certificate");
+                config.ca_certificate(read(&tls.ca)).client_certificate(read(&tls.client_cert), read(&tls.client_key))
+            }
+        }
+    }
+}
+
+/// Whether `redis-server` is installed; when not, says so, and fails the run when it
+/// must not skip.
+fn installed() -> bool {
+    if Command::new("redis-server").arg("--version").stdout(Stdio::null()).status().is_err() {
+        assert!(
+            std::env::var_os("MCP_MRTR_REQUIRE_REDIS").is_none(),
+            "MCP_MRTR_REQUIRE_REDIS is set but redis-server is not installed"
+        );
+        eprintln!("skipped: redis-server is not installed (apt-get install redis-server)");
+        return false;
+    }
+    true
+}
+
+/// The password of [`ACL_USER`].
+const ACL_PASSWORD: &str = "the-fleet-only";
+
+/// The ACL user of a TLS Redis: the commands the many-instances guide tells users to
+/// allow, and no others, so a store that needs one more fails these tests.
+const ACL_USER: &str =
+    "mcp-mrtr on >the-fleet-only ~mcp-mrtr:* &mcp-mrtr:* -@all +ping +get +set +exists +hget +hset +zadd +zrem \
+                        +zrangebyscore +pexpireat +publish +subscribe +eval +evalsha +script +info +time";
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port()
+}
+
+/// A fresh directory of its own under the system's temporary one.
+fn new_dir() -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("mcp-mrtr-redis-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a directory for redis");
+    dir
+}
+
+impl Redis {
+    /// A second one (plain text) that replicates `primary`, once it holds everything
+    /// `primary` held.
+    pub(crate) fn replica_of(primary: &Redis) -> Self {
+        let replica = Self::spawn_new(None, vec!["--replicaof".into(), "127.0.0.1".into(), primary.port.to_string()]);
+        primary.synced();
+        replica
+    }
+
+    /// Waits until every replica acknowledged every write made so far (`WAIT`).
+    pub(crate) fn synced(&self) {
+        let started = Instant::now();
+        while self.command(&["WAIT", "1", "1000"]) != ":1" {
+            assert!(started.elapsed() < TIMEOUT, "the replica did not catch up in time");
+        }
+    }
+
+    /// Runs one command that answers with one line (`+OK`, `:1`, an error), as any
+    /// client could, and returns that line. Plain text only, as are `publish` and
+    /// `subscribe`.
+    pub(crate) fn command(&self, args: &[&str]) -> String {
+        let mut connection = Resp::connect(self.port);
+        connection.send(args);
+        connection.line()
+    }
+
+    /// Where instances find it (with the ACL user's name and password, for TLS).
     pub(crate) fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
+        match self.tls {
+            Some(_) => format!("rediss://mcp-mrtr:{ACL_PASSWORD}@127.0.0.1:{}/", self.port),
+            None => format!("redis://127.0.0.1:{}/", self.port),
+        }
     }
 
     /// The port it listens on, on 127.0.0.1.
@@ -71,10 +202,11 @@ impl Redis {
         let _ = self.child.wait();
     }
 
-    /// Starts an empty one again on the same port.
+    /// Kills it and starts it again on the same port and directory: empty, unless a
+    /// snapshot was saved there (`SAVE`), which it then loads.
     pub(crate) fn restart(&mut self) {
         self.kill();
-        self.child = spawn(self.port, &self.dir);
+        self.child = spawn(self.port, &self.dir, &self.args);
     }
 }
 
@@ -85,11 +217,12 @@ impl Drop for Redis {
     }
 }
 
-fn spawn(port: u16, dir: &Path) -> Child {
+fn spawn(port: u16, dir: &Path, more: &[String]) -> Child {
     let mut child = Command::new("redis-server")
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
         .arg("--dir")
         .arg(dir)
+        .args(more)
         .stdout(Stdio::null())
         .spawn()
         .expect("start redis-server");

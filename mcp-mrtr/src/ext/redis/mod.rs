@@ -22,8 +22,10 @@
 //! Atomicity comes from Redis, never from a lock in one process: a state is recorded
 //! with one `SET NX PX`, a task is written by a script that compares its version. The
 //! scripts touch several keys of one server, so they need a single Redis (standalone,
-//! or the primary that Sentinel names), not Redis Cluster.
+//! or the primary that Sentinel names), not Redis Cluster. [`RedisConfig`] says how to
+//! reach it: a URL, and TLS certificates where they are not the system's.
 
+mod config;
 mod fanout;
 mod guard;
 mod tasks;
@@ -32,6 +34,7 @@ use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
+pub use self::config::RedisConfig;
 pub use self::fanout::RedisFanout;
 pub use self::guard::RedisGuard;
 pub use self::tasks::RedisTaskStore;
@@ -59,14 +62,15 @@ impl std::fmt::Debug for Redis {
 }
 
 impl Redis {
-    /// Connects to the Redis at `url` (`redis://[user:password@]host:port/db`, or
-    /// `rediss://` with TLS if the `redis` crate was built with it). Fails at once when
-    /// Redis cannot be reached, so a misconfigured instance does not start.
+    /// Connects to the Redis that `config` names: a URL (`redis://[user:password@]host:port/db`,
+    /// or `rediss://` for TLS) or a [`RedisConfig`] with certificates. Fails at once when
+    /// Redis cannot be reached, or refuses the connection, so a misconfigured instance does
+    /// not start.
     ///
     /// Keys start with `mcp-mrtr:`; see [`prefix`](Self::prefix) to share one Redis
     /// between several servers.
-    pub async fn connect(url: &str) -> Result<Self, StoreError> {
-        let client = redis::Client::open(url).map_err(|e| StoreError::new(format!("bad Redis URL: {e}")))?;
+    pub async fn connect(config: impl Into<RedisConfig>) -> Result<Self, StoreError> {
+        let client = config.into().client().map_err(StoreError::new)?;
         // While Redis is away, a request gets its error within a second rather than
         // after the client's default six reconnection attempts (~6 s); the next command
         // tries to reconnect again.
@@ -75,7 +79,10 @@ impl Redis {
             .set_response_timeout(Some(RESPONSE_TIMEOUT))
             .set_number_of_retries(2)
             .set_max_delay(Duration::from_millis(500));
-        let connection = ConnectionManager::new_with_config(client.clone(), config).await.map_err(unreachable)?;
+        let mut connection = ConnectionManager::new_with_config(client.clone(), config).await.map_err(unreachable)?;
+        // A connection is not yet a login: a wrong password or an ACL user without the
+        // stores' commands shows here, at start-up, rather than at the first request.
+        redis::cmd("PING").query_async::<()>(&mut connection).await.map_err(unreachable)?;
         Ok(Self { client, connection, prefix: "mcp-mrtr:".to_owned() })
     }
 
