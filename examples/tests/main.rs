@@ -14,6 +14,7 @@ mod ported;
 mod redis_forgets;
 mod redis_prefixes;
 mod redis_round_trips;
+mod redis_sentinel;
 mod redis_tls;
 mod shared_catalog;
 mod weather;

@@ -8,7 +8,7 @@ use crate::instance;
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use instance::{Instance, Redis};
+use instance::{Instance, Redis, Sentinels};
 use mcp_mrtr::testing::answer;
 use serde_json::{json, Value};
 
@@ -19,7 +19,12 @@ const LEASE_MS: &str = "1000";
 const TAKEOVER_WITHIN: Duration = Duration::from_secs(30);
 
 fn instances(redis: Option<&Redis>, keys: &str, lease_ms: &str, count: usize) -> Vec<Instance> {
-    let reach = redis.map(Redis::env).unwrap_or_default();
+    instances_reaching(&redis.map(Redis::env).unwrap_or_default(), keys, lease_ms, count)
+}
+
+/// `count` instances sharing `keys`, reaching Redis as `reach` (the fixture's environment
+/// for one deployment) says.
+fn instances_reaching(reach: &[(&str, String)], keys: &str, lease_ms: &str, count: usize) -> Vec<Instance> {
     let mut env = vec![("MCP_MRTR_STATE_KEYS", keys), ("MCP_MRTR_TASK_LEASE_MS", lease_ms)];
     env.extend(reach.iter().map(|(name, value)| (*name, value.as_str())));
     (0..count).map(|_| Instance::start_with(&env)).collect()
@@ -77,13 +82,13 @@ fn round(addr: SocketAddr, state: &Value, key: &str, content: &Value) -> Value {
 #[test]
 fn rounds_alternate_instances_and_a_claimed_state_is_refused_by_every_instance() {
     let Some(redis) = Redis::start() else { return };
-    rounds_alternate_and_a_claim_holds_everywhere(&redis);
+    rounds_alternate_and_a_claim_holds_everywhere(&redis.env());
 }
 
-/// Rounds alternating two instances sharing `redis`, and a claim made through one
+/// Rounds alternating two instances sharing one Redis (reached as `reach` says), and a claim made through one
 /// refused by both: the flow every deployment of Redis must serve.
-pub(crate) fn rounds_alternate_and_a_claim_holds_everywhere(redis: &Redis) {
-    let nodes = instances(Some(redis), &instance::new_key("k1"), LEASE_MS, 2);
+pub(crate) fn rounds_alternate_and_a_claim_holds_everywhere(reach: &[(&str, String)]) {
+    let nodes = instances_reaching(reach, &instance::new_key("k1"), LEASE_MS, 2);
     let (a, b) = (nodes[0].addr, nodes[1].addr);
 
     let first = call(a, TWO_ROUNDS, json!({}))["result"].clone();
@@ -181,13 +186,13 @@ fn result_text(task: &Value) -> &str {
 #[test]
 fn a_task_created_on_one_instance_is_polled_answered_and_cancelled_through_another() {
     let Some(redis) = Redis::start() else { return };
-    a_task_is_served_through_another_instance(&redis);
+    a_task_is_served_through_another_instance(&redis.env());
 }
 
-/// A task created on one instance sharing `redis`, polled and answered through another,
+/// A task created on one of two instances sharing one Redis (reached as `reach` says), polled and answered through another,
 /// and one cancelled through another.
-pub(crate) fn a_task_is_served_through_another_instance(redis: &Redis) {
-    let nodes = instances(Some(redis), &instance::new_key("k1"), LEASE_MS, 2);
+pub(crate) fn a_task_is_served_through_another_instance(reach: &[(&str, String)]) {
+    let nodes = instances_reaching(reach, &instance::new_key("k1"), LEASE_MS, 2);
     let (a, b) = (nodes[0].addr, nodes[1].addr);
 
     let id = create_task(a, "confirm_delete", json!({ "filename": "report.txt" }));
@@ -300,12 +305,12 @@ fn listen(addr: SocketAddr) -> (TcpStream, String) {
 #[test]
 fn a_change_made_on_one_instance_reaches_listeners_on_every_instance() {
     let Some(redis) = Redis::start() else { return };
-    a_change_reaches_every_listener(&redis);
+    a_change_reaches_every_listener(&redis.env());
 }
 
-/// A catalog change made on one instance sharing `redis`, heard by the listeners of both.
-pub(crate) fn a_change_reaches_every_listener(redis: &Redis) {
-    let nodes = instances(Some(redis), &instance::new_key("k1"), LEASE_MS, 2);
+/// A catalog change made on one of two instances sharing one Redis (reached as `reach` says), heard by the listeners of both.
+pub(crate) fn a_change_reaches_every_listener(reach: &[(&str, String)]) {
+    let nodes = instances_reaching(reach, &instance::new_key("k1"), LEASE_MS, 2);
     let (a, b) = (nodes[0].addr, nodes[1].addr);
     let mut listeners = [listen(a), listen(b)];
     let toggled = call(a, "test_trigger_tool_change", json!({}));
@@ -361,4 +366,58 @@ fn while_redis_is_away_requests_fail_cleanly_and_nothing_is_let_through_unrecord
     let stepped = start_step(a, "redis-back", &again["requestState"]);
     assert_eq!(stepped["result"]["resultType"], "input_required", "{stepped}");
     instance::read_until(&mut stream, &mut seen, "notifications/tools/list_changed");
+}
+
+/// Behind Sentinel, the primary is killed (SIGKILL) and the replica promoted while a
+/// `once!` call and a task are in flight. The instances follow the new primary; the
+/// claimed state never opens again (the guard sees another Redis process and refuses it),
+/// the task (replicated before the kill) is answered and completes once, and calls
+/// started afterwards alternate instances as before.
+#[test]
+fn a_failover_behind_sentinel_takes_no_step_twice_and_keeps_replicated_tasks() {
+    let Some(mut deployment) = Sentinels::start() else { return };
+    let nodes = instances_reaching(&deployment.env(), &instance::new_key("k1"), LEASE_MS, 2);
+    let (a, b) = (nodes[0].addr, nodes[1].addr);
+    let once = call(a, ONCE, json!({ "call_id": "failover" }))["result"].clone();
+    let stepped = start_step(a, "failover", &once["requestState"]);
+    assert_eq!(stepped["result"]["resultType"], "input_required", "{stepped}");
+    let id = create_task(a, "confirm_delete", json!({ "filename": "kept.txt" }));
+    let waiting = poll_until(b, &id, |t| t["status"] == "input_required");
+    deployment.primary.synced();
+
+    deployment.fail_over();
+    // While an instance finds the new primary its requests say "try again later"; an
+    // honest client does, and the claimed state is then refused, never run again.
+    let started = Instant::now();
+    let replayed = loop {
+        let reply = start_step(b, "failover", &once["requestState"]);
+        if reply["error"]["code"] != -32603 || started.elapsed() > TAKEOVER_WITHIN {
+            break reply;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(replayed["error"]["code"], -32602, "a claimed state opened after the failover: {replayed}");
+
+    let key = only_key(&waiting);
+    let started = Instant::now();
+    while !rpc(
+        b,
+        "tasks/update",
+        json!({ "taskId": id, "inputResponses": { key.clone(): answer::accept(json!({ "confirm": true })) } }),
+    )["result"]
+        .is_object()
+    {
+        assert!(started.elapsed() < TAKEOVER_WITHIN, "the task could not be answered after the failover");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let done = poll_until(a, &id, |t| t["status"] == "completed");
+    assert_eq!(result_text(&done), "Deleted kept.txt", "{done}");
+
+    // The guard's memory began again on the new primary, with its margin for fast clocks.
+    std::thread::sleep(Duration::from_millis(400));
+    let fresh = call(a, ONCE, json!({ "call_id": "after" }))["result"].clone();
+    let stepped = start_step(b, "after", &fresh["requestState"]);
+    assert_eq!(stepped["result"]["resultType"], "input_required", "{stepped}");
+    let again = start_step(a, "after", &fresh["requestState"]);
+    assert_eq!(again["error"]["code"], -32602, "{again}");
 }

@@ -14,19 +14,19 @@ use mcp_mrtr::request_state::{Claim, Consumed, StateGuard};
 #[test]
 fn rounds_alternate_instances_and_a_claim_holds_everywhere_over_tls() {
     let Some(redis) = Redis::start_tls() else { return };
-    many_instances::rounds_alternate_and_a_claim_holds_everywhere(&redis);
+    many_instances::rounds_alternate_and_a_claim_holds_everywhere(&redis.env());
 }
 
 #[test]
 fn a_task_is_polled_answered_and_cancelled_through_another_instance_over_tls() {
     let Some(redis) = Redis::start_tls() else { return };
-    many_instances::a_task_is_served_through_another_instance(&redis);
+    many_instances::a_task_is_served_through_another_instance(&redis.env());
 }
 
 #[test]
 fn a_change_reaches_listeners_on_every_instance_over_tls() {
     let Some(redis) = Redis::start_tls() else { return };
-    many_instances::a_change_reaches_every_listener(&redis);
+    many_instances::a_change_reaches_every_listener(&redis.env());
 }
 
 #[test]

@@ -79,10 +79,10 @@ pub async fn from_env(mut server: Server) -> anyhow::Result<Server> {
         listen = Some(Listen::default().max_streams(streams));
     }
     if let Some(config) = redis_config()? {
-        let redis = mcp_mrtr::redis::Redis::connect(config).await.context("MCP_MRTR_REDIS_URL")?;
+        let redis = mcp_mrtr::redis::Redis::connect(config).await.context("Redis (MCP_MRTR_REDIS_*)")?;
         server = server.request_state(StateConfig::default().single_use(redis.state_guard()));
         tasks = tasks.store(redis.task_store());
-        let fanout = redis.change_fanout().await.context("MCP_MRTR_REDIS_URL")?;
+        let fanout = redis.change_fanout().await.context("Redis (MCP_MRTR_REDIS_*)")?;
         listen = Some(listen.unwrap_or_default().fanout(fanout));
         tracing::info!("single-use states, tasks and list changes are in Redis");
     }
@@ -94,9 +94,11 @@ pub async fn from_env(mut server: Server) -> anyhow::Result<Server> {
 
 /// The environment variables [`from_env`] reads, so a harness starting the fixture can
 /// clear those of its own environment.
-pub const ENV: [&str; 8] = [
+pub const ENV: [&str; 10] = [
     "MCP_MRTR_STATE_KEYS",
     "MCP_MRTR_REDIS_URL",
+    "MCP_MRTR_REDIS_SENTINELS",
+    "MCP_MRTR_REDIS_MASTER",
     "MCP_MRTR_REDIS_CA",
     "MCP_MRTR_REDIS_CERT",
     "MCP_MRTR_REDIS_KEY",
@@ -105,12 +107,17 @@ pub const ENV: [&str; 8] = [
     "MCP_MRTR_MAX_LISTENERS",
 ];
 
-/// How to reach Redis, when `MCP_MRTR_REDIS_URL` is set: the URL (`redis://`, or
-/// `rediss://` for TLS), and for TLS the PEM files of `MCP_MRTR_REDIS_CA` (a private CA,
-/// instead of the system's roots) and `MCP_MRTR_REDIS_CERT` with `MCP_MRTR_REDIS_KEY` (a
-/// client certificate).
+/// How to reach Redis, when `MCP_MRTR_REDIS_URL` or `MCP_MRTR_REDIS_SENTINELS` is set:
+/// the URL (`redis://`, or `rediss://` for TLS), and for TLS the PEM files of
+/// `MCP_MRTR_REDIS_CA` (a private CA, instead of the system's roots) and
+/// `MCP_MRTR_REDIS_CERT` with `MCP_MRTR_REDIS_KEY` (a client certificate); or the
+/// sentinels (`host:port,…`) watching the service `MCP_MRTR_REDIS_MASTER` (`mymaster`).
 fn redis_config() -> anyhow::Result<Option<mcp_mrtr::redis::RedisConfig>> {
     use anyhow::Context as _;
+    if let Ok(sentinels) = std::env::var("MCP_MRTR_REDIS_SENTINELS") {
+        let master = std::env::var("MCP_MRTR_REDIS_MASTER").unwrap_or_else(|_| "mymaster".to_owned());
+        return Ok(Some(mcp_mrtr::redis::RedisConfig::sentinel(master, sentinels.split(','))));
+    }
     let Ok(url) = std::env::var("MCP_MRTR_REDIS_URL") else { return Ok(None) };
     let read = |name: &str| -> anyhow::Result<Option<Vec<u8>>> {
         let Ok(path) = std::env::var(name) else { return Ok(None) };

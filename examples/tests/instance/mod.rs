@@ -5,9 +5,11 @@
 //! running when its test ends is killed.
 
 mod redis;
+pub(crate) mod sentinel;
 mod tls;
 
 pub(crate) use self::redis::Redis;
+pub(crate) use self::sentinel::Sentinels;
 
 use std::collections::hash_map::RandomState;
 use std::fmt::Write as _;

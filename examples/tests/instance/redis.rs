@@ -126,12 +126,12 @@ const ACL_USER: &str =
     "mcp-mrtr on >the-fleet-only ~mcp-mrtr:* &mcp-mrtr:* -@all +ping +get +set +exists +hget +hset +zadd +zrem \
                         +zrangebyscore +pexpireat +publish +subscribe +eval +evalsha +script +info +time";
 
-fn free_port() -> u16 {
+pub(super) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port()
 }
 
 /// A fresh directory of its own under the system's temporary one.
-fn new_dir() -> PathBuf {
+pub(super) fn new_dir() -> PathBuf {
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("mcp-mrtr-redis-{}-{n}", std::process::id()));
@@ -218,7 +218,7 @@ impl Drop for Redis {
 }
 
 fn spawn(port: u16, dir: &Path, more: &[String]) -> Child {
-    let mut child = Command::new("redis-server")
+    let child = Command::new("redis-server")
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
         .arg("--dir")
         .arg(dir)
@@ -226,6 +226,11 @@ fn spawn(port: u16, dir: &Path, more: &[String]) -> Child {
         .stdout(Stdio::null())
         .spawn()
         .expect("start redis-server");
+    wait_listening(child, port)
+}
+
+/// `child`, once it listens on `port`.
+pub(super) fn wait_listening(mut child: Child, port: u16) -> Child {
     let started = Instant::now();
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         if let Ok(Some(status)) = child.try_wait() {
@@ -251,16 +256,16 @@ impl Subscription {
 
 /// A raw RESP connection: enough of the protocol for PUBLISH and SUBSCRIBE, so tests can
 /// speak to Redis as another client would, with nothing of the server's in between.
-struct Resp(BufReader<TcpStream>);
+pub(super) struct Resp(BufReader<TcpStream>);
 
 impl Resp {
-    fn connect(port: u16) -> Self {
+    pub(super) fn connect(port: u16) -> Self {
         let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to redis");
         stream.set_read_timeout(Some(TIMEOUT)).unwrap();
         Self(BufReader::new(stream))
     }
 
-    fn send(&mut self, args: &[&str]) {
+    pub(super) fn send(&mut self, args: &[&str]) {
         let mut command = format!("*{}\r\n", args.len());
         for arg in args {
             let _ = write!(command, "${}\r\n{arg}\r\n", arg.len());
@@ -268,14 +273,14 @@ impl Resp {
         self.0.get_mut().write_all(command.as_bytes()).expect("write to redis");
     }
 
-    fn line(&mut self) -> String {
+    pub(super) fn line(&mut self) -> String {
         let mut line = String::new();
         self.0.read_line(&mut line).expect("a reply from redis in time");
         line.trim_end_matches("\r\n").to_owned()
     }
 
     /// An array of bulk strings and integers, as strings.
-    fn array(&mut self) -> Vec<String> {
+    pub(super) fn array(&mut self) -> Vec<String> {
         let head = self.line();
         let len: usize = head.strip_prefix('*').and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{head:?}"));
         (0..len)

@@ -16,7 +16,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use redis::aio::{ConnectionManager, PubSub};
+use redis::aio::PubSub;
 use tokio::sync::{broadcast, mpsc};
 
 use crate::ext::tasks::StoreError;
@@ -41,18 +41,14 @@ pub struct RedisFanout {
 }
 
 impl RedisFanout {
-    pub(super) async fn start(
-        client: redis::Client,
-        connection: ConnectionManager,
-        channel: String,
-    ) -> Result<Self, StoreError> {
-        let subscribed = subscribe(&client, &channel).await.map_err(super::unreachable)?;
+    pub(super) async fn start(connection: super::Link, channel: String) -> Result<Self, StoreError> {
+        let subscribed = subscribe(&connection.client(), &channel).await.map_err(super::unreachable)?;
         let (outgoing, queued) = mpsc::channel(CAPACITY);
         let local = broadcast::channel(CAPACITY).0;
         let keys = Arc::new(OnceLock::new());
         let bus = Bus { channel, keys: keys.clone() };
-        tokio::spawn(publish(connection, bus.clone(), queued));
-        tokio::spawn(relay(client, bus, subscribed, local.downgrade()));
+        tokio::spawn(publish(connection.clone(), bus.clone(), queued));
+        tokio::spawn(relay(connection, bus, subscribed, local.downgrade()));
         Ok(Self { outgoing, local, keys })
     }
 }
@@ -95,7 +91,7 @@ impl Bus {
 }
 
 /// Publishes queued changes one at a time, so they arrive in the order they were made.
-async fn publish(mut connection: ConnectionManager, bus: Bus, mut queued: mpsc::Receiver<Change>) {
+async fn publish(mut connection: super::Link, bus: Bus, mut queued: mpsc::Receiver<Change>) {
     while let Some(change) = queued.recv().await {
         let Some(sealed) = bus.seal(&change) else {
             tracing::warn!("a change made before the server served was not published: the fanout has no keys yet");
@@ -116,8 +112,9 @@ async fn subscribe(client: &redis::Client, channel: &str) -> redis::RedisResult<
 }
 
 /// Relays the channel into the local broadcast while the fanout lives, subscribing
-/// again after a lost connection.
-async fn relay(client: redis::Client, bus: Bus, subscribed: PubSub, local: broadcast::WeakSender<Change>) {
+/// again after a lost connection (to the node the link talks to then: after a failover,
+/// the new primary).
+async fn relay(link: super::Link, bus: Bus, subscribed: PubSub, local: broadcast::WeakSender<Change>) {
     let mut pubsub = Some(subscribed);
     loop {
         let Some(mut current) = pubsub.take() else { return };
@@ -136,7 +133,7 @@ async fn relay(client: redis::Client, bus: Bus, subscribed: PubSub, local: broad
         while pubsub.is_none() {
             tokio::time::sleep(RECONNECT_AFTER).await;
             let Some(local) = local.upgrade() else { return };
-            match subscribe(&client, &bus.channel).await {
+            match subscribe(&link.client(), &bus.channel).await {
                 Ok(again) => {
                     // Changes made while we were away are lost: say every list may differ.
                     for change in [Change::ToolsListChanged, Change::PromptsListChanged, Change::ResourcesListChanged] {

@@ -24,7 +24,6 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures_util::future::BoxFuture;
-use redis::aio::ConnectionManager;
 use redis::Script;
 
 use crate::{intake::request_state::Claim, intake::request_state::Consumed, intake::request_state::StateGuard};
@@ -78,7 +77,7 @@ const CLOCK_SKEW: Duration = Duration::from_millis(250);
 /// `INFO server` (about 7 µs of Redis's CPU) and, once per memory, a `TIME` and a `SET`.
 #[derive(Clone)]
 pub struct RedisGuard {
-    connection: ConnectionManager,
+    connection: super::Link,
     prefix: String,
     memory: String,
     clock_skew: Duration,
@@ -95,7 +94,7 @@ impl std::fmt::Debug for RedisGuard {
 }
 
 impl RedisGuard {
-    pub(super) fn new(connection: ConnectionManager, prefix: String) -> Self {
+    pub(super) fn new(connection: super::Link, prefix: String) -> Self {
         // Not the `memory-since` of releases before: its plain number would break their
         // script, so during a rolling upgrade each release keeps a memory of its own.
         let memory = format!("{prefix}memory");

@@ -23,33 +23,28 @@
 //! with one `SET NX PX`, a task is written by a script that compares its version. The
 //! scripts touch several keys of one server, so they need a single Redis (standalone,
 //! or the primary that Sentinel names), not Redis Cluster. [`RedisConfig`] says how to
-//! reach it: a URL, and TLS certificates where they are not the system's.
+//! reach it: a URL or a set of sentinels, and TLS certificates where they are not the
+//! system's.
 
 mod config;
 mod fanout;
 mod guard;
+mod link;
 mod tasks;
-
-use std::time::Duration;
-
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 pub use self::config::RedisConfig;
 pub use self::fanout::RedisFanout;
 pub use self::guard::RedisGuard;
+use self::link::Link;
 pub use self::tasks::RedisTaskStore;
 use crate::ext::tasks::StoreError;
 
-/// How long one Redis command may take before it counts as a failure: the request it
-/// serves then fails cleanly instead of hanging.
-const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
-
 /// A connection to Redis, shared by the stores made from it (commands are pipelined on
-/// one multiplexed connection that reconnects by itself).
+/// one multiplexed connection that reconnects by itself, and follows the primary when
+/// Sentinel names another).
 #[derive(Clone)]
 pub struct Redis {
-    client: redis::Client,
-    connection: ConnectionManager,
+    connection: Link,
     /// What every key starts with: the prefix as [`namespace`] delimits it.
     prefix: String,
 }
@@ -63,27 +58,18 @@ impl std::fmt::Debug for Redis {
 
 impl Redis {
     /// Connects to the Redis that `config` names: a URL (`redis://[user:password@]host:port/db`,
-    /// or `rediss://` for TLS) or a [`RedisConfig`] with certificates. Fails at once when
-    /// Redis cannot be reached, or refuses the connection, so a misconfigured instance does
-    /// not start.
+    /// or `rediss://` for TLS), or a [`RedisConfig`] (certificates, Sentinel). Fails at once
+    /// when Redis cannot be reached, or refuses the connection or the login, so a
+    /// misconfigured instance does not start.
     ///
     /// Keys start with `mcp-mrtr:`; see [`prefix`](Self::prefix) to share one Redis
     /// between several servers.
     pub async fn connect(config: impl Into<RedisConfig>) -> Result<Self, StoreError> {
-        let client = config.into().client().map_err(StoreError::new)?;
-        // While Redis is away, a request gets its error within a second rather than
-        // after the client's default six reconnection attempts (~6 s); the next command
-        // tries to reconnect again.
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(RESPONSE_TIMEOUT))
-            .set_response_timeout(Some(RESPONSE_TIMEOUT))
-            .set_number_of_retries(2)
-            .set_max_delay(Duration::from_millis(500));
-        let mut connection = ConnectionManager::new_with_config(client.clone(), config).await.map_err(unreachable)?;
+        let mut connection = config.into().link().await?;
         // A connection is not yet a login: a wrong password or an ACL user without the
         // stores' commands shows here, at start-up, rather than at the first request.
         redis::cmd("PING").query_async::<()>(&mut connection).await.map_err(unreachable)?;
-        Ok(Self { client, connection, prefix: "mcp-mrtr:".to_owned() })
+        Ok(Self { connection, prefix: "mcp-mrtr:".to_owned() })
     }
 
     /// Starts every key with `prefix` instead of `mcp-mrtr:`. Instances of one server
@@ -118,7 +104,7 @@ impl Redis {
     /// that every instance must serve (a tool turned off by a feature flag) is applied
     /// by each instance, from the source the application already shares.
     pub async fn change_fanout(&self) -> Result<RedisFanout, StoreError> {
-        RedisFanout::start(self.client.clone(), self.connection.clone(), format!("{}changes", self.prefix)).await
+        RedisFanout::start(self.connection.clone(), format!("{}changes", self.prefix)).await
     }
 }
 

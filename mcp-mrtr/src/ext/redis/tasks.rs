@@ -9,7 +9,6 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use futures_util::future::BoxFuture;
-use redis::aio::ConnectionManager;
 use redis::Script;
 
 use super::unreachable;
@@ -55,7 +54,7 @@ return lapsed
 /// [`Redis::task_store`](super::Redis::task_store).
 #[derive(Clone)]
 pub struct RedisTaskStore {
-    connection: ConnectionManager,
+    connection: super::Link,
     records: String,
     leases: String,
     create: Script,
@@ -70,7 +69,7 @@ impl std::fmt::Debug for RedisTaskStore {
 }
 
 impl RedisTaskStore {
-    pub(super) fn new(connection: ConnectionManager, prefix: &str) -> Self {
+    pub(super) fn new(connection: super::Link, prefix: &str) -> Self {
         Self {
             connection,
             records: format!("{prefix}task:"),
