@@ -11,6 +11,7 @@ mod instances;
 mod many_instances;
 mod notes;
 mod ported;
+mod redis_cluster;
 mod redis_forgets;
 mod redis_prefixes;
 mod redis_round_trips;

@@ -8,7 +8,7 @@ use crate::instance;
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use instance::{Instance, Redis, Sentinels};
+use instance::{Cluster, Instance, Redis, Sentinels};
 use mcp_mrtr::testing::answer;
 use serde_json::{json, Value};
 
@@ -420,4 +420,57 @@ fn a_failover_behind_sentinel_takes_no_step_twice_and_keeps_replicated_tasks() {
     assert_eq!(stepped["result"]["resultType"], "input_required", "{stepped}");
     let again = start_step(a, "after", &fresh["requestState"]);
     assert_eq!(again["error"]["code"], -32602, "{again}");
+}
+
+/// A Redis Cluster loses a primary (SIGKILL) and its replica takes its slots over while
+/// `once!` calls and a task are in flight. The claims spread over the shards (each state
+/// in its digest's bucket); whichever shard they were on, none opens again, the task
+/// (replicated first) completes once, and new calls go on.
+#[test]
+fn a_cluster_failover_takes_no_step_twice_and_keeps_replicated_tasks() {
+    let Some(mut cluster) = Cluster::start() else { return };
+    let nodes = instances_reaching(&cluster.env(), &instance::new_key("k1"), LEASE_MS, 2);
+    let (a, b) = (nodes[0].addr, nodes[1].addr);
+    let claimed: Vec<(String, Value)> = (0..8)
+        .map(|n| {
+            let call_id = format!("cluster-{n}");
+            let once = call(a, ONCE, json!({ "call_id": call_id }))["result"]["requestState"].clone();
+            let stepped = start_step(b, &call_id, &once);
+            assert_eq!(stepped["result"]["resultType"], "input_required", "{stepped}");
+            (call_id, once)
+        })
+        .collect();
+    let id = create_task(a, "confirm_delete", json!({ "filename": "sharded.txt" }));
+    let waiting = poll_until(b, &id, |t| t["status"] == "input_required");
+    cluster.synced();
+
+    cluster.fail_over();
+    for (call_id, state) in &claimed {
+        let started = Instant::now();
+        let replayed = loop {
+            let reply = start_step(a, call_id, state);
+            if reply["error"]["code"] != -32603 || started.elapsed() > TAKEOVER_WITHIN {
+                break reply;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        assert_eq!(replayed["error"]["code"], -32602, "{call_id} opened after the failover: {replayed}");
+    }
+    let key = only_key(&waiting);
+    let started = Instant::now();
+    let answer = json!({ "taskId": id, "inputResponses": { key: answer::accept(json!({ "confirm": true })) } });
+    while !rpc(b, "tasks/update", answer.clone())["result"].is_object() {
+        assert!(started.elapsed() < TAKEOVER_WITHIN, "the task could not be answered after the failover");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let done = poll_until(a, &id, |t| t["status"] == "completed");
+    assert_eq!(result_text(&done), "Deleted sharded.txt", "{done}");
+
+    // Each instance's guard notices the shard's new process within its watch's second,
+    // and begins that shard's memory again with the margin: a call sealed after both
+    // takes its step.
+    std::thread::sleep(Duration::from_millis(1500));
+    let fresh = call(a, ONCE, json!({ "call_id": "after" }))["result"].clone();
+    let stepped = start_step(b, "after", &fresh["requestState"]);
+    assert_eq!(stepped["result"]["resultType"], "input_required", "{stepped}");
 }

@@ -25,6 +25,7 @@ environment:
   MCP_MRTR_REDIS_KEY      Redis that requires one
   MCP_MRTR_REDIS_SENTINELS  host:port,...: Redis behind these sentinels instead, whose
   MCP_MRTR_REDIS_MASTER     service (default mymaster) the stores follow across failovers
+  MCP_MRTR_REDIS_CLUSTER  redis://host:port,...: a Redis Cluster's seed nodes instead
   MCP_MRTR_TASK_LEASE_MS  how long a running task's lease lasts (default 10000)
   MCP_MRTR_TASK_RATE      tasks one client may start per second, and hold live at once
                           (for load runs; default 1/s after a burst of 16, 16 live)

@@ -94,9 +94,10 @@ pub async fn from_env(mut server: Server) -> anyhow::Result<Server> {
 
 /// The environment variables [`from_env`] reads, so a harness starting the fixture can
 /// clear those of its own environment.
-pub const ENV: [&str; 10] = [
+pub const ENV: [&str; 11] = [
     "MCP_MRTR_STATE_KEYS",
     "MCP_MRTR_REDIS_URL",
+    "MCP_MRTR_REDIS_CLUSTER",
     "MCP_MRTR_REDIS_SENTINELS",
     "MCP_MRTR_REDIS_MASTER",
     "MCP_MRTR_REDIS_CA",
@@ -111,9 +112,13 @@ pub const ENV: [&str; 10] = [
 /// the URL (`redis://`, or `rediss://` for TLS), and for TLS the PEM files of
 /// `MCP_MRTR_REDIS_CA` (a private CA, instead of the system's roots) and
 /// `MCP_MRTR_REDIS_CERT` with `MCP_MRTR_REDIS_KEY` (a client certificate); or the
-/// sentinels (`host:port,…`) watching the service `MCP_MRTR_REDIS_MASTER` (`mymaster`).
+/// sentinels (`host:port,…`) watching the service `MCP_MRTR_REDIS_MASTER` (`mymaster`); or
+/// the seed URLs of a cluster, `MCP_MRTR_REDIS_CLUSTER` (`redis://host:port,…`).
 fn redis_config() -> anyhow::Result<Option<mcp_mrtr::redis::RedisConfig>> {
     use anyhow::Context as _;
+    if let Ok(seeds) = std::env::var("MCP_MRTR_REDIS_CLUSTER") {
+        return Ok(Some(mcp_mrtr::redis::RedisConfig::cluster(seeds.split(','))));
+    }
     if let Ok(sentinels) = std::env::var("MCP_MRTR_REDIS_SENTINELS") {
         let master = std::env::var("MCP_MRTR_REDIS_MASTER").unwrap_or_else(|_| "mymaster".to_owned());
         return Ok(Some(mcp_mrtr::redis::RedisConfig::sentinel(master, sentinels.split(','))));

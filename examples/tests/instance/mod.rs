@@ -4,10 +4,12 @@
 //! HTTP/1.1 client for 2026-07-28 requests. Every wait is bounded, and a child still
 //! running when its test ends is killed.
 
+mod cluster;
 mod redis;
 pub(crate) mod sentinel;
 mod tls;
 
+pub(crate) use self::cluster::Cluster;
 pub(crate) use self::redis::Redis;
 pub(crate) use self::sentinel::Sentinels;
 

@@ -20,6 +20,8 @@ pub(crate) struct Redis {
     dir: PathBuf,
     /// Set when it speaks TLS only (and requires a client certificate).
     tls: Option<TlsFiles>,
+    /// Whether it runs (it was not killed since it last started).
+    up: bool,
     /// What it was started with beyond the defaults, for a restart.
     args: Vec<String>,
 }
@@ -28,7 +30,12 @@ impl Redis {
     /// Starts one, or `None` (after saying why) when `redis-server` is not installed and
     /// the run does not require it.
     pub(crate) fn start() -> Option<Self> {
-        installed().then(|| Self::spawn_new(None, Vec::new()))
+        Self::start_with(Vec::new())
+    }
+
+    /// Starts one with these settings beyond the defaults (`--name value…`).
+    pub(crate) fn start_with(args: Vec<String>) -> Option<Self> {
+        installed().then(|| Self::spawn_new(None, args))
     }
 
     /// Starts one as a managed service runs: TLS only, with a CA, a server certificate and
@@ -70,7 +77,7 @@ impl Redis {
             args.extend(["--port".into(), "0".into(), "--tls-port".into(), port.to_string()]);
         }
         let child = spawn(port, &dir, &args);
-        Self { port, child, dir, tls, args }
+        Self { port, child, dir, tls, args, up: true }
     }
 
     /// The certificates a TLS one was started with.
@@ -200,6 +207,12 @@ impl Redis {
     pub(crate) fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        self.up = false;
+    }
+
+    /// Whether it runs: it was not killed since it last started.
+    pub(crate) fn is_up(&self) -> bool {
+        self.up
     }
 
     /// Kills it and starts it again on the same port and directory: empty, unless a
@@ -207,6 +220,7 @@ impl Redis {
     pub(crate) fn restart(&mut self) {
         self.kill();
         self.child = spawn(self.port, &self.dir, &self.args);
+        self.up = true;
     }
 }
 
@@ -279,6 +293,29 @@ impl Resp {
         line.trim_end_matches("\r\n").to_owned()
     }
 
+    /// A bulk string.
+    pub(super) fn bulk(&mut self) -> String {
+        let head = self.line();
+        let size: usize = head.strip_prefix('$').and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{head:?}"));
+        self.bulk_of(size)
+    }
+
+    /// The `size` bytes of a bulk string whose header was read, and its line end.
+    fn bulk_of(&mut self, size: usize) -> String {
+        let mut bytes = vec![0; size + 2];
+        self.0.read_exact(&mut bytes).expect("a bulk string");
+        bytes.truncate(size);
+        String::from_utf8(bytes).expect("UTF-8")
+    }
+
+    /// The first element of an array, a bulk string; the rest is left unread (the
+    /// connection is for this one reply).
+    pub(super) fn array_head(&mut self) -> String {
+        let head = self.line();
+        assert!(head.starts_with('*'), "{head:?}");
+        self.bulk()
+    }
+
     /// An array of bulk strings and integers, as strings.
     pub(super) fn array(&mut self) -> Vec<String> {
         let head = self.line();
@@ -291,10 +328,7 @@ impl Resp {
                 }
                 let size: usize =
                     item.strip_prefix('$').and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{item:?}"));
-                let mut bytes = vec![0; size + 2];
-                self.0.read_exact(&mut bytes).expect("a bulk string");
-                bytes.truncate(size);
-                String::from_utf8(bytes).expect("UTF-8")
+                self.bulk_of(size)
             })
             .collect()
     }

@@ -64,6 +64,7 @@ pub struct RedisConfig {
 enum Place {
     Url(String),
     Sentinel { master: String, sentinels: Vec<String> },
+    Cluster(Vec<String>),
 }
 
 impl std::fmt::Debug for RedisConfig {
@@ -91,6 +92,15 @@ impl RedisConfig {
     pub fn sentinel(master: impl Into<String>, sentinels: impl IntoIterator<Item = impl Into<String>>) -> Self {
         let sentinels = sentinels.into_iter().map(Into::into).collect();
         Self { place: Place::Sentinel { master: master.into(), sentinels }, ca: None, client: None, login: None }
+    }
+
+    /// A Redis Cluster, found through `seeds`: URLs of some of its nodes
+    /// (`redis://[user:password@]host:port`), any one reachable suffices. Keys carry hash
+    /// tags, so each script runs on one shard, and a server's keys spread over 16 slots.
+    /// Plain text.
+    pub fn cluster(seeds: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        let seeds = seeds.into_iter().map(Into::into).collect();
+        Self { place: Place::Cluster(seeds), ca: None, client: None, login: None }
     }
 
     /// Logs in to the data nodes Sentinel names as ACL `user` with `password` (a
@@ -132,6 +142,13 @@ impl RedisConfig {
             }
             Place::Url(url) => Link::standalone(self.client(url)?).await.map_err(super::unreachable),
             Place::Sentinel { .. } if certificates => Err(bad("TLS through Sentinel is not supported yet")),
+            Place::Cluster(_) if certificates || self.login.is_some() => {
+                Err(bad("a cluster's seed URLs carry the login, and TLS to a cluster is not supported yet"))
+            }
+            Place::Cluster(seeds) if seeds.iter().any(|seed| seed.starts_with("rediss://")) => {
+                Err(bad("TLS to a cluster is not supported yet"))
+            }
+            Place::Cluster(seeds) => Link::cluster(seeds).await.map_err(super::unreachable),
             Place::Sentinel { master, sentinels } => {
                 let addresses = sentinels.iter().map(|s| address(s)).collect::<Result<Vec<_>, _>>()?;
                 let mut builder = SentinelClientBuilder::new(addresses, master, SentinelServerType::Master)

@@ -1,5 +1,5 @@
-//! [`Link`]: the one connection the stores share, to a standalone Redis or to the primary
-//! that Sentinel names.
+//! [`Link`]: the one connection the stores share, to a standalone Redis, to the primary
+//! that Sentinel names, or to a Redis Cluster.
 //!
 //! A standalone Redis is one address, and redis-rs's `ConnectionManager` reconnects to it
 //! by itself. Behind Sentinel the primary moves. When a command fails the way commands
@@ -8,11 +8,19 @@
 //! the primary now (redis-rs confirms it with `ROLE`) and sends every store's next command
 //! there. The failed command is not retried: a script may have run before the reply was
 //! lost, so its request fails cleanly ("try again later") and the client decides.
+//!
+//! A cluster is redis-rs's `ClusterConnection`: it routes each command by its keys' slot,
+//! follows `MOVED`, and learns the new layout when a shard's replica is promoted.
+//! Subscriptions (the fanout's) are plain ones on one node: a cluster delivers every
+//! `PUBLISH` to subscribers on every node, and a lost node is replaced by the next seed.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
 use redis::sentinel::SentinelClient;
 use redis::{Cmd, Pipeline, RedisError, RedisFuture, RedisResult, Value};
 
@@ -26,11 +34,14 @@ const ASK_SENTINELS_EVERY: Duration = Duration::from_millis(200);
 
 /// The connection to Redis the stores share (cheap to clone: every clone is the same link).
 #[derive(Clone)]
-pub(crate) struct Link {
-    shared: Arc<Shared>,
+pub(crate) enum Link {
+    /// A standalone Redis, or the primary behind Sentinel.
+    Node(Arc<Node>),
+    /// A Redis Cluster, and its seeds for subscriptions.
+    Cluster(ClusterConnection, Arc<Seeds>),
 }
 
-struct Shared {
+pub(crate) struct Node {
     current: Mutex<Current>,
     /// Set behind Sentinel: who to ask where the primary went, and when we last asked.
     sentinel: Option<tokio::sync::Mutex<(SentinelClient, Option<Instant>)>>,
@@ -44,40 +55,74 @@ struct Current {
     connection: ConnectionManager,
 }
 
+/// A cluster's seed nodes, and which one a subscription tries next.
+pub(crate) struct Seeds {
+    clients: Vec<redis::Client>,
+    next: AtomicUsize,
+}
+
 impl Link {
     /// A link to the one Redis `client` names.
     pub(super) async fn standalone(client: redis::Client) -> RedisResult<Self> {
         let connection = manager(&client).await?;
-        Ok(Self::new(Current { generation: 0, client, connection }, None))
+        Ok(Self::node(Current { generation: 0, client, connection }, None))
     }
 
     /// A link to the primary the sentinels of `sentinel` name, following it when it moves.
     pub(super) async fn sentinel(mut sentinel: SentinelClient) -> RedisResult<Self> {
         let client = sentinel.async_get_client().await?;
         let connection = manager(&client).await?;
-        Ok(Self::new(Current { generation: 0, client, connection }, Some(sentinel)))
+        Ok(Self::node(Current { generation: 0, client, connection }, Some(sentinel)))
     }
 
-    fn new(current: Current, sentinel: Option<SentinelClient>) -> Self {
+    fn node(current: Current, sentinel: Option<SentinelClient>) -> Self {
         let sentinel = sentinel.map(|sentinel| tokio::sync::Mutex::new((sentinel, None)));
-        Self { shared: Arc::new(Shared { current: Mutex::new(current), sentinel }) }
+        Self::Node(Arc::new(Node { current: Mutex::new(current), sentinel }))
     }
 
-    fn current(&self) -> Current {
-        self.shared.current.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    /// A link to the cluster the `seeds` (URLs of some of its nodes) belong to.
+    pub(super) async fn cluster(seeds: &[String]) -> RedisResult<Self> {
+        let connection = ClusterClient::builder(seeds.iter().map(String::as_str))
+            .connection_timeout(RESPONSE_TIMEOUT)
+            .response_timeout(RESPONSE_TIMEOUT)
+            .retries(3)
+            .min_retry_wait(100)
+            .max_retry_wait(1_000)
+            .build()?
+            .get_async_connection()
+            .await?;
+        let clients = seeds.iter().map(|seed| redis::Client::open(seed.as_str())).collect::<RedisResult<_>>()?;
+        Ok(Self::Cluster(connection, Arc::new(Seeds { clients, next: AtomicUsize::new(0) })))
+    }
+
+    /// Whether the link is to a Redis Cluster, whose keys must carry hash tags.
+    pub(super) fn is_cluster(&self) -> bool {
+        matches!(self, Self::Cluster(..))
     }
 
     /// The client of the node the link talks to now, for connections of their own
-    /// (pub/sub subscriptions).
+    /// (pub/sub subscriptions); on a cluster, the next seed node each time.
     pub(super) fn client(&self) -> redis::Client {
-        self.current().client
+        match self {
+            Self::Node(node) => node.current().client,
+            Self::Cluster(_, seeds) => {
+                let at = seeds.next.fetch_add(1, Ordering::Relaxed) % seeds.clients.len().max(1);
+                seeds.clients[at].clone()
+            }
+        }
+    }
+}
+
+impl Node {
+    fn current(&self) -> Current {
+        self.current.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// After a command on generation `seen` failed with `error`: behind Sentinel, moves
     /// the link to the primary the sentinels name now, if it moved and no other command
     /// has moved the link since.
     async fn follow(&self, seen: u64, error: &RedisError) {
-        let Some(sentinel) = &self.shared.sentinel else { return };
+        let Some(sentinel) = &self.sentinel else { return };
         if !lost_the_primary(error) {
             return;
         }
@@ -98,7 +143,7 @@ impl Link {
         }
         match manager(&client).await {
             Ok(connection) => {
-                let mut current = self.shared.current.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
                 tracing::warn!(primary = %client.get_connection_info().addr(), "Redis failed over: following the new primary");
                 *current = Current { generation: current.generation + 1, client, connection };
             }
@@ -131,14 +176,17 @@ async fn manager(client: &redis::Client) -> RedisResult<ConnectionManager> {
 
 impl ConnectionLike for Link {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        Box::pin(async move {
-            let Current { generation, mut connection, .. } = self.current();
-            let reply = connection.req_packed_command(cmd).await;
-            if let Err(error) = &reply {
-                self.follow(generation, error).await;
-            }
-            reply
-        })
+        match self {
+            Self::Cluster(cluster, _) => cluster.req_packed_command(cmd),
+            Self::Node(node) => Box::pin(async move {
+                let Current { generation, mut connection, .. } = node.current();
+                let reply = connection.req_packed_command(cmd).await;
+                if let Err(error) = &reply {
+                    node.follow(generation, error).await;
+                }
+                reply
+            }),
+        }
     }
 
     fn req_packed_commands<'a>(
@@ -147,17 +195,23 @@ impl ConnectionLike for Link {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        Box::pin(async move {
-            let Current { generation, mut connection, .. } = self.current();
-            let replies = connection.req_packed_commands(pipeline, offset, count).await;
-            if let Err(error) = &replies {
-                self.follow(generation, error).await;
-            }
-            replies
-        })
+        match self {
+            Self::Cluster(cluster, _) => cluster.req_packed_commands(pipeline, offset, count),
+            Self::Node(node) => Box::pin(async move {
+                let Current { generation, mut connection, .. } = node.current();
+                let replies = connection.req_packed_commands(pipeline, offset, count).await;
+                if let Err(error) = &replies {
+                    node.follow(generation, error).await;
+                }
+                replies
+            }),
+        }
     }
 
     fn get_db(&self) -> i64 {
-        self.current().connection.get_db()
+        match self {
+            Self::Cluster(cluster, _) => cluster.get_db(),
+            Self::Node(node) => node.current().connection.get_db(),
+        }
     }
 }

@@ -20,15 +20,16 @@
 //! ```
 //!
 //! Atomicity comes from Redis, never from a lock in one process: a state is recorded
-//! with one `SET NX PX`, a task is written by a script that compares its version. The
-//! scripts touch several keys of one server, so they need a single Redis (standalone,
-//! or the primary that Sentinel names), not Redis Cluster. [`RedisConfig`] says how to
-//! reach it: a URL or a set of sentinels, and TLS certificates where they are not the
-//! system's.
+//! with one `SET NX PX`, a task is written by a script that compares its version. Each
+//! script's keys share one hash slot on a Redis Cluster (`keys.rs`), so the same scripts
+//! run on a standalone Redis, the primary Sentinel names, or a cluster. [`RedisConfig`]
+//! says how to reach it: a URL, a set of sentinels or a cluster's seeds, and TLS
+//! certificates where they are not the system's.
 
 mod config;
 mod fanout;
 mod guard;
+mod keys;
 mod link;
 mod tasks;
 
@@ -78,7 +79,8 @@ impl Redis {
     /// Different prefixes never share a key, even when one starts with the other (`app:`
     /// and `app:task:x`): a `:` ends the prefix, and a `:` (or `%`) inside it is written
     /// `%3A` (`%25`). So `app` and `app:` are the same prefix, and `app:prod:` keys start
-    /// with `app%3Aprod:`.
+    /// with `app%3Aprod:`. Braces are written `%7B` and `%7D`, so a prefix never makes a
+    /// hash tag of its own on a cluster.
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = namespace(&prefix.into());
         self
@@ -87,13 +89,13 @@ impl Redis {
     /// A [`StateGuard`](crate::request_state::StateGuard) shared by every instance: a request state
     /// opens once across all of them.
     pub fn state_guard(&self) -> RedisGuard {
-        RedisGuard::new(self.connection.clone(), format!("{}state:", self.prefix))
+        RedisGuard::new(self.connection.clone(), self.keys())
     }
 
     /// A [`TaskStore`](crate::tasks::TaskStore) shared by every instance, with leases: a task
     /// whose instance died is taken over by another.
     pub fn task_store(&self) -> RedisTaskStore {
-        RedisTaskStore::new(self.connection.clone(), &self.prefix)
+        RedisTaskStore::new(self.connection.clone(), self.keys())
     }
 
     /// A [`ChangeFanout`](crate::catalog::ChangeFanout) over Redis pub/sub: a change made
@@ -104,7 +106,14 @@ impl Redis {
     /// that every instance must serve (a tool turned off by a feature flag) is applied
     /// by each instance, from the source the application already shares.
     pub async fn change_fanout(&self) -> Result<RedisFanout, StoreError> {
-        RedisFanout::start(self.connection.clone(), format!("{}changes", self.prefix)).await
+        RedisFanout::start(self.connection.clone(), self.keys().channel()).await
+    }
+}
+
+impl Redis {
+    /// This server's keys, laid out for the deployment.
+    fn keys(&self) -> keys::KeySpace {
+        keys::KeySpace::new(&self.prefix, self.connection.is_cluster())
     }
 }
 
@@ -114,7 +123,7 @@ impl Redis {
 /// is taken as that end, so the usual `name:` prefixes keep their keys.
 fn namespace(prefix: &str) -> String {
     let inside = prefix.strip_suffix(':').unwrap_or(prefix);
-    let mut namespace = inside.replace('%', "%25").replace(':', "%3A");
+    let mut namespace = inside.replace('%', "%25").replace(':', "%3A").replace('{', "%7B").replace('}', "%7D");
     namespace.push(':');
     namespace
 }
@@ -144,5 +153,6 @@ mod tests {
             assert_eq!(encoded.find(':'), Some(encoded.len() - 1), "{prefix}: {encoded}");
         }
         assert_ne!(namespace("a:b"), namespace("a%3Ab"));
+        assert_eq!(namespace("{app}"), "%7Bapp%7D:", "no hash tag of the prefix's own");
     }
 }

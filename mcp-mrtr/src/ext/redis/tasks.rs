@@ -1,7 +1,8 @@
 //! [`RedisTaskStore`]: task records in Redis, with the index of running tasks' leases.
 //!
 //! A record is a hash `<prefix>task:<id>` with its version (`v`) and its JSON (`r`),
-//! expiring with the task. The sorted set `<prefix>task-leases` scores each live task by
+//! expiring with the task (on a cluster, each key carries its bucket's tag: see
+//! [`KeySpace`]). The sorted set `<prefix>task-leases` scores each live task by
 //! when an instance must act on it ([`TaskRecord::lease_expires_at`]: its lease lapses,
 //! or its lifetime ends), so [`TaskStore::lapsed`] is one range query. Writes
 //! are scripts, so the version check and both keys change atomically.
@@ -11,6 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use futures_util::future::BoxFuture;
 use redis::Script;
 
+use super::keys::KeySpace;
 use super::unreachable;
 use crate::ext::tasks::{StoreError, TaskRecord, TaskStore};
 
@@ -55,8 +57,7 @@ return lapsed
 #[derive(Clone)]
 pub struct RedisTaskStore {
     connection: super::Link,
-    records: String,
-    leases: String,
+    keys: KeySpace,
     create: Script,
     replace: Script,
     lapsed: Script,
@@ -64,24 +65,19 @@ pub struct RedisTaskStore {
 
 impl std::fmt::Debug for RedisTaskStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedisTaskStore").field("records", &self.records).finish_non_exhaustive()
+        f.debug_struct("RedisTaskStore").field("keys", &self.keys).finish_non_exhaustive()
     }
 }
 
 impl RedisTaskStore {
-    pub(super) fn new(connection: super::Link, prefix: &str) -> Self {
+    pub(super) fn new(connection: super::Link, keys: KeySpace) -> Self {
         Self {
             connection,
-            records: format!("{prefix}task:"),
-            leases: format!("{prefix}task-leases"),
+            keys,
             create: Script::new(CREATE),
             replace: Script::new(REPLACE),
             lapsed: Script::new(LAPSED),
         }
-    }
-
-    fn key(&self, id: &str) -> String {
-        format!("{}{id}", self.records)
     }
 }
 
@@ -109,10 +105,11 @@ impl TaskStore for RedisTaskStore {
         Box::pin(async move {
             let json = encode(&record)?;
             let expire_at = expire_at(&record);
+            let (key, leases) = self.keys.task(record.id());
             let created: i64 = self
                 .create
-                .key(self.key(record.id()))
-                .key(&self.leases)
+                .key(key)
+                .key(leases)
                 .arg(json)
                 .arg(record.version())
                 .arg(expire_at)
@@ -132,7 +129,7 @@ impl TaskStore for RedisTaskStore {
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>> {
         Box::pin(async move {
             let json: Option<String> = redis::cmd("HGET")
-                .arg(self.key(id))
+                .arg(self.keys.task(id).0)
                 .arg("r")
                 .query_async(&mut self.connection.clone())
                 .await
@@ -148,10 +145,11 @@ impl TaskStore for RedisTaskStore {
         Box::pin(async move {
             record.set_version(expected + 1);
             let json = encode(&record)?;
+            let (key, leases) = self.keys.task(record.id());
             let replaced: i64 = self
                 .replace
-                .key(self.key(record.id()))
-                .key(&self.leases)
+                .key(key)
+                .key(leases)
                 .arg(json)
                 .arg(expected)
                 .arg(expected + 1)
@@ -167,14 +165,20 @@ impl TaskStore for RedisTaskStore {
 
     fn lapsed(&self, now: SystemTime, limit: usize) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
         Box::pin(async move {
-            self.lapsed
-                .key(&self.leases)
-                .arg(epoch_ms(now))
-                .arg(limit)
-                .arg(&self.records)
-                .invoke_async(&mut self.connection.clone())
-                .await
-                .map_err(unreachable)
+            // One script per bucket (one on a single Redis), each on its own shard.
+            let buckets = self.keys.leases().into_iter().map(|(leases, records)| {
+                let mut connection = self.connection.clone();
+                async move {
+                    let mut script = self.lapsed.key(leases);
+                    script.arg(epoch_ms(now)).arg(limit).arg(records).invoke_async::<Vec<String>>(&mut connection).await
+                }
+            });
+            let mut lapsed = Vec::new();
+            for ids in futures_util::future::join_all(buckets).await {
+                lapsed.extend(ids.map_err(unreachable)?);
+            }
+            lapsed.truncate(limit);
+            Ok(lapsed)
         })
     }
 }
