@@ -5,7 +5,11 @@
 # more). Fails if any operation was lost, duplicated, wrong or hung (soak exits 1), if the
 # run could not start (2), or if the schedule did not kill an instance and restart Redis.
 #
-#   bash .ci/soak.sh            # SOAK_SECONDS, SOAK_SEED and SOAK_OUT override the defaults
+#   bash .ci/soak.sh            # SOAK_SECONDS, SOAK_SEED, SOAK_OUT and SOAK_REDIS override the defaults
+#
+# SOAK_REDIS picks the Redis deployment, and so its fault: standalone (restarted empty, the
+# default), persistent (restarted from its AOF), sentinel (the primary killed, the replica
+# promoted) or cluster (a primary killed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,10 +24,12 @@ cargo build -p mcp-mrtr-examples --bins --quiet
 seconds="${SOAK_SECONDS:-60}"
 seed="${SOAK_SEED:-$RANDOM$RANDOM}"
 out="${SOAK_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/mcp-mrtr-soak.XXXXXX")}"
-echo "soak: ${seconds} s, seed ${seed} (SOAK_SEED=${seed} repeats the schedule), output in ${out}"
+redis="${SOAK_REDIS:-standalone}"
+echo "soak: ${seconds} s, seed ${seed} (SOAK_SEED=${seed} repeats the schedule), redis ${redis}, output in ${out}"
 
 status=0
-target/debug/soak --seconds "$seconds" --instances 3 --seed "$seed" --out "$out" --faults default || status=$?
+target/debug/soak --seconds "$seconds" --instances 3 --seed "$seed" --out "$out" --faults default --redis "$redis" \
+  || status=$?
 if [ "$status" -ne 0 ]; then
   echo "soak: FAILED (exit $status); the history of each operation named above is in ${out}/history.jsonl" >&2
   exit "$status"

@@ -2,17 +2,20 @@
 """Flows per second, latency and server CPU per flow, measured with `flow_load`.
 
     examples/bench/flows.py compare [--other PATH --other-name rmcp] [--flows "task multi_round"]
-    examples/bench/flows.py redis   [--flows "elicitation multi_round task"] [--instances 3]
+    examples/bench/flows.py redis   [--flows "once task"] [--deployments "standalone sentinel cluster"]
+                                    [--instances 3]
 
 `compare` runs the `everything` fixture (release) against another server that serves the
 conformance fixtures on 127.0.0.1:$PORT/mcp (rmcp's conformance server does), started with
 TCP_NODELAY forced on its accepted sockets (`nodelay.c`), alternating A B A B so that
 drift hits both. Without `--other` it runs ours against itself, which is the noise.
 
-`redis` runs `everything` with its in-memory stores, then with the Redis stores on a
-`redis-server` of its own (`MCP_MRTR_REDIS_URL`): CPU per flow and Redis commands per flow
-(from `INFO commandstats`) on one instance, then flows/s on 1, 2, ... N instances that
-share a key ring, `flow_load` spreading every request round robin over them.
+`redis` runs `everything` with its in-memory stores, then with the Redis stores on each
+deployment of its own (`standalone`, `sentinel`: a primary, a replica and three sentinels,
+`cluster`: three primaries with a replica each): flows/s, server CPU per flow, Redis
+commands per flow (from `INFO commandstats`, summed over the data nodes) and Redis CPU per
+flow on one instance, then flows/s on 2 ... N instances of the first deployment that share
+a key ring, `flow_load` spreading every request round robin over them.
 
 Medians of `--reps` runs (default 3), with the spread (max - min) / median of the same
 binary as its noise. Everything listens on 127.0.0.1 only. Run from the project's root.
@@ -157,22 +160,23 @@ def compare(args):
             print(f"  ratio {a / b:.2f}")
 
 
-class Redis:
-    def __init__(self):
+class Node:
+    """One redis-server process on 127.0.0.1 in a folder of its own, nothing saved."""
+
+    def __init__(self, *settings):
         self.dir = tempfile.mkdtemp(prefix="mcp-mrtr-bench-redis.")
         self.port = free_port()
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", self.dir], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             "--dir", self.dir, *settings], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_port(self.port, self.proc)
-        self.url = f"redis://127.0.0.1:{self.port}/"
 
     def cli(self, *words):
         return subprocess.run(["redis-cli", "-p", str(self.port), *words], capture_output=True, text=True,
                               check=True).stdout
 
     def commands(self):
-        """Every command Redis has run, by name."""
+        """Every command this node has run, by name."""
         counts = {}
         for row in self.cli("info", "commandstats").splitlines():
             if row.startswith("cmdstat_"):
@@ -191,51 +195,123 @@ class Redis:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def until(what, done, seconds=60):
+    deadline = time.time() + seconds
+    while not done():
+        if time.time() > deadline:
+            sys.exit(f"bench: waited too long for {what}")
+        time.sleep(0.1)
+
+
+class Redis:
+    """A Redis deployment of the benchmark's own: `standalone` (one node), `sentinel` (a
+    primary, a replica and three sentinels) or `cluster` (three primaries with a replica
+    each). Commands and CPU are summed over the data nodes; `env` tells `everything`."""
+
+    def __init__(self, shape="standalone"):
+        self.nodes, self.sentinels = [], []
+        if shape == "standalone":
+            self.nodes.append(Node())
+            self.env = {"MCP_MRTR_REDIS_URL": f"redis://127.0.0.1:{self.nodes[0].port}/"}
+        elif shape == "sentinel":
+            primary = Node()
+            self.nodes += [primary, Node("--replicaof", "127.0.0.1", str(primary.port))]
+            for _ in range(3):
+                port = free_port()
+                conf = os.path.join(primary.dir, f"sentinel-{port}.conf")
+                with open(conf, "w") as f:
+                    f.write(f"port {port}\nbind 127.0.0.1\nsentinel monitor mymaster 127.0.0.1 {primary.port} 2\n"
+                            "sentinel down-after-milliseconds mymaster 1000\n")
+                proc = subprocess.Popen(["redis-server", conf, "--sentinel"], stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL)
+                wait_port(port, proc)
+                self.sentinels.append((port, proc))
+            sentinel = self.sentinels[0][0]
+            ask = lambda *words: subprocess.run(["redis-cli", "-p", str(sentinel), *words], capture_output=True,
+                                                text=True).stdout
+            until("the sentinels", lambda: ask("sentinel", "ckquorum", "mymaster").startswith("OK")
+                  and ask("sentinel", "replicas", "mymaster").strip() != "")
+            self.env = {"MCP_MRTR_REDIS_SENTINELS": ",".join(f"127.0.0.1:{p}" for p, _ in self.sentinels),
+                        "MCP_MRTR_REDIS_MASTER": "mymaster"}
+        elif shape == "cluster":
+            self.nodes = [Node("--cluster-enabled", "yes", "--cluster-node-timeout", "1000") for _ in range(6)]
+            subprocess.run(["redis-cli", "--cluster", "create", *[f"127.0.0.1:{n.port}" for n in self.nodes],
+                            "--cluster-replicas", "1", "--cluster-yes"], capture_output=True, check=True)
+            until("the cluster", lambda: all("cluster_state:ok" in n.cli("cluster", "info") for n in self.nodes))
+            self.env = {"MCP_MRTR_REDIS_CLUSTER": ",".join(f"redis://127.0.0.1:{n.port}/" for n in self.nodes)}
+        else:
+            sys.exit(f"bench: no deployment {shape!r} (standalone, sentinel, cluster)")
+
+    def commands(self):
+        total = {}
+        for node in self.nodes:
+            for name, count in node.commands().items():
+                total[name] = total.get(name, 0) + count
+        return total
+
+    def cpu_ticks(self):
+        return sum(node.cpu_ticks() for node in self.nodes)
+
+    def stop(self):
+        for _, proc in self.sentinels:
+            proc.terminate()
+            proc.wait(timeout=10)
+        for node in self.nodes:
+            node.stop()
+
+
 def redis(args):
     if not shutil.which("redis-server"):
         sys.exit("bench: redis-server is not installed (Debian's redis-server package)")
     build()
     keys = {"MCP_MRTR_STATE_KEYS": "bench:" + base64.b64encode(secrets.token_bytes(32)).decode()}
+    shapes = args.deployments.split()
     for flow in args.flows.split():
         print(f"{flow}, one instance ({args.workers} workers, {args.seconds} s × {args.reps}):")
-        memory, shared, per_flow, redis_cpu = [], [], [], []
+        memory, shared = [], {shape: ([], [], []) for shape in shapes}
         for _ in range(args.reps):
             servers = Servers()
             url, pid = servers.everything(keys)
             memory.append(load(flow, [url], [pid], args))
             servers.stop()
-            store = Redis()
-            servers = Servers()
-            url, pid = servers.everything({**keys, "MCP_MRTR_REDIS_URL": store.url})
-            before, ticks = store.commands(), store.cpu_ticks()
-            run = load(flow, [url], [pid], args)
-            after, ticks = store.commands(), store.cpu_ticks() - ticks
-            servers.stop()
-            store.stop()
-            shared.append(run)
-            # Commands counted over the whole run (warm-up too): per flow of the run's
-            # rate, an estimate; the by-name split shows what a round pays.
-            total_flows = run["flows_per_s"] * (args.seconds + args.warmup)
-            per_flow.append({name: (after.get(name, 0) - before.get(name, 0)) / total_flows
-                             for name in after if total_flows})
-            redis_cpu.append(ticks * 10_000 / total_flows if total_flows else 0)
+            for shape in shapes:
+                runs, per_flow, redis_cpu = shared[shape]
+                store = Redis(shape)
+                servers = Servers()
+                url, pid = servers.everything({**keys, **store.env})
+                before, ticks = store.commands(), store.cpu_ticks()
+                run = load(flow, [url], [pid], args)
+                after, ticks = store.commands(), store.cpu_ticks() - ticks
+                servers.stop()
+                store.stop()
+                runs.append(run)
+                # Commands counted over the whole run (warm-up too): per flow of the run's
+                # rate, an estimate; the by-name split shows what a round pays. Replicas
+                # replay their primary's writes, so a deployment's commands and CPU
+                # include its replication.
+                total_flows = run["flows_per_s"] * (args.seconds + args.warmup)
+                per_flow.append({name: (after.get(name, 0) - before.get(name, 0)) / total_flows
+                                 for name in after if total_flows})
+                redis_cpu.append(ticks * 10_000 / total_flows if total_flows else 0)
         print(line("in memory", memory))
-        print(line("Redis stores", shared))
-        names = sorted({n for p in per_flow for n in p})
-        split = ", ".join(f"{n} {statistics.median([p.get(n, 0) for p in per_flow]):.2f}" for n in names)
-        total = statistics.median([sum(p.values()) for p in per_flow]) if per_flow else 0
-        print(f"  Redis commands per flow, a script's own included: {total:.2f} ({split}); redis-server CPU per flow "
-              f"{statistics.median(redis_cpu):.0f} µs")
-        for n in range(1, args.instances + 1):
+        for shape in shapes:
+            runs, per_flow, redis_cpu = shared[shape]
+            print(line(f"Redis, {shape}", runs))
+            names = sorted({n for p in per_flow for n in p})
+            split = ", ".join(f"{n} {statistics.median([p.get(n, 0) for p in per_flow]):.2f}" for n in names)
+            total = statistics.median([sum(p.values()) for p in per_flow]) if per_flow else 0
+            print(f"    Redis commands per flow, a script's own included: {total:.2f} ({split}); Redis CPU per flow "
+                  f"{statistics.median(redis_cpu):.0f} µs")
+        for n in range(2, args.instances + 1):
             runs = []
             for _ in range(args.reps):
-                store = Redis()
+                store = Redis(shapes[0])
                 servers = Servers()
-                started = [servers.everything({**keys, "MCP_MRTR_REDIS_URL": store.url}) for _ in range(n)]
+                started = [servers.everything({**keys, **store.env}) for _ in range(n)]
                 runs.append(load(flow, [u for u, _ in started], [p for _, p in started], args))
                 servers.stop()
                 store.stop()
-            print(line(f"{n} instance(s), Redis", runs))
+            print(line(f"{n} instances, Redis {shapes[0]}", runs))
 
 
 def main():
@@ -245,6 +321,8 @@ def main():
     parser.add_argument("--other", help="another server's binary, started with PORT=n")
     parser.add_argument("--other-name", default="other")
     parser.add_argument("--instances", type=int, default=3)
+    parser.add_argument("--deployments", default="standalone sentinel cluster",
+                        help="the Redis deployments `redis` runs side by side")
     parser.add_argument("--workers", type=int, default=16)
     parser.add_argument("--seconds", type=int, default=8)
     parser.add_argument("--warmup", type=int, default=2)
@@ -255,7 +333,7 @@ def main():
         args.flows = args.flows or "task elicitation multi_round"
         compare(args)
     else:
-        args.flows = args.flows or "elicitation multi_round task"
+        args.flows = args.flows or "once task"
         redis(args)
 
 

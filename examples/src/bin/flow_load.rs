@@ -5,7 +5,9 @@
 //! - `elicitation`, `multi_round`: the conformance fixture's MRTR tools, every question
 //!   answered and the call retried with the state until it completes;
 //! - `task`: `confirm_delete` as a task (the tasks extension): create, poll `tasks/get`
-//!   until it asks, answer with `tasks/update`, poll until it completes.
+//!   until it asks, answer with `tasks/update`, poll until it completes;
+//! - `once`: `test_once_side_effect`, an MRTR call whose second round takes a `once!`
+//!   step, so it claims its state in the single-use guard (Redis's, when shared).
 //!
 //! ```text
 //! everything --port 3000 &
@@ -36,7 +38,7 @@ use serde_json::{json, Map, Value};
 use tokio::net::TcpStream;
 
 const USAGE: &str =
-    "usage: flow_load --flow list|elicitation|multi_round|task --url http://127.0.0.1:PORT/mcp [--url …]
+    "usage: flow_load --flow list|elicitation|multi_round|task|once --url http://127.0.0.1:PORT/mcp [--url …]
                  [--pid SERVER_PID …] [--seconds 10] [--warmup 2] [--workers 16] [--poll-ms 1]";
 const REQUEST_DEADLINE: Duration = Duration::from_secs(10);
 /// A flow that has not ended after this many requests has failed.
@@ -48,6 +50,7 @@ enum Flow {
     Elicitation,
     MultiRound,
     Task,
+    Once,
 }
 
 struct Options {
@@ -158,15 +161,16 @@ async fn flow(options: &Options, client: &mut Client<'_>, filename: &str) -> any
             }
             Ok(())
         }
-        Flow::Elicitation => rounds(client, "test_input_required_result_elicitation").await,
-        Flow::MultiRound => rounds(client, "test_input_required_result_multi_round").await,
+        Flow::Elicitation => rounds(client, "test_input_required_result_elicitation", json!({})).await,
+        Flow::MultiRound => rounds(client, "test_input_required_result_multi_round", json!({})).await,
         Flow::Task => task(options, client, filename).await,
+        Flow::Once => rounds(client, "test_once_side_effect", json!({"call_id": filename})).await,
     }
 }
 
 /// An MRTR call: every question answered, retried with the state, until it completes.
-async fn rounds(client: &mut Client<'_>, tool: &str) -> anyhow::Result<()> {
-    let mut params = json!({"name": tool, "arguments": {}});
+async fn rounds(client: &mut Client<'_>, tool: &str, arguments: Value) -> anyhow::Result<()> {
+    let mut params = json!({"name": tool, "arguments": arguments});
     loop {
         let result = client.rpc("tools/call", tool, params.clone()).await?;
         match result["resultType"].as_str() {
@@ -344,6 +348,7 @@ fn parse_args() -> anyhow::Result<Options> {
                     "elicitation" => Flow::Elicitation,
                     "multi_round" => Flow::MultiRound,
                     "task" => Flow::Task,
+                    "once" => Flow::Once,
                     _ => bail!("{USAGE}"),
                 };
                 options.flow_name.clone_from(value);

@@ -92,8 +92,8 @@ type Receipts<'a> = BTreeMap<&'a str, BTreeMap<&'a str, Vec<(usize, u64)>>>;
 
 struct Context<'a> {
     faults: &'a [FaultLog],
-    /// Redis outages: (down, up).
-    outages: Vec<(u64, u64)>,
+    /// Redis outages: (down, up, how far back it forgot).
+    outages: Vec<(u64, u64, u64)>,
     receipts: Receipts<'a>,
     /// Successful list changes: (sent, answered, instance).
     triggers: Vec<(u64, u64, Target)>,
@@ -122,7 +122,7 @@ pub(crate) fn judge(ops: &[OpLog], faults: &[FaultLog]) -> (Vec<Judged>, Coverag
     let outages = faults
         .iter()
         .filter(|f| f.kind == FaultKind::Redis)
-        .map(|f| (f.at_ms, f.restored_ms.unwrap_or(u64::MAX)))
+        .map(|f| (f.at_ms, f.restored_ms.unwrap_or(u64::MAX), f.forgets_ms))
         .collect();
     let mut receipts = Receipts::new();
     for op in ops {
@@ -203,9 +203,11 @@ impl Context<'_> {
         }
     }
 
-    /// A Redis outage that began after `since` (and by `until`): the store was emptied.
+    /// A Redis outage that began after `since` (and by `until`) and forgot what was
+    /// written then: an empty restart forgets everything, a failover the last moment's
+    /// writes (not yet replicated), a restart from an AOF fsynced on every write nothing.
     fn emptied_between(&self, since: u64, until: u64) -> bool {
-        self.outages.iter().any(|&(down, _)| down >= since && down <= until)
+        self.outages.iter().any(|&(down, _, forgets)| down >= since && down <= until && down - since <= forgets)
     }
 
     fn once(&self, op: &OpLog) -> Verdict {
@@ -338,7 +340,7 @@ impl Context<'_> {
         let windows: Vec<(u64, u64)> = self
             .outages
             .iter()
-            .map(|&(down, up)| (down.saturating_sub(1_000), up.saturating_add(REDIS_GRACE_MS)))
+            .map(|&(down, up, _)| (down.saturating_sub(1_000), up.saturating_add(REDIS_GRACE_MS)))
             .collect();
         let mut collapsed: BTreeMap<(u64, u64), u64> = BTreeMap::new();
         for &(sent, answered, target) in &self.triggers {
@@ -394,8 +396,8 @@ impl Context<'_> {
         let since = op.detail["claimed_ms"].as_u64().unwrap_or(op.start_ms);
         self.outages
             .iter()
-            .find(|&&(down, _)| down >= since)
-            .map_or_else(|| "none".into(), |(down, up)| format!("redis_restart @{down}-{up}ms"))
+            .find(|&&(down, _, _)| down >= since)
+            .map_or_else(|| "none".into(), |(down, up, _)| format!("redis_restart @{down}-{up}ms"))
     }
 
     /// Whether `target` was SIGKILLed within `within` after `at`.
@@ -427,7 +429,8 @@ impl Context<'_> {
                 return format!("{} {}", fault.kind.name(), target.map(|t| t.to_string()).unwrap_or_default());
             }
         }
-        if let Some(&(down, up)) = self.outages.iter().find(|&&(down, up)| at + 500 >= down && at <= up + 10_000) {
+        if let Some(&(down, up, _)) = self.outages.iter().find(|&&(down, up, _)| at + 500 >= down && at <= up + 10_000)
+        {
             return format!("redis_restart @{down}-{up}ms");
         }
         if matches!(op.kind, Kind::TaskAsk | Kind::TaskCompute) && self.emptied_between(op.start_ms, until) {

@@ -1,7 +1,7 @@
 //! The fault schedule (seeded) and the faults themselves: SIGKILL of a random instance
-//! (one computing a task, when one is) and its restart on a new port, SIGTERM (graceful) of another and its restart, a Redis
-//! restart with an empty dataset on the same port, and a client that opens a listen
-//! stream and stops reading it.
+//! (one computing a task, when one is) and its restart on a new port, SIGTERM (graceful) of another and its restart, the
+//! Redis deployment's own fault (an empty restart, a restart from its AOF, a failover:
+//! `redis.rs`), and a client that opens a listen stream and stops reading it.
 //!
 //! A dead instance stays in the spreader's rotation for [`DETECT`] (its requests are
 //! refused and retried elsewhere), as behind a load balancer whose health check has not
@@ -123,6 +123,7 @@ async fn kill(shared: &Shared, slot: usize) {
         restored_ms: Some(history.now_ms()),
         victim: Some(victim),
         note,
+        forgets_ms: 0,
     });
 }
 
@@ -133,7 +134,14 @@ async fn terminate(shared: &Shared, slot: usize) {
     let started = Instant::now();
     if let Err(error) = cluster.terminate(slot) {
         let note = format!("SIGTERM failed: {error:#}");
-        return history.fault(FaultLog { kind: FaultKind::Term, at_ms, restored_ms: None, victim: Some(victim), note });
+        return history.fault(FaultLog {
+            kind: FaultKind::Term,
+            at_ms,
+            restored_ms: None,
+            victim: Some(victim),
+            note,
+            forgets_ms: 0,
+        });
     }
     // It may exit before the spreader notices: time the exit itself.
     let mut exited = cluster.exit_within(slot, DETECT).await.map(|status| (status, started.elapsed()));
@@ -157,6 +165,7 @@ async fn terminate(shared: &Shared, slot: usize) {
         restored_ms: Some(history.now_ms()),
         victim: Some(victim),
         note,
+        forgets_ms: 0,
     });
 }
 
@@ -173,12 +182,12 @@ async fn restart_note(shared: &Shared, slot: usize) -> String {
 async fn restart_redis(shared: &Shared, redis: &Redis) {
     let history = &shared.history;
     let at_ms = history.now_ms();
-    let started = Instant::now();
-    let note = match redis.restart().await {
-        Ok(()) => format!("empty again on the same port after {} ms", started.elapsed().as_millis()),
-        Err(error) => format!("restart failed: {error:#}"),
+    let (note, forgets_ms) = match redis.fault().await {
+        Ok(faulted) => (faulted.note, faulted.forgets_ms),
+        Err(error) => (format!("the Redis fault failed: {error:#}"), u64::MAX),
     };
-    history.fault(FaultLog { kind: FaultKind::Redis, at_ms, restored_ms: Some(history.now_ms()), victim: None, note });
+    let restored_ms = Some(history.now_ms());
+    history.fault(FaultLog { kind: FaultKind::Redis, at_ms, restored_ms, victim: None, note, forgets_ms });
 }
 
 async fn stall(shared: Arc<Shared>, rng: Rng) {
@@ -193,5 +202,6 @@ async fn stall(shared: Arc<Shared>, rng: Rng) {
         restored_ms: Some(history.now_ms()),
         victim: Some(target),
         note,
+        forgets_ms: 0,
     });
 }

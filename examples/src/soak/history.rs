@@ -192,6 +192,9 @@ pub(crate) struct FaultLog {
     /// The process the fault hit (kill, term, the stalled stream's instance).
     pub(crate) victim: Option<Target>,
     pub(crate) note: String,
+    /// For a Redis fault: how far back before it acknowledged writes may be gone
+    /// (`u64::MAX`: everything, an empty restart; 0: nothing).
+    pub(crate) forgets_ms: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -295,6 +298,7 @@ impl History {
         let line = json!({
             "t": fault.at_ms, "fault": fault.kind.name(), "restored_t": fault.restored_ms,
             "victim": fault.victim.map(|t| t.to_string()), "note": fault.note,
+            "forgets_ms": (fault.kind == FaultKind::Redis).then_some(fault.forgets_ms),
         });
         Self::write(&mut inner, &line);
         inner.faults.push(fault);

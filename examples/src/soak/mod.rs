@@ -1,7 +1,7 @@
 //! Soak and chaos: N `everything` instances sharing one fresh key ring and one
 //! `redis-server` of their own, driven for a given time by a mix of every kind of
-//! operation while instances are killed and terminated, Redis restarts empty and a
-//! client stops reading; then every operation's history is checked. See
+//! operation while instances are killed and terminated, Redis fails (restarted empty or
+//! from its AOF, or failed over: `--redis`) and a client stops reading; then every operation's history is checked. See
 //! `src/bin/soak.rs` for the command line.
 //!
 //! - `cluster`, `redis`: the processes, and the spreader (round robin per 2026-07-28
@@ -38,11 +38,13 @@ use self::cluster::{new_key_ring, Cluster};
 use self::flows::Shared;
 use self::history::History;
 use self::redis::Redis;
+pub use self::redis::Shape;
 use self::rng::Rng;
 
 pub const USAGE: &str = "usage: soak --seconds S [--instances 3] [--workers 16] [--listeners 2×instances]
             [--seed X] [--out DIR] [--faults default|none] [--everything PATH]
-            [--every 5] [--lease-ms 2000] [--self-test WHAT|all]";
+            [--every 5] [--lease-ms 2000] [--self-test WHAT|all]
+            [--redis standalone|persistent|sentinel|cluster]";
 
 /// What a run does.
 #[derive(Clone, Debug)]
@@ -59,6 +61,8 @@ pub struct Options {
     pub every: u64,
     pub lease_ms: u64,
     pub self_test: Option<String>,
+    /// The Redis deployment, and so what its fault is.
+    pub redis: Shape,
 }
 
 impl Options {
@@ -78,6 +82,7 @@ impl Options {
             every: 5,
             lease_ms: 2000,
             self_test: None,
+            redis: Shape::Standalone,
         };
         for pair in args.chunks(2) {
             let [flag, value] = pair else { bail!("{USAGE}") };
@@ -95,6 +100,9 @@ impl Options {
                 "--every" => options.every = number()?.max(1),
                 "--lease-ms" => options.lease_ms = number()?,
                 "--self-test" => options.self_test = Some(value.clone()),
+                "--redis" => {
+                    options.redis = Shape::parse(value).with_context(|| format!("--redis {value}: {USAGE}"))?;
+                }
                 _ => bail!("{USAGE}"),
             }
         }
@@ -119,12 +127,12 @@ pub async fn run(options: Options) -> anyhow::Result<bool> {
         bail!("no everything binary at {} (build it, or pass --everything PATH)", options.everything.display());
     }
     let rng = Rng::new(options.seed);
-    let redis = Arc::new(Redis::start(out).await?);
-    let env = vec![
+    let redis = Arc::new(Redis::start(out, options.redis).await?);
+    let mut env = vec![
         ("MCP_MRTR_STATE_KEYS".to_owned(), new_key_ring()?),
-        ("MCP_MRTR_REDIS_URL".to_owned(), redis.url()),
         ("MCP_MRTR_TASK_LEASE_MS".to_owned(), options.lease_ms.to_string()),
     ];
+    env.extend(redis.env());
     let cluster = Arc::new(Cluster::start(&options.everything, options.instances, env, out).await?);
     let history = Arc::new(History::create(&out.join("history.jsonl"))?);
     let started = Instant::now();
@@ -201,7 +209,8 @@ fn report(
     }
     let out = options.out.display();
     let header = format!(
-        "soak: {} s ({:.0} s wall), {} instances, {} workers + {} listeners, seed {}, faults {}, lease {} ms\n\
+        "soak: {} s ({:.0} s wall), {} instances, {} workers + {} listeners, seed {}, faults {}, lease {} ms, \
+         redis {}\n\
          history: {out}/history.jsonl, samples: {out}/samples.jsonl",
         options.seconds,
         wall.as_secs_f64(),
@@ -211,6 +220,7 @@ fn report(
         options.seed,
         if options.faults { "default" } else { "none" },
         options.lease_ms,
+        options.redis.name(),
     );
     let report = summary::Report { header, ops: &ops, faults: &faults, judged: &judged, coverage: &coverage, samples };
     let mut text = summary::render(&report);

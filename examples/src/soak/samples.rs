@@ -39,9 +39,7 @@ pub(crate) async fn sample(
     let mut last: BTreeMap<u32, (u64, Instant)> = BTreeMap::new();
     loop {
         let mut processes: Vec<(String, u32)> = cluster.live().iter().map(|t| (t.to_string(), t.pid)).collect();
-        if let Some(pid) = redis.pid() {
-            processes.push(("redis".into(), pid));
-        }
+        processes.extend(redis.pids().into_iter().map(|pid| ("redis".to_owned(), pid)));
         let t = history.now_ms() as f64 / 1000.0;
         for (label, pid) in processes {
             let (Ok(rss), Ok(ticks)) = (rss_kib(pid), cpu_ticks(pid)) else { continue };

@@ -7,7 +7,10 @@
 //! dropped connection, a timeout, `READONLY`), the link asks the sentinels which node is
 //! the primary now (redis-rs confirms it with `ROLE`) and sends every store's next command
 //! there. The failed command is not retried: a script may have run before the reply was
-//! lost, so its request fails cleanly ("try again later") and the client decides.
+//! lost, so its request fails cleanly ("try again later") and the client decides. Reads
+//! do not fail on a replica, so failing commands are not the only signal: each link also
+//! listens for the sentinels' failover announcements (`+switch-master`) and asks them
+//! every second, or an old primary back as a replica would serve it stale reads.
 //!
 //! A cluster is redis-rs's `ClusterConnection`: it routes each command by its keys' slot,
 //! follows `MOVED`, and learns the new layout when a shard's replica is promoted.
@@ -15,10 +18,11 @@
 //! `PUBLISH` to subscribers on every node, and a lost node is replaced by the next seed.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
-use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use futures_util::StreamExt;
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig, PubSub};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::sentinel::SentinelClient;
@@ -31,6 +35,10 @@ pub(super) const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// While the sentinels still name a primary that is down, failing commands ask them again
 /// at most this often.
 const ASK_SENTINELS_EVERY: Duration = Duration::from_millis(200);
+
+/// Behind Sentinel, how often a link asks which node is the primary even when no
+/// failover was announced.
+const CHECK_EVERY: Duration = Duration::from_secs(1);
 
 /// The connection to Redis the stores share (cheap to clone: every clone is the same link).
 #[derive(Clone)]
@@ -72,7 +80,11 @@ impl Link {
     pub(super) async fn sentinel(mut sentinel: SentinelClient) -> RedisResult<Self> {
         let client = sentinel.async_get_client().await?;
         let connection = manager(&client).await?;
-        Ok(Self::node(Current { generation: 0, client, connection }, Some(sentinel)))
+        let link = Self::node(Current { generation: 0, client, connection }, Some(sentinel));
+        if let Self::Node(node) = &link {
+            tokio::spawn(watch(Arc::downgrade(node)));
+        }
+        Ok(link)
     }
 
     fn node(current: Current, sentinel: Option<SentinelClient>) -> Self {
@@ -122,13 +134,29 @@ impl Node {
     /// the link to the primary the sentinels name now, if it moved and no other command
     /// has moved the link since.
     async fn follow(&self, seen: u64, error: &RedisError) {
-        let Some(sentinel) = &self.sentinel else { return };
-        if !lost_the_primary(error) {
-            return;
+        if lost_the_primary(error) {
+            self.check(Some(seen)).await;
         }
+    }
+
+    /// A subscription to a sentinel's failover announcements, if one can be had.
+    async fn announcements(&self) -> Option<PubSub> {
+        let sentinel = self.sentinel.as_ref()?;
+        let announcer = sentinel.lock().await.0.async_get_sentinel_client().await.ok()?;
+        let mut pubsub = announcer.get_async_pubsub().await.ok()?;
+        pubsub.subscribe("+switch-master").await.ok()?;
+        Some(pubsub)
+    }
+
+    /// Asks the sentinels which node is the primary and moves the link there if it is
+    /// another, unless the link moved since generation `seen` or they were asked a moment
+    /// ago (a `None` asks in any case).
+    async fn check(&self, seen: Option<u64>) {
+        let Some(sentinel) = &self.sentinel else { return };
         let mut sentinel = sentinel.lock().await;
         let (sentinel, asked) = &mut *sentinel;
-        if self.current().generation != seen || asked.is_some_and(|at| at.elapsed() < ASK_SENTINELS_EVERY) {
+        let moved = seen.is_some_and(|seen| self.current().generation != seen);
+        if moved || (seen.is_some() && asked.is_some_and(|at| at.elapsed() < ASK_SENTINELS_EVERY)) {
             return;
         }
         *asked = Some(Instant::now());
@@ -149,6 +177,33 @@ impl Node {
             }
             Err(error) => tracing::warn!(%error, "could not connect to the primary the sentinels name"),
         }
+    }
+}
+
+/// Keeps a link behind Sentinel on the primary while it lives: at once when a sentinel
+/// announces a failover (`+switch-master`), and every [`CHECK_EVERY`] besides, in case
+/// an announcement was missed. Waiting for a command to fail is not enough: a link whose
+/// old primary came back as a replica would read from it, stale or still empty, and see
+/// no error.
+async fn watch(node: Weak<Node>) {
+    let mut announcements: Option<PubSub> = None;
+    loop {
+        if announcements.is_none() {
+            let Some(node) = node.upgrade() else { return };
+            announcements = node.announcements().await;
+        }
+        // An announcement, a second's silence or a lost subscription: check either way.
+        let lost = if let Some(pubsub) = announcements.as_mut() {
+            matches!(tokio::time::timeout(CHECK_EVERY, pubsub.on_message().next()).await, Ok(None))
+        } else {
+            tokio::time::sleep(CHECK_EVERY).await;
+            false
+        };
+        if lost {
+            announcements = None;
+        }
+        let Some(node) = node.upgrade() else { return };
+        node.check(None).await;
     }
 }
 
