@@ -3,11 +3,12 @@
 //! instances reach it with `rediss://` and the CA and client certificate the test made
 //! (`MCP_MRTR_REDIS_CA`, `_CERT`, `_KEY` for the fixture); every multi-instance flow runs
 //! over it as over plain text, and a client that trusts other roots or brings no
-//! certificate fails when it connects, saying why.
+//! certificate fails when it connects, saying why. Behind Sentinel and on a cluster, every
+//! link speaks TLS too.
 
 use crate::{instance, many_instances};
 
-use instance::Redis;
+use instance::{Cluster, Redis, Sentinels};
 use mcp_mrtr::redis::RedisConfig;
 use mcp_mrtr::request_state::{Claim, Consumed, StateGuard};
 
@@ -75,4 +76,22 @@ fn wrong_roots_no_client_certificate_no_login_or_plain_text_fail_at_connect_sayi
     // Certificates for a plain-text URL are a mistake, said before anything is sent.
     let plain = refusal(RedisConfig::url(redis.url().replace("rediss://", "redis://")).ca_certificate(ca));
     assert!(plain.contains("use rediss://"), "{plain}");
+}
+
+/// TLS everywhere behind Sentinel: the sentinels, the data nodes and their replication,
+/// all with the deployment's own CA and client certificates.
+#[test]
+fn rounds_and_tasks_over_tls_behind_sentinel() {
+    let Some(deployment) = Sentinels::start_tls() else { return };
+    many_instances::rounds_alternate_and_a_claim_holds_everywhere(&deployment.env());
+    many_instances::a_task_is_served_through_another_instance(&deployment.env());
+}
+
+/// TLS everywhere on a cluster: clients, replication and the cluster bus.
+#[test]
+fn rounds_tasks_and_listeners_over_tls_on_a_cluster() {
+    let Some(cluster) = Cluster::start_tls() else { return };
+    many_instances::rounds_alternate_and_a_claim_holds_everywhere(&cluster.env());
+    many_instances::a_task_is_served_through_another_instance(&cluster.env());
+    many_instances::a_change_reaches_every_listener(&cluster.env());
 }

@@ -108,27 +108,32 @@ pub const ENV: [&str; 11] = [
     "MCP_MRTR_MAX_LISTENERS",
 ];
 
-/// How to reach Redis, when `MCP_MRTR_REDIS_URL` or `MCP_MRTR_REDIS_SENTINELS` is set:
-/// the URL (`redis://`, or `rediss://` for TLS), and for TLS the PEM files of
-/// `MCP_MRTR_REDIS_CA` (a private CA, instead of the system's roots) and
-/// `MCP_MRTR_REDIS_CERT` with `MCP_MRTR_REDIS_KEY` (a client certificate); or the
-/// sentinels (`host:port,…`) watching the service `MCP_MRTR_REDIS_MASTER` (`mymaster`); or
-/// the seed URLs of a cluster, `MCP_MRTR_REDIS_CLUSTER` (`redis://host:port,…`).
+/// How to reach Redis: a cluster's seed URLs (`MCP_MRTR_REDIS_CLUSTER`,
+/// `redis://host:port,…`), or the sentinels (`MCP_MRTR_REDIS_SENTINELS`, `host:port,…`)
+/// watching the service `MCP_MRTR_REDIS_MASTER` (`mymaster`), or one URL
+/// (`MCP_MRTR_REDIS_URL`); `rediss://` for TLS, with the PEM files of `MCP_MRTR_REDIS_CA`
+/// (a private CA, instead of the system's roots) and `MCP_MRTR_REDIS_CERT` with
+/// `MCP_MRTR_REDIS_KEY` (a client certificate).
 fn redis_config() -> anyhow::Result<Option<mcp_mrtr::redis::RedisConfig>> {
     use anyhow::Context as _;
-    if let Ok(seeds) = std::env::var("MCP_MRTR_REDIS_CLUSTER") {
-        return Ok(Some(mcp_mrtr::redis::RedisConfig::cluster(seeds.split(','))));
-    }
-    if let Ok(sentinels) = std::env::var("MCP_MRTR_REDIS_SENTINELS") {
-        let master = std::env::var("MCP_MRTR_REDIS_MASTER").unwrap_or_else(|_| "mymaster".to_owned());
-        return Ok(Some(mcp_mrtr::redis::RedisConfig::sentinel(master, sentinels.split(','))));
-    }
-    let Ok(url) = std::env::var("MCP_MRTR_REDIS_URL") else { return Ok(None) };
+    use mcp_mrtr::redis::RedisConfig;
+    let var = |name: &str| std::env::var(name).ok();
+    let mut config = if let Some(seeds) = var("MCP_MRTR_REDIS_CLUSTER") {
+        RedisConfig::cluster(seeds.split(','))
+    } else if let Some(sentinels) = var("MCP_MRTR_REDIS_SENTINELS") {
+        RedisConfig::sentinel(
+            var("MCP_MRTR_REDIS_MASTER").unwrap_or_else(|| "mymaster".to_owned()),
+            sentinels.split(','),
+        )
+    } else if let Some(url) = var("MCP_MRTR_REDIS_URL") {
+        RedisConfig::url(url)
+    } else {
+        return Ok(None);
+    };
     let read = |name: &str| -> anyhow::Result<Option<Vec<u8>>> {
-        let Ok(path) = std::env::var(name) else { return Ok(None) };
+        let Some(path) = var(name) else { return Ok(None) };
         std::fs::read(&path).map(Some).with_context(|| format!("{name}: cannot read {path:?}"))
     };
-    let mut config = mcp_mrtr::redis::RedisConfig::url(url);
     if let Some(ca) = read("MCP_MRTR_REDIS_CA")? {
         config = config.ca_certificate(ca);
     }

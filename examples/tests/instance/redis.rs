@@ -22,6 +22,8 @@ pub(crate) struct Redis {
     tls: Option<TlsFiles>,
     /// Whether it runs (it was not killed since it last started).
     up: bool,
+    /// Whether clients log in as the ACL user (`start_tls`).
+    login: bool,
     /// What it was started with beyond the defaults, for a restart.
     args: Vec<String>,
 }
@@ -47,23 +49,23 @@ impl Redis {
         }
         let dir = new_dir();
         let tls = TlsFiles::make(&dir);
-        let path = |p: &Path| p.to_str().expect("a UTF-8 path").to_owned();
-        let mut args = vec![
-            "--tls-cert-file".into(),
-            path(&tls.server_cert),
-            "--tls-key-file".into(),
-            path(&tls.server_key),
-            "--tls-ca-cert-file".into(),
-            path(&tls.ca),
-            "--tls-auth-clients".into(),
-            "yes".into(),
-            "--user".into(),
-            "default".into(),
-            "off".into(),
-            "--user".into(),
-        ];
+        let mut args = tls.server_args();
+        args.extend(["--user", "default", "off", "--user"].map(str::to_owned));
         args.extend(ACL_USER.split(' ').map(str::to_owned));
-        Some(Self::spawn_with(dir, Some(tls), args))
+        let mut redis = Self::spawn_with(dir, Some(tls), args);
+        redis.login = true;
+        Some(redis)
+    }
+
+    /// Starts one that speaks TLS only with `tls` (a deployment's shared CA), with these
+    /// settings beyond; no login.
+    pub(crate) fn start_tls_with(tls: &TlsFiles, more: Vec<String>) -> Option<Self> {
+        if !installed() {
+            return None;
+        }
+        let mut args = tls.server_args();
+        args.extend(more);
+        Some(Self::spawn_new(Some(tls.clone()), args))
     }
 
     fn spawn_new(tls: Option<TlsFiles>, args: Vec<String>) -> Self {
@@ -77,7 +79,7 @@ impl Redis {
             args.extend(["--port".into(), "0".into(), "--tls-port".into(), port.to_string()]);
         }
         let child = spawn(port, &dir, &args);
-        Self { port, child, dir, tls, args, up: true }
+        Self { port, child, dir, tls, args, up: true, login: false }
     }
 
     /// The certificates a TLS one was started with.
@@ -88,13 +90,14 @@ impl Redis {
     /// What the `everything` fixture is told to reach it with.
     pub(crate) fn env(&self) -> Vec<(&'static str, String)> {
         let mut env = vec![("MCP_MRTR_REDIS_URL", self.url())];
-        if let Some(tls) = &self.tls {
-            let path = |p: &Path| p.to_str().expect("a UTF-8 path").to_owned();
-            env.push(("MCP_MRTR_REDIS_CA", path(&tls.ca)));
-            env.push(("MCP_MRTR_REDIS_CERT", path(&tls.client_cert)));
-            env.push(("MCP_MRTR_REDIS_KEY", path(&tls.client_key)));
-        }
+        env.extend(self.tls.iter().flat_map(TlsFiles::env));
         env
+    }
+
+    /// `redis-cli`'s answer to `args` (its plain output, trimmed), over TLS when it
+    /// speaks TLS.
+    pub(crate) fn cli(&self, args: &[&str]) -> String {
+        cli(self.port, self.tls.as_ref(), args)
     }
 
     /// How a server reaches it: its URL and, for TLS, the CA and a client certificate.
@@ -133,6 +136,17 @@ const ACL_USER: &str =
     "mcp-mrtr on >the-fleet-only ~mcp-mrtr:* &mcp-mrtr:* -@all +ping +get +set +exists +hget +hset +zadd +zrem \
                         +zrangebyscore +pexpireat +publish +subscribe +eval +evalsha +script +info +time";
 
+/// `redis-cli -p port [TLS flags] args…`'s output, trimmed.
+pub(super) fn cli(port: u16, tls: Option<&TlsFiles>, args: &[&str]) -> String {
+    let output = Command::new("redis-cli")
+        .args(["-p", &port.to_string()])
+        .args(tls.map(TlsFiles::cli_args).unwrap_or_default())
+        .args(args)
+        .output()
+        .expect("run redis-cli");
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
 pub(super) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port()
 }
@@ -158,7 +172,7 @@ impl Redis {
     /// Waits until every replica acknowledged every write made so far (`WAIT`).
     pub(crate) fn synced(&self) {
         let started = Instant::now();
-        while self.command(&["WAIT", "1", "1000"]) != ":1" {
+        while self.cli(&["WAIT", "1", "1000"]) != "1" {
             assert!(started.elapsed() < TIMEOUT, "the replica did not catch up in time");
         }
     }
@@ -172,12 +186,11 @@ impl Redis {
         connection.line()
     }
 
-    /// Where instances find it (with the ACL user's name and password, for TLS).
+    /// Where instances find it (with the ACL user's name and password, when it has one).
     pub(crate) fn url(&self) -> String {
-        match self.tls {
-            Some(_) => format!("rediss://mcp-mrtr:{ACL_PASSWORD}@127.0.0.1:{}/", self.port),
-            None => format!("redis://127.0.0.1:{}/", self.port),
-        }
+        let scheme = if self.tls.is_some() { "rediss" } else { "redis" };
+        let login = if self.login { format!("mcp-mrtr:{ACL_PASSWORD}@") } else { String::new() };
+        format!("{scheme}://{login}127.0.0.1:{}/", self.port)
     }
 
     /// The port it listens on, on 127.0.0.1.
@@ -270,16 +283,16 @@ impl Subscription {
 
 /// A raw RESP connection: enough of the protocol for PUBLISH and SUBSCRIBE, so tests can
 /// speak to Redis as another client would, with nothing of the server's in between.
-pub(super) struct Resp(BufReader<TcpStream>);
+struct Resp(BufReader<TcpStream>);
 
 impl Resp {
-    pub(super) fn connect(port: u16) -> Self {
+    fn connect(port: u16) -> Self {
         let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to redis");
         stream.set_read_timeout(Some(TIMEOUT)).unwrap();
         Self(BufReader::new(stream))
     }
 
-    pub(super) fn send(&mut self, args: &[&str]) {
+    fn send(&mut self, args: &[&str]) {
         let mut command = format!("*{}\r\n", args.len());
         for arg in args {
             let _ = write!(command, "${}\r\n{arg}\r\n", arg.len());
@@ -287,17 +300,10 @@ impl Resp {
         self.0.get_mut().write_all(command.as_bytes()).expect("write to redis");
     }
 
-    pub(super) fn line(&mut self) -> String {
+    fn line(&mut self) -> String {
         let mut line = String::new();
         self.0.read_line(&mut line).expect("a reply from redis in time");
         line.trim_end_matches("\r\n").to_owned()
-    }
-
-    /// A bulk string.
-    pub(super) fn bulk(&mut self) -> String {
-        let head = self.line();
-        let size: usize = head.strip_prefix('$').and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{head:?}"));
-        self.bulk_of(size)
     }
 
     /// The `size` bytes of a bulk string whose header was read, and its line end.
@@ -308,16 +314,8 @@ impl Resp {
         String::from_utf8(bytes).expect("UTF-8")
     }
 
-    /// The first element of an array, a bulk string; the rest is left unread (the
-    /// connection is for this one reply).
-    pub(super) fn array_head(&mut self) -> String {
-        let head = self.line();
-        assert!(head.starts_with('*'), "{head:?}");
-        self.bulk()
-    }
-
     /// An array of bulk strings and integers, as strings.
-    pub(super) fn array(&mut self) -> Vec<String> {
+    fn array(&mut self) -> Vec<String> {
         let head = self.line();
         let len: usize = head.strip_prefix('*').and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{head:?}"));
         (0..len)

@@ -30,6 +30,47 @@ pub(crate) struct TlsFiles {
 }
 
 impl TlsFiles {
+    /// The settings a TLS-only node (or sentinel) serves with, replication and the
+    /// cluster bus included, clients required to present a certificate.
+    pub(crate) fn server_args(&self) -> Vec<String> {
+        let path = |p: &Path| p.to_str().expect("a UTF-8 path").to_owned();
+        let mut args = Vec::new();
+        for (name, value) in [
+            ("--tls-cert-file", path(&self.server_cert)),
+            ("--tls-key-file", path(&self.server_key)),
+            ("--tls-ca-cert-file", path(&self.ca)),
+            ("--tls-auth-clients", "yes".into()),
+            ("--tls-replication", "yes".into()),
+        ] {
+            args.extend([name.to_owned(), value]);
+        }
+        args
+    }
+
+    /// `redis-cli`'s flags to reach a node or sentinel serving with these.
+    pub(crate) fn cli_args(&self) -> Vec<String> {
+        let path = |p: &Path| p.to_str().expect("a UTF-8 path").to_owned();
+        vec![
+            "--tls".into(),
+            "--cacert".into(),
+            path(&self.ca),
+            "--cert".into(),
+            path(&self.client_cert),
+            "--key".into(),
+            path(&self.client_key),
+        ]
+    }
+
+    /// What the `everything` fixture is told to trust and present.
+    pub(crate) fn env(&self) -> Vec<(&'static str, String)> {
+        let path = |p: &Path| p.to_str().expect("a UTF-8 path").to_owned();
+        vec![
+            ("MCP_MRTR_REDIS_CA", path(&self.ca)),
+            ("MCP_MRTR_REDIS_CERT", path(&self.client_cert)),
+            ("MCP_MRTR_REDIS_KEY", path(&self.client_key)),
+        ]
+    }
+
     /// Makes a fresh CA and the two certificates it signs, written to `dir`.
     pub(crate) fn make(dir: &Path) -> Self {
         let mut ca_params = named(CertificateParams::new(Vec::<String>::new()).unwrap(), "mcp-mrtr test CA");
@@ -39,16 +80,18 @@ impl TlsFiles {
         let ca_cert = ca_params.self_signed(&ca_key).unwrap();
         let issuer = Issuer::new(ca_params, ca_key);
 
-        let leaf = |names: Vec<String>, purpose: ExtendedKeyUsagePurpose| {
+        let leaf = |names: Vec<String>, purposes: Vec<ExtendedKeyUsagePurpose>| {
             let mut params = named(CertificateParams::new(names.clone()).unwrap(), &names[0]);
-            params.extended_key_usages = vec![purpose];
+            params.extended_key_usages = purposes;
             let key = KeyPair::generate().unwrap();
             let cert = params.signed_by(&key, &issuer).unwrap();
             (cert.pem(), key.serialize_pem())
         };
-        let (server_cert, server_key) =
-            leaf(vec!["127.0.0.1".into(), "localhost".into()], ExtendedKeyUsagePurpose::ServerAuth);
-        let (client_cert, client_key) = leaf(vec!["mcp-mrtr-test-client".into()], ExtendedKeyUsagePurpose::ClientAuth);
+        // Nodes present theirs as clients too (replication, the cluster bus, sentinels).
+        let both = vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
+        let (server_cert, server_key) = leaf(vec!["127.0.0.1".into(), "localhost".into()], both);
+        let (client_cert, client_key) =
+            leaf(vec!["mcp-mrtr-test-client".into()], vec![ExtendedKeyUsagePurpose::ClientAuth]);
 
         let write = |name: &str, pem: &str| {
             let path = dir.join(name);

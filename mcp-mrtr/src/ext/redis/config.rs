@@ -6,7 +6,7 @@
 //! private CA or a client certificate is one call more. Nothing else to enable.
 
 use redis::sentinel::{SentinelClientBuilder, SentinelServerType};
-use redis::ConnectionAddr;
+use redis::{ClientTlsConfig, ConnectionAddr, TlsCertificates, TlsMode};
 
 use super::Link;
 use crate::ext::tasks::StoreError;
@@ -86,18 +86,19 @@ impl RedisConfig {
     }
 
     /// The primary of the service `master` (Sentinel's `monitor` name), as the
-    /// `sentinels` (`host:port` each, any one reachable suffices) name it now and after
-    /// every failover: when a command fails because the primary is down or became a
-    /// replica, the next one goes to the primary the sentinels name then. Plain text.
+    /// `sentinels` (`host:port` each, or `rediss://host:port` when the sentinels and the
+    /// data nodes speak TLS; any one reachable suffices) name it now and after every
+    /// failover: a link moves when a sentinel announces one, when a periodic check finds
+    /// another primary, or when a command fails as it does on a dead or demoted primary.
     pub fn sentinel(master: impl Into<String>, sentinels: impl IntoIterator<Item = impl Into<String>>) -> Self {
         let sentinels = sentinels.into_iter().map(Into::into).collect();
         Self { place: Place::Sentinel { master: master.into(), sentinels }, ca: None, client: None, login: None }
     }
 
     /// A Redis Cluster, found through `seeds`: URLs of some of its nodes
-    /// (`redis://[user:password@]host:port`), any one reachable suffices. Keys carry hash
-    /// tags, so each script runs on one shard, and a server's keys spread over 16 slots.
-    /// Plain text.
+    /// (`redis://[user:password@]host:port`, `rediss://` for TLS), any one reachable
+    /// suffices. Keys carry hash tags, so each script runs on one shard, and a server's
+    /// keys spread over 16 slots.
     pub fn cluster(seeds: impl IntoIterator<Item = impl Into<String>>) -> Self {
         let seeds = seeds.into_iter().map(Into::into).collect();
         Self { place: Place::Cluster(seeds), ca: None, client: None, login: None }
@@ -126,55 +127,68 @@ impl RedisConfig {
         self
     }
 
+    /// Whether connections use TLS: a `rediss://` URL, a cluster seed or a sentinel.
     fn is_tls(&self) -> bool {
-        matches!(&self.place, Place::Url(url) if url.starts_with("rediss://"))
+        let tls = |address: &String| address.starts_with("rediss://");
+        match &self.place {
+            Place::Url(url) => tls(url),
+            Place::Sentinel { sentinels, .. } => sentinels.iter().any(tls),
+            Place::Cluster(seeds) => seeds.iter().any(tls),
+        }
+    }
+
+    /// The certificates to trust and present instead of the system's roots and none.
+    fn certificates(&self) -> Option<TlsCertificates> {
+        if self.ca.is_none() && self.client.is_none() {
+            return None;
+        }
+        let client_tls =
+            self.client.clone().map(|(client_cert, client_key)| ClientTlsConfig { client_cert, client_key });
+        Some(TlsCertificates { client_tls, root_cert: self.ca.clone() })
     }
 
     /// The stores' connection, or what is wrong with this configuration.
     pub(super) async fn link(&self) -> Result<Link, StoreError> {
-        let certificates = self.ca.is_some() || self.client.is_some();
+        let certificates = self.certificates();
+        if certificates.is_some() && !self.is_tls() {
+            return Err(bad("certificates were given for Redis addresses without TLS: use rediss://"));
+        }
+        if self.is_tls() {
+            default_crypto();
+        }
+        let unreachable = super::unreachable;
         match &self.place {
-            Place::Url(_) if self.login.is_some() => {
+            Place::Url(_) | Place::Cluster(_) if self.login.is_some() => {
                 Err(bad("a URL carries its own login: redis://user:password@host/"))
             }
-            Place::Url(_) if certificates && !self.is_tls() => {
-                Err(bad("certificates were given for a Redis URL without TLS: use rediss://"))
+            Place::Url(url) => {
+                let client = match certificates {
+                    Some(certificates) => redis::Client::build_with_tls(url.as_str(), certificates),
+                    None => redis::Client::open(url.as_str()),
+                };
+                Link::standalone(client.map_err(|e| bad(&e.to_string()))?).await.map_err(unreachable)
             }
-            Place::Url(url) => Link::standalone(self.client(url)?).await.map_err(super::unreachable),
-            Place::Sentinel { .. } if certificates => Err(bad("TLS through Sentinel is not supported yet")),
-            Place::Cluster(_) if certificates || self.login.is_some() => {
-                Err(bad("a cluster's seed URLs carry the login, and TLS to a cluster is not supported yet"))
-            }
-            Place::Cluster(seeds) if seeds.iter().any(|seed| seed.starts_with("rediss://")) => {
-                Err(bad("TLS to a cluster is not supported yet"))
-            }
-            Place::Cluster(seeds) => Link::cluster(seeds).await.map_err(super::unreachable),
+            Place::Cluster(seeds) => Link::cluster(seeds, certificates).await.map_err(unreachable),
             Place::Sentinel { master, sentinels } => {
-                let addresses = sentinels.iter().map(|s| address(s)).collect::<Result<Vec<_>, _>>()?;
+                let addresses = sentinels.iter().map(|s| address(s, self.is_tls())).collect::<Result<Vec<_>, _>>()?;
                 let mut builder = SentinelClientBuilder::new(addresses, master, SentinelServerType::Master)
                     .map_err(|e| bad(&e.to_string()))?;
                 if let Some((user, password)) = &self.login {
                     builder = builder.set_client_to_redis_username(user).set_client_to_redis_password(password);
                 }
+                if self.is_tls() {
+                    // The data nodes the sentinels name speak TLS as the sentinels do.
+                    builder = builder.set_client_to_redis_tls_mode(TlsMode::Secure);
+                }
+                if let Some(certificates) = certificates {
+                    builder = builder
+                        .set_client_to_sentinel_certificates(certificates.clone())
+                        .set_client_to_redis_certificates(certificates);
+                }
                 let sentinel = builder.build().map_err(|e| bad(&e.to_string()))?;
-                Link::sentinel(sentinel).await.map_err(super::unreachable)
+                Link::sentinel(sentinel).await.map_err(unreachable)
             }
         }
-    }
-
-    /// The client of the standalone Redis at `url`, with this configuration's certificates.
-    fn client(&self, url: &str) -> Result<redis::Client, StoreError> {
-        if self.is_tls() {
-            default_crypto();
-        }
-        let client = if self.ca.is_some() || self.client.is_some() {
-            let (ca, client) = (self.ca.clone(), self.client.clone());
-            let client_tls = client.map(|(client_cert, client_key)| redis::ClientTlsConfig { client_cert, client_key });
-            redis::Client::build_with_tls(url, redis::TlsCertificates { client_tls, root_cert: ca })
-        } else {
-            redis::Client::open(url)
-        };
-        client.map_err(|e| bad(&e.to_string()))
     }
 }
 
@@ -182,14 +196,22 @@ fn bad(why: &str) -> StoreError {
     StoreError::new(format!("bad Redis configuration: {why}"))
 }
 
-/// A sentinel's `host:port`.
-fn address(sentinel: &str) -> Result<ConnectionAddr, StoreError> {
-    let parsed = sentinel.rsplit_once(':').and_then(|(host, port)| Some((host, port.parse::<u16>().ok()?)));
+/// A sentinel's address: `host:port`, or `redis://host:port` (`rediss://` for TLS, which
+/// then holds for every sentinel: `tls`).
+fn address(sentinel: &str, tls: bool) -> Result<ConnectionAddr, StoreError> {
+    let bare = sentinel.strip_prefix("rediss://").or_else(|| sentinel.strip_prefix("redis://")).unwrap_or(sentinel);
+    let bare = bare.trim_end_matches('/');
+    let parsed = bare.rsplit_once(':').and_then(|(host, port)| Some((host, port.parse::<u16>().ok()?)));
     match parsed {
-        Some((host, port)) if !host.is_empty() => {
-            Ok(ConnectionAddr::Tcp(host.trim_matches(['[', ']']).to_owned(), port))
+        Some((host, port)) if !host.is_empty() && !host.contains(['@', '/']) => {
+            let host = host.trim_matches(['[', ']']).to_owned();
+            Ok(if tls {
+                ConnectionAddr::TcpTls { host, port, insecure: false, tls_params: None }
+            } else {
+                ConnectionAddr::Tcp(host, port)
+            })
         }
-        _ => Err(bad(&format!("a sentinel is host:port, not {sentinel:?}"))),
+        _ => Err(bad(&format!("a sentinel is host:port or redis[s]://host:port, not {sentinel:?}"))),
     }
 }
 

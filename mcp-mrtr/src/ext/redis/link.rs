@@ -26,7 +26,7 @@ use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig, Pub
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::sentinel::SentinelClient;
-use redis::{Cmd, Pipeline, RedisError, RedisFuture, RedisResult, Value};
+use redis::{Cmd, Pipeline, RedisError, RedisFuture, RedisResult, TlsCertificates, Value};
 
 /// How long one command may take before it counts as a failure: the request it serves
 /// then fails cleanly instead of hanging.
@@ -93,17 +93,24 @@ impl Link {
     }
 
     /// A link to the cluster the `seeds` (URLs of some of its nodes) belong to.
-    pub(super) async fn cluster(seeds: &[String]) -> RedisResult<Self> {
-        let connection = ClusterClient::builder(seeds.iter().map(String::as_str))
+    /// `certificates`, when given, replace the system's roots (and present a client
+    /// certificate) for every node, the seeds' subscriptions included.
+    pub(super) async fn cluster(seeds: &[String], certificates: Option<TlsCertificates>) -> RedisResult<Self> {
+        let mut builder = ClusterClient::builder(seeds.iter().map(String::as_str))
             .connection_timeout(RESPONSE_TIMEOUT)
             .response_timeout(RESPONSE_TIMEOUT)
             .retries(3)
             .min_retry_wait(100)
-            .max_retry_wait(1_000)
-            .build()?
-            .get_async_connection()
-            .await?;
-        let clients = seeds.iter().map(|seed| redis::Client::open(seed.as_str())).collect::<RedisResult<_>>()?;
+            .max_retry_wait(1_000);
+        if let Some(certificates) = &certificates {
+            builder = builder.certs(certificates.clone());
+        }
+        let connection = builder.build()?.get_async_connection().await?;
+        let client = |seed: &String| match &certificates {
+            Some(certificates) => redis::Client::build_with_tls(seed.as_str(), certificates.clone()),
+            None => redis::Client::open(seed.as_str()),
+        };
+        let clients = seeds.iter().map(client).collect::<RedisResult<_>>()?;
         Ok(Self::Cluster(connection, Arc::new(Seeds { clients, next: AtomicUsize::new(0) })))
     }
 
