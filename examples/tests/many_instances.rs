@@ -369,52 +369,69 @@ fn while_redis_is_away_requests_fail_cleanly_and_nothing_is_let_through_unrecord
 }
 
 /// Behind Sentinel, the primary is killed (SIGKILL) and the replica promoted while a
-/// `once!` call and a task are in flight. The instances follow the new primary; the
-/// claimed state never opens again (the guard sees another Redis process and refuses it),
-/// the task (replicated before the kill) is answered and completes once, and calls
-/// started afterwards alternate instances as before.
+/// `once!` call and a task are in flight; see [`a_failover_keeps_claims_and_tasks`].
 #[test]
 fn a_failover_behind_sentinel_takes_no_step_twice_and_keeps_replicated_tasks() {
     let Some(mut deployment) = Sentinels::start() else { return };
-    let nodes = instances_reaching(&deployment.env(), &instance::new_key("k1"), LEASE_MS, 2);
+    let reach = deployment.env();
+    a_failover_keeps_claims_and_tasks(&reach, 1, || {
+        deployment.primary.synced();
+        deployment.fail_over();
+    });
+}
+
+/// A Redis Cluster loses a primary (SIGKILL) and its replica takes its slots over; the
+/// claims spread over the shards (each state in its digest's bucket), so whichever shard
+/// they were on, see [`a_failover_keeps_claims_and_tasks`].
+#[test]
+fn a_cluster_failover_takes_no_step_twice_and_keeps_replicated_tasks() {
+    let Some(mut cluster) = Cluster::start() else { return };
+    let reach = cluster.env();
+    a_failover_keeps_claims_and_tasks(&reach, 8, || {
+        cluster.synced();
+        cluster.fail_over();
+    });
+}
+
+/// What a failover must keep, whatever the deployment. Two instances reaching Redis as
+/// `reach` says claim `calls` states (a `once!` step each) and start a task that waits
+/// for its answer; `fail_over` replicates everything, then kills a primary. Afterwards
+/// the instances follow the new primary: every claimed state is refused (the guard sees
+/// another Redis process), the task is answered and completes once, and a call started
+/// afterwards takes its step once, across instances.
+fn a_failover_keeps_claims_and_tasks(reach: &[(&str, String)], calls: usize, fail_over: impl FnOnce()) {
+    let nodes = instances_reaching(reach, &instance::new_key("k1"), LEASE_MS, 2);
     let (a, b) = (nodes[0].addr, nodes[1].addr);
-    let once = call(a, ONCE, json!({ "call_id": "failover" }))["result"].clone();
-    let stepped = start_step(a, "failover", &once["requestState"]);
-    assert_eq!(stepped["result"]["resultType"], "input_required", "{stepped}");
+    let claimed: Vec<(String, Value)> = (0..calls)
+        .map(|n| {
+            let call_id = format!("failover-{n}");
+            let once = call(a, ONCE, json!({ "call_id": call_id }))["result"]["requestState"].clone();
+            let stepped = start_step(b, &call_id, &once);
+            assert_eq!(stepped["result"]["resultType"], "input_required", "{stepped}");
+            (call_id, once)
+        })
+        .collect();
     let id = create_task(a, "confirm_delete", json!({ "filename": "kept.txt" }));
     let waiting = poll_until(b, &id, |t| t["status"] == "input_required");
-    deployment.primary.synced();
 
-    deployment.fail_over();
+    fail_over();
     // While an instance finds the new primary its requests say "try again later"; an
-    // honest client does, and the claimed state is then refused, never run again.
-    let started = Instant::now();
-    let replayed = loop {
-        let reply = start_step(b, "failover", &once["requestState"]);
-        if reply["error"]["code"] != -32603 || started.elapsed() > TAKEOVER_WITHIN {
-            break reply;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    assert_eq!(replayed["error"]["code"], -32602, "a claimed state opened after the failover: {replayed}");
-
-    let key = only_key(&waiting);
-    let started = Instant::now();
-    while !rpc(
-        b,
-        "tasks/update",
-        json!({ "taskId": id, "inputResponses": { key.clone(): answer::accept(json!({ "confirm": true })) } }),
-    )["result"]
-        .is_object()
-    {
-        assert!(started.elapsed() < TAKEOVER_WITHIN, "the task could not be answered after the failover");
-        std::thread::sleep(Duration::from_millis(200));
+    // honest client does, and a claimed state is then refused, never run again.
+    for (call_id, state) in &claimed {
+        let replayed = until_taken(|| start_step(a, call_id, state));
+        assert_eq!(replayed["error"]["code"], -32602, "{call_id} opened after the failover: {replayed}");
     }
+    let answer =
+        json!({ "taskId": id, "inputResponses": { only_key(&waiting): answer::accept(json!({ "confirm": true })) } });
+    let ack = until_taken(|| rpc(b, "tasks/update", answer.clone()));
+    assert!(ack["result"].is_object(), "the task could not be answered after the failover: {ack}");
     let done = poll_until(a, &id, |t| t["status"] == "completed");
     assert_eq!(result_text(&done), "Deleted kept.txt", "{done}");
 
-    // The guard's memory began again on the new primary, with its margin for fast clocks.
-    std::thread::sleep(Duration::from_millis(400));
+    // Each instance's guard notices the new Redis process within its watch's second and
+    // begins the memory again with the margin for fast clocks: a call sealed after both
+    // takes its step, once.
+    std::thread::sleep(Duration::from_millis(1500));
     let fresh = call(a, ONCE, json!({ "call_id": "after" }))["result"].clone();
     let stepped = start_step(b, "after", &fresh["requestState"]);
     assert_eq!(stepped["result"]["resultType"], "input_required", "{stepped}");
@@ -422,55 +439,15 @@ fn a_failover_behind_sentinel_takes_no_step_twice_and_keeps_replicated_tasks() {
     assert_eq!(again["error"]["code"], -32602, "{again}");
 }
 
-/// A Redis Cluster loses a primary (SIGKILL) and its replica takes its slots over while
-/// `once!` calls and a task are in flight. The claims spread over the shards (each state
-/// in its digest's bucket); whichever shard they were on, none opens again, the task
-/// (replicated first) completes once, and new calls go on.
-#[test]
-fn a_cluster_failover_takes_no_step_twice_and_keeps_replicated_tasks() {
-    let Some(mut cluster) = Cluster::start() else { return };
-    let nodes = instances_reaching(&cluster.env(), &instance::new_key("k1"), LEASE_MS, 2);
-    let (a, b) = (nodes[0].addr, nodes[1].addr);
-    let claimed: Vec<(String, Value)> = (0..8)
-        .map(|n| {
-            let call_id = format!("cluster-{n}");
-            let once = call(a, ONCE, json!({ "call_id": call_id }))["result"]["requestState"].clone();
-            let stepped = start_step(b, &call_id, &once);
-            assert_eq!(stepped["result"]["resultType"], "input_required", "{stepped}");
-            (call_id, once)
-        })
-        .collect();
-    let id = create_task(a, "confirm_delete", json!({ "filename": "sharded.txt" }));
-    let waiting = poll_until(b, &id, |t| t["status"] == "input_required");
-    cluster.synced();
-
-    cluster.fail_over();
-    for (call_id, state) in &claimed {
-        let started = Instant::now();
-        let replayed = loop {
-            let reply = start_step(a, call_id, state);
-            if reply["error"]["code"] != -32603 || started.elapsed() > TAKEOVER_WITHIN {
-                break reply;
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        };
-        assert_eq!(replayed["error"]["code"], -32602, "{call_id} opened after the failover: {replayed}");
-    }
-    let key = only_key(&waiting);
+/// `request`'s reply once it is no "try again later" (`-32603`), as an honest client
+/// retries it (bounded).
+fn until_taken(request: impl Fn() -> Value) -> Value {
     let started = Instant::now();
-    let answer = json!({ "taskId": id, "inputResponses": { key: answer::accept(json!({ "confirm": true })) } });
-    while !rpc(b, "tasks/update", answer.clone())["result"].is_object() {
-        assert!(started.elapsed() < TAKEOVER_WITHIN, "the task could not be answered after the failover");
+    loop {
+        let reply = request();
+        if reply["error"]["code"] != -32603 || started.elapsed() > TAKEOVER_WITHIN {
+            return reply;
+        }
         std::thread::sleep(Duration::from_millis(200));
     }
-    let done = poll_until(a, &id, |t| t["status"] == "completed");
-    assert_eq!(result_text(&done), "Deleted sharded.txt", "{done}");
-
-    // Each instance's guard notices the shard's new process within its watch's second,
-    // and begins that shard's memory again with the margin: a call sealed after both
-    // takes its step.
-    std::thread::sleep(Duration::from_millis(1500));
-    let fresh = call(a, ONCE, json!({ "call_id": "after" }))["result"].clone();
-    let stepped = start_step(b, "after", &fresh["requestState"]);
-    assert_eq!(stepped["result"]["resultType"], "input_required", "{stepped}");
 }

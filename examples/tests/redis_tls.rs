@@ -1,34 +1,14 @@
 //! Redis as managed services run it: TLS only, with a certificate from a CA of the
-//! deployment's own, and client certificates required (`tls-auth-clients yes`). The
-//! instances reach it with `rediss://` and the CA and client certificate the test made
-//! (`MCP_MRTR_REDIS_CA`, `_CERT`, `_KEY` for the fixture); every multi-instance flow runs
-//! over it as over plain text, and a client that trusts other roots or brings no
-//! certificate fails when it connects, saying why. Behind Sentinel and on a cluster, every
-//! link speaks TLS too.
+//! deployment's own, client certificates required (`tls-auth-clients yes`) and an ACL
+//! user. The guard claims over it, and a client that trusts other roots, brings no
+//! certificate or no login fails when it connects, saying why. (`redis_deployments` runs
+//! every multi-instance flow over TLS, behind Sentinel and on a cluster too.)
 
-use crate::{instance, many_instances};
+use crate::instance;
 
-use instance::{Cluster, Redis, Sentinels};
+use instance::{Redis, Sentinels};
 use mcp_mrtr::redis::RedisConfig;
 use mcp_mrtr::request_state::{Claim, Consumed, StateGuard};
-
-#[test]
-fn rounds_alternate_instances_and_a_claim_holds_everywhere_over_tls() {
-    let Some(redis) = Redis::start_tls() else { return };
-    many_instances::rounds_alternate_and_a_claim_holds_everywhere(&redis.env());
-}
-
-#[test]
-fn a_task_is_polled_answered_and_cancelled_through_another_instance_over_tls() {
-    let Some(redis) = Redis::start_tls() else { return };
-    many_instances::a_task_is_served_through_another_instance(&redis.env());
-}
-
-#[test]
-fn a_change_reaches_listeners_on_every_instance_over_tls() {
-    let Some(redis) = Redis::start_tls() else { return };
-    many_instances::a_change_reaches_every_listener(&redis.env());
-}
 
 #[test]
 fn the_guard_records_a_claim_once_over_tls() {
@@ -78,20 +58,12 @@ fn wrong_roots_no_client_certificate_no_login_or_plain_text_fail_at_connect_sayi
     assert!(plain.contains("use rediss://"), "{plain}");
 }
 
-/// TLS everywhere behind Sentinel: the sentinels, the data nodes and their replication,
-/// all with the deployment's own CA and client certificates.
 #[test]
-fn rounds_and_tasks_over_tls_behind_sentinel() {
-    let Some(deployment) = Sentinels::start_tls() else { return };
-    many_instances::rounds_alternate_and_a_claim_holds_everywhere(&deployment.env());
-    many_instances::a_task_is_served_through_another_instance(&deployment.env());
-}
-
-/// TLS everywhere on a cluster: clients, replication and the cluster bus.
-#[test]
-fn rounds_tasks_and_listeners_over_tls_on_a_cluster() {
-    let Some(cluster) = Cluster::start_tls() else { return };
-    many_instances::rounds_alternate_and_a_claim_holds_everywhere(&cluster.env());
-    many_instances::a_task_is_served_through_another_instance(&cluster.env());
-    many_instances::a_change_reaches_every_listener(&cluster.env());
+fn a_sentinel_set_that_names_no_primary_fails_at_connect_saying_why() {
+    let Some(deployment) = Sentinels::start() else { return };
+    let sentinels: Vec<String> = deployment.env()[0].1.split(',').map(str::to_owned).collect();
+    let unknown = refusal(RedisConfig::sentinel("no-such-service", sentinels));
+    assert!(unknown.starts_with("task store: redis:"), "{unknown}");
+    let malformed = refusal(RedisConfig::sentinel(instance::sentinel::MASTER, ["127.0.0.1"]));
+    assert!(malformed.contains("a sentinel is host:port"), "{malformed}");
 }
