@@ -38,9 +38,20 @@ RELEASE = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "ta
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port whose cluster bus port (10,000 above) is free too: a Redis Cluster node
+    listens on both, and fails to start past 55,535."""
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port <= 55535:
+            with socket.socket() as bus:
+                try:
+                    bus.bind(("127.0.0.1", port + 10000))
+                    return port
+                except OSError:
+                    pass
+    sys.exit("bench: no free port with a free cluster bus port")
 
 
 def wait_port(port, proc, seconds=30):

@@ -353,6 +353,14 @@ fn cli(port: u16, args: &[&str]) -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
+/// A free port whose cluster bus port (10,000 above) is a port and free too: a cluster
+/// node listens on both, and fails to start past 55,535.
 fn free_port() -> anyhow::Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).context("a free port")?.port())
+    for _ in 0..100 {
+        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).context("a free port")?.port();
+        if port <= 55_535 && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
+            return Ok(port);
+        }
+    }
+    bail!("no free port with a free cluster bus port")
 }

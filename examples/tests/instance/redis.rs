@@ -147,8 +147,16 @@ pub(super) fn cli(port: u16, tls: Option<&TlsFiles>, args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).trim().to_owned()
 }
 
+/// A free port whose cluster bus port (10,000 above) is a port and free too: a cluster
+/// node listens on both, and fails to start past 55,535.
 pub(super) fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port()
+    for _ in 0..100 {
+        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+        if port <= 55_535 && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port with a free cluster bus port")
 }
 
 /// A fresh directory of its own under the system's temporary one.
