@@ -30,6 +30,14 @@ const MASTER: &str = "mymaster";
 /// on loopback is well under this.
 const REPLICATION_LAG_MS: u64 = 1_000;
 
+/// How long a node must not answer before the sentinels (`down-after-milliseconds`) or
+/// the cluster (`cluster-node-timeout`) fail it over. A 20-minute soak with 1 s on this
+/// loaded 2-core machine saw a sentinel take a primary promoted a second before for dead
+/// and fail over again, to the old primary just restarted as a replica and still syncing:
+/// a spurious failover that lost a few seconds of tasks (Redis's, not ours; nothing was
+/// done twice). 5 s is still short beside production's usual 5 to 30 s.
+const DOWN_AFTER_MS: u64 = 5_000;
+
 /// A deployment's shape (`--redis`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shape {
@@ -167,7 +175,7 @@ impl Redis {
             let conf = self.dir.join(format!("sentinel-{n}.conf"));
             let text = format!(
                 "port {port}\nbind 127.0.0.1\ndir {dir}\nsentinel monitor {MASTER} 127.0.0.1 {primary} 2\n\
-                 sentinel down-after-milliseconds {MASTER} 1000\nsentinel failover-timeout {MASTER} 5000\n",
+                 sentinel down-after-milliseconds {MASTER} {DOWN_AFTER_MS}\nsentinel failover-timeout {MASTER} 10000\n",
                 dir = self.dir.display(),
             );
             std::fs::write(&conf, text).context("write a sentinel's configuration")?;
@@ -193,7 +201,7 @@ impl Redis {
                 "--cluster-enabled",
                 "yes",
                 "--cluster-node-timeout",
-                "1000",
+                &DOWN_AFTER_MS.to_string(),
             ])
             .await?;
         }
