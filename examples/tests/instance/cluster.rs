@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::redis::new_dir;
+use super::redis::{certified, new_dir};
 use super::tls::TlsFiles;
 use super::{Redis, TIMEOUT};
 
@@ -64,6 +64,12 @@ impl Cluster {
         let mut env = vec![("MCP_MRTR_REDIS_CLUSTER", seeds.join(","))];
         env.extend(self.tls.iter().flat_map(TlsFiles::env));
         env
+    }
+
+    /// How a server reaches the cluster: every node a seed, with the certificates.
+    pub(crate) fn config(&self) -> mcp_mrtr::redis::RedisConfig {
+        let seeds = self.nodes.iter().filter(|node| node.is_up()).map(Redis::url);
+        certified(mcp_mrtr::redis::RedisConfig::cluster(seeds), self.tls.as_ref())
     }
 
     /// Waits until every replica acknowledged every write its primary took.

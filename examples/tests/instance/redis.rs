@@ -102,14 +102,7 @@ impl Redis {
 
     /// How a server reaches it: its URL and, for TLS, the CA and a client certificate.
     pub(crate) fn config(&self) -> mcp_mrtr::redis::RedisConfig {
-        let config = mcp_mrtr::redis::RedisConfig::url(self.url());
-        match &self.tls {
-            None => config,
-            Some(tls) => {
-                let read = |p: &Path| std::fs::read(p).expect("read a certificate");
-                config.ca_certificate(read(&tls.ca)).client_certificate(read(&tls.client_cert), read(&tls.client_key))
-            }
-        }
+        certified(mcp_mrtr::redis::RedisConfig::url(self.url()), self.tls.as_ref())
     }
 }
 
@@ -135,6 +128,13 @@ const ACL_PASSWORD: &str = "the-fleet-only";
 const ACL_USER: &str =
     "mcp-mrtr on >the-fleet-only ~mcp-mrtr:* &mcp-mrtr:* -@all +ping +get +set +exists +hget +hset +zadd +zrem \
                         +zrangebyscore +pexpireat +publish +subscribe +eval +evalsha +script +info +time";
+
+/// `config` with the CA and client certificate of `tls`, when there is one.
+pub(super) fn certified(config: mcp_mrtr::redis::RedisConfig, tls: Option<&TlsFiles>) -> mcp_mrtr::redis::RedisConfig {
+    let Some(tls) = tls else { return config };
+    let read = |p: &Path| std::fs::read(p).expect("read a certificate");
+    config.ca_certificate(read(&tls.ca)).client_certificate(read(&tls.client_cert), read(&tls.client_key))
+}
 
 /// `redis-cli -p port [TLS flags] args…`'s output, trimmed.
 pub(super) fn cli(port: u16, tls: Option<&TlsFiles>, args: &[&str]) -> String {

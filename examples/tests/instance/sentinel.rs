@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::redis::{cli, free_port, new_dir, wait_listening};
+use super::redis::{certified, cli, free_port, new_dir, wait_listening};
 use super::tls::TlsFiles;
 use super::{Redis, TIMEOUT};
 
@@ -84,6 +84,13 @@ impl Sentinels {
         let mut env = vec![("MCP_MRTR_REDIS_SENTINELS", list.join(",")), ("MCP_MRTR_REDIS_MASTER", MASTER.to_owned())];
         env.extend(self.tls.iter().flat_map(TlsFiles::env));
         env
+    }
+
+    /// How a server reaches the primary: through the sentinels, with the certificates.
+    pub(crate) fn config(&self) -> mcp_mrtr::redis::RedisConfig {
+        let scheme = if self.tls.is_some() { "rediss" } else { "redis" };
+        let list = self.ports.iter().map(|port| format!("{scheme}://127.0.0.1:{port}"));
+        certified(mcp_mrtr::redis::RedisConfig::sentinel(MASTER, list), self.tls.as_ref())
     }
 
     /// The port of the primary the sentinels name now.
