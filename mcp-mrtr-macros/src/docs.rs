@@ -1,5 +1,7 @@
 //! Doc comments → descriptions.
 
+use proc_macro2::TokenStream;
+use quote::quote;
 use syn::{Attribute, Expr, ExprLit, Lit, Meta};
 
 /// The text of the `///` comments among `attrs`, as a client shows it: the lines of a
@@ -61,6 +63,56 @@ fn starts_block(line: &str) -> bool {
     ordered || ["- ", "* ", "+ ", "|", "#", ">"].iter().any(|marker| line.starts_with(marker))
 }
 
+/// An argument's doc comments as the `#[schemars(title = "…", description = "…")]` they
+/// amount to, for the generated argument struct's field. Given doc comments, schemars'
+/// derive splits them in two `const`s per field, evaluated as the crate compiles: about
+/// two million instructions per documented argument, measured, a few percent of a
+/// `#[tool]`. Given the strings, it writes them as they are.
+///
+/// The split is the one schemars' derive makes of the lines joined (1.x): a text
+/// starting with `#` has its first line as the title and the rest as the description,
+/// any other text is all description. `tests/tests/tool_schema.rs` compares the two on
+/// every shape, so a schemars release that splits otherwise fails there.
+/// `None`, leaving the comments to schemars, when one is not a string literal or an
+/// attribute could change what schemars reads (a `#[schemars]` of the field's own, which
+/// may set either, or a `#[cfg_attr]`, which may add a doc).
+pub(crate) fn schema_docs(attrs: &[Attribute]) -> Option<TokenStream> {
+    let mut lines = Vec::new();
+    for attr in attrs {
+        if attr.path().is_ident("schemars") || attr.path().is_ident("cfg_attr") {
+            return None;
+        }
+        if !attr.path().is_ident("doc") {
+            continue;
+        }
+        let Meta::NameValue(nv) = &attr.meta else { return None };
+        let Expr::Lit(ExprLit { lit: Lit::Str(line), .. }) = &nv.value else { return None };
+        let line = line.value();
+        lines.push(line.strip_prefix(' ').map(str::to_owned).unwrap_or(line));
+    }
+    if lines.is_empty() {
+        return None;
+    }
+    let doc = lines.join("\n");
+    let (title, description) = title_and_description(&doc);
+    let title = (!title.is_empty()).then(|| quote!(#[schemars(title = #title)]));
+    let description = (!description.is_empty()).then(|| quote!(#[schemars(description = #description)]));
+    Some(quote!(#title #description))
+}
+
+/// schemars' split of a doc text; its trimming is of ASCII whitespace only.
+fn title_and_description(doc: &str) -> (&str, &str) {
+    fn trim(text: &str) -> &str {
+        text.trim_matches(|c: char| c.is_ascii_whitespace())
+    }
+    let doc = trim(doc);
+    if !doc.starts_with('#') {
+        return ("", doc);
+    }
+    let (title, description) = doc.split_at(doc.find('\n').unwrap_or(doc.len()));
+    (trim(title.trim_start_matches('#')), trim(description))
+}
+
 #[cfg(test)]
 mod tests {
     use syn::parse_quote;
@@ -93,5 +145,35 @@ mod tests {
         );
         let bare: syn::ItemFn = parse_quote! { fn g() {} };
         assert_eq!(description(&bare.attrs), None);
+    }
+
+    #[test]
+    fn splits_an_arguments_docs_as_schemars_does() {
+        assert_eq!(title_and_description(" A word. "), ("", "A word."));
+        assert_eq!(title_and_description("Line one.\n\nLine two.\n"), ("", "Line one.\n\nLine two."));
+        assert_eq!(
+            title_and_description("\n## Units\n Celsius,\nor Fahrenheit."),
+            ("Units", "Celsius,\nor Fahrenheit.")
+        );
+        assert_eq!(title_and_description("# Only a title"), ("Only a title", ""));
+        assert_eq!(title_and_description("\u{a0}Not ASCII space"), ("", "\u{a0}Not ASCII space"));
+        let f: syn::ItemFn = parse_quote! {
+            /// # The city
+            ///  Where.
+            fn f() {}
+        };
+        let docs = schema_docs(&f.attrs).unwrap().to_string();
+        assert_eq!(docs, quote!(#[schemars(title = "The city")] #[schemars(description = "Where.")]).to_string());
+        let own: syn::ItemFn = parse_quote! {
+            /// The city.
+            #[schemars(description = "A city.")]
+            fn g() {}
+        };
+        assert!(schema_docs(&own.attrs).is_none());
+        let computed: syn::ItemFn = parse_quote! {
+            #[doc = concat!("The ", "city.")]
+            fn h() {}
+        };
+        assert!(schema_docs(&computed.attrs).is_none());
     }
 }

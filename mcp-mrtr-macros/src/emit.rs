@@ -65,12 +65,16 @@ pub(crate) struct Prepared {
 pub(crate) fn prepare(handler: &mut Handler, errors: &mut Vec<syn::Error>) -> Prepared {
     check::handler(handler, errors);
     let ctx = Ident::new("__mcp_ctx", Span::mixed_site());
-    let decides_itself = crate::needs::branches_on_support(handler.body.to_token_stream());
     let mut rewriter = Rewriter::new(ctx.clone(), errors);
     rewriter.visit_block_mut(&mut handler.body);
     let mut form_types = std::mem::take(&mut rewriter.form_types);
     form_types.extend(handler.args.forms.iter().cloned());
-    let client_needs = if decides_itself { Vec::new() } else { std::mem::take(&mut rewriter.client_needs) };
+    let mut client_needs = std::mem::take(&mut rewriter.client_needs);
+    // Read only when there is something to declare, since it walks the whole body again;
+    // after the rewrite, which keeps every identifier of the body but an ask's `fresh`.
+    if !client_needs.is_empty() && crate::needs::branches_on_support(handler.body.to_token_stream()) {
+        client_needs.clear();
+    }
     Prepared { ctx, form_types, client_needs }
 }
 
@@ -122,7 +126,13 @@ pub(crate) fn args_struct(handler: &Handler, runtime: &Path, args_ident: &Ident)
     let serde_crate = LitStr::new(&format!("{}::serde", path_string(runtime)), Span::call_site());
     let schemars_crate = LitStr::new(&format!("{}::schemars", path_string(runtime)), Span::call_site());
     let fields = handler.params.iter().map(|p| {
-        let (attrs, name, ty) = (&p.attrs, &p.ident, &p.ty);
+        let (name, ty) = (&p.ident, &p.ty);
+        // Docs as schemars would read them, worked out here: see `docs::schema_docs`.
+        if let Some(docs) = docs::schema_docs(&p.attrs) {
+            let others = p.attrs.iter().filter(|a| !a.path().is_ident("doc"));
+            return quote!(#(#others)* #docs #name: #ty);
+        }
+        let attrs = &p.attrs;
         quote!(#(#attrs)* #name: #ty)
     });
     quote! {
@@ -158,12 +168,21 @@ pub(crate) fn body(handler: &Handler, runtime: &Path, ctx: &Ident) -> TokenStrea
     quote!(#(#resolved)* #ctx_binding #block)
 }
 
-/// What registration checks of the route, each `None` or why the route is refused: the
-/// form types the handler asks for fit in a form. (That a structured result is an object
+/// `route`, refused at registration if a form type the handler asks for cannot be a
+/// form: one `check_form` call per type, the last innermost, so the first type that
+/// cannot be a form is the refusal that stands. (That a structured result is an object
 /// the route checks itself, from its output schema.)
-fn registration_checks(handler: &Handler, private: &TokenStream, form_types: &[syn::Type]) -> Vec<TokenStream> {
+fn with_form_checks(
+    handler: &Handler,
+    private: &TokenStream,
+    form_types: &[syn::Type],
+    route: TokenStream,
+) -> TokenStream {
     let handler_name = handler.ident.to_string();
-    form_types.iter().map(|ty| quote_spanned!(ty.span()=> #private::check_form::<#ty>(#handler_name))).collect()
+    form_types
+        .iter()
+        .rev()
+        .fold(route, |route, ty| quote_spanned!(ty.span()=> #private::check_form::<#ty, _>(#route, #handler_name)))
 }
 
 pub(crate) fn route_type(kind: Kind, runtime: &Path) -> TokenStream {
@@ -218,7 +237,8 @@ pub(crate) fn route(
                 let variant = Ident::new(mode.variant(), Span::call_site());
                 quote!(.task(#private::TaskSupport::#variant))
             });
-            let schema = quote!(#private::input_schema::<#args>());
+            // Both schemas as functions `tool` calls: see there why.
+            let schema = quote!(#private::input_schema::<#args>);
             quote!(#private::tool(#schema, #name, #description, #title, &[#(#hints),*], &[#(#headers),*], #output)#attach #task)
         }
         Kind::Prompt => {
@@ -237,11 +257,7 @@ pub(crate) fn route(
     };
     let route = with_state_needs(handler, &private, route);
     let route = check::template(handler, &private, route);
-    let checks = registration_checks(handler, &private, &prepared.form_types);
-    if checks.is_empty() {
-        return route;
-    }
-    quote!(#private::checked(#route, &[#(#checks),*]))
+    with_form_checks(handler, &private, &prepared.form_types, route)
 }
 
 /// `route`, declaring the state each extractor needs: `T` for a `State<T>`, found by
@@ -253,8 +269,8 @@ fn with_state_needs(handler: &Handler, private: &TokenStream, route: TokenStream
     }
     let name = Ident::new("__mcp_route", Span::mixed_site());
     let needs = handler.resolved.iter().map(|p| {
-        let need = probe(private, ["NeedsState", "NeedsNoState"], &p.ty, &quote!(require(#name)));
-        quote!(let #name = #need;)
+        let probe = probe(private, &p.ty);
+        quote!(let #name = #probe.require(#name);)
     });
     quote!({
         let #name = #route;
@@ -263,29 +279,23 @@ fn with_state_needs(handler: &Handler, private: &TokenStream, route: TokenStream
     })
 }
 
-/// `(&&Probe::<ty>::new()).call`, with the two traits of the question in scope: the
-/// first, implemented for `&Probe<Shape>`, is found before the fallback. A probe always
-/// resolves (the fallback takes every type), so it needs no span of the user's; keeping
-/// the macro's also keeps lints such as clippy's `needless_borrow` off the `&&`.
-fn probe(private: &TokenStream, traits: [&str; 2], ty: &syn::Type, call: &TokenStream) -> TokenStream {
-    let [special, fallback] = traits.map(|name| Ident::new(name, Span::call_site()));
-    quote!({
-        #[allow(unused_imports)]
-        use #private::{#special as _, #fallback as _};
-        (&&#private::Probe::<#ty>::new()).#call
-    })
+/// `probe::<ty>()`, whose methods answer a question by the type (see `Probe` in the
+/// runtime). A probe always resolves (a fallback takes every type), so it needs no span
+/// of the user's.
+fn probe(private: &TokenStream, ty: &syn::Type) -> TokenStream {
+    quote!(#private::probe::<#ty>())
 }
 
-/// The tool's output schema, found by the result's type (`Json<T>`, `Result<Json<T>,
-/// _>`, an alias of either); `None` where the type cannot be named (no return type, or an
-/// `impl Trait` in it).
+/// What makes the tool's output schema (a function `tool` calls), found by the result's
+/// type (`Json<T>`, `Result<Json<T>, _>`, an alias of either); `None` where the type
+/// cannot be named (no return type, or an `impl Trait` in it).
 fn output_schema(handler: &Handler, private: &TokenStream) -> TokenStream {
     let Some(ty) = model::nameable_return_type(&handler.output) else {
         return quote!(::core::option::Option::None);
     };
-    let output = probe(private, ["IsStructured", "IsUnstructured"], ty, &quote!(output()));
+    let probe = probe(private, ty);
     // Spanned at the return type: a `Json<T>` whose `T` has no schema is reported there.
-    quote_spanned!(ty.span()=> #output.schema())
+    quote_spanned!(ty.span()=> #probe.output_schema())
 }
 
 fn option(value: Option<&LitStr>) -> TokenStream {

@@ -350,3 +350,57 @@ fn a_hand_written_output_schema_that_is_not_an_object_is_refused_too() {
     let message = refusal(Server::new("s", "1").tool(tool));
     assert!(message.contains("this one's type is \"array\""), "{message}");
 }
+
+/// The same doc comments on a plain schemars struct: what `#[tool]`'s argument docs must
+/// amount to. The macro works the split out itself (a compile-time saving), so this
+/// catches a schemars release that splits differently.
+#[derive(Deserialize, JsonSchema)]
+#[allow(dead_code, reason = "only its schema is read")]
+struct DocShapes {
+    /// One line.
+    plain: String,
+    /// First paragraph.
+    ///
+    /// Second paragraph.
+    paragraphs: String,
+    /// # A heading
+    /// Then the text,
+    /// on two lines.
+    headed: String,
+    /// ## Only a heading
+    heading_only: String,
+    ///   Indented, with trailing spaces.   
+    padded: String,
+}
+
+/// Every doc shape of [`DocShapes`], as arguments.
+#[tool]
+async fn doc_shapes(
+    /// One line.
+    plain: String,
+    /// First paragraph.
+    ///
+    /// Second paragraph.
+    paragraphs: String,
+    /// # A heading
+    /// Then the text,
+    /// on two lines.
+    headed: String,
+    /// ## Only a heading
+    heading_only: String,
+    ///   Indented, with trailing spaces.   
+    padded: String,
+) -> Result<String, ToolError> {
+    Ok([plain, paragraphs, headed, heading_only, padded].concat())
+}
+
+#[tokio::test]
+async fn argument_docs_read_as_schemars_reads_a_fields_docs() {
+    let server = TestServer::start(Server::new("docs", "0").tool(doc_shapes)).await;
+    let tool = server.call(&Rpc::new("tools/list")).await["result"]["tools"][0].clone();
+    let derived = serde_json::to_value(schemars::schema_for!(DocShapes)).unwrap();
+    for field in ["plain", "paragraphs", "headed", "heading_only", "padded"] {
+        assert_eq!(tool["inputSchema"]["properties"][field], derived["properties"][field], "{field}");
+    }
+    assert_eq!(derived["properties"]["headed"]["title"], "A heading", "the shapes cover a title");
+}

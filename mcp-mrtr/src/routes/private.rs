@@ -19,10 +19,7 @@ pub use crate::routes::handler::{PromptRoute, ResourceRoute, Routes, TaskSupport
 pub use crate::intake::capability::Capability;
 pub use crate::mrtr::ask::{Elicit, ElicitUrl, Roots, Sample};
 
-pub use self::detect::{
-    Context, Extractor, IsStructured, IsUnstructured, NeedsNoState, NeedsState, Probe, RequiresState, Structured,
-    Unstructured,
-};
+pub use self::detect::{probe, Context, Extractor, Otherwise, Probe, RequiresState};
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -34,17 +31,23 @@ use crate::routes::handler::IntoResourceResult;
 mod detect;
 
 /// A tool's metadata, with `schema` ([`input_schema`] of its generated argument struct)
-/// as its input schema. `headers` are the parameters mirrored into headers: (parameter,
-/// header name, type check). Not generic, so it is compiled once, not once per tool.
+/// as its input schema and `output_schema` (the probe's, see `Probe`) as its output
+/// schema. `headers` are the parameters mirrored into headers: (parameter, header name,
+/// type check). Not generic, so it is compiled once, not once per tool.
+///
+/// The schemas come as functions it calls, not as values: the generated function then
+/// holds no value that a later call could unwind past, so it needs no cleanup code for
+/// one, which was most of its machine code.
 pub fn tool(
-    mut schema: Value,
+    schema: fn() -> Value,
     name: &str,
     description: &str,
     title: Option<&str>,
     hints: &[&str],
     headers: &[(&str, &str, HeaderCheck)],
-    output_schema: Option<Value>,
+    output_schema: Option<fn() -> Value>,
 ) -> Tool {
+    let mut schema = schema();
     for (param, header, _) in headers {
         if let Some(Value::Object(property)) = schema.pointer_mut(&format!("/properties/{param}")) {
             property.insert("x-mcp-header".into(), Value::from(*header));
@@ -65,7 +68,7 @@ pub fn tool(
         });
     }
     if let Some(schema) = output_schema {
-        tool = tool.output_schema(schema);
+        tool = tool.output_schema(schema());
     }
     tool
 }
@@ -121,16 +124,7 @@ fn as_output(mut schema: Value) -> Value {
     schema
 }
 
-/// A route that registration refuses with the first problem of `checks`, if any: the
-/// server then fails to serve, with the problem, instead of panicking while it is built.
-pub fn checked<R: Checked>(route: R, checks: &[Option<String>]) -> R {
-    match checks.iter().flatten().next() {
-        Some(problem) => route.refused(problem.clone()),
-        None => route,
-    }
-}
-
-/// The routes [`checked`] can refuse.
+/// The routes [`check_form`] can refuse.
 pub trait Checked {
     /// The route, refused at registration with `problem`.
     fn refused(self, problem: String) -> Self;
@@ -270,11 +264,23 @@ where
     })
 }
 
-/// Why a type asked for with `ask!(elicit …)` cannot be a form (not a flat object of
-/// primitives), with the offending property named: checked at registration, so a type
-/// that cannot be asked for stops the server from serving, never reaches a client.
-pub fn check_form<T: crate::ask::ElicitForm>(handler: &str) -> Option<String> {
-    let problem = T::requested_schema().err()?;
-    let form = std::any::type_name::<T>();
-    Some(format!("handler `{handler}` asks for a `{form}` with ask!(elicit …), which cannot be a form: {problem}"))
+/// `route`, refused at registration when `T`, a type the handler asks for with
+/// `ask!(elicit …)`, cannot be a form (not a flat object of primitives), with the
+/// offending property named: a type that cannot be asked for stops the server from
+/// serving, never reaches a client.
+///
+/// The macros chain one call per form type, the handler's last form innermost, so the
+/// refusal that stands is the first form's that cannot be one. (A chain of calls rather
+/// than one call with a slice of problems: no temporaries to drop, which made each
+/// handler's expansion measurably slower to compile.)
+pub fn check_form<T: crate::ask::ElicitForm, R: Checked>(route: R, handler: &str) -> R {
+    match T::requested_schema() {
+        Ok(_) => route,
+        Err(problem) => route.refused(not_a_form(handler, std::any::type_name::<T>(), &problem)),
+    }
+}
+
+/// The non-generic part of [`check_form`]: why `form` cannot be a form.
+fn not_a_form(handler: &str, form: &str, problem: &str) -> String {
+    format!("handler `{handler}` asks for a `{form}` with ask!(elicit …), which cannot be a form: {problem}")
 }

@@ -8,6 +8,7 @@
 //! [`Probe`] answers it and the spelling does not matter.
 
 use std::marker::PhantomData;
+use std::ops::Deref;
 
 use schemars::JsonSchema;
 use serde_json::Value;
@@ -99,25 +100,33 @@ impl Context<'_> for Ctx {
     }
 }
 
-/// A question about a concrete type, answered by autoref specialisation: called as
-/// `(&&Probe::<X>::new()).method()`, a method implemented for `&Probe<Shape>` (the shapes
-/// that matter) is found before the fallback implemented for every `Probe<X>`. Handlers
-/// are never generic, so `X` is always concrete and the answer is the type's, whatever
-/// the user called it (an alias of `State<T>` included, a user's own `State` excluded).
+/// A question about a concrete type, answered by which method a call finds: called as
+/// `probe::<X>().method()`, a method of an inherent impl for `Probe<Shape>` (the shapes
+/// that matter) is found first; for any other `X` the call derefs the probe to
+/// [`Otherwise`], which has the fallback. Handlers are never generic, so `X` is always
+/// concrete and the answer is the type's, whatever the user called it (an alias of
+/// `State<T>` included, a user's own `State` excluded).
+///
+/// Inherent methods and a deref rather than two traits and `&&` (autoref
+/// specialisation), and a function rather than `Probe::<X>::new()`: the expansion needs
+/// no `use` block and no lookup among `Probe`'s impls, which cost each `#[tool]` a
+/// measurable share of its compile time.
 pub struct Probe<T>(PhantomData<fn() -> T>);
 
-impl<T> Probe<T> {
-    /// A probe of `T`.
-    pub const fn new() -> Self {
-        Self(PhantomData)
+/// A probe of `T`.
+pub const fn probe<T>() -> Probe<T> {
+    Probe(PhantomData)
+}
+
+impl<T> Deref for Probe<T> {
+    type Target = Otherwise;
+    fn deref(&self) -> &Otherwise {
+        &Otherwise
     }
 }
 
-impl<T> Default for Probe<T> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+/// What a [`Probe`] of a type of no shape that matters answers.
+pub struct Otherwise;
 
 /// A route that can declare the state its handler reads.
 pub trait RequiresState {
@@ -140,87 +149,55 @@ requires_state!(ToolRoute, PromptRoute, ResourceRoute);
 /// An extractor that is `State<T>` (however it is spelled: an alias under
 /// `#[mcp(extract)]` too) makes the route require a `T`, so a server never given one
 /// refuses to serve.
-pub trait NeedsState {
-    /// `route`, requiring the state.
-    fn require<R: RequiresState>(&self, route: R) -> R;
-}
-
-impl<T: 'static> NeedsState for &Probe<State<T>> {
-    fn require<R: RequiresState>(&self, route: R) -> R {
+impl<T> Probe<State<T>> {
+    /// `route`, requiring the state. (The bound is here rather than on the impl, so a
+    /// `T` that cannot be required is reported, not passed over to the fallback.)
+    pub fn require<R: RequiresState>(&self, route: R) -> R
+    where
+        T: 'static,
+    {
         route.requires_state_of::<T>()
     }
 }
 
-/// Any other extractor needs no state.
-pub trait NeedsNoState {
-    /// `route`, as it is.
-    fn require<R: RequiresState>(&self, route: R) -> R {
-        route
-    }
-}
-
-impl<T> NeedsNoState for Probe<T> {}
-
 /// A tool's result that is `Json<T>` or `Result<Json<T>, _>` (however spelled: an alias
 /// included, a user's own `Json` excluded) is structured, with `T`'s schema.
-pub trait IsStructured {
-    /// What the result is made from.
-    type Output;
-    /// The structured output of `T`.
-    fn output(&self) -> Self::Output;
-}
-
-impl<T> IsStructured for &Probe<Json<T>> {
-    type Output = Structured<T>;
-    fn output(&self) -> Structured<T> {
-        Structured(PhantomData)
-    }
-}
-
-impl<T, E> IsStructured for &Probe<Result<Json<T>, E>> {
-    type Output = Structured<T>;
-    fn output(&self) -> Structured<T> {
-        Structured(PhantomData)
-    }
-}
-
-/// Any other result is unstructured.
-pub trait IsUnstructured {
-    /// No structured output.
-    fn output(&self) -> Unstructured {
-        Unstructured
-    }
-}
-
-impl<T> IsUnstructured for Probe<T> {}
-
-/// A tool's structured result of `T`.
-pub struct Structured<T>(PhantomData<fn() -> T>);
-
-impl<T> Structured<T> {
-    /// `T`'s schema, the tool's `outputSchema`. (The bound is here rather than on the
-    /// impl, so a `T` without a schema is reported as that, not as a missing method.)
-    pub fn schema(&self) -> Option<Value>
+impl<T> Probe<Json<T>> {
+    /// What makes `T`'s schema, the tool's `outputSchema` (a function, for
+    /// `__private::tool` to call). The bound is here rather than on the impl, so a `T`
+    /// without a schema is reported as that, not passed over to the fallback, which
+    /// would quietly list no schema.
+    pub fn output_schema(&self) -> Option<fn() -> Value>
     where
         T: JsonSchema,
     {
-        Some(output_schema::<T>())
+        Some(output_schema::<T>)
     }
 }
 
-/// A tool's result with no structured content.
-pub struct Unstructured;
+impl<T, E> Probe<Result<Json<T>, E>> {
+    /// What makes `T`'s schema, as for `Json<T>`.
+    pub fn output_schema(&self) -> Option<fn() -> Value>
+    where
+        T: JsonSchema,
+    {
+        Some(output_schema::<T>)
+    }
+}
 
-impl Unstructured {
-    /// No `outputSchema`.
-    pub fn schema(&self) -> Option<Value> {
+impl Otherwise {
+    /// Any other extractor needs no state: `route`, as it is.
+    pub fn require<R>(&self, route: R) -> R {
+        route
+    }
+
+    /// Any other result is unstructured: no `outputSchema`.
+    pub fn output_schema(&self) -> Option<fn() -> Value> {
         None
     }
 }
 
 #[cfg(test)]
-// `&&Probe` is the form the macros call probes in, which clippy reads as one `&` too many.
-#[allow(clippy::needless_borrow)]
 mod tests {
     use super::*;
 
@@ -230,8 +207,8 @@ mod tests {
         type Pool = State<Db>;
         let route =
             crate::protocol::Tool::new("t").handler(|_ctx, _args: serde_json::Value| async { Ok::<_, ToolError>("") });
-        let route = (&&Probe::<Pool>::new()).require(route);
-        let route = (&&Probe::<Caller>::new()).require(route);
+        let route = probe::<Pool>().require(route);
+        let route = probe::<Caller>().require(route);
         assert_eq!(route.requires.state.len(), 1);
     }
 
@@ -243,9 +220,10 @@ mod tests {
         }
         type Report = Json<Weather>;
         struct UserJson;
-        assert!((&&Probe::<Report>::new()).output().schema().is_some());
-        assert!((&&Probe::<Result<Json<Weather>, ToolError>>::new()).output().schema().is_some());
-        assert!((&&Probe::<UserJson>::new()).output().schema().is_none());
-        assert!((&&Probe::<String>::new()).output().schema().is_none());
+        let schema = probe::<Report>().output_schema().map(|schema| schema());
+        assert_eq!(schema.unwrap()["properties"]["_celsius"]["type"], "number");
+        assert!(probe::<Result<Json<Weather>, ToolError>>().output_schema().is_some());
+        assert!(probe::<UserJson>().output_schema().is_none());
+        assert!(probe::<String>().output_schema().is_none());
     }
 }
