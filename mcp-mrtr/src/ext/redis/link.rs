@@ -17,7 +17,7 @@
 //! Subscriptions (the fanout's) are plain ones on one node: a cluster delivers every
 //! `PUBLISH` to subscribers on every node, and a lost node is replaced by the next seed.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
@@ -53,6 +53,11 @@ pub(crate) struct Node {
     current: Mutex<Current>,
     /// Set behind Sentinel: who to ask where the primary went, and when we last asked.
     sentinel: Option<tokio::sync::Mutex<(SentinelClient, Option<Instant>)>>,
+    /// Behind Sentinel, set when a command failed as on a lost primary, until the
+    /// sentinels name a primary the link talks to: meanwhile no command is sent, since
+    /// the connection would reconnect to the old address, where the old primary may be
+    /// back as a replica still syncing, and read from it.
+    suspect: AtomicBool,
 }
 
 #[derive(Clone)]
@@ -89,7 +94,7 @@ impl Link {
 
     fn node(current: Current, sentinel: Option<SentinelClient>) -> Self {
         let sentinel = sentinel.map(|sentinel| tokio::sync::Mutex::new((sentinel, None)));
-        Self::Node(Arc::new(Node { current: Mutex::new(current), sentinel }))
+        Self::Node(Arc::new(Node { current: Mutex::new(current), sentinel, suspect: AtomicBool::new(false) }))
     }
 
     /// A link to the cluster the `seeds` (URLs of some of its nodes) belong to.
@@ -141,9 +146,24 @@ impl Node {
     /// the link to the primary the sentinels name now, if it moved and no other command
     /// has moved the link since.
     async fn follow(&self, seen: u64, error: &RedisError) {
-        if lost_the_primary(error) {
+        if self.sentinel.is_some() && lost_the_primary(error) {
+            self.suspect.store(true, Ordering::Release);
             self.check(Some(seen)).await;
         }
+    }
+
+    /// Behind Sentinel, after a lost primary: asks the sentinels first, and refuses the
+    /// command while they name no primary the link talks to.
+    async fn confirmed(&self) -> RedisResult<()> {
+        if !self.suspect.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let seen = self.current().generation;
+        self.check(Some(seen)).await;
+        if self.suspect.load(Ordering::Acquire) {
+            return Err(RedisError::from((redis::ErrorKind::Io, "looking for the primary the sentinels name")));
+        }
+        Ok(())
     }
 
     /// A subscription to a sentinel's failover announcements, if one can be had.
@@ -173,7 +193,9 @@ impl Node {
             Ok(Err(error)) => return tracing::warn!(%error, "the sentinels name no reachable primary yet"),
             Err(_) => return tracing::warn!("the sentinels did not name a primary in time"),
         };
+        // redis-rs confirmed the named node's role: the link may use it.
         if client.get_connection_info().addr() == self.current().client.get_connection_info().addr() {
+            self.suspect.store(false, Ordering::Release);
             return;
         }
         match manager(&client).await {
@@ -181,6 +203,7 @@ impl Node {
                 let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
                 tracing::warn!(primary = %client.get_connection_info().addr(), "Redis failed over: following the new primary");
                 *current = Current { generation: current.generation + 1, client, connection };
+                self.suspect.store(false, Ordering::Release);
             }
             Err(error) => tracing::warn!(%error, "could not connect to the primary the sentinels name"),
         }
@@ -241,6 +264,7 @@ impl ConnectionLike for Link {
         match self {
             Self::Cluster(cluster, _) => cluster.req_packed_command(cmd),
             Self::Node(node) => Box::pin(async move {
+                node.confirmed().await?;
                 let Current { generation, mut connection, .. } = node.current();
                 let reply = connection.req_packed_command(cmd).await;
                 if let Err(error) = &reply {
@@ -260,6 +284,7 @@ impl ConnectionLike for Link {
         match self {
             Self::Cluster(cluster, _) => cluster.req_packed_commands(pipeline, offset, count),
             Self::Node(node) => Box::pin(async move {
+                node.confirmed().await?;
                 let Current { generation, mut connection, .. } = node.current();
                 let replies = connection.req_packed_commands(pipeline, offset, count).await;
                 if let Err(error) = &replies {
