@@ -11,8 +11,8 @@ use redis::{ClientTlsConfig, ConnectionAddr, TlsCertificates, TlsMode};
 use super::Link;
 use crate::ext::tasks::StoreError;
 
-/// How to reach Redis: its URL or the sentinels that name its primary, and for TLS the
-/// certificates to trust and to present.
+/// How to reach Redis: its URL, the sentinels that name its primary, or a cluster's
+/// seed nodes, and for TLS the certificates to trust and to present.
 ///
 /// A `&str` or `String` converts into one, so [`Redis::connect`](super::Redis::connect)
 /// takes a URL as it is:
