@@ -441,7 +441,7 @@ fn a_failover_keeps_claims_and_tasks(reach: &[(&str, String)], calls: usize, fai
 
 /// `request`'s reply once it is no "try again later" (`-32603`), as an honest client
 /// retries it (bounded).
-fn until_taken(request: impl Fn() -> Value) -> Value {
+pub(crate) fn until_taken(request: impl Fn() -> Value) -> Value {
     let started = Instant::now();
     loop {
         let reply = request();

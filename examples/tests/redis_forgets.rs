@@ -105,16 +105,8 @@ fn whole_call(addr: SocketAddr) -> Value {
 /// starts over). While the instance reconnects to Redis it says "try again later"
 /// (`-32603`), and an honest client does.
 fn refused_again(addr: SocketAddr, claimed: &Value) {
-    for _ in 0..50 {
-        let replayed = round(addr, json!({ "first": accept(true) }), Some(claimed));
-        if replayed["error"]["code"] == -32603 {
-            std::thread::sleep(Duration::from_millis(100));
-            continue;
-        }
-        assert_eq!(replayed["error"]["code"], -32602, "a claimed state opened again: {replayed}");
-        return;
-    }
-    panic!("the instance did not reach Redis again");
+    let replayed = crate::many_instances::until_taken(|| round(addr, json!({ "first": accept(true) }), Some(claimed)));
+    assert_eq!(replayed["error"]["code"], -32602, "a claimed state opened again: {replayed}");
 }
 
 /// The guard starts its memory again with a margin for fast clocks (250 ms by
