@@ -2,6 +2,7 @@
 //! server built here, so the integration tests can drive the very same servers.
 
 pub mod everything;
+pub mod flows;
 pub mod notes;
 pub mod ported;
 pub mod process;

@@ -42,6 +42,43 @@ fn the_binary_serves_newline_delimited_json_on_stdio() {
     assert_eq!(stderr.matches("MCP_MRTR_STATE_KEYS is not set").count(), 1, "{stderr}");
 }
 
+/// The process's stdin is read on a thread of its own and its stdout written on another:
+/// what reaches them is what a client wrote, whole lines in order, however it was split.
+#[test]
+fn the_process_pipes_carry_every_line_whatever_its_size_or_timing() {
+    let mut server = common::Server::start(everything(None));
+    let call = |id: u64| {
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        });
+        json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": { "name": "test_simple_text", "_meta": meta } })
+        .to_string()
+    };
+    // A line past the 4 MiB limit, then one that must still be answered.
+    let mut too_long = vec![b'x'; 4 * 1024 * 1024 + 10];
+    too_long.push(b'\n');
+    server.write(&too_long);
+    server.write(format!("{}\n", call(1)).as_bytes());
+    let refused = server.next();
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("longer than"), "{refused}");
+    assert_eq!(server.next()["id"], 1);
+    // 300 requests in one write, answered one each; the last line has no newline and is
+    // answered when stdin closes.
+    let burst: Vec<String> = (2..=301).map(call).collect();
+    let burst = burst.join("\n");
+    server.write(burst.as_bytes());
+    let mut ids: Vec<u64> = (2..=300).map(|_| server.next()["id"].as_u64().unwrap()).collect();
+    server.close_input();
+    ids.push(server.next()["id"].as_u64().unwrap());
+    let (succeeded, rest, stderr) = server.finish();
+    assert!(succeeded && rest.is_empty(), "{rest:?} {stderr}");
+    ids.sort_unstable();
+    assert_eq!(ids, (2..=301).collect::<Vec<_>>());
+}
+
 /// Audit C1 (2026-12-02): a `traceparent` with a multi-byte character where a field
 /// boundary goes panicked the envelope parser before dispatch, and the process exited
 /// with 101 on this one line. Now each gets an answer and the server reads the next.

@@ -15,7 +15,7 @@
 //!     Ok(format!("It is sunny in {}.", place.city))
 //! }
 //!
-//! #[tokio::main]
+//! #[tokio::main(flavor = "current_thread")] // one client on stdio: one thread serves it best
 //! async fn main() -> std::io::Result<()> {
 //!     Server::new("weather", "1.0.0").tool(weather).serve(Stdio::new()).await
 //! }

@@ -32,9 +32,10 @@ use http_body_util::{BodyExt as _, Full};
 use hyper::body::Bytes;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
+use mcp_mrtr_examples::flows::{self, Rpc};
 use mcp_mrtr_examples::process::cpu_ticks;
 use mcp_mrtr_examples::stats::percentile;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use tokio::net::TcpStream;
 
 const USAGE: &str =
@@ -161,79 +162,11 @@ async fn flow(options: &Options, client: &mut Client<'_>, filename: &str) -> any
             }
             Ok(())
         }
-        Flow::Elicitation => rounds(client, "test_input_required_result_elicitation", json!({})).await,
-        Flow::MultiRound => rounds(client, "test_input_required_result_multi_round", json!({})).await,
-        Flow::Task => task(options, client, filename).await,
-        Flow::Once => rounds(client, "test_once_side_effect", json!({"call_id": filename})).await,
+        Flow::Elicitation => flows::rounds(client, "test_input_required_result_elicitation", json!({})).await,
+        Flow::MultiRound => flows::rounds(client, "test_input_required_result_multi_round", json!({})).await,
+        Flow::Task => flows::task(client, options.poll, filename).await,
+        Flow::Once => flows::rounds(client, "test_once_side_effect", json!({"call_id": filename})).await,
     }
-}
-
-/// An MRTR call: every question answered, retried with the state, until it completes.
-async fn rounds(client: &mut Client<'_>, tool: &str, arguments: Value) -> anyhow::Result<()> {
-    let mut params = json!({"name": tool, "arguments": arguments});
-    loop {
-        let result = client.rpc("tools/call", tool, params.clone()).await?;
-        match result["resultType"].as_str() {
-            Some("input_required") => {
-                params["inputResponses"] = Value::Object(answers(&result["inputRequests"])?);
-                params["requestState"] = result["requestState"].clone();
-            }
-            Some("complete") | None if result["isError"] != json!(true) => return Ok(()),
-            _ => bail!("{tool} did not complete: {result}"),
-        }
-    }
-}
-
-/// A task flow: create, poll until it asks, answer, poll until it completes.
-async fn task(options: &Options, client: &mut Client<'_>, filename: &str) -> anyhow::Result<()> {
-    let tool = "confirm_delete";
-    let created = client.rpc("tools/call", tool, json!({"name": tool, "arguments": {"filename": filename}})).await?;
-    let task = created["taskId"].as_str().with_context(|| format!("no taskId in {created}"))?.to_owned();
-    let mut answered = false;
-    loop {
-        if !options.poll.is_zero() {
-            tokio::time::sleep(options.poll).await;
-        }
-        let status = client.rpc("tasks/get", &task, json!({"taskId": task})).await?;
-        match status["status"].as_str() {
-            Some("input_required") if !answered => {
-                let answers = answers(&status["inputRequests"])?;
-                client.rpc("tasks/update", &task, json!({"taskId": task, "inputResponses": answers})).await?;
-                answered = true;
-            }
-            Some("completed") if answered && status["result"].is_object() => return Ok(()),
-            Some("working" | "input_required") => {}
-            _ => bail!("the task did not ask and complete: {status}"),
-        }
-    }
-}
-
-/// An answer to each question, in the shape its method wants: a form filled from its
-/// schema (`true`, a word, 1, an enum's first choice), a sampled message, no roots.
-fn answers(requests: &Value) -> anyhow::Result<Map<String, Value>> {
-    let requests = requests.as_object().with_context(|| format!("inputRequests is not an object: {requests}"))?;
-    let answer = |request: &Value| match request["method"].as_str() {
-        Some("sampling/createMessage") => {
-            json!({"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "load", "stopReason": "endTurn"})
-        }
-        Some("roots/list") => json!({"roots": []}),
-        _ => {
-            let fields = request["params"]["requestedSchema"]["properties"].as_object().into_iter().flatten();
-            let content: Map<String, Value> = fields
-                .map(|(name, field)| {
-                    let value = match (field["enum"].get(0), field["type"].as_str()) {
-                        (Some(first), _) => first.clone(),
-                        (None, Some("boolean")) => Value::Bool(true),
-                        (None, Some("integer" | "number")) => json!(1),
-                        _ => json!("yes"),
-                    };
-                    (name.clone(), value)
-                })
-                .collect();
-            json!({"action": "accept", "content": content})
-        }
-    };
-    Ok(requests.iter().map(|(key, request)| (key.clone(), answer(request))).collect())
 }
 
 /// A worker's connections, one per URL, used round robin request by request.
@@ -245,7 +178,7 @@ struct Client<'a> {
     sent: u64,
 }
 
-impl Client<'_> {
+impl Rpc for Client<'_> {
     /// Sends one request to the next URL; returns its result (a JSON-RPC error as an
     /// error), read from a JSON body or from the response event of an SSE body.
     async fn rpc(&mut self, method: &str, name: &str, mut params: Value) -> anyhow::Result<Value> {
@@ -264,13 +197,7 @@ impl Client<'_> {
             Some(sender) => sender,
             slot @ None => slot.insert(connect(authority).await?),
         };
-        params["_meta"] = json!({
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {
-                "elicitation": {"form": {}}, "sampling": {}, "roots": {},
-                "extensions": {"io.modelcontextprotocol/tasks": {}},
-            },
-        });
+        params["_meta"] = flows::modern_meta();
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
         let mut request = hyper::Request::post(url.path())
             .header("host", authority)

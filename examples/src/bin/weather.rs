@@ -22,7 +22,8 @@ async fn weather() -> Result<String, ToolError> {
     Ok(format!("It is sunny in {}.", place.city))
 }
 
-#[tokio::main]
+// One thread, as the README's example: over stdio it serves its one client best.
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let server = Server::new("weather", env!("CARGO_PKG_VERSION")).tool(weather);
     match std::env::args().nth(2).filter(|_| std::env::args().nth(1).as_deref() == Some("--port")) {

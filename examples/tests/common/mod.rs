@@ -39,6 +39,16 @@ impl Server {
         writeln!(self.stdin.as_mut().expect("stdin is open"), "{message}").unwrap();
     }
 
+    /// Writes raw bytes to the child's stdin.
+    pub(crate) fn write(&mut self, bytes: &[u8]) {
+        self.stdin.as_mut().expect("stdin is open").write_all(bytes).unwrap();
+    }
+
+    /// Closes the child's stdin: the end of its input.
+    pub(crate) fn close_input(&mut self) {
+        drop(self.stdin.take());
+    }
+
     /// The next line the child writes, as JSON.
     pub(crate) fn next(&self) -> Value {
         let line = self.lines.recv_timeout(TIMEOUT).expect("the server wrote a line in time");

@@ -7,17 +7,20 @@
 //! get a bound to finish (listen streams end with their result at once), the rest are
 //! cut, and the tasks running here are handed back.
 
+mod lines;
+
 use std::future::Future;
-use std::io::{self, Read as _};
+use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::Extensions;
 use futures_util::future::BoxFuture;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, BufReader};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+use self::lines::{Input, Line, MAX_LINE_BYTES};
 use super::serve::sealed::Sealed;
 use super::{error_message, read_message};
 use crate::base::inflight::InFlight;
@@ -28,9 +31,6 @@ use crate::mrtr::context::Transport;
 use crate::protocol::{Method, Outgoing, RequestId, ResultJson};
 use crate::transport::legacy::{self, Session, SessionBridge, Sessions};
 use crate::{Error, Server};
-
-/// Longest line accepted on stdin; longer lines are answered with an error and skipped.
-const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 
 /// The process's stdin and stdout, one JSON-RPC message per line: how desktop and CLI
 /// hosts (Claude Code, Claude Desktop, editors) launch a server. Serve with
@@ -111,7 +111,8 @@ impl Sealed for Stdio {
     fn serve(self, server: Server, shutdown: Option<Signal>) -> BoxFuture<'static, io::Result<()>> {
         // Installed now, before the first line is read, so a signal is never missed.
         let shutdown = shutdown.unwrap_or_else(|| Signal::new(crate::bounds::shutdown::shutdown_signal()));
-        Box::pin(async move { serve_lines(server, stdin_pipe(), tokio::io::stdout(), shutdown.received()).await })
+        let open = || Ok((Input::<tokio::io::Empty>::Thread(lines::stdin_thread()?), lines::stdout_thread()?));
+        Box::pin(async move { serve_lines(server, open, shutdown.received()).await })
     }
 }
 
@@ -121,64 +122,37 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     fn serve(self, server: Server, shutdown: Option<Signal>) -> BoxFuture<'static, io::Result<()>> {
+        let open = move || Ok((Input::Stream(BufReader::new(self.reader)), lines::stream_output(self.writer)));
         Box::pin(async move {
             match shutdown {
-                Some(signal) => serve_lines(server, self.reader, self.writer, signal.received()).await,
-                None => serve_lines(server, self.reader, self.writer, std::future::pending()).await,
+                Some(signal) => serve_lines(server, open, signal.received()).await,
+                None => serve_lines(server, open, std::future::pending()).await,
             }
         })
     }
 }
 
-/// Serves newline-delimited JSON-RPC on a byte stream pair until the reader ends or
+/// Serves newline-delimited JSON-RPC on the lines `open` opens until the input ends or
 /// `shutdown` resolves, then drains and hands back the tasks running here.
-async fn serve_lines<R, W>(server: Server, reader: R, writer: W, shutdown: impl Future<Output = ()>) -> io::Result<()>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    // Misconfiguration (a missing State<T>, malformed keys) fails here, before any request.
+async fn serve_lines<R: AsyncBufRead + Unpin>(
+    server: Server,
+    open: impl FnOnce() -> io::Result<(Input<R>, lines::Output)>,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    // Misconfiguration (a missing State<T>, malformed keys) fails here, before any request
+    // and before anything is read.
     let engine = Arc::new(server.into_engine());
     engine.check_ready()?;
+    let (input, (out, written)) = open()?;
     // From now on this instance takes over the tasks of instances that died.
     engine.start();
-    let (out_tx, out_rx) = mpsc::channel::<Outgoing>(64);
-    let writer = tokio::spawn(write_lines(writer, out_rx));
-    let mut session = StdioSession::new(engine.clone(), out_tx);
-    let read = session.read_until(BufReader::new(reader), shutdown).await;
+    let mut session = StdioSession::new(engine.clone(), out);
+    let read = session.read_until(input, shutdown).await;
     session.finish(shutdown::DEFAULT_TIMEOUT).await;
     engine.hand_back_tasks().await;
     read?;
-    writer.await.map_err(io::Error::other)?
-}
-
-/// Stdin, read on a thread of its own. A blocking read cannot be cancelled, and tokio's
-/// `stdin()` reads on the runtime's blocking pool, so a runtime dropped after a signal
-/// would wait for the client's next line; the process exits without waiting for a
-/// thread of its own.
-fn stdin_pipe() -> DuplexStream {
-    let (reader, mut writer) = tokio::io::duplex(64 * 1024);
-    let runtime = tokio::runtime::Handle::current();
-    let reading = std::thread::Builder::new().name("mcp-mrtr-stdin".into()).spawn(move || {
-        let mut stdin = std::io::stdin().lock();
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            let n = match stdin.read(&mut buf) {
-                Ok(0) => return,
-                Ok(n) => n,
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-                Err(error) => return tracing::warn!(%error, "cannot read stdin"),
-            };
-            // Fails once the server stopped reading: then this thread is done too.
-            if runtime.block_on(writer.write_all(&buf[..n])).is_err() {
-                return;
-            }
-        }
-    });
-    if let Err(error) = reading {
-        tracing::warn!(%error, "cannot start the thread that reads stdin");
-    }
-    reader
+    // Every sender is gone now: the writer ends once it wrote what was queued.
+    written.await.unwrap_or(Ok(()))
 }
 
 /// The state of one stdio connection: requests in flight, by id, for cancellation.
@@ -196,11 +170,6 @@ struct StdioSession {
     /// waiting; every request carries its watcher in `extensions`.
     drain: Drain,
     extensions: Arc<Extensions>,
-}
-
-enum Line {
-    Message(Vec<u8>),
-    TooLong,
 }
 
 impl StdioSession {
@@ -223,7 +192,7 @@ impl StdioSession {
     /// Serves lines until the reader ends or fails, or `shutdown` resolves.
     async fn read_until<R: AsyncBufRead + Unpin>(
         &mut self,
-        mut reader: R,
+        mut input: Input<R>,
         shutdown: impl Future<Output = ()>,
     ) -> io::Result<()> {
         tokio::pin!(shutdown);
@@ -231,7 +200,7 @@ impl StdioSession {
             let line = tokio::select! {
                 biased;
                 () = &mut shutdown => return Ok(()),
-                line = read_line(&mut reader) => line?,
+                line = input.next() => line?,
             };
             match line {
                 Some(line) => self.on_line(line).await,
@@ -378,52 +347,6 @@ enum Opened {
     Dispatch(Arc<RequestMeta>, Option<Arc<Session>>),
     /// Already answered (`initialize`, a legacy utility).
     Answered(serde_json::Value),
-}
-
-/// Reads one line without ever buffering more than [`MAX_LINE_BYTES`] of it.
-async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> io::Result<Option<Line>> {
-    let mut line = Vec::new();
-    let mut too_long = false;
-    loop {
-        let buf = reader.fill_buf().await?;
-        if buf.is_empty() {
-            return Ok((!line.is_empty() || too_long).then(|| finish_line(line, too_long)));
-        }
-        let (chunk, done) = match buf.iter().position(|b| *b == b'\n') {
-            Some(i) => (&buf[..i], i + 1),
-            None => (buf, buf.len()),
-        };
-        if !too_long {
-            line.extend_from_slice(chunk);
-            if line.len() > MAX_LINE_BYTES {
-                too_long = true;
-                line = Vec::new();
-            }
-        }
-        let found_newline = done > chunk.len();
-        reader.consume(done);
-        if found_newline {
-            return Ok(Some(finish_line(line, too_long)));
-        }
-    }
-}
-
-fn finish_line(line: Vec<u8>, too_long: bool) -> Line {
-    if too_long {
-        Line::TooLong
-    } else {
-        Line::Message(line)
-    }
-}
-
-async fn write_lines<W: AsyncWrite + Unpin>(mut writer: W, mut rx: mpsc::Receiver<Outgoing>) -> io::Result<()> {
-    while let Some(message) = rx.recv().await {
-        let mut line = message.into_json();
-        line.push('\n');
-        writer.write_all(line.as_bytes()).await?;
-        writer.flush().await?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,0 +1,229 @@
+//! The bytes of stdio: lines in, lines out. The process's own stdin and stdout each get a
+//! thread of their own, which talks to the runtime over a channel; any other byte stream
+//! is read and written on the runtime.
+//!
+//! Why threads for the process's pipes: tokio's `stdin()` and `stdout()` hand every read
+//! and write to its blocking pool, which costs a thread hand-off there and back for each
+//! message, and a read on that pool cannot be cancelled, so a runtime dropped after a
+//! signal would wait for the client's next line. A thread of our own blocks in `read` and
+//! `write` directly: one hand-off per message, and the process exits without waiting for it.
+
+use std::io::{self, BufRead, Write as _};
+
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::protocol::Outgoing;
+
+/// Longest line accepted on stdin; longer lines are answered with an error and skipped.
+pub(super) const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
+
+/// One line read.
+pub(super) enum Line {
+    Message(Vec<u8>),
+    /// Longer than [`MAX_LINE_BYTES`]: skipped, never buffered whole.
+    TooLong,
+}
+
+/// Where a session's lines come from.
+pub(super) enum Input<R> {
+    /// Read on the runtime.
+    Stream(R),
+    /// Read by the stdin thread.
+    Thread(mpsc::Receiver<io::Result<Line>>),
+}
+
+impl<R: AsyncBufRead + Unpin> Input<R> {
+    /// The next line, or `None` at the end of input.
+    pub(super) async fn next(&mut self) -> io::Result<Option<Line>> {
+        match self {
+            Self::Stream(reader) => {
+                let mut partial = Partial::default();
+                loop {
+                    let buf = reader.fill_buf().await?;
+                    if buf.is_empty() {
+                        return Ok(partial.end());
+                    }
+                    let (taken, line) = partial.take(buf);
+                    reader.consume(taken);
+                    if line.is_some() {
+                        return Ok(line);
+                    }
+                }
+            }
+            Self::Thread(lines) => lines.recv().await.transpose(),
+        }
+    }
+}
+
+/// Stdin, read line by line on a thread of its own.
+pub(super) fn stdin_thread() -> io::Result<mpsc::Receiver<io::Result<Line>>> {
+    // A few lines of slack: the thread reads ahead while the runtime dispatches.
+    let (lines, received) = mpsc::channel(16);
+    std::thread::Builder::new().name("mcp-mrtr-stdin".into()).spawn(move || {
+        let mut stdin = io::stdin().lock();
+        loop {
+            let (line, last) = match read_line(&mut stdin) {
+                Ok(Some(line)) => (Ok(line), false),
+                Ok(None) => return,
+                Err(error) => (Err(error), true),
+            };
+            // Fails once serving ended: then this thread is done too.
+            if lines.blocking_send(line).is_err() || last {
+                return;
+            }
+        }
+    })?;
+    Ok(received)
+}
+
+/// Reads one line, blocking, never buffering more than [`MAX_LINE_BYTES`] of it.
+fn read_line(reader: &mut impl BufRead) -> io::Result<Option<Line>> {
+    let mut partial = Partial::default();
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok(buf) => buf,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        };
+        if buf.is_empty() {
+            return Ok(partial.end());
+        }
+        let (taken, line) = partial.take(buf);
+        reader.consume(taken);
+        if line.is_some() {
+            return Ok(line);
+        }
+    }
+}
+
+/// A line being read: what was kept of it so far.
+#[derive(Default)]
+struct Partial {
+    line: Vec<u8>,
+    too_long: bool,
+}
+
+impl Partial {
+    /// Takes bytes of `buf` up to and including the first newline. Returns how many it
+    /// took and, when the newline was among them, the line.
+    fn take(&mut self, buf: &[u8]) -> (usize, Option<Line>) {
+        let (chunk, taken) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (&buf[..i], i + 1),
+            None => (buf, buf.len()),
+        };
+        if !self.too_long {
+            self.line.extend_from_slice(chunk);
+            if self.line.len() > MAX_LINE_BYTES {
+                self.too_long = true;
+                self.line = Vec::new();
+            }
+        }
+        let ended = taken > chunk.len();
+        (taken, ended.then(|| std::mem::take(self).finish()))
+    }
+
+    /// At the end of input: the last line, if it has no newline.
+    fn end(self) -> Option<Line> {
+        (!self.line.is_empty() || self.too_long).then(|| self.finish())
+    }
+
+    fn finish(self) -> Line {
+        if self.too_long {
+            Line::TooLong
+        } else {
+            Line::Message(self.line)
+        }
+    }
+}
+
+/// Room for messages on their way out: beyond it, senders wait for the writer.
+const OUT_QUEUE: usize = 64;
+
+/// A writer of messages, one per line, and how its writing ended (with the first error
+/// that stopped it).
+pub(super) type Output = (mpsc::Sender<Outgoing>, oneshot::Receiver<io::Result<()>>);
+
+/// Writes each message to `writer` on the runtime.
+pub(super) fn stream_output<W: AsyncWrite + Unpin + Send + 'static>(mut writer: W) -> Output {
+    let (messages, mut queued) = mpsc::channel::<Outgoing>(OUT_QUEUE);
+    let (done, ended) = oneshot::channel();
+    tokio::spawn(async move {
+        let written = async {
+            let mut batch = Vec::new();
+            while let Some(message) = queued.recv().await {
+                fill(&mut batch, message, &mut queued);
+                writer.write_all(&batch).await?;
+                writer.flush().await?;
+            }
+            Ok(())
+        };
+        let _ = done.send(written.await);
+    });
+    (messages, ended)
+}
+
+/// Writes each message to stdout on a thread of its own.
+pub(super) fn stdout_thread() -> io::Result<Output> {
+    let (messages, mut queued) = mpsc::channel::<Outgoing>(OUT_QUEUE);
+    let (done, ended) = oneshot::channel();
+    std::thread::Builder::new().name("mcp-mrtr-stdout".into()).spawn(move || {
+        let written = (|| {
+            let mut stdout = io::stdout().lock();
+            let mut batch = Vec::new();
+            while let Some(message) = queued.blocking_recv() {
+                fill(&mut batch, message, &mut queued);
+                stdout.write_all(&batch)?;
+                stdout.flush()?;
+            }
+            Ok(())
+        })();
+        let _ = done.send(written);
+    })?;
+    Ok((messages, ended))
+}
+
+/// Puts `first` and every message already queued behind it into `batch`, one per line:
+/// what arrived together leaves in one write.
+fn fill(batch: &mut Vec<u8>, first: Outgoing, queued: &mut mpsc::Receiver<Outgoing>) {
+    batch.clear();
+    let mut next = Some(first);
+    while let Some(message) = next {
+        batch.extend_from_slice(message.into_json().as_bytes());
+        batch.push(b'\n');
+        next = queued.try_recv().ok();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every line `reader` holds, as `read_line` gives them.
+    fn lines(mut reader: impl BufRead) -> Vec<Option<Vec<u8>>> {
+        let mut lines = Vec::new();
+        while let Some(line) = read_line(&mut reader).unwrap() {
+            lines.push(match line {
+                Line::Message(bytes) => Some(bytes),
+                Line::TooLong => None,
+            });
+        }
+        lines
+    }
+
+    #[test]
+    fn lines_split_across_reads_come_out_whole_and_a_last_line_needs_no_newline() {
+        // A buffer of 3 bytes splits every line across reads.
+        let reader = io::BufReader::with_capacity(3, &b"{\"a\":1}\n\n{\"b\":2}"[..]);
+        assert_eq!(lines(reader), [Some(b"{\"a\":1}".to_vec()), Some(Vec::new()), Some(b"{\"b\":2}".to_vec())]);
+    }
+
+    #[test]
+    fn a_line_past_the_limit_is_skipped_whole_and_the_next_one_read() {
+        let mut input = vec![b'x'; MAX_LINE_BYTES + 1];
+        input.extend_from_slice(b"\nnext\n");
+        input.extend(vec![b'y'; MAX_LINE_BYTES + 1]);
+        let reader = io::BufReader::with_capacity(64 * 1024, &input[..]);
+        assert_eq!(lines(reader), [None, Some(b"next".to_vec()), None]);
+    }
+}
