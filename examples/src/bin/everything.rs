@@ -31,14 +31,22 @@ environment:
                           (for load runs; default 1/s after a burst of 16, 16 live)
   MCP_MRTR_MAX_LISTENERS  listen streams held at once (for load runs; default 1024)";
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .init();
-    let server = mcp_mrtr_examples::everything::from_env(mcp_mrtr_examples::everything::server()).await?;
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // Over stdio one client: one thread serves it best (the guide's "One thread for stdio").
+    let mut runtime = match args.first().map(String::as_str) {
+        Some("--stdio") => tokio::runtime::Builder::new_current_thread(),
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    };
+    runtime.enable_all().build()?.block_on(serve(&args))
+}
+
+async fn serve(args: &[String]) -> anyhow::Result<()> {
+    let server = mcp_mrtr_examples::everything::from_env(mcp_mrtr_examples::everything::server()).await?;
     match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
         ["--stdio"] => server.serve(Stdio::new()).await?,
         ["--port", port] => {

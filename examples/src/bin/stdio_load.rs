@@ -88,6 +88,7 @@ async fn main() -> anyhow::Result<()> {
     let rss_start = rss_kib(pid)?;
 
     for n in 0..options.warmup {
+        client.sent = 0;
         flow(&options, &mut client, n).await.context("warm-up")?;
     }
     let (cpu_before, began) = (cpu_ticks(pid)?, Instant::now());
