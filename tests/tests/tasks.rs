@@ -340,6 +340,37 @@ async fn an_answer_that_lands_on_a_closing_instance_is_run_elsewhere() {
     assert_eq!(done["result"]["content"][0]["text"], "proceed: true", "{done}");
 }
 
+/// An answer starts from the record the client's last poll on that instance read; when
+/// another instance answered in between, that guess is stale, and the store decides: the
+/// task runs once, with the first answer, and the late one is ignored as answered.
+#[tokio::test]
+async fn an_answer_after_another_instance_answered_is_decided_on_the_store() {
+    let store = std::sync::Arc::new(mcp_mrtr::tasks::MemoryTaskStore::new());
+    let instance = || TestServer::start(server().tasks(mcp_mrtr::tasks::TaskConfig::new().store(store.clone())));
+    let (first, second) = (instance().await, instance().await);
+    let id = create(&first, &call("confirm_only", json!({}))).await;
+    wait_for(&first, &id, "input_required").await;
+    wait_for(&second, &id, "input_required").await;
+    update(&second, &id, json!({ "ok": answer::accept(json!({ "yes": true })) })).await;
+    update(&first, &id, json!({ "ok": answer::accept(json!({ "yes": false })) })).await;
+    let done = wait_for(&first, &id, "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "proceed: true", "{done}");
+}
+
+/// An answer to a task that expired since a poll saw its questions is an unknown task,
+/// as it would be without that poll.
+#[tokio::test]
+async fn an_answer_to_a_task_expired_since_its_poll_is_an_unknown_task() {
+    let ttl = Duration::from_millis(300);
+    let server = TestServer::start(server().tasks(mcp_mrtr::tasks::TaskConfig::new().ttl(Some(ttl)))).await;
+    let id = create(&server, &call("confirm_only", json!({}))).await;
+    wait_for(&server, &id, "input_required").await;
+    tokio::time::sleep(ttl + Duration::from_millis(100)).await;
+    let answers = json!({ "ok": answer::accept(json!({ "yes": true })) });
+    let refused = server.call(&task_rpc("tasks/update", &id).param("inputResponses", answers)).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+}
+
 #[tokio::test]
 async fn a_task_is_visible_only_to_its_caller() {
     let server = TestServer::start(server()).await;

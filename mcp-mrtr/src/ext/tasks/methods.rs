@@ -72,7 +72,14 @@ pub(crate) async fn serve(
     let params: TaskParams =
         serde_json::from_value(params).map_err(|e| Error::invalid_params(format!("Invalid params: {e}")))?;
     let caller = caller(server, transport);
-    let record = find(server, &params.task_id, caller.as_deref()).await?;
+    let record = if method == TaskMethod::Update {
+        answered(server, &params.task_id, caller.as_deref()).await?
+    } else {
+        find(server, &params.task_id, caller.as_deref()).await?
+    };
+    if method == TaskMethod::Get {
+        server.tasks.asked.saw(&record);
+    }
     // It may have ended on another instance: it no longer counts against its client here.
     if record.status().is_terminal() {
         server.tasks.forget(record.id());
@@ -95,6 +102,16 @@ pub(crate) async fn serve(
 async fn find(server: &Host<'_>, id: &str, caller: Option<&str>) -> Result<TaskRecord, Error> {
     let record = server.tasks.store.get(id).await.map_err(store_error)?;
     record.filter(|record| record.owner.as_deref() == caller).ok_or_else(|| unknown_task(id))
+}
+
+/// The caller's task that `tasks/update` answers: the record the client's last poll here
+/// read, when it waited for answers then (its owner checked all the same; the write
+/// decides on the store, see `asked`), else the store's.
+async fn answered(server: &Host<'_>, id: &str, caller: Option<&str>) -> Result<TaskRecord, Error> {
+    match server.tasks.asked.take(id).filter(|record| record.owner.as_deref() == caller) {
+        Some(record) => Ok(record),
+        None => find(server, id, caller).await,
+    }
 }
 
 /// "Unknown task", with the client's id cut short (ours are 32 characters).
@@ -129,7 +146,8 @@ async fn update(
     // An instance shutting down runs nothing new: the task is left without a lease (handed
     // back), and another instance takes it over at its next look (audit B15).
     let closing = server.tasks.closing.load(std::sync::atomic::Ordering::Acquire);
-    // The record was read for this request: the write starts from it.
+    // The record read for this request, or the one the last poll read here: the write
+    // starts from it, and a stale one falls back to a read.
     let changed = transition(&*server.tasks.store, record.id(), Some(record.clone()), |record| {
         if record.status != TaskStatus::InputRequired {
             return false;
@@ -148,10 +166,13 @@ async fn update(
         took
     })
     .await?;
-    if let Some((record, true)) = changed {
-        if record.status == TaskStatus::Working && !closing {
+    match changed {
+        // Gone since it was read (expired, or the guess outlived it).
+        None => return Err(unknown_task(record.id())),
+        Some((record, true)) if record.status == TaskStatus::Working && !closing => {
             driver::start(server, &record, run).await?;
         }
+        Some(_) => {}
     }
     Ok(JsonObject::new())
 }

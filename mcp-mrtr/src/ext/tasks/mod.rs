@@ -32,6 +32,7 @@
 // finished record drops its inputs and is kept for a shorter time (`store`).
 
 mod admission;
+mod asked;
 mod config;
 mod driver;
 mod end;
@@ -91,6 +92,8 @@ pub(crate) struct Tasks {
     pub(crate) on_end: Option<EndHook>,
     /// The server's application state, for that cleanup: set when serving starts.
     pub(crate) app: crate::intake::app_state::AppState,
+    /// Tasks waiting for answers as last read here, for `tasks/update` to start from.
+    pub(crate) asked: Arc<asked::Asked>,
 }
 
 impl Default for Tasks {
@@ -108,6 +111,7 @@ impl Default for Tasks {
             closing: Arc::default(),
             on_end: None,
             app: crate::intake::app_state::AppState::default(),
+            asked: Arc::default(),
         }
     }
 }
@@ -125,6 +129,7 @@ impl Tasks {
             limits,
             admission: Arc::new(admission::Admission::new(&limits)),
             runs: Arc::new(tokio::sync::Semaphore::new(limits.max_runs)),
+            asked: Arc::default(),
             ..self
         }
     }
