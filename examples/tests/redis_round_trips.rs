@@ -1,7 +1,8 @@
 //! What a task flow costs in Redis round trips, as a real `redis-server` sees them:
-//! each `tasks/get` reads the record once, and every write (create, each change of a
-//! run, the answer) is one script. No request and no run reads back a record it already
-//! holds, and an answer starts from the record its client's poll just read. Counted with `MONITOR`, which lists every command a client sent (and
+//! each `tasks/get` reads the record once, and every write is one script. No request and
+//! no run reads back a record it already holds, an answer starts from the record its
+//! client's poll just read, and what a handler does at once (ask, finish) goes into the
+//! write that starts it (the create, the answer). Counted with `MONITOR`, which lists every command a client sent (and
 //! the commands a script ran inside, marked `lua`, which are no round trip).
 
 use crate::instance;
@@ -110,8 +111,9 @@ async fn a_task_flow_reads_once_per_poll_and_writes_once_per_change() {
 
     let count = |command: &str| sent.iter().filter(|sent| *sent == command).count();
     assert_eq!(sent.len(), count("EVALSHA") + count("HGET"), "only scripts and reads: {sent:?}");
-    // Create; the run's write when it asks; the answer; the run's write when it completes.
-    assert_eq!(count("EVALSHA"), 4, "{sent:?}");
+    // The create, which holds the question the handler asked at once; the answer, which
+    // holds the completion of the replay it started, done at once too.
+    assert_eq!(count("EVALSHA"), 2, "{sent:?}");
     // One read per tasks/get, none by a write, and none by the tasks/update: it starts
     // from the record the poll before it read (the write checks it is current).
     assert_eq!(count("HGET"), requests - 1, "{sent:?}");

@@ -103,9 +103,22 @@ async fn escalates(ctx: &Ctx) -> Result<String, ToolError> {
     Ok(format!("order for {}: {}", name.name, ok.yes))
 }
 
+static STEPS: AtomicUsize = AtomicUsize::new(0);
+
+/// Inside the task and at once, a `once!` step and a question; once answered, work that
+/// waits on a timer before its result.
+#[tool(task = "required")]
+async fn step_ask_wait(ctx: &Ctx) -> Result<String, ToolError> {
+    ctx.continue_as_task().await;
+    let step = once!(STEPS.fetch_add(1, Ordering::SeqCst));
+    let ok: Confirm = ask!(elicit "Go on?")?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    Ok(format!("step {step}, go on: {}", ok.yes))
+}
+
 fn server() -> Server {
     Server::new("tasks", "0")
-        .tools(tools![interview, confirm_only, long_compute, fails, with_status, escalates, approval])
+        .tools(tools![interview, confirm_only, long_compute, fails, with_status, escalates, approval, step_ask_wait])
         .principal(|headers| headers.get("x-user").and_then(|v| v.to_str().ok()).map(str::to_owned))
 }
 
@@ -176,6 +189,23 @@ async fn asks_are_answered_one_key_at_a_time_and_once_steps_run_once() {
     // the first run's result from the journal. (Only this test calls `interview`.)
     assert!(text.starts_with("draft 0:"), "{text}");
     assert_eq!(DRAFTS.load(Ordering::SeqCst), 1);
+}
+
+/// A run's first moments are folded into the write that starts it (the create, the
+/// answer) only when they need no write of their own: a `once!` step at once is claimed
+/// after the create, and a replay still working after the answer goes on from it.
+#[tokio::test]
+async fn a_step_taken_at_once_and_work_after_the_answer_each_happen_once() {
+    let server = TestServer::start(server()).await;
+    let id = create(&server, &call("step_ask_wait", json!({}))).await;
+    let waiting = wait_for(&server, &id, "input_required").await;
+    assert_eq!(waiting["inputRequests"]["ok"]["params"]["message"], "Go on?", "{waiting}");
+    update(&server, &id, json!({ "ok": answer::accept(json!({ "yes": true })) })).await;
+    let working = get(&server, &id).await["result"].clone();
+    assert_eq!(working["status"], "working", "the replay waits on its timer: {working}");
+    let done = wait_for(&server, &id, "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "step 0, go on: true", "{done}");
+    assert_eq!(STEPS.load(Ordering::SeqCst), 1, "one step, on the first run only");
 }
 
 #[tokio::test]

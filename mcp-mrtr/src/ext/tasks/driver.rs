@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use futures_util::future::BoxFuture;
+use futures_util::FutureExt as _;
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 use tokio::task::AbortHandle;
@@ -77,10 +78,27 @@ async fn create(
     let mut record = TaskRecord::new(new_task_id()?, owner, call, replay.carried(), tasks.ttl);
     record.lease = Some(tasks.lease_for(&run));
     let admitted = admission::admit(tasks, client, record.id(), record.expires_at()).await?;
+    let limit = route.and_then(|route| route.task_timeout).or(tasks.limits.run_timeout);
+    // The run is polled once before the record is stored, its writes held back until it
+    // is: a handler that asks at once (the common shape: continue as a task, then ask) is
+    // stored waiting for its answers in the one write that creates it.
+    let (writes, stored) = RunWrites::before_stored(tasks.store.clone(), &record, &run);
+    let mut running = Run::new(tasks, &record, &run, writes, limit, caps, replay, handler);
+    let first = (&mut running.settling).now_or_never();
+    if let Some(waiting @ Settled::Waiting(..)) = &first {
+        let message = running.status.take_pending();
+        settle(&mut record, waiting, &run, message.as_ref(), tasks.limits.keep_finished);
+        tasks.store.create(record.clone()).await.map_err(store_error)?;
+        admitted.keep();
+        return Ok(Called::Task(wire::task(&record)));
+    }
     tasks.store.create(record.clone()).await.map_err(store_error)?;
     admitted.keep();
-    let limit = route.and_then(|route| route.task_timeout).or(tasks.limits.run_timeout);
-    launch(tasks, &record, run, limit, caps, replay, handler);
+    stored.send_replace(true);
+    if let Some(settled) = first {
+        running.settling = Box::pin(std::future::ready(settled));
+    }
+    running.spawn(tasks, &record, run);
     Ok(Called::Task(wire::task(&record)))
 }
 
@@ -102,6 +120,15 @@ pub(crate) async fn start(server: &Host<'_>, record: &TaskRecord, run: String) -
         tasks.forget(record.id());
         return Ok(());
     };
+    let (replay, handler) = replay_of(server, record, &route);
+    let limit = route.task_timeout.or(tasks.limits.run_timeout);
+    launch(tasks, record, run, limit, record.call.client_capabilities.clone(), replay, handler);
+    Ok(())
+}
+
+/// The handler of `record`'s task, to replay from the top with its journal and the
+/// answers received.
+fn replay_of(server: &Host<'_>, record: &TaskRecord, route: &crate::ToolRoute) -> (Arc<Replay>, ToolFuture) {
     let replay = Arc::new(Replay::new(Some(record.journal.clone()), record.input_responses.clone()));
     let meta = Arc::new(RequestMeta {
         protocol_version: record.call.protocol_version.clone(),
@@ -113,9 +140,63 @@ pub(crate) async fn start(server: &Host<'_>, record: &TaskRecord, run: String) -
     let transport = super::transport_for(record.call.caller.as_ref());
     let ctx = Ctx::new(id, meta, transport, server.logging, replay.clone(), server.app.clone());
     let handler = route.run(ctx, record.call.arguments.clone());
+    (replay, handler)
+}
+
+/// Stores the last answers to a task's questions and replays its handler, as the run
+/// `run`, in one write when it can: `answer` turns a record into the answered one (the
+/// task `working`, its lease held by `run`), and `guess` is the record it was read as.
+///
+/// The replay is polled once before anything is written, its own writes held back: if it
+/// finishes or asks again at once, the answers and that outcome are one write; if it
+/// waits on its work, the answers are written and it goes on. Either write lands only
+/// on the very record `guess` is, since the replay started from it. `Ok(false)` when it
+/// did not (someone wrote since, or the tool is gone): nothing was written, and the
+/// caller answers the usual way, from a fresh read.
+pub(crate) async fn answer(
+    server: &Host<'_>,
+    guess: &TaskRecord,
+    run: String,
+    answer: impl Fn(&mut TaskRecord) -> bool,
+) -> Result<bool, Error> {
+    let tasks = &server.tasks;
+    let mut answered = guess.next();
+    if !answer(&mut answered) || answered.status != TaskStatus::Working {
+        return Ok(false);
+    }
+    let Some(route) = server.find_tool(&answered.call.tool) else { return Ok(false) };
+    let (replay, handler) = replay_of(server, &answered, &route);
     let limit = route.task_timeout.or(tasks.limits.run_timeout);
-    launch(tasks, record, run, limit, record.call.client_capabilities.clone(), replay, handler);
-    Ok(())
+    let caps = answered.call.client_capabilities.clone();
+    let (writes, stored) = RunWrites::before_stored(tasks.store.clone(), &answered, &run);
+    let mut running = Run::new(tasks, &answered, &run, writes, limit, caps, replay, handler);
+    let first = (&mut running.settling).now_or_never();
+    let unchanged = |record: &TaskRecord| record.version() == answered.version();
+    if let Some(settled) = first {
+        let message = running.status.take_pending();
+        let keep = tasks.limits.keep_finished;
+        let written = super::end::finishing(tasks, guess.id(), Some(guess.clone()), |record| {
+            unchanged(record) && answer(record) && settle(record, &settled, &run, message.as_ref(), keep)
+        })
+        .await?;
+        return Ok(match written {
+            Some((record, true)) => {
+                if record.status.is_terminal() {
+                    tasks.forget(record.id());
+                }
+                true
+            }
+            _ => false,
+        });
+    }
+    let written = super::write::transition(&*tasks.store, guess.id(), Some(guess.clone()), |record| {
+        unchanged(record) && answer(record)
+    })
+    .await?;
+    let Some((record, true)) = written else { return Ok(false) };
+    stored.send_replace(true);
+    running.spawn(tasks, &record, run);
+    Ok(true)
 }
 
 /// Spawns the handler as the run `run` of the task whose record (holding the run's
@@ -131,41 +212,78 @@ fn launch(
     replay: Arc<Replay>,
     handler: ToolFuture,
 ) {
-    let id = record.id();
     let writes = RunWrites::new(tasks.store.clone(), record, &run);
-    let status = StatusWriter::new(writes.clone());
-    let log = StoreLog { writes: writes.clone(), status: status.clone(), lease: tasks.lease };
-    // One span per run, outliving the request that created the task, in the trace of
-    // the flow it continues.
-    let span = crate::intake::telemetry::task_run_span(id, &run, replay.carried().origin());
-    replay.enter_task(Arc::new(log));
-    let (tasks_here, task_id, holder) = (tasks.clone(), id.to_owned(), run.clone());
-    tasks.running.spawn(
-        id,
-        run,
-        tracing::Instrument::instrument(
-            async move {
-                let settled = tokio::select! {
-                    settled = in_slot(&tasks_here.runs, limit, self::run(&replay, &caps, handler)) => settled,
-                    () = lease::keep(&tasks_here, &writes) => return,
-                };
-                // The last status message, if one still waits, goes into the final write.
-                let message = status.take_pending();
-                let keep = tasks_here.limits.keep_finished;
-                let written = super::end::finishing(&tasks_here, &task_id, writes.last(), |record| {
-                    settle(record, &settled, &holder, message.as_ref(), keep)
-                })
-                .await;
-                match written {
-                    // Waiting for answers, or taken over by another run: still live.
-                    Ok(Some((record, _))) if !record.status.is_terminal() => {}
-                    Ok(_) => tasks_here.forget(&task_id),
-                    Err(error) => tracing::warn!(task = %task_id, %error, "could not record how a task ended"),
-                }
-            },
-            span,
-        ),
-    );
+    Run::new(tasks, record, &run, writes, limit, caps, replay, handler).spawn(tasks, record, run);
+}
+
+/// One run of a task's handler, made but not spawned yet.
+struct Run {
+    /// The handler, in a run slot, under the run's time limit and span.
+    settling: BoxFuture<'static, Settled>,
+    writes: Arc<RunWrites>,
+    status: Arc<StatusWriter>,
+    span: tracing::Span,
+}
+
+impl Run {
+    /// The run `run` of `record`'s task, whose journal, status and `once!` claims go
+    /// through `writes`.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        tasks: &Tasks,
+        record: &TaskRecord,
+        run: &str,
+        writes: Arc<RunWrites>,
+        limit: Option<Duration>,
+        caps: ClientCapabilities,
+        replay: Arc<Replay>,
+        handler: ToolFuture,
+    ) -> Self {
+        let status = StatusWriter::new(writes.clone());
+        let log = StoreLog { writes: writes.clone(), status: status.clone(), lease: tasks.lease };
+        // One span per run, outliving the request that created the task, in the trace of
+        // the flow it continues.
+        let span = crate::intake::telemetry::task_run_span(record.id(), run, replay.carried().origin());
+        replay.enter_task(Arc::new(log));
+        let runs = tasks.runs.clone();
+        let settling = async move { in_slot(&runs, limit, self::run(&replay, &caps, handler)).await };
+        let settling = Box::pin(tracing::Instrument::instrument(settling, span.clone()));
+        Self { settling, writes, status, span }
+    }
+
+    /// Runs the rest in a task of its own, keeping the lease meanwhile, and writes how it
+    /// ended.
+    fn spawn(self, tasks: &Tasks, record: &TaskRecord, run: String) {
+        let Self { settling, writes, status, span } = self;
+        let id = record.id();
+        let (tasks_here, task_id, holder) = (tasks.clone(), id.to_owned(), run.clone());
+        tasks.running.spawn(
+            id,
+            run,
+            tracing::Instrument::instrument(
+                async move {
+                    let settled = tokio::select! {
+                        settled = settling => settled,
+                        () = lease::keep(&tasks_here, &writes) => return,
+                    };
+                    // The last status message, if one still waits, goes into the final write.
+                    let message = status.take_pending();
+                    let keep = tasks_here.limits.keep_finished;
+                    let written = super::end::finishing(&tasks_here, &task_id, writes.last(), |record| {
+                        settle(record, &settled, &holder, message.as_ref(), keep)
+                    })
+                    .await;
+                    match written {
+                        // Waiting for answers, or taken over by another run: still live.
+                        Ok(Some((record, _))) if !record.status.is_terminal() => {}
+                        Ok(_) => tasks_here.forget(&task_id),
+                        Err(error) => tracing::warn!(task = %task_id, %error, "could not record how a task ended"),
+                    }
+                },
+                span,
+            ),
+        );
+    }
 }
 
 /// Runs `run` once one of the instance's run slots is free (waiting in line for it),

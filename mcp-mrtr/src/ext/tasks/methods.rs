@@ -146,9 +146,7 @@ async fn update(
     // An instance shutting down runs nothing new: the task is left without a lease (handed
     // back), and another instance takes it over at its next look (audit B15).
     let closing = server.tasks.closing.load(std::sync::atomic::Ordering::Acquire);
-    // The record read for this request, or the one the last poll read here: the write
-    // starts from it, and a stale one falls back to a read.
-    let changed = transition(&*server.tasks.store, record.id(), Some(record.clone()), |record| {
+    let answer = |record: &mut TaskRecord| {
         if record.status != TaskStatus::InputRequired {
             return false;
         }
@@ -164,8 +162,14 @@ async fn update(
             record.lease = (!closing).then(|| server.tasks.lease_for(&run));
         }
         took
-    })
-    .await?;
+    };
+    // The last answers and what the replay they start does at once, in one write.
+    if !closing && driver::answer(server, record, run.clone(), answer).await? {
+        return Ok(JsonObject::new());
+    }
+    // The record read for this request, or the one the last poll read here: the write
+    // starts from it, and a stale one falls back to a read.
+    let changed = transition(&*server.tasks.store, record.id(), Some(record.clone()), answer).await?;
     match changed {
         // Gone since it was read (expired, or the guess outlived it).
         None => return Err(unknown_task(record.id())),

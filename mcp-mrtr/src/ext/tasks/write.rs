@@ -11,6 +11,8 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use tokio::sync::watch;
+
 use super::store::{TaskRecord, TaskStore};
 use super::store_error;
 use crate::Error;
@@ -85,16 +87,36 @@ pub(super) struct RunWrites {
     pub(super) id: String,
     pub(super) run: String,
     last: Mutex<Option<TaskRecord>>,
+    /// True once the record holding the run's lease is stored: every write waits for it.
+    stored: watch::Receiver<bool>,
 }
 
 impl RunWrites {
     /// The writes of `run`, whose lease `record` (as just written) holds.
     pub(super) fn new(store: Arc<dyn TaskStore>, record: &TaskRecord, run: &str) -> Arc<Self> {
+        Self::gated(store, record, run, watch::channel(true).1)
+    }
+
+    /// The writes of `run`, whose lease `record` holds once it is stored: none is made
+    /// before the returned sender says so (with `true`), and none at all if it is
+    /// dropped first. A run is polled before its record's first write when what it does
+    /// at once can go into that write (see `driver`).
+    pub(super) fn before_stored(
+        store: Arc<dyn TaskStore>,
+        record: &TaskRecord,
+        run: &str,
+    ) -> (Arc<Self>, watch::Sender<bool>) {
+        let (stored, watching) = watch::channel(false);
+        (Self::gated(store, record, run, watching), stored)
+    }
+
+    fn gated(store: Arc<dyn TaskStore>, record: &TaskRecord, run: &str, stored: watch::Receiver<bool>) -> Arc<Self> {
         Arc::new(Self {
             store,
             id: record.id().to_owned(),
             run: run.to_owned(),
             last: Mutex::new(Some(record.clone())),
+            stored,
         })
     }
 
@@ -106,6 +128,9 @@ impl RunWrites {
     /// [`transition`] from the record as this run last wrote it, keeping what it writes
     /// for the next write; whether it wrote.
     pub(super) async fn transition(&self, change: impl FnMut(&mut TaskRecord) -> bool) -> Result<bool, Error> {
+        if self.stored.clone().wait_for(|stored| *stored).await.is_err() {
+            return Ok(false);
+        }
         let written = transition(&*self.store, &self.id, self.last(), change).await?;
         let written = written.and_then(|(record, wrote)| wrote.then_some(record));
         let wrote = written.is_some();
