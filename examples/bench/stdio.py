@@ -59,6 +59,16 @@ def line(label, runs):
             f"  first answer {cell('first_answer_ms', '{:4.1f} ms')}")
 
 
+def alternate(ours, other, times, args):
+    """`call` runs of our command and the other server's, A B A B."""
+    runs = ([], [])
+    for _ in range(times):
+        runs[0].append(load("call", ours, args))
+        if other:
+            runs[1].append(load("call", [other], args))
+    return runs
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--other", help="another stdio server with a get_value tool")
@@ -72,24 +82,15 @@ def main():
     build()
     counter = [os.path.join(RELEASE, "counter")]
     print(f"call: tools/call get_value, {args.flows} calls × {args.reps}:")
-    ours, other = [], []
-    for _ in range(args.reps):
-        ours.append(load("call", counter, args))
-        if args.other:
-            other.append(load("call", [args.other], args))
+    ours, other = alternate(counter, args.other, args.reps, args)
     print(line("mcp-mrtr", ours))
     if other:
         print(line(args.other_name, other))
         for key, what in [("server_cpu_us_per_flow", "cpu per call"), ("rss_end_kib", "memory after"),
                           ("first_answer_ms", "first answer")]:
             print(f"  {what}, ours / {args.other_name}: {summary(ours, key)[0] / summary(other, key)[0]:.2f}")
-    starts = argparse.Namespace(flows=1, warmup=0)
     print(f"start: spawn to the answer to initialize, {args.starts} starts each:")
-    ours, other = [], []
-    for _ in range(args.starts):
-        ours.append(load("call", counter, starts))
-        if args.other:
-            other.append(load("call", [args.other], starts))
+    ours, other = alternate(counter, args.other, args.starts, argparse.Namespace(flows=1, warmup=0))
     for label, runs in [("mcp-mrtr", ours), (args.other_name, other)]:
         if runs:
             median, _ = summary(runs, "first_answer_ms")
