@@ -40,12 +40,14 @@ use crate::{Error, Server};
 /// [`Serve::with_graceful_shutdown`](crate::serve::Serve::with_graceful_shutdown)). Then
 /// requests still running get 10 s to finish (`subscriptions/listen` streams end at once
 /// with their result), the rest are cut, and the tasks running here are handed back.
-/// Logs must go to stderr: stdout is the protocol's.
+/// Logs must go to stderr: stdout is the protocol's. Stdin and stdout each have a thread
+/// of their own, and one client is served best on Tokio's current-thread runtime (the
+/// guide's serving chapter, "One thread for stdio", has the figures).
 ///
 /// ```no_run
 /// use mcp_mrtr::{stdio::Stdio, Server};
 ///
-/// #[tokio::main]
+/// #[tokio::main(flavor = "current_thread")]
 /// async fn main() -> std::io::Result<()> {
 ///     Server::new("hello", "1.0.0").serve(Stdio::new()).await
 /// }
