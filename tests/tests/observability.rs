@@ -36,6 +36,22 @@ impl Write for Captured {
     }
 }
 
+/// Runs `f` with `subscriber` as this thread's default, while the other tests run theirs
+/// without one.
+///
+/// tracing-core caches each callsite's interest when the callsite is first reached. While
+/// a single subscriber is registered it takes that one for the global default, and asks
+/// the reaching thread's own default instead: a span first reached on another test's
+/// thread (which has none) is then cached as never wanted, and this test never sees it.
+/// A second subscriber, registered for as long, makes every registration ask them all.
+pub(crate) fn with_scoped<S, R>(subscriber: S, f: impl FnOnce() -> R) -> R
+where
+    S: tracing::Subscriber + Send + Sync + 'static,
+{
+    let _second = tracing::Dispatch::new(tracing_subscriber::registry());
+    tracing::subscriber::with_default(subscriber, f)
+}
+
 /// What is logged at DEBUG (span closings included) while `work` runs.
 fn logged_while(work: impl std::future::Future<Output = ()>) -> String {
     let captured = Captured::default();
@@ -46,7 +62,7 @@ fn logged_while(work: impl std::future::Future<Output = ()>) -> String {
         .with_ansi(false)
         .with_max_level(tracing::Level::DEBUG)
         .finish();
-    tracing::subscriber::with_default(subscriber, || {
+    with_scoped(subscriber, || {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         runtime.block_on(work);
     });

@@ -49,7 +49,7 @@ fn exported_while(work: impl std::future::Future<Output = ()>) -> Vec<SpanData> 
     let provider = SdkTracerProvider::builder().with_simple_exporter(exporter.clone()).build();
     let subscriber =
         tracing_subscriber::registry().with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
-    tracing::subscriber::with_default(subscriber, || {
+    crate::observability::with_scoped(subscriber, || {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         runtime.block_on(work);
     });
