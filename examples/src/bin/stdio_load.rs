@@ -88,14 +88,12 @@ async fn main() -> anyhow::Result<()> {
     let rss_start = rss_kib(pid)?;
 
     for n in 0..options.warmup {
-        client.sent = 0;
         flow(&options, &mut client, n).await.context("warm-up")?;
     }
     let (cpu_before, began) = (cpu_ticks(pid)?, Instant::now());
     let mut latencies = Vec::with_capacity(usize::try_from(options.flows).unwrap_or(0));
     let mut requests = 0;
     for n in 0..options.flows {
-        client.sent = 0;
         let start = Instant::now();
         flow(&options, &mut client, options.warmup + n).await?;
         latencies.push(u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX));
@@ -119,13 +117,14 @@ async fn main() -> anyhow::Result<()> {
         "rss_start_kib": rss_start,
         "rss_end_kib": rss_end,
         "first_answer_ms": first_answer.as_secs_f64() * 1000.0,
-        "failures": 0,
     });
     println!("{report}");
     Ok(())
 }
 
+/// Runs flow number `n`, counting its requests afresh in `client.sent`.
 async fn flow(options: &Options, client: &mut Client, n: u64) -> anyhow::Result<()> {
+    client.sent = 0;
     match options.flow {
         Flow::Call => {
             let result =

@@ -40,13 +40,9 @@ impl<R: AsyncBufRead + Unpin> Input<R> {
             Self::Stream(reader) => {
                 let mut partial = Partial::default();
                 loop {
-                    let buf = reader.fill_buf().await?;
-                    if buf.is_empty() {
-                        return Ok(partial.end());
-                    }
-                    let (taken, line) = partial.take(buf);
+                    let (taken, done) = partial.take(reader.fill_buf().await?);
                     reader.consume(taken);
-                    if line.is_some() {
+                    if let Read::Done(line) = done {
                         return Ok(line);
                     }
                 }
@@ -86,15 +82,20 @@ fn read_line(reader: &mut impl BufRead) -> io::Result<Option<Line>> {
             Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
             Err(error) => return Err(error),
         };
-        if buf.is_empty() {
-            return Ok(partial.end());
-        }
-        let (taken, line) = partial.take(buf);
+        let (taken, done) = partial.take(buf);
         reader.consume(taken);
-        if line.is_some() {
+        if let Read::Done(line) = done {
             return Ok(line);
         }
     }
+}
+
+/// Where reading a line stands after a buffer.
+enum Read {
+    /// The line goes on in the next buffer.
+    More,
+    /// Done: the line, or at the end of input the last one if it had no newline.
+    Done(Option<Line>),
 }
 
 /// A line being read: what was kept of it so far.
@@ -105,9 +106,13 @@ struct Partial {
 }
 
 impl Partial {
-    /// Takes bytes of `buf` up to and including the first newline. Returns how many it
-    /// took and, when the newline was among them, the line.
-    fn take(&mut self, buf: &[u8]) -> (usize, Option<Line>) {
+    /// Takes bytes of `buf` up to and including the first newline; an empty `buf` is the
+    /// end of input. Returns how many it took, and whether reading is done.
+    fn take(&mut self, buf: &[u8]) -> (usize, Read) {
+        if buf.is_empty() {
+            let unterminated = !self.line.is_empty() || self.too_long;
+            return (0, Read::Done(unterminated.then(|| std::mem::take(self).finish())));
+        }
         let (chunk, taken) = match buf.iter().position(|b| *b == b'\n') {
             Some(i) => (&buf[..i], i + 1),
             None => (buf, buf.len()),
@@ -119,13 +124,10 @@ impl Partial {
                 self.line = Vec::new();
             }
         }
-        let ended = taken > chunk.len();
-        (taken, ended.then(|| std::mem::take(self).finish()))
-    }
-
-    /// At the end of input: the last line, if it has no newline.
-    fn end(self) -> Option<Line> {
-        (!self.line.is_empty() || self.too_long).then(|| self.finish())
+        if taken > chunk.len() {
+            return (taken, Read::Done(Some(std::mem::take(self).finish())));
+        }
+        (taken, Read::More)
     }
 
     fn finish(self) -> Line {
