@@ -50,7 +50,9 @@ pub(crate) enum Link {
 }
 
 pub(crate) struct Node {
-    current: Mutex<Current>,
+    /// Behind an `Arc`, so a command takes it with a count bump, not a copy of the
+    /// client's connection info.
+    current: Mutex<Arc<Current>>,
     /// Set behind Sentinel: who to ask where the primary went, and when we last asked.
     sentinel: Option<tokio::sync::Mutex<(SentinelClient, Option<Instant>)>>,
     /// Behind Sentinel, set when a command failed as on a lost primary, until the
@@ -60,7 +62,6 @@ pub(crate) struct Node {
     suspect: AtomicBool,
 }
 
-#[derive(Clone)]
 struct Current {
     /// Counts moves, so that of many commands failing at once only the first moves the link.
     generation: u64,
@@ -94,7 +95,7 @@ impl Link {
 
     fn node(current: Current, sentinel: Option<SentinelClient>) -> Self {
         let sentinel = sentinel.map(|sentinel| tokio::sync::Mutex::new((sentinel, None)));
-        Self::Node(Arc::new(Node { current: Mutex::new(current), sentinel, suspect: AtomicBool::new(false) }))
+        Self::Node(Arc::new(Node { current: Mutex::new(Arc::new(current)), sentinel, suspect: AtomicBool::new(false) }))
     }
 
     /// A link to the cluster the `seeds` (URLs of some of its nodes) belong to.
@@ -128,7 +129,7 @@ impl Link {
     /// (pub/sub subscriptions); on a cluster, the next seed node each time.
     pub(super) fn client(&self) -> redis::Client {
         match self {
-            Self::Node(node) => node.current().client,
+            Self::Node(node) => node.current().client.clone(),
             Self::Cluster(_, seeds) => {
                 let at = seeds.next.fetch_add(1, Ordering::Relaxed) % seeds.clients.len().max(1);
                 seeds.clients[at].clone()
@@ -138,8 +139,8 @@ impl Link {
 }
 
 impl Node {
-    fn current(&self) -> Current {
-        self.current.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    fn current(&self) -> Arc<Current> {
+        Arc::clone(&self.current.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// After a command on generation `seen` failed with `error`: behind Sentinel, moves
@@ -202,7 +203,7 @@ impl Node {
             Ok(connection) => {
                 let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
                 tracing::warn!(primary = %client.get_connection_info().addr(), "Redis failed over: following the new primary");
-                *current = Current { generation: current.generation + 1, client, connection };
+                *current = Arc::new(Current { generation: current.generation + 1, client, connection });
                 self.suspect.store(false, Ordering::Release);
             }
             Err(error) => tracing::warn!(%error, "could not connect to the primary the sentinels name"),
@@ -265,7 +266,8 @@ impl ConnectionLike for Link {
             Self::Cluster(cluster, _) => cluster.req_packed_command(cmd),
             Self::Node(node) => Box::pin(async move {
                 node.confirmed().await?;
-                let Current { generation, mut connection, .. } = node.current();
+                let current = node.current();
+                let (generation, mut connection) = (current.generation, current.connection.clone());
                 let reply = connection.req_packed_command(cmd).await;
                 if let Err(error) = &reply {
                     node.follow(generation, error).await;
@@ -285,7 +287,8 @@ impl ConnectionLike for Link {
             Self::Cluster(cluster, _) => cluster.req_packed_commands(pipeline, offset, count),
             Self::Node(node) => Box::pin(async move {
                 node.confirmed().await?;
-                let Current { generation, mut connection, .. } = node.current();
+                let current = node.current();
+                let (generation, mut connection) = (current.generation, current.connection.clone());
                 let replies = connection.req_packed_commands(pipeline, offset, count).await;
                 if let Err(error) = &replies {
                     node.follow(generation, error).await;
