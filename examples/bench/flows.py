@@ -10,7 +10,9 @@ conformance fixtures on 127.0.0.1:$PORT/mcp (rmcp's conformance server does), st
 TCP_NODELAY forced on its accepted sockets (`nodelay.c`), alternating A B A B so that
 drift hits both. Without `--other` it runs ours against itself, which is the noise.
 
-`redis` runs `everything` with its in-memory stores, then with the Redis stores on each
+`redis` runs `everything` with its in-memory stores; for the task flow, with its records
+in memory and one Redis `PING` before each store call (`RoundTripStore`: the wait that any
+store in another process pays, and nothing else); then with the Redis stores on each
 deployment of its own (`standalone`, `sentinel`: a primary, a replica and three sentinels,
 `cluster`: three primaries with a replica each): flows/s, server CPU per flow, Redis
 commands per flow (from `INFO commandstats`, summed over the data nodes) and Redis CPU per
@@ -279,12 +281,22 @@ def redis(args):
     shapes = args.deployments.split()
     for flow in args.flows.split():
         print(f"{flow}, one instance ({args.workers} workers, {args.seconds} s × {args.reps}):")
-        memory, shared = [], {shape: ([], [], []) for shape in shapes}
+        memory, waits, shared = [], [], {shape: ([], [], []) for shape in shapes}
         for _ in range(args.reps):
             servers = Servers()
             url, pid = servers.everything(keys)
             memory.append(load(flow, [url], [pid], args))
             servers.stop()
+            if flow == "task":
+                # The wait alone: records in memory, one PING to a Redis before each
+                # store call (`RoundTripStore`), the least any store in another
+                # process costs.
+                node = Node()
+                servers = Servers()
+                url, pid = servers.everything({**keys, "MCP_MRTR_BENCH_ROUND_TRIP": f"127.0.0.1:{node.port}"})
+                waits.append(load(flow, [url], [pid], args))
+                servers.stop()
+                node.stop()
             for shape in shapes:
                 runs, per_flow, redis_cpu = shared[shape]
                 store = Redis(shape)
@@ -305,6 +317,8 @@ def redis(args):
                                  for name in after if total_flows})
                 redis_cpu.append(ticks * 10_000 / total_flows if total_flows else 0)
         print(line("in memory", memory))
+        if waits:
+            print(line("in memory + a PING", waits))
         for shape in shapes:
             runs, per_flow, redis_cpu = shared[shape]
             print(line(f"Redis, {shape}", runs))

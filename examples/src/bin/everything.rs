@@ -29,7 +29,9 @@ environment:
   MCP_MRTR_TASK_LEASE_MS  how long a running task's lease lasts (default 10000)
   MCP_MRTR_TASK_RATE      tasks one client may start per second, and hold live at once
                           (for load runs; default 1/s after a burst of 16, 16 live)
-  MCP_MRTR_MAX_LISTENERS  listen streams held at once (for load runs; default 1024)";
+  MCP_MRTR_MAX_LISTENERS  listen streams held at once (for load runs; default 1024)
+  MCP_MRTR_BENCH_ROUND_TRIP  host:port of a Redis: tasks in memory, one PING to it
+                          before each store call (measuring the wait; not for use)";
 
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()

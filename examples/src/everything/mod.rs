@@ -5,6 +5,7 @@
 pub mod bridge;
 pub mod live;
 pub mod mrtr;
+pub mod round_trip;
 pub mod tasks;
 
 use std::time::Duration;
@@ -57,7 +58,8 @@ fn skills() -> mcp_mrtr::skills::Skills {
 /// The settings a deployment gives the fixture through its environment: Redis for the
 /// stores that several instances share (`MCP_MRTR_REDIS_URL`), and the task lease
 /// (`MCP_MRTR_TASK_LEASE_MS`). The key ring (`MCP_MRTR_STATE_KEYS`) is read by the
-/// runtime itself when serving starts.
+/// runtime itself when serving starts. `MCP_MRTR_BENCH_ROUND_TRIP` is for measuring
+/// only (see [`round_trip`]).
 pub async fn from_env(mut server: Server) -> anyhow::Result<Server> {
     use anyhow::Context as _;
     let mut tasks = mcp_mrtr::tasks::TaskConfig::new();
@@ -78,6 +80,9 @@ pub async fn from_env(mut server: Server) -> anyhow::Result<Server> {
     if let Some(streams) = max_listeners()? {
         listen = Some(Listen::default().max_streams(streams));
     }
+    if let Ok(redis) = std::env::var("MCP_MRTR_BENCH_ROUND_TRIP") {
+        tasks = tasks.store(round_trip::RoundTripStore::new(redis));
+    }
     if let Some(config) = redis_config()? {
         let redis = mcp_mrtr::redis::Redis::connect(config).await.context("Redis (MCP_MRTR_REDIS_*)")?;
         server = server.request_state(StateConfig::default().single_use(redis.state_guard()));
@@ -94,7 +99,7 @@ pub async fn from_env(mut server: Server) -> anyhow::Result<Server> {
 
 /// The environment variables [`from_env`] reads, so a harness starting the fixture can
 /// clear those of its own environment.
-pub const ENV: [&str; 11] = [
+pub const ENV: [&str; 12] = [
     "MCP_MRTR_STATE_KEYS",
     "MCP_MRTR_REDIS_URL",
     "MCP_MRTR_REDIS_CLUSTER",
@@ -106,6 +111,7 @@ pub const ENV: [&str; 11] = [
     "MCP_MRTR_TASK_LEASE_MS",
     "MCP_MRTR_TASK_RATE",
     "MCP_MRTR_MAX_LISTENERS",
+    "MCP_MRTR_BENCH_ROUND_TRIP",
 ];
 
 /// How to reach Redis: a cluster's seed URLs (`MCP_MRTR_REDIS_CLUSTER`,
