@@ -9,6 +9,21 @@ use std::time::Duration;
 use anyhow::{bail, Context as _};
 use serde_json::{json, Map, Value};
 
+/// How long a load client waits for one answer before its flow fails.
+pub const REQUEST_DEADLINE: Duration = Duration::from_secs(10);
+/// A flow that has not ended after this many requests has failed.
+const MAX_REQUESTS: u64 = 2_000;
+
+/// Counts one more request of the current flow in `sent`: an error once the flow has
+/// sent more than a flow ends within, so a server that never ends it fails the run.
+pub fn count_request(sent: &mut u64) -> anyhow::Result<()> {
+    *sent += 1;
+    if *sent > MAX_REQUESTS {
+        bail!("the flow did not end within {MAX_REQUESTS} requests");
+    }
+    Ok(())
+}
+
 /// Sends one request and returns its result; a JSON-RPC error is an error.
 pub trait Rpc {
     /// `name` is what the request names (a tool, a task), for transports that route on it.

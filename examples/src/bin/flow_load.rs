@@ -41,9 +41,6 @@ use tokio::net::TcpStream;
 const USAGE: &str =
     "usage: flow_load --flow list|elicitation|multi_round|task|once --url http://127.0.0.1:PORT/mcp [--url …]
                  [--pid SERVER_PID …] [--seconds 10] [--warmup 2] [--workers 16] [--poll-ms 1]";
-const REQUEST_DEADLINE: Duration = Duration::from_secs(10);
-/// A flow that has not ended after this many requests has failed.
-const MAX_REQUESTS: u64 = 2_000;
 
 #[derive(Clone, Copy, PartialEq)]
 enum Flow {
@@ -182,10 +179,7 @@ impl Rpc for Client<'_> {
     /// Sends one request to the next URL; returns its result (a JSON-RPC error as an
     /// error), read from a JSON body or from the response event of an SSE body.
     async fn rpc(&mut self, method: &str, name: &str, mut params: Value) -> anyhow::Result<Value> {
-        self.sent += 1;
-        if self.sent > MAX_REQUESTS {
-            bail!("the flow did not end within {MAX_REQUESTS} requests");
-        }
+        flows::count_request(&mut self.sent)?;
         let at = self.next % self.urls.len();
         self.next = self.next.wrapping_add(1);
         if self.connections.len() != self.urls.len() {
@@ -216,8 +210,9 @@ impl Rpc for Client<'_> {
             let bytes = response.into_body().collect().await?.to_bytes();
             anyhow::Ok((status, bytes))
         };
-        let (status, bytes) =
-            tokio::time::timeout(REQUEST_DEADLINE, exchange).await.context("no answer within the deadline")??;
+        let (status, bytes) = tokio::time::timeout(flows::REQUEST_DEADLINE, exchange)
+            .await
+            .context("no answer within the deadline")??;
         if !status.is_success() {
             bail!("{method}: HTTP {status}: {}", String::from_utf8_lossy(&bytes));
         }

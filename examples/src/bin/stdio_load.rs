@@ -34,9 +34,6 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 const USAGE: &str = "usage: stdio_load --flow call|mrtr|task [--tool get_value]
                   [--flows 20000] [--warmup 1000] [--poll-ms 0] -- COMMAND [ARG …]";
-const REQUEST_DEADLINE: Duration = Duration::from_secs(10);
-/// A flow that has not ended after this many requests has failed.
-const MAX_REQUESTS: u64 = 2_000;
 
 #[derive(Clone, Copy, PartialEq)]
 enum Flow {
@@ -188,10 +185,7 @@ impl Client {
 
 impl Rpc for Client {
     async fn rpc(&mut self, method: &str, _name: &str, mut params: Value) -> anyhow::Result<Value> {
-        self.sent += 1;
-        if self.sent > MAX_REQUESTS {
-            bail!("the flow did not end within {MAX_REQUESTS} requests");
-        }
+        flows::count_request(&mut self.sent)?;
         if self.modern {
             params["_meta"] = flows::modern_meta();
         }
@@ -199,7 +193,7 @@ impl Rpc for Client {
         let id = self.next_id;
         let line = format!("{}\n", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         self.stdin.write_all(line.as_bytes()).await?;
-        let reply = tokio::time::timeout(REQUEST_DEADLINE, self.answer(id))
+        let reply = tokio::time::timeout(flows::REQUEST_DEADLINE, self.answer(id))
             .await
             .with_context(|| format!("{method}: no answer within the deadline"))??;
         if let Some(error) = reply.get("error") {
