@@ -135,3 +135,51 @@ fn help_prints_usage_and_succeeds_while_a_bad_flag_fails() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("usage:"));
 }
+
+/// The fifth audit's D4: a client that writes requests and never reads the answers used
+/// to have every line read and held (20,000 lines: 8 → 346 MiB). Now at most
+/// `Stdio::max_requests` run; then stdin is not read, and the client's own pipe holds it
+/// back. Once it reads, every request is answered.
+#[test]
+fn a_client_that_does_not_read_its_answers_is_held_back_by_its_pipe() {
+    use std::io::{BufRead as _, Write as _};
+
+    const LINES: u64 = 20_000;
+    let mut child = everything(None)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start everything");
+    let (mut stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
+    let (written, progress) = std::sync::mpsc::channel();
+    let writer = std::thread::spawn(move || {
+        let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {} });
+        for id in 1..=LINES {
+            let line = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/list", "params": { "_meta": meta } });
+            if stdin.write_all(format!("{line}\n").as_bytes()).is_err() {
+                return;
+            }
+            let _ = written.send(id);
+        }
+    });
+    // Nobody reads: the server stops reading, and the writer is stuck far from the end.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let stuck_at = progress.try_iter().last().unwrap_or(0);
+    assert!(stuck_at < LINES / 4, "the server read {stuck_at} of {LINES} lines nobody took the answers of");
+
+    // Reading now, every request is answered, once.
+    let mut answered = std::collections::BTreeSet::new();
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_mins(2);
+    while answered.len() < usize::try_from(LINES).unwrap() && std::time::Instant::now() < deadline {
+        let reply: Value = serde_json::from_str(&lines.next().expect("a line").expect("readable")).unwrap();
+        assert!(reply["result"]["tools"].is_array(), "{reply}");
+        assert!(answered.insert(reply["id"].as_u64().unwrap()), "answered twice: {reply}");
+    }
+    assert_eq!(answered.len(), usize::try_from(LINES).unwrap());
+    writer.join().unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+}

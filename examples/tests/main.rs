@@ -7,6 +7,7 @@ mod common;
 mod instance;
 
 mod everything_stdio;
+mod held_memory;
 mod instances;
 mod many_instances;
 mod notes;

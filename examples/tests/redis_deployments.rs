@@ -48,7 +48,7 @@ macro_rules! flows_on {
 
 /// The guard's contract, straight on the store: of two connections (two instances)
 /// claiming the same state at once, exactly one is first, and a second claim of either
-/// is refused; for states spread over every bucket (a cluster's shards).
+/// is refused; for the claims of clients spread over every bucket (a cluster's shards).
 fn claims_once_across_connections(config: RedisConfig) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
@@ -64,7 +64,7 @@ fn claims_once_across_connections(config: RedisConfig) {
         for n in 0..64u8 {
             let mut digest = [n; 32];
             digest[0] = n.wrapping_mul(37);
-            let claim = Claim::new(digest, 1, expires).issued_at(SystemTime::now());
+            let claim = Claim::new(digest, u32::from(n) * 7, expires).issued_at(SystemTime::now());
             let (first, second) = tokio::join!(a.consume(&claim), b.consume(&claim));
             let mut seen = [first, second];
             seen.sort_by_key(|consumed| *consumed != Consumed::First);

@@ -64,7 +64,7 @@ fn instance(runtime: &tokio::runtime::Runtime, redis: &Redis, keys: &KeyRing, st
 /// just before.
 fn begun(redis: &Redis) {
     for _ in 0..200 {
-        if redis.command(&["EXISTS", "mcp-mrtr:state:memory"]) == ":1" {
+        if redis.command(&["EXISTS", "mcp-mrtr:state:since"]) == ":1" {
             return;
         }
         std::thread::sleep(Duration::from_millis(10));
@@ -210,5 +210,67 @@ fn a_fast_sealing_clock_cannot_pass_a_state_off_as_newer() {
         assert_eq!(trusting.consume(&other).await, Consumed::First);
         assert_eq!(redis.command(&["FLUSHALL"]), "+OK");
         assert_eq!(trusting.consume(&other).await, Consumed::First, "a clock ahead passes without a margin");
+    });
+}
+
+/// The fifth audit's D2: a full Redis under a `volatile-*` policy evicts the claims
+/// (they expire with their states, so they are the first to go under `volatile-ttl`).
+/// The guard reads Redis's eviction count with its memory, so a claim evicted does not
+/// make its state open again: the memory starts over, as after a restart.
+#[test]
+fn a_claim_evicted_by_a_full_redis_does_not_reopen_a_claimed_state() {
+    let Some(redis) = Redis::start() else { return };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (steps, keys) = (Steps::default(), KeyRing::new(StateKey::random()));
+    let addr = instance(&runtime, &redis, &keys, &steps);
+    let claimed = step_once(addr);
+    assert_eq!(steps.taken(), 1);
+
+    // Filler that lives an hour, into a Redis with little room: it evicts what expires
+    // soonest, the claim first.
+    assert_eq!(redis.command(&["CONFIG", "SET", "maxmemory-policy", "volatile-ttl"]), "+OK");
+    assert_eq!(redis.command(&["CONFIG", "SET", "maxmemory", "3mb"]), "+OK");
+    let size = |redis: &Redis| redis.command(&["DBSIZE"]).trim_start_matches(':').parse::<usize>().unwrap();
+    let (before, filler) = (size(&redis), "x".repeat(16 * 1024));
+    let evicted = (0..2_000).any(|n| {
+        let reply = redis.command(&["SET", &format!("filler:{n}"), &filler, "EX", "3600"]);
+        assert_eq!(reply, "+OK", "filler {n}");
+        size(&redis) < before + n + 1
+    });
+    assert!(evicted, "Redis evicted nothing");
+    assert_eq!(redis.command(&["CONFIG", "SET", "maxmemory", "0"]), "+OK");
+
+    refused_again(addr, &claimed);
+    assert_eq!(steps.taken(), 1, "the step ran twice");
+    after_the_margin();
+    let done = whole_call(addr);
+    assert_eq!(done["result"]["content"][0]["text"], "charge 2 (true, true)", "{done}");
+}
+
+/// D2's other half: one client cannot make the guard's Redis hold more than its share.
+/// Past it, its oldest entries are given up and their states refused from then on;
+/// another client's claims are untouched.
+#[test]
+fn one_client_holds_at_most_its_share_of_the_guards_redis() {
+    let Some(redis) = Redis::start() else { return };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let store = mcp_mrtr::redis::Redis::connect(&redis.url()).await.expect("redis");
+        let guard = store.state_guard().share(4);
+        begun(&redis);
+        let now = SystemTime::now();
+        let claim = |n: u8, owner: u32| {
+            Claim::new([n; 32], owner, now + Duration::from_mins(10) + Duration::from_secs(n.into())).issued_at(now)
+        };
+        assert_eq!(guard.consume(&claim(100, 2)).await, Consumed::First);
+        for n in 0..10 {
+            assert_eq!(guard.consume(&claim(n, 1)).await, Consumed::First, "claim {n}");
+        }
+        assert_eq!(redis.command(&["ZCARD", "mcp-mrtr:state:claims:00000001"]), ":4");
+        assert_eq!(guard.consume(&claim(0, 1)).await, Consumed::Again, "given up, and refused");
+        assert_eq!(guard.consume(&claim(5, 1)).await, Consumed::Again, "below the floor");
+        assert_eq!(guard.consume(&claim(9, 1)).await, Consumed::Again, "held");
+        assert_eq!(guard.consume(&claim(100, 2)).await, Consumed::Again, "the other client kept its entry");
+        assert_eq!(guard.consume(&claim(101, 2)).await, Consumed::First);
     });
 }

@@ -156,3 +156,29 @@ fn edits_that_no_instance_sealed_or_that_were_heard_before_change_nothing() {
     assert_eq!(tool_names(b_addr), ["hello"], "the replay disabled hello again");
     assert!(calls(b_addr, "hello"));
 }
+
+/// The fifth audit's D5: a genuine edit recorded before an instance started, published
+/// again to it within the minute a message stays fresh, changes nothing there (it was
+/// sent to the instances of its time, and this one has not heard its sender since).
+#[test]
+fn an_edit_sealed_before_an_instance_started_does_not_reach_it_replayed() {
+    let Some(redis) = Redis::start() else { return };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (a, _) = serve(&runtime, &redis.url(), true);
+    let mut channel = redis.subscribe("mcp-mrtr:changes");
+    assert!(a.tools().disable("hello"));
+    let recorded = channel.next();
+    assert!(a.tools().enable("hello"));
+    assert!(channel.next().ends_with(" tool enable hello"));
+    // Past the second a sender's clock may lag by, an instance starts.
+    std::thread::sleep(std::time::Duration::from_millis(1_200));
+    let (_c, c_addr) = serve(&runtime, &redis.url(), true);
+    let (mut stream, mut seen) = listen(c_addr);
+
+    redis.publish("mcp-mrtr:changes", &recorded);
+    // A genuine edit after it: once C's listener hears it, C has read the replay too.
+    assert!(a.tools().disable("deploy"));
+    heard(&mut stream, &mut seen, 1);
+    assert_eq!(tool_names(c_addr), ["hello"], "the replay disabled hello on the new instance");
+    assert!(calls(c_addr, "hello"));
+}

@@ -119,7 +119,8 @@ pub mod serve {
 
 /// Newline-delimited JSON-RPC on the process's stdio, or any byte stream pair.
 pub mod stdio {
-    pub use crate::transport::stdio::{Pipe, Stdio};
+    pub use crate::intake::envelope::size::MAX_JSON_VALUES;
+    pub use crate::transport::stdio::{Pipe, Stdio, MAX_REQUESTS, STDIO_HANDLER_TIMEOUT};
 }
 
 /// Streamable HTTP: the [`Http`](http::Http) transport, the endpoint's settings

@@ -247,8 +247,8 @@ impl Server {
     /// like.
     ///
     /// Unset, it is 60 s over HTTP (the request timeout common clients use; a stuck
-    /// handler holds a place many clients share) and unbounded over stdio (the one client
-    /// is a local process that can cancel, and nobody else waits for the place).
+    /// handler holds a place many clients share) and 5 minutes over stdio (longer than a
+    /// host waits on a call; a stuck handler still gives its place and memory back).
     pub fn handler_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.engine.handler_timeout = Some(timeout);
         self

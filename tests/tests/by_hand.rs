@@ -9,7 +9,7 @@ use mcp_mrtr::context::InputRequired;
 use mcp_mrtr::prelude::*;
 use mcp_mrtr::protocol::{InputRequest, InputRequiredResult};
 use mcp_mrtr::request_state::{KeyRing, StateConfig, StateKey};
-use mcp_mrtr_tests::harness::{Rpc, TestServer, REJECTED};
+use mcp_mrtr_tests::harness::{Rpc, TestServer, REJECTED, USED};
 use mcp_mrtr_tests::legacy::Legacy;
 use mcp_mrtr_tests::pipe::Pipe;
 use serde_json::{json, Value};
@@ -182,7 +182,7 @@ async fn the_handlers_state_is_refused_as_replay_state_is() {
     let done = server.call(&retry(&call, json!({ "confirm": yes() }), &good)).await;
     assert_eq!(done["result"]["content"][0]["text"], "deployed to prod", "{done}");
     let replayed = server.send(&retry(&call, json!({ "confirm": yes() }), &good)).await.reply();
-    assert_eq!(replayed["error"]["message"], REJECTED, "replayed: {replayed}");
+    assert_eq!(replayed["error"]["message"], USED, "replayed: {replayed}");
 }
 
 #[tokio::test]

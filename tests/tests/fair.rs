@@ -18,7 +18,7 @@ use mcp_mrtr::{
     request_state::StateConfig, Server, ToolError,
 };
 use mcp_mrtr_tests::client::{self, TIMEOUT};
-use mcp_mrtr_tests::harness::{Rpc, TestServer, REJECTED};
+use mcp_mrtr_tests::harness::{Rpc, TestServer, USED};
 use mcp_mrtr_tests::listen::ListenStream;
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -95,7 +95,7 @@ async fn a_client_flooding_the_guard_fails_only_its_own_calls() {
     assert_eq!(done["result"]["content"][0]["text"], "call honest: the once step ran 1 time(s), finished=true");
     // The attacker's oldest waiting state was given up with its share: refused, never run.
     let refused = server.call_from(ATTACKER, &retry(&held, json!({ "start": ok() }), &held_state)).await;
-    assert_eq!(refused["error"]["message"], REJECTED, "{refused}");
+    assert_eq!(refused["error"]["message"], USED, "{refused}");
 }
 
 #[tokio::test]
@@ -113,7 +113,7 @@ async fn a_replayed_state_never_runs_its_once_step_twice_even_past_the_guards_sh
     }
     for (rpc, first) in &firsts {
         let replayed = server.call_from(ATTACKER, &retry(rpc, json!({ "start": ok() }), first)).await;
-        assert_eq!(replayed["error"]["message"], REJECTED, "used or given up, never run again: {replayed}");
+        assert_eq!(replayed["error"]["message"], USED, "used or given up, never run again: {replayed}");
     }
 }
 

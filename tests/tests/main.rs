@@ -33,6 +33,7 @@ mod live;
 mod mount;
 mod mrtr_http;
 mod observability;
+mod once_per_call;
 mod opentelemetry;
 mod preflight;
 mod prepared_lists;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use mcp_mrtr::prelude::*;
 use mcp_mrtr::testing::{answer, TestClient};
 use mcp_mrtr::{request_state::KeyRing, request_state::StateConfig, request_state::StateKey};
-use mcp_mrtr_tests::harness::{state_body, Rpc, TestServer, REJECTED};
+use mcp_mrtr_tests::harness::{state_body, Rpc, TestServer, REJECTED, USED};
 use serde_json::{json, Value};
 
 #[derive(Deserialize, JsonSchema)]
@@ -295,11 +295,12 @@ async fn single_use_states_are_claimed_only_by_rounds_that_take_a_once_step() {
         .param("inputResponses", json!({ "step2": answer::accept(json!({ "color": "red" })) }))
         .param("requestState", second["result"]["requestState"].clone());
     assert_eq!(server.call(&rpc).await["result"]["content"][0]["text"], "Ada likes red");
-    // A round that takes a once! step claims its state: the second presentation is refused.
+    // A round that takes a once! step claims it for the call: the second presentation is
+    // refused.
     let once = Rpc::call_tool("test_once_side_effect", json!({ "call_id": "replay-rs" }));
     let first = server.call(&once).await["result"]["requestState"].clone();
     let start = once.param("inputResponses", json!({ "start": answer::accept(json!({ "ok": true })) }));
     let start = start.param("requestState", first);
     assert_eq!(server.call(&start).await["result"]["resultType"], "input_required");
-    assert_eq!(server.call(&start).await["error"]["message"], REJECTED);
+    assert_eq!(server.call(&start).await["error"]["message"], USED);
 }

@@ -12,7 +12,7 @@ use mcp_mrtr::testing::answer;
 use mcp_mrtr::{
     request_state::KeyRing, request_state::MemoryGuard, request_state::StateConfig, request_state::StateKey,
 };
-use mcp_mrtr_tests::harness::{Rpc, TestServer, REJECTED};
+use mcp_mrtr_tests::harness::{Rpc, TestServer, REJECTED, USED};
 use serde_json::{json, Map, Value};
 
 fn fixture() -> Server {
@@ -48,7 +48,7 @@ async fn replaying_an_older_state_never_runs_a_once_step_again() {
     let (rpc, before_step, after_step) = once_call(&server, "replay-serial-and-parallel").await;
     let replay = retry(&rpc, json!({ "start": ok() }), &before_step);
     for _ in 0..3 {
-        assert_eq!(server.call(&replay).await["error"]["message"], REJECTED);
+        assert_eq!(server.call(&replay).await["error"]["message"], USED);
     }
     let mut parallel = tokio::task::JoinSet::new();
     for _ in 0..8 {
@@ -56,7 +56,7 @@ async fn replaying_an_older_state_never_runs_a_once_step_again() {
         parallel.spawn(async move { server.call(&replay).await });
     }
     while let Some(reply) = parallel.join_next().await {
-        assert_eq!(reply.unwrap()["error"]["message"], REJECTED);
+        assert_eq!(reply.unwrap()["error"]["message"], USED);
     }
     let done = server.call(&retry(&rpc, json!({ "finish": ok() }), &after_step)).await;
     assert_eq!(
@@ -98,7 +98,7 @@ async fn concurrent_presentations_of_one_state_take_its_once_step_exactly_once()
         if reply["result"]["resultType"] == "input_required" {
             after_step.push(reply["result"]["requestState"].clone());
         } else {
-            assert_eq!(reply["error"]["message"], REJECTED, "{reply}");
+            assert_eq!(reply["error"]["message"], USED, "{reply}");
         }
     }
     assert_eq!(after_step.len(), 1, "one presentation claims the state");
@@ -331,7 +331,7 @@ async fn an_endless_ttl_with_single_use_states_keeps_serving() {
     let config = StateConfig::new(KeyRing::new(StateKey::random())).ttl(Duration::MAX);
     let server = TestServer::start(fixture().request_state(config)).await;
     let (rpc, before_step, _) = once_call(&server, "endless").await;
-    assert_eq!(server.call(&retry(&rpc, json!({ "start": ok() }), &before_step)).await["error"]["message"], REJECTED);
+    assert_eq!(server.call(&retry(&rpc, json!({ "start": ok() }), &before_step)).await["error"]["message"], USED);
 }
 
 #[tokio::test]
@@ -344,7 +344,7 @@ async fn a_full_guard_makes_room_instead_of_refusing_and_still_refuses_replays()
     let (first_rpc, first_before, _) = once_call(&server, "full-1").await;
     let (second_rpc, second_before, second_after) = once_call(&server, "full-2").await;
     for (rpc, state) in [(&first_rpc, &first_before), (&second_rpc, &second_before)] {
-        assert_eq!(server.call(&retry(rpc, json!({ "start": ok() }), state)).await["error"]["message"], REJECTED);
+        assert_eq!(server.call(&retry(rpc, json!({ "start": ok() }), state)).await["error"]["message"], USED);
     }
     let done = server.call(&retry(&second_rpc, json!({ "finish": ok() }), &second_after)).await;
     assert_eq!(done["result"]["content"][0]["text"], "call full-2: the once step ran 1 time(s), finished=true");

@@ -127,7 +127,8 @@ const ACL_PASSWORD: &str = "the-fleet-only";
 /// allow, and no others, so a store that needs one more fails these tests.
 const ACL_USER: &str =
     "mcp-mrtr on >the-fleet-only ~mcp-mrtr:* &mcp-mrtr:* -@all +ping +get +set +exists +hget +hset +zadd +zrem \
-                        +zrangebyscore +pexpireat +publish +subscribe +eval +evalsha +script +info +time";
+                        +zrangebyscore +zremrangebyscore +zrange +zcard +zpopmin +pexpireat +publish +subscribe \
+                        +eval +evalsha +script +info +time +config|get";
 
 /// `config` with the CA and client certificate of `tls`, when there is one.
 pub(super) fn certified(config: mcp_mrtr::redis::RedisConfig, tls: Option<&TlsFiles>) -> mcp_mrtr::redis::RedisConfig {

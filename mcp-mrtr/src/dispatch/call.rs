@@ -1,7 +1,7 @@
 //! One call of a method that may ask (`tools/call`, `prompts/get`, `resources/read`): its
 //! params, the round input it carries, and what the states it opens and seals are bound to.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -54,8 +54,41 @@ impl<'a> Target<'a> {
         Self { binding, digest: OnceLock::new() }
     }
 
+    /// A target whose binding was digested already (with the arguments it no longer
+    /// holds).
+    pub(super) fn digested(binding: Binding<'a>, digest: BindingDigest) -> Self {
+        Self { binding, digest: OnceLock::from(digest) }
+    }
+
     pub(super) fn digest(&self) -> &BindingDigest {
         self.digest.get_or_init(|| self.binding.digest())
+    }
+}
+
+/// A tool call's arguments, handed to each run of its handler. The first run takes them
+/// as they came, and no copy is kept: a call held for a minute keeps what its handler
+/// read, not the whole tree, which holds about 40 times the bytes of its JSON (the fifth
+/// audit's D3). A call the 2025-11-25 bridge may run again keeps its arguments as compact
+/// JSON, about the size they came in, and each later run reads them back.
+pub(super) struct Arguments {
+    first: Mutex<Option<JsonObject>>,
+    again: Option<Box<str>>,
+}
+
+impl Arguments {
+    /// `arguments`, kept for later runs if `runs_again`.
+    pub(super) fn new(arguments: JsonObject, runs_again: bool) -> Self {
+        // A map of JSON values always serializes.
+        let again = runs_again.then(|| serde_json::to_string(&arguments).unwrap_or_default().into_boxed_str());
+        Self { first: Mutex::new(Some(arguments)), again }
+    }
+
+    /// The arguments, for one run of the handler.
+    pub(super) fn take(&self) -> JsonObject {
+        let first = self.first.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        first.unwrap_or_else(|| {
+            self.again.as_deref().and_then(|json| serde_json::from_str(json).ok()).unwrap_or_default()
+        })
     }
 }
 

@@ -41,7 +41,7 @@ mod task_hook;
 pub(crate) use self::engine::Engine;
 pub(crate) use self::task_hook::{Called, TaskHook, TaskRequest, ToolFuture};
 
-use self::call::Call;
+use self::call::{Arguments, Call};
 use self::stamp::Text;
 
 /// The answer to one request, before framing.
@@ -203,15 +203,18 @@ impl Engine {
         check_param_headers(&call.transport, &route, &arguments)?;
         Self::preflight(&call, &route.requires)?;
         call.limit = route.timeout.or(call.limit);
-        let target = self.target(&call, Method::ToolsCall.name(), name, Some(&arguments));
         let legacy = call.transport.era() == Era::Legacy;
         let tasks = match &self.tasks {
             Some(tasks) if task_hook::may_become_task(route.task, &call.meta.client_capabilities, legacy)? => tasks,
             _ => {
-                let round = |replay: &Arc<Replay>| route.run(self.ctx(&call, replay), arguments.clone());
+                let target = self.target_digested(&call, Method::ToolsCall.name(), name, &arguments);
+                let arguments = Arguments::new(arguments, call.transport.bridge.is_some());
+                let round = |replay: &Arc<Replay>| route.run(self.ctx(&call, replay), arguments.take());
                 return self.rounds(&target, &call, input, round).await;
             }
         };
+        // A task keeps its arguments in its record, to run again anywhere.
+        let target = self.target(&call, Method::ToolsCall.name(), name, Some(&arguments));
         let replay = self.open_replay(&target, input, &call.transport.extensions, &call.meta.trace)?;
         let handler = route.run(self.ctx(&call, &replay), arguments.clone());
         let request = TaskRequest { tool: name, arguments: &arguments, meta: &call.meta, transport: &call.transport };

@@ -21,7 +21,7 @@ use crate::intake::capability;
 use crate::intake::envelope::{RequestMeta, TraceContext};
 use crate::intake::request_state::{Binding, Presented, SingleUse};
 use crate::mrtr::context::Transport;
-use crate::mrtr::replay::{self, Carried, Outcome, Replay};
+use crate::mrtr::replay::{self, CallId, Carried, Outcome, Replay};
 use crate::protocol::{InputRequiredResult, JsonObject, RequestId};
 use crate::routes::handler::Requires;
 use crate::{base::deadline, Ctx, Error};
@@ -78,6 +78,21 @@ impl Engine {
         Target::new(Binding { server: &self.info.name, method, target: name, arguments, principal })
     }
 
+    /// What a tool call's states are bound to, digested now, so that it keeps nothing of
+    /// `arguments`: the handler can then take them themselves (see `call::Arguments`).
+    pub(super) fn target_digested<'a, P>(
+        &'a self,
+        call: &'a Call<P>,
+        method: &'a str,
+        name: &'a str,
+        arguments: &JsonObject,
+    ) -> Target<'a> {
+        let principal = call.principal.as_deref();
+        let server = &self.info.name;
+        let digest = Binding { server, method, target: name, arguments: Some(arguments), principal }.digest();
+        Target::digested(Binding { server, method, target: name, arguments: None, principal }, digest)
+    }
+
     /// Reads this round's `inputResponses` and opens its `requestState`, before the handler
     /// runs: a state that does not open fails the request, whatever the handler would do.
     ///
@@ -97,21 +112,36 @@ impl Engine {
         };
         let sealer = self.sealer()?;
         let presented = Presented { token: &token, sealer, binding: target.digest(), target: target.binding.target };
-        let (carried, expires) = presented.open(|payload| serde_json::from_slice::<Carried>(payload).ok())?;
-        // States live `ttl`: when this one was sealed, for a guard that remembers less. An
-        // endless ttl (its expiry clamped) tells nothing: then it counts as sealed now.
-        let issued = expires
-            .checked_sub(sealer.lifetime())
-            .filter(|at| *at > std::time::UNIX_EPOCH)
-            .unwrap_or_else(std::time::SystemTime::now);
+        let (mut carried, expires) = presented.open(|payload| serde_json::from_slice::<Carried>(payload).ok())?;
+        // When the state was sealed, for a guard that remembers less. A state of an
+        // earlier release does not say: it lived `ttl`, so its expiry less that (an
+        // endless ttl, its expiry clamped, tells nothing: then it counts as sealed now).
+        let issued = carried.sealed_at().map_or_else(
+            || {
+                expires
+                    .checked_sub(sealer.lifetime())
+                    .filter(|at| *at > std::time::UNIX_EPOCH)
+                    .unwrap_or_else(SystemTime::now)
+            },
+            |millis| std::time::UNIX_EPOCH + std::time::Duration::from_millis(millis),
+        );
         if let Some(origin) = carried.origin() {
             crate::intake::telemetry::continues_flow(&tracing::Span::current(), origin);
         }
-        let single_use = self
-            .state
-            .guard()
-            .zip(token.as_str())
-            .map(|(guard, token)| SingleUse::new(guard, token, carried.owner(), expires, issued));
+        // No state of a call opens past its lifetime, and its claims are kept until then:
+        // a state sealed late in the call (a sibling of a sibling) still meets the claims
+        // of steps taken early. A state of an earlier release names no call; it and every
+        // state sealed after it are marked so, and take no step (see `SingleUse`).
+        let ends = carried.begun().map_or(expires, |begun| {
+            let begun = std::time::UNIX_EPOCH + std::time::Duration::from_millis(begun);
+            begun.checked_add(sealer.call_lifetime()).unwrap_or(expires)
+        });
+        if ends <= SystemTime::now() {
+            tracing::debug!(target = %target.binding.target, "rejected a requestState: its call's lifetime is over");
+            return Err(Presented::expired());
+        }
+        let call = carried.call_or(|| CallId::EARLIER_RELEASE);
+        let single_use = self.state.guard().map(|guard| SingleUse::new(guard, call.0, carried.owner(), ends, issued));
         Ok(Arc::new(Replay::opened(carried, responses, single_use)))
     }
 
@@ -180,9 +210,11 @@ impl Engine {
     ) -> Result<Body, Error> {
         match outcome {
             Outcome::Complete(result) => Ok(Body::Complete(Text::of(&result?)?)),
-            Outcome::InputRequired(requests, carried) => {
+            Outcome::InputRequired(requests, mut carried) => {
+                let now = SystemTime::now();
+                carried.stamp(now)?;
                 let payload = serde_json::to_vec(&carried).map_err(|e| Error::internal(e.to_string()))?;
-                let state = self.sealer()?.seal(target.digest(), &payload, SystemTime::now()).map_err(|error| {
+                let state = self.sealer()?.seal(target.digest(), &payload, now).map_err(|error| {
                     error.log(target.binding.target);
                     let client = error.to_error();
                     match replay.once_lost() {

@@ -15,6 +15,12 @@
 //! rounds. A run of the soak harness (issue 24) found the emptied case (31 steps taken
 //! twice); the third audit's C4 the snapshot case.
 //!
+//! Eviction is one more way to forget (the fifth audit's D2: under a `volatile-*` policy
+//! a full Redis evicted claims, and a claimed step ran again). So the memory also keeps
+//! Redis's `evicted_keys` count (`INFO stats`) and starts again when it moved: a Redis that
+//! evicts is a Redis that forgets. The guard warns at start unless the policy is
+//! `noeviction`.
+//!
 //! Each instance also runs that check every second ([`WATCH_EVERY`]), so a restart or
 //! failover is noticed within a second rather than at the next claim, which may come
 //! hours later and would refuse every state sealed in between.
@@ -26,7 +32,7 @@
 //! [`clock_skew`](RedisGuard::clock_skew) later than Redis's now; only the first check of
 //! a new guard, before its instance sealed anything, begins it at Redis's now.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -38,29 +44,54 @@ use super::keys::KeySpace;
 use crate::{intake::request_state::Claim, intake::request_state::Consumed, intake::request_state::StateGuard};
 
 /// `memory(key, margin)`: when the guard's memory began (Redis's ms), started again
-/// (Redis's now plus `margin`) when `key` is gone or was written by another Redis process.
-/// The value is `<run id>:<ms>`.
+/// (Redis's now plus `margin`) when `key` is gone, was written by another Redis process, or
+/// Redis has evicted keys since it was written (an evicting Redis may have dropped claims).
+/// The value is `<run id>:<evicted keys>:<ms>`.
 const MEMORY: &str = r"
 local function memory(key, margin)
   local run = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+  local evicted = string.match(redis.call('INFO', 'stats'), 'evicted_keys:(%d+)') or '?'
+  local held = run .. ':' .. evicted
   local kept = redis.call('GET', key)
   if kept then
-    local at = string.find(kept, ':', 1, true)
-    if at and string.sub(kept, 1, at - 1) == run then return tonumber(string.sub(kept, at + 1)) end
+    local at = string.find(kept, ':%d+$')
+    if at and string.sub(kept, 1, at - 1) == held then return tonumber(string.sub(kept, at + 1)) end
   end
   local now = redis.call('TIME')
   local since = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) + margin
-  redis.call('SET', key, run .. ':' .. since)
+  redis.call('SET', key, held .. ':' .. since)
   return since
 end
 ";
 
-/// KEYS: the state's key, the memory key. ARGV: keep ms, the state's issue ms, margin ms.
-/// 1 first use, 0 used before, 2 sealed before the guard's memory began.
+/// KEYS: the client's claims, its floor, the memory key. ARGV: the claim's digest, the
+/// state's expiry ms, its issue ms, margin ms, the client's share.
+/// 1 first use, 0 used before (or given up), 2 sealed before the guard's memory began.
+///
+/// A client's claims are a sorted set scored by expiry: the expired go first (with the
+/// margin, for instances whose clocks run behind Redis's), and past its share its oldest
+/// is given up and its expiry becomes the client's floor, below which its states are
+/// refused: nothing that could still open is forgotten.
 const CLAIM: &str = r"
-if tonumber(ARGV[2]) + 1 < memory(KEYS[2], tonumber(ARGV[3])) then return 2 end
-if redis.call('SET', KEYS[1], 1, 'NX', 'PX', ARGV[1]) then return 1 end
-return 0
+local margin = tonumber(ARGV[4])
+if tonumber(ARGV[3]) + 1 < memory(KEYS[3], margin) then return 2 end
+local expiry = tonumber(ARGV[2])
+local floor = tonumber(redis.call('GET', KEYS[2]) or '0')
+if expiry <= floor then return 0 end
+local now = redis.call('TIME')
+now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. (now - margin))
+if redis.call('ZADD', KEYS[1], 'NX', expiry, ARGV[1]) == 0 then return 0 end
+if redis.call('ZCARD', KEYS[1]) > tonumber(ARGV[5]) then
+  local given = tonumber(redis.call('ZPOPMIN', KEYS[1])[2])
+  if given > floor then
+    redis.call('SET', KEYS[2], given)
+    redis.call('PEXPIREAT', KEYS[2], given + margin)
+  end
+end
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+redis.call('PEXPIREAT', KEYS[1], tonumber(last[2]) + margin)
+return 1
 ";
 
 /// KEYS: the memory key. ARGV: margin ms. Starts the memory now unless it holds for this
@@ -70,37 +101,51 @@ const BEGIN: &str = "memory(KEYS[1], tonumber(ARGV[1])) return 1";
 /// The default of [`RedisGuard::clock_skew`].
 const CLOCK_SKEW: Duration = Duration::from_millis(250);
 
+/// The default of [`RedisGuard::share`]: `MemoryGuard`'s default share.
+const SHARE: u64 = 1 << 18;
+
 /// How often each instance checks that the memory holds for the Redis process it talks
 /// to, so that a restart or failover is noticed within this, not at the next claim:
 /// otherwise every state sealed between the two would be refused.
 const WATCH_EVERY: Duration = Duration::from_secs(1);
 
-/// A [`StateGuard`] in Redis: one atomic script per claim (`SET key 1 NX PX <ms>`, after
-/// checking the guard's memory), so exactly one of any number of instances presented
-/// the same state at once sees it first, and the entry expires with the state. Made by
+/// A [`StateGuard`] in Redis: one atomic script per claim (the claim's digest added to
+/// its client's set unless it is there, after checking the guard's memory), so exactly
+/// one of any number of instances presented the same step at once sees it first, and
+/// each entry is dropped once its state has expired. Made by
 /// [`Redis::state_guard`](super::Redis::state_guard).
 ///
 /// When Redis cannot be reached, states are refused ([`Consumed::Unavailable`]): the
-/// client is told to try again later, and no state is ever let through unrecorded. When
-/// Redis may have lost claims (emptied, restarted, failed over), states sealed before
-/// are refused as possibly used (see the module docs). Keep Redis's eviction from taking
-/// the guard's keys (`noeviction`, or a `volatile-*` policy: the memory key has no
-/// expiry), and let the guard run `INFO` and `TIME` (an ACL user needs `+info +time`
-/// beside `+get +set +evalsha +eval`).
+/// client is told to start the call over, and no step is ever taken unrecorded. When
+/// Redis may have lost claims (emptied, restarted, failed over, or evicting keys),
+/// states sealed before are refused as possibly used (see the module docs). Run the
+/// guard's Redis with `maxmemory-policy noeviction`: a Redis that evicts forgets claims,
+/// so every eviction starts the memory again and the calls in their `once!` rounds start
+/// over; the guard warns at start when the policy is another (or cannot be read). Let the
+/// guard run `INFO`, `TIME` and `CONFIG GET` (the ACL user the many-instances guide
+/// lists has every command the guard needs).
 ///
-/// Cost: one `EVALSHA` round trip per round that takes a `once!` step; inside it an
-/// `INFO server` (about 7 µs of Redis's CPU) and, once per memory, a `TIME` and a `SET`.
-/// Beside that, each instance's watch: one script a second (one per bucket, 16, on a
-/// cluster).
+/// Like [`MemoryGuard`](crate::request_state::MemoryGuard), it keeps at most a
+/// [`share`](Self::share) of entries per client (262,144 by default, about 25 MB of Redis
+/// at ~100 bytes an entry): past it the client's oldest entry is given up and its states
+/// expiring no later are refused, so one client cannot grow Redis without bound.
+///
+/// Cost: one `EVALSHA` round trip per `once!` step taken; inside it `INFO server` and
+/// `INFO stats` (about 15 µs of Redis's CPU) and a few sorted-set commands. Beside that,
+/// each instance's watch: one script a second (one per bucket, 16, on a cluster).
 #[derive(Clone)]
 pub struct RedisGuard {
     connection: super::Link,
     keys: KeySpace,
     /// [`clock_skew`](Self::clock_skew) in milliseconds, shared with the guard's watch.
     clock_skew: Arc<AtomicU64>,
+    share: u64,
     claim: Script,
     /// Set once the memory began (or could not be begun) when the guard was made.
     begun: Arc<OnceCell<()>>,
+    /// Whether the last claim found Redis away: an outage is logged when it begins and
+    /// ends, not once per refused claim.
+    away: Arc<AtomicBool>,
     /// Dropped with the last clone of the guard, which ends its watch.
     alive: Arc<()>,
 }
@@ -118,7 +163,16 @@ impl RedisGuard {
     pub(super) fn new(connection: super::Link, keys: KeySpace) -> Self {
         let claim = Script::new(&format!("{MEMORY}{CLAIM}"));
         let clock_skew = Arc::new(AtomicU64::new(millis_of(CLOCK_SKEW)));
-        let guard = Self { connection, keys, clock_skew, claim, begun: Arc::default(), alive: Arc::default() };
+        let guard = Self {
+            connection,
+            keys,
+            clock_skew,
+            share: SHARE,
+            claim,
+            begun: Arc::default(),
+            away: Arc::default(),
+            alive: Arc::default(),
+        };
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(guard.clone().watch());
         }
@@ -128,6 +182,7 @@ impl RedisGuard {
     /// Begins the memory, then checks it every [`WATCH_EVERY`] while the guard lives.
     async fn watch(self) {
         self.begin().await;
+        warn_unless_noeviction(&self.connection).await;
         let alive = Arc::downgrade(&self.alive);
         let (connection, keys, skew) = (self.connection.clone(), self.keys.clone(), self.clock_skew.clone());
         drop(self);
@@ -161,6 +216,35 @@ impl RedisGuard {
         self.clock_skew.store(millis_of(skew), Ordering::Relaxed);
         self
     }
+
+    /// The most entries one client holds (default 262,144) before its own oldest are
+    /// given up (and its states expiring no later refused): what one client can make
+    /// Redis hold is this × about 100 bytes. Size it as `MemoryGuard::with_share`: an
+    /// honest client's `once!` steps per second × the state lifetime, with room to spare.
+    pub fn share(mut self, share: u64) -> Self {
+        self.share = share.max(1);
+        self
+    }
+}
+
+/// Says, once at start, when the guard's Redis may evict its keys (or will not say):
+/// a Redis that evicts forgets claims, and every eviction makes calls start over.
+async fn warn_unless_noeviction(connection: &super::Link) {
+    let mut connection = connection.clone();
+    let policy: redis::RedisResult<Vec<String>> =
+        redis::cmd("CONFIG").arg("GET").arg("maxmemory-policy").query_async(&mut connection).await;
+    match policy.as_deref() {
+        Ok([_, policy]) if policy == "noeviction" => {}
+        Ok([_, policy]) => tracing::warn!(
+            policy,
+            "the Redis of the state guard may evict keys (maxmemory-policy is not noeviction): each eviction \
+             makes the calls in their once! rounds start over; set maxmemory-policy noeviction"
+        ),
+        _ => tracing::warn!(
+            "cannot read the maxmemory-policy of the state guard's Redis (CONFIG GET refused?): make sure it \
+             is noeviction, or evictions will make calls in their once! rounds start over"
+        ),
+    }
 }
 
 /// Starts each memory of `keys` that does not hold for the Redis process it is on: now,
@@ -190,22 +274,24 @@ impl StateGuard for RedisGuard {
     fn consume<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, Consumed> {
         Box::pin(async move {
             self.begin().await;
-            // Redis wants a positive expiry; a state about to expire is kept a moment.
-            let millis = u64::try_from(claim.keep_for().as_millis()).unwrap_or(u64::MAX).clamp(1, i64::MAX as u64);
-            // On one Redis, the key the previous release wrote (the hex of the whole
-            // digest), so a rolling upgrade keeps every state it recorded.
-            let (key, memory) = self.keys.state(claim.digest());
+            let keys = self.keys.claims(claim.owner());
             let margin = self.clock_skew.load(Ordering::Relaxed);
             let mut connection = self.connection.clone();
             let claimed: redis::RedisResult<i64> = self
                 .claim
-                .key(key)
-                .key(memory)
-                .arg(millis)
+                .key(keys.claims)
+                .key(keys.floor)
+                .key(keys.memory)
+                .arg(&claim.digest()[..16])
+                .arg(self::millis(claim.expires()))
                 .arg(self::millis(claim.issued()))
                 .arg(margin)
+                .arg(self.share)
                 .invoke_async(&mut connection)
                 .await;
+            if claimed.is_ok() && self.away.swap(false, Ordering::Relaxed) {
+                tracing::info!("the Redis state guard answers again");
+            }
             match claimed {
                 Ok(1) => Consumed::First,
                 Ok(0) => Consumed::Again,
@@ -216,7 +302,11 @@ impl StateGuard for RedisGuard {
                     Consumed::Again
                 }
                 Err(error) => {
-                    tracing::warn!(%error, "the Redis state guard is unavailable; refusing the state");
+                    if self.away.swap(true, Ordering::Relaxed) {
+                        tracing::debug!(%error, "the Redis state guard is still unavailable; refusing the step");
+                    } else {
+                        tracing::warn!(%error, "the Redis state guard is unavailable: steps are refused until it answers");
+                    }
                     Consumed::Unavailable
                 }
             }

@@ -1,15 +1,32 @@
 //! [`KeySpace`]: where each store's keys live.
 //!
-//! One Redis (standalone, or the primary behind Sentinel) keeps the key names of earlier
-//! releases, so a rolling upgrade keeps every claim and task. A Redis Cluster needs every
+//! One Redis (standalone, or the primary behind Sentinel) keeps the task keys of earlier
+//! releases, so a rolling upgrade keeps every task; claims are per call since 0.2 and
+//! live under names of their own. A Redis Cluster needs every
 //! script's keys in one hash slot, and a server's traffic spread over its shards: there,
 //! keys carry a hash tag of [`BUCKETS`] buckets. A task's record and its bucket's lease
 //! index share the tag `{tNN}` (the bucket of its id), so each write is one script on
-//! one shard, and the watcher walks the buckets' indexes. A state's claim and its bucket's
-//! memory share `{sNN}` (the bucket of its digest), so the guard's memory follows each
-//! shard's own failovers.
+//! one shard, and the watcher walks the buckets' indexes. A client's claims and their
+//! bucket's memory share `{sNN}` (the bucket of the client), so the guard's memory follows
+//! each shard's own failovers.
 
 use crate::base::hex;
+
+/// The guard's memory key (after `state:`). Not the `memory` of earlier releases: its value
+/// now carries Redis's eviction count too, which their script would not read, so during a
+/// rolling upgrade each release keeps its own.
+const MEMORY: &str = "since";
+
+/// The keys one client's claims are kept under.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct ClaimKeys {
+    /// A sorted set: each claim's digest, scored by its state's expiry.
+    pub(super) claims: String,
+    /// The expiry at or below which this client's states are refused (entries given up).
+    pub(super) floor: String,
+    /// When the guard's memory began, in this bucket.
+    pub(super) memory: String,
+}
 
 /// How many buckets the keys of a Redis Cluster are spread over: enough slots that three
 /// to a dozen shards each get some, few enough that walking them is cheap.
@@ -38,16 +55,22 @@ impl KeySpace {
         }
     }
 
-    /// The claim key of the state whose token digests to `digest`, and the memory key
-    /// beside it.
-    pub(super) fn state(&self, digest: &[u8; 32]) -> (String, String) {
-        let start = self.start('s', digest[0] % BUCKETS, "state:");
-        (format!("{start}{}", hex::encode(digest)), format!("{start}memory"))
+    /// The keys of the client `owner`'s claims: the set of them, its floor, and the
+    /// memory key beside them (one bucket per client, so a script sees all three).
+    pub(super) fn claims(&self, owner: u32) -> ClaimKeys {
+        let bucket = u8::try_from(owner % u32::from(BUCKETS)).unwrap_or(0);
+        let start = self.start('s', bucket, "state:");
+        let owner = hex::encode(&owner.to_be_bytes());
+        ClaimKeys {
+            claims: format!("{start}claims:{owner}"),
+            floor: format!("{start}floor:{owner}"),
+            memory: format!("{start}{MEMORY}"),
+        }
     }
 
     /// Every memory key of the guard: one, or one per bucket.
     pub(super) fn memories(&self) -> Vec<String> {
-        self.buckets().map(|bucket| format!("{}memory", self.start('s', bucket, "state:"))).collect()
+        self.buckets().map(|bucket| format!("{}{MEMORY}", self.start('s', bucket, "state:"))).collect()
     }
 
     /// The record key of the task `id`, and its bucket's lease index.
@@ -85,12 +108,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_redis_keeps_the_names_of_earlier_releases() {
+    fn one_redis_has_no_hash_tags() {
         let keys = KeySpace::new("mcp-mrtr:", false);
-        let (claim, memory) = keys.state(&[0xab; 32]);
-        assert_eq!(claim, format!("mcp-mrtr:state:{}", "ab".repeat(32)));
-        assert_eq!(memory, "mcp-mrtr:state:memory");
-        assert_eq!(keys.memories(), ["mcp-mrtr:state:memory"]);
+        let claims = keys.claims(0xab);
+        assert_eq!(claims.claims, "mcp-mrtr:state:claims:000000ab");
+        assert_eq!(claims.floor, "mcp-mrtr:state:floor:000000ab");
+        assert_eq!(claims.memory, "mcp-mrtr:state:since");
+        assert_eq!(keys.memories(), ["mcp-mrtr:state:since"]);
         assert_eq!(keys.task("t1"), ("mcp-mrtr:task:t1".to_owned(), "mcp-mrtr:task-leases".to_owned()));
         assert_eq!(keys.leases(), [("mcp-mrtr:task-leases".to_owned(), "mcp-mrtr:task:".to_owned())]);
     }
@@ -105,9 +129,9 @@ mod tests {
     #[test]
     fn on_a_cluster_each_scripts_keys_share_a_tag_and_the_buckets_spread() {
         let keys = KeySpace::new("app:", true);
-        let (claim, memory) = keys.state(&[0x13; 32]);
-        assert_eq!((claim.as_str(), tag(&claim)), (&*format!("app:{{s03}}:state:{}", "13".repeat(32)), "s03"));
-        assert_eq!(tag(&memory), tag(&claim));
+        let claims = keys.claims(0x13);
+        assert_eq!((claims.claims.as_str(), tag(&claims.claims)), ("app:{s03}:state:claims:00000013", "s03"));
+        assert_eq!((tag(&claims.floor), tag(&claims.memory)), ("s03", "s03"));
         // A task id with braces of its own does not move its record out of its bucket.
         for id in ["t1", "{x}", "a}b{c", ""] {
             let (record, leases) = keys.task(id);

@@ -7,6 +7,7 @@
 //! [`check_version`] for the version.
 
 mod fast;
+pub(crate) mod size;
 mod trace;
 
 use serde::Deserialize as _;

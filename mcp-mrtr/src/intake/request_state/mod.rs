@@ -80,6 +80,12 @@ use crate::Error;
 /// The one message a client sees for any state that does not open.
 const REJECTED: &str = "Invalid requestState: it is tampered, expired, or belongs to another request";
 
+/// What a client sees for an authentic state whose step another state of the same call
+/// took already (or may have: the guard's memory began after it was sealed). Only the
+/// client the state was sealed for can hold it, so saying it opened tells nobody else
+/// anything; an honest client that lost a reply learns what to do.
+const USED: &str = "Invalid requestState: this step of the call was taken already; start the call over";
+
 /// The request state as one value: how states are sealed (keys, lifetime, size cap,
 /// whether the previous release's `v2` states still open) and how a round that takes a
 /// `once!` step makes its state single-use (the guard).
@@ -109,6 +115,7 @@ pub struct StateConfig {
     /// `None`: the environment's, or a random key, resolved when serving starts.
     keys: Option<KeyRing>,
     ttl: Duration,
+    call_lifetime: Duration,
     max_bytes: usize,
     accept_v2: bool,
     /// `None`: states may be presented again, `once!` steps included ([`StateConfig::reusable`]).
@@ -116,12 +123,13 @@ pub struct StateConfig {
 }
 
 impl Default for StateConfig {
-    /// Keys from the environment when serving starts; states live 10 minutes, tokens are
-    /// at most 64 KiB, `v2` states still open, and claims are kept in a [`MemoryGuard`].
+    /// Keys from the environment when serving starts; states live 10 minutes and a call's
+    /// states at most an hour from its first, tokens are at most 64 KiB, `v2` states still open, and claims are kept in a [`MemoryGuard`].
     fn default() -> Self {
         Self {
             keys: None,
             ttl: Duration::from_secs(10 * 60),
+            call_lifetime: Duration::from_secs(60 * 60),
             max_bytes: 64 * 1024,
             accept_v2: true,
             guard: Some(Arc::new(MemoryGuard::new())),
@@ -134,6 +142,7 @@ impl fmt::Debug for StateConfig {
         f.debug_struct("StateConfig")
             .field("keys", &self.keys)
             .field("ttl", &self.ttl)
+            .field("call_lifetime", &self.call_lifetime)
             .field("max_bytes", &self.max_bytes)
             .field("accept_v2", &self.accept_v2)
             .field("single_use", &self.guard.is_some())
@@ -151,6 +160,18 @@ impl StateConfig {
     /// 9999 are cut there.
     pub fn ttl(mut self, ttl: Duration) -> Self {
         self.ttl = ttl;
+        self
+    }
+
+    /// How long after its first state was sealed any state of a call still opens (default
+    /// an hour). Each state lives [`ttl`](Self::ttl), and a round answered in time seals
+    /// a fresh one, so without this bound a call could be kept going for good; the
+    /// single-use guard keeps each step's claim until the call's end, so that no state of
+    /// the call, however late it was sealed, can take the step again. A longer lifetime
+    /// lets people take longer over a call with many questions, and keeps each claim
+    /// longer (work that takes hours belongs in a task).
+    pub fn call_lifetime(mut self, lifetime: Duration) -> Self {
+        self.call_lifetime = lifetime;
         self
     }
 
@@ -230,7 +251,13 @@ impl StateConfig {
             Some(keys) => keys.clone(),
             None => keys_from_env_or_random()?,
         };
-        Ok(Sealer { keys, ttl: self.ttl, max_bytes: self.max_bytes, accept_v2: self.accept_v2 })
+        Ok(Sealer {
+            keys,
+            ttl: self.ttl,
+            call_lifetime: self.call_lifetime,
+            max_bytes: self.max_bytes,
+            accept_v2: self.accept_v2,
+        })
     }
 
     /// Not part of the API: lets `benches/state.rs` time a seal and open round trip
@@ -279,6 +306,7 @@ fn keys_from_env_or_random() -> Result<KeyRing, KeyError> {
 pub(crate) struct Sealer {
     keys: KeyRing,
     ttl: Duration,
+    call_lifetime: Duration,
     max_bytes: usize,
     accept_v2: bool,
 }
@@ -293,6 +321,11 @@ impl Sealer {
     /// How long a state opens after it is sealed.
     pub(crate) fn lifetime(&self) -> Duration {
         self.ttl
+    }
+
+    /// How long a call's states open after its first was sealed.
+    pub(crate) fn call_lifetime(&self) -> Duration {
+        self.call_lifetime
     }
 
     /// Seals `payload` for `binding`, valid until `now` plus the TTL.
@@ -375,8 +408,6 @@ pub(crate) enum Reason {
     Unauthentic,
     /// Authentic, but past its expiry.
     Expired,
-    /// Authentic and fresh, but already used once.
-    Replayed,
 }
 
 impl fmt::Display for Reason {
@@ -388,7 +419,6 @@ impl fmt::Display for Reason {
             Self::UnknownKey => "unknown key id",
             Self::Unauthentic => "authentication failed (tampered, or sealed for another request)",
             Self::Expired => "expired",
-            Self::Replayed => "already used",
         })
     }
 }

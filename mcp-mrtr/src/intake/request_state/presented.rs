@@ -3,8 +3,8 @@
 //! Opening checks the seal, the binding and the expiry, then decodes the payload. Every
 //! failure becomes the one client-facing error; the reason goes to the debug log only,
 //! since strangers can send rejected states and must not be able to flood the log.
-//! A state that opened is claimed with the single-use guard later, and only if its round
-//! is about to take a `once!` step ([`SingleUse`]).
+//! The steps of an opened state's call are claimed in the single-use guard later, each
+//! just before it is taken ([`SingleUse`]).
 
 use std::fmt;
 use std::sync::Arc;
@@ -12,7 +12,7 @@ use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
 
-use super::{BindingDigest, Claim, Consumed, OpenError, Reason, Sealer, StateGuard};
+use super::{BindingDigest, Claim, Consumed, OpenError, Reason, Sealer, StateGuard, USED};
 use crate::Error;
 
 /// A presented state and what it must be bound to.
@@ -39,6 +39,12 @@ impl Presented<'_> {
         })
     }
 
+    /// The client's error for a state whose call has outlived its lifetime: the one every
+    /// rejected state gets.
+    pub(crate) fn expired() -> Error {
+        OpenError::from(Reason::Expired).to_error()
+    }
+
     /// Checks the seal, the binding and the expiry.
     fn verify(&self) -> Result<(Vec<u8>, SystemTime), OpenError> {
         let token = self.token.as_str().ok_or(OpenError::from(Reason::Malformed))?;
@@ -46,47 +52,125 @@ impl Presented<'_> {
     }
 }
 
-/// An opened state that a round must claim before it takes a side effect: the second
-/// claim of one state, by any request, is refused.
+/// What the states of one call may still do once: each `once!` step of the call, and the
+/// reading of each single-use state a handler built by hand, is claimed in the guard
+/// before it happens, and a second claim, from any state of the same call, is refused.
+///
+/// Claims are per call, not per token: a client can have a state of the call sealed
+/// again (a round that takes no step answers with a fresh sibling state), but every
+/// sibling carries the same call id, so none of them takes a step another took.
 pub(crate) struct SingleUse {
     guard: Arc<dyn StateGuard>,
-    claim: Claim,
+    call: [u8; 16],
+    owner: u32,
+    expires: SystemTime,
+    issued: SystemTime,
 }
 
 impl std::fmt::Debug for SingleUse {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SingleUse").field("claim", &self.claim).finish_non_exhaustive()
+        f.debug_struct("SingleUse").field("owner", &self.owner).finish_non_exhaustive()
     }
 }
 
+/// What a claim is for: the domain of its digest, so a step's key can never name a
+/// state's round.
+enum Claimed<'a> {
+    Step(&'a str),
+    State(u32),
+}
+
 impl SingleUse {
-    /// The claim of `token` (keyed by its digest, so the guard never holds the sealed
-    /// answers), counted against `owner`, kept until `expires`, sealed at `issued`.
+    /// The claims of the call `call` (its id, sealed in its states), counted against
+    /// `owner`, each kept until `expires` (when the call's last state can expire), made
+    /// with a state sealed at `issued`.
     pub(crate) fn new(
         guard: Arc<dyn StateGuard>,
-        token: &str,
+        call: [u8; 16],
         owner: u32,
         expires: SystemTime,
         issued: SystemTime,
     ) -> Self {
-        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        Self { guard, claim: Claim::new(digest, owner, expires).issued_at(issued) }
+        Self { guard, call, owner, expires, issued }
     }
 
-    /// Marks the state used: `Err` with the client's error when it was used before (or
-    /// may have been), or cannot be recorded.
-    pub(crate) async fn claim(&self) -> Result<(), Error> {
-        match self.guard.consume(&self.claim).await {
-            Consumed::First => Ok(()),
-            Consumed::Again => {
-                tracing::debug!("rejected a requestState: {}", OpenError::from(Reason::Replayed));
-                Err(OpenError::from(Reason::Replayed).to_error())
+    /// Claims the `once!` step `key` of this call: `Err` with the client's error when a
+    /// state of the call took it before (or may have), or it cannot be recorded.
+    pub(crate) async fn claim_step(&self, key: &str) -> Result<(), Error> {
+        self.claim(Claimed::Step(key)).await
+    }
+
+    /// Claims the reading of the call's single-use state sealed when round `round`
+    /// closed: one read per call and round, however many states of that round exist.
+    pub(crate) async fn spend_state(&self, round: u32) -> Result<(), Error> {
+        self.claim(Claimed::State(round)).await
+    }
+
+    async fn claim(&self, what: Claimed<'_>) -> Result<(), Error> {
+        // A call begun before this release (its id all zeros, `CallId::EARLIER_RELEASE`):
+        // its steps were claimed per token, which these claims cannot see.
+        if self.call == [0; 16] {
+            tracing::debug!("refused a requestState of an earlier release at a step; its call starts over");
+            return Err(Error::invalid_params(USED));
+        }
+        // The guard keeps a digest of the claim, never the call id or the key in clear.
+        let mut hash = Sha256::new();
+        hash.update(b"mcp-mrtr claim\0");
+        hash.update(self.call);
+        match what {
+            Claimed::Step(key) => {
+                hash.update(b"s");
+                hash.update(key.as_bytes());
             }
-            // The state is fine; the server's store is not. Say so, without details.
-            Consumed::Unavailable => {
-                tracing::debug!("the single-use guard cannot record another state");
-                Err(Error::internal("the server cannot take this step right now; try again later"))
+            Claimed::State(round) => {
+                hash.update(b"r");
+                hash.update(round.to_be_bytes());
             }
         }
+        let claim = Claim::new(hash.finalize().into(), self.owner, self.expires).issued_at(self.issued);
+        match self.guard.consume(&claim).await {
+            Consumed::First => Ok(()),
+            Consumed::Again => {
+                tracing::debug!("refused a requestState: its step was taken by a state of the same call");
+                Err(Error::invalid_params(USED))
+            }
+            // The state is fine; the server's store is not. Whether the claim landed is
+            // not known (a stalled store may still record it), so a retry of this state
+            // may be refused: the call starts over, which is always safe.
+            Consumed::Unavailable => Err(Error::internal(
+                "the server could not record this step, so it did not take it; start the call over",
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::request_state::MemoryGuard;
+
+    fn single_use(call: [u8; 16]) -> SingleUse {
+        let expires = SystemTime::now() + Duration::from_secs(60);
+        SingleUse::new(Arc::new(MemoryGuard::new()), call, 1, expires, SystemTime::now())
+    }
+
+    #[tokio::test]
+    async fn each_step_and_each_rounds_state_of_a_call_is_claimed_once() {
+        let claims = single_use([1; 16]);
+        assert_eq!(claims.claim_step("pay").await, Ok(()));
+        assert_eq!(claims.claim_step("pay").await.unwrap_err().message(), USED);
+        assert_eq!(claims.claim_step("ship").await, Ok(()), "another step of the call");
+        assert_eq!(claims.spend_state(2).await, Ok(()), "a round's state is not a step");
+        assert_eq!(claims.spend_state(2).await.unwrap_err().message(), USED);
+        assert_eq!(claims.spend_state(3).await, Ok(()));
+    }
+
+    #[tokio::test]
+    async fn a_call_of_an_earlier_release_takes_no_step() {
+        let claims = single_use([0; 16]);
+        assert_eq!(claims.claim_step("pay").await.unwrap_err().message(), USED);
+        assert_eq!(claims.spend_state(1).await.unwrap_err().message(), USED);
     }
 }

@@ -388,7 +388,6 @@ fn every_open_error_maps_to_the_same_client_error() {
         Reason::UnknownKey,
         Reason::Unauthentic,
         Reason::Expired,
-        Reason::Replayed,
     ];
     let expected = crate::Error::invalid_params(REJECTED);
     for reason in reasons {

@@ -89,8 +89,10 @@ impl Replay {
         round.carried.app.clone().map(|state| (state, round.carried.single))
     }
 
-    /// Spends the state this round opened, once per round (see `claim_step`): a state
-    /// that another request spent first, or that cannot be recorded, fails the call.
+    /// Spends the state this round opened, once per round (see `claim_step`): the claim
+    /// is the call's and the round's that sealed the state, so of all the states of that
+    /// round of the call (forks presented at once) one is read. A state that another
+    /// request spent first, or that cannot be recorded, fails the call.
     /// A server whose states are reusable cannot keep the promise, so the read fails
     /// rather than pretend. The bridge's and a task's own memory is no client's to
     /// present again: there is nothing to spend.
@@ -104,7 +106,12 @@ impl Replay {
                  (StateConfig::reusable): give the server a single-use guard",
             ));
         };
-        self.claimed.get_or_init(|| single_use.claim()).await.clone().inspect_err(|error| self.fail(error.clone()))
+        let round = self.lock().carried.round;
+        self.spent
+            .get_or_init(|| single_use.spend_state(round))
+            .await
+            .clone()
+            .inspect_err(|error| self.fail(error.clone()))
     }
 }
 

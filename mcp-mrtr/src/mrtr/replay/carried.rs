@@ -54,6 +54,20 @@ pub(crate) struct Carried {
     /// to an `ask!`.
     #[serde(rename = "h", default, skip_serializing_if = "BTreeSet::is_empty")]
     pub(super) by_hand: BTreeSet<String>,
+    /// The call every state of it belongs to, drawn when its first state is sealed and
+    /// inherited by every state after, siblings included: the single-use guard records
+    /// steps per call, so no state of the call takes a step another took. `None` in a
+    /// state sealed by a release before this one (see [`Carried::call_or`]).
+    #[serde(rename = "i", default, skip_serializing_if = "Option::is_none")]
+    call: Option<CallId>,
+    /// When the call's first state was sealed (unix milliseconds): no state of the call
+    /// opens past this plus the call lifetime, and its claims are kept until then.
+    #[serde(rename = "b", default, skip_serializing_if = "Option::is_none")]
+    begun: Option<u64>,
+    /// When the state was sealed (unix milliseconds): a guard whose memory began later
+    /// refuses it. Absent in states of earlier releases, which read it from the expiry.
+    #[serde(rename = "w", default, skip_serializing_if = "Option::is_none")]
+    sealed_at: Option<u64>,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
@@ -70,6 +84,70 @@ impl Carried {
     /// Where the call started in its client's trace, if it was traced.
     pub(crate) fn origin(&self) -> Option<&str> {
         self.origin.as_deref()
+    }
+
+    /// The call this state belongs to. A state of an earlier release carries none: its
+    /// call is named by `legacy`, and every state sealed after it inherits that name.
+    pub(crate) fn call_or(&mut self, legacy: impl FnOnce() -> CallId) -> CallId {
+        *self.call.get_or_insert_with(legacy)
+    }
+
+    /// When this state was sealed, in unix milliseconds, if it says (see `sealed_at`).
+    pub(crate) fn sealed_at(&self) -> Option<u64> {
+        self.sealed_at
+    }
+
+    /// When the call's first state was sealed, in unix milliseconds, if it says.
+    pub(crate) fn begun(&self) -> Option<u64> {
+        self.begun
+    }
+
+    /// Readies the state to be sealed `now`: the call's id and start drawn if this is the
+    /// call's first state, and the moment it is sealed.
+    pub(crate) fn stamp(&mut self, now: std::time::SystemTime) -> Result<(), crate::Error> {
+        let millis = now.duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis();
+        let millis = u64::try_from(millis).unwrap_or(u64::MAX);
+        if self.call.is_none() {
+            self.call = Some(CallId::random()?);
+            self.begun = Some(millis);
+        }
+        self.sealed_at = Some(millis);
+        Ok(())
+    }
+}
+
+/// A call's identity: 128 random bits, sealed into every state of the call, never shown
+/// to the client in clear.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct CallId(pub(crate) [u8; 16]);
+
+impl CallId {
+    /// The call of a state sealed by a release before call ids: its steps were claimed
+    /// per token, which the claims here cannot see, so none of its states (nor their
+    /// siblings, which inherit this id) may take a step; the call starts over.
+    pub(crate) const EARLIER_RELEASE: Self = Self([0; 16]);
+
+    fn random() -> Result<Self, crate::Error> {
+        let mut bytes = [0u8; 16];
+        getrandom::fill(&mut bytes).map_err(|e| crate::Error::internal(format!("no randomness for a call id: {e}")))?;
+        Ok(Self(bytes))
+    }
+}
+
+impl Serialize for CallId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&crate::base::hex::encode(&self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for CallId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        let bytes = (text.len() == 32 && text.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| u128::from_str_radix(&text, 16).ok())
+            .flatten()
+            .ok_or_else(|| serde::de::Error::custom("a call id is 32 hex digits"))?;
+        Ok(Self(bytes.to_be_bytes()))
     }
 }
 
@@ -102,5 +180,23 @@ mod tests {
         carried.changes.insert("k".into(), 1);
         let full = serde_json::to_vec(&carried).unwrap();
         assert_eq!(serde_json::from_slice::<Carried>(&full).unwrap(), carried);
+    }
+
+    /// The call id is drawn once, when the first state is sealed, and kept by every state
+    /// after; it reads back as it was written.
+    #[test]
+    fn a_call_keeps_the_id_its_first_state_drew() {
+        let mut carried = Carried::default();
+        carried.stamp(std::time::SystemTime::now()).unwrap();
+        let (drawn, begun) = (carried.call.unwrap(), carried.begun);
+        carried.stamp(std::time::SystemTime::now() + std::time::Duration::from_secs(5)).unwrap();
+        assert_eq!((carried.call, carried.begun), (Some(drawn), begun));
+        let read: Carried = serde_json::from_slice(&serde_json::to_vec(&carried).unwrap()).unwrap();
+        assert_eq!(read.call, Some(drawn));
+        assert!(read.sealed_at.is_some());
+        let mut legacy = Carried::default();
+        assert_eq!(legacy.call_or(|| CallId([7; 16])), CallId([7; 16]));
+        assert_eq!(legacy.call_or(|| CallId([8; 16])), CallId([7; 16]), "named once, then inherited");
+        assert!(serde_json::from_value::<Carried>(json!({"r": 1, "i": "00"})).is_err());
     }
 }

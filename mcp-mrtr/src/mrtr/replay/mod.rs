@@ -42,8 +42,8 @@ mod carried;
 mod notify;
 
 pub(crate) use by_hand::HandBuilt;
-pub(crate) use carried::Carried;
 use carried::Stored;
+pub(crate) use carried::{CallId, Carried};
 
 /// Rounds after which a multi-round call is abandoned as a loop.
 const MAX_ROUNDS: u32 = 32;
@@ -54,13 +54,15 @@ const MAX_CHANGES: u32 = 1;
 #[derive(Debug)]
 pub(crate) struct Replay {
     round: Mutex<Round>,
-    /// The state this round opened, to claim before its first `once` step runs.
+    /// The claims of the call this round continues: each `once` step claims its key
+    /// before it runs, and a single-use hand-built state its reading.
     single_use: Option<SingleUse>,
     /// Whether the round continues from a state a client presented (rather than from
     /// the bridge's or a task's own memory, which no client can present again).
     presented: bool,
-    /// The claim's outcome, made once per round however many steps it takes.
-    claimed: tokio::sync::OnceCell<Result<(), Error>>,
+    /// The outcome of spending a single-use hand-built state, once per round however
+    /// often the handler reads it.
+    spent: tokio::sync::OnceCell<Result<(), Error>>,
 }
 
 #[derive(Debug)]
@@ -74,6 +76,8 @@ struct Round {
     phase: Phase,
     /// The `once` steps that ran in this round (rather than being read from the state).
     ran_once: BTreeSet<String>,
+    /// The `once` steps this round claimed (or is claiming) in the guard.
+    claimed: BTreeSet<String>,
     /// The notifications the handler reached in this round, sent or not.
     notifications: u32,
     /// The keys of `pending` the handler asked by hand (see `by_hand`).
@@ -176,6 +180,7 @@ impl Replay {
             pending: BTreeMap::new(),
             phase: Phase::Open,
             ran_once: BTreeSet::new(),
+            claimed: BTreeSet::new(),
             notifications: 0,
             by_hand_keys: BTreeSet::new(),
             next_app: None,
@@ -183,7 +188,7 @@ impl Replay {
             escalation: Escalation::Never,
             task_log: None,
         };
-        Self { round: Mutex::new(round), single_use: None, presented: false, claimed: tokio::sync::OnceCell::new() }
+        Self { round: Mutex::new(round), single_use: None, presented: false, spent: tokio::sync::OnceCell::new() }
     }
 
     /// The replay of a call's first round (no state yet), started by the client `owner`.
@@ -206,20 +211,33 @@ impl Replay {
     ///
     /// - In a task, the run claims the step in the task's record, fenced on a live lease
     ///   ([`TaskLog::claim`]): a run that stalled past its lease, or was cancelled, finds
-    ///   out here, before the step, never after it.
-    /// - In an MRTR round, the round claims the state it opened, once per round,
-    ///   atomically with every other request presenting it: another took it first, or it
-    ///   cannot be recorded, and the round fails with the client's error. Rounds without a
-    ///   state, or on a server with reusable states, claim nothing.
+    ///   out here, before the step, never after it. A task that a round from a presented
+    ///   state became claims the step for the call too, as the round would have.
+    /// - In an MRTR round, the round claims the step for its call (every state of one
+    ///   call shares its id), atomically with every other request presenting a state of
+    ///   the call: another took it first, or it cannot be recorded, and the round fails
+    ///   with the client's error. A call's first round claims nothing (no state of the
+    ///   call exists yet, so none can take the step again), nor does a server with
+    ///   reusable states.
     pub(crate) async fn claim_step(&self, key: &str) -> bool {
         if let Some(log) = self.task_log() {
-            let journal = {
+            let (journal, again) = {
                 let mut round = self.lock();
-                if !round.carried.started.insert(key.to_owned()) {
+                let again = !round.carried.started.insert(key.to_owned());
+                if again {
                     tracing::warn!(key, "a once! step was cut mid-way by an earlier run of this task; taking it again");
                 }
-                round.carried.clone()
+                (round.carried.clone(), again)
             };
+            // A task begun here from a state a client presented: a sibling of that state
+            // could take the step in a round (or a task) of its own, so the step is claimed
+            // for the call too, unless an earlier run of this task claimed it.
+            if let (Some(single_use), false) = (&self.single_use, again) {
+                if let Err(error) = single_use.claim_step(key).await {
+                    self.fail(error);
+                    return false;
+                }
+            }
             if !log.claim(journal).await {
                 self.fail(Error::internal(format!("this run lost its task before once step {key:?}; stopping")));
                 return false;
@@ -227,10 +245,18 @@ impl Replay {
             return true;
         }
         let Some(single_use) = &self.single_use else { return true };
-        match self.claimed.get_or_init(|| single_use.claim()).await {
+        if !self.lock().claimed.insert(key.to_owned()) {
+            // Reached again before its first run recorded a result: two steps under one
+            // key, joined. The guard would refuse the second as a replay; say what it is.
+            self.fail(Error::internal(format!(
+                "once step {key:?} is reached twice at once in one round: give each step a key of its own"
+            )));
+            return false;
+        }
+        match single_use.claim_step(key).await {
             Ok(()) => true,
             Err(error) => {
-                self.fail(error.clone());
+                self.fail(error);
                 false
             }
         }

@@ -12,9 +12,12 @@
 //! A sealed message names its key (rotation: every key of the ring opens, the first
 //! seals), its sender (random per process), the sender's count and the time it was sent.
 //! An instance keeps the last count it accepted from each sender, so a message published
-//! again is refused; one older than [`WINDOW`] is refused too, so a message recorded
-//! before an instance started cannot be played to it later. The channel's name is part of
-//! what is authenticated: a message moved to another server's channel does not open.
+//! again is refused; one older than [`WINDOW`] is refused too. From a sender it has not
+//! heard yet, an instance also refuses a message sealed before it began to listen (less
+//! [`SKEW`]): a message recorded before an instance started cannot be played to it later
+//! (the fifth audit's D5, where a stale `remove` reached an instance started after it).
+//! The channel's name is part of what is authenticated: a message moved to another
+//! server's channel does not open.
 //!
 //! What is refused is dropped and counted, in a log line that never quotes it (it is
 //! whatever someone published), at the 1st, 2nd, 4th, 8th… refusal so a flood cannot
@@ -38,6 +41,10 @@ use crate::intake::request_state::KeyRing;
 /// message is refused as possibly replayed. It bounds what a receiver that has not heard
 /// a sender yet accepts; clocks of a fleet agree far better than this.
 pub(crate) const WINDOW: Duration = Duration::from_secs(60);
+
+/// How far a sender's clock may run behind this instance's: a first message from a
+/// sender, sealed up to this long before this instance began to listen, is still heard.
+const SKEW: Duration = Duration::from_secs(1);
 
 /// The HKDF info of the fanout's MAC key: independent of every other use of the secret.
 const PURPOSE: &[u8] = b"change-fanout hmac-sha256 v1";
@@ -79,6 +86,9 @@ struct Inner {
     /// Per sender: the last count accepted and when.
     heard: Mutex<HashMap<u64, Heard>>,
     refused: AtomicU64,
+    /// When this instance began to listen (unix ms): what a sender not heard yet sealed
+    /// before then was sent to the instances of that time, not to this one.
+    born: u64,
 }
 
 #[derive(Clone, Copy)]
@@ -95,6 +105,7 @@ enum Refusal {
     BadTag,
     OutsideWindow,
     Replayed,
+    BeforeListening,
 }
 
 impl Refusal {
@@ -107,6 +118,7 @@ impl Refusal {
             Self::BadTag => "its seal does not match",
             Self::OutsideWindow => "sent too long ago, or by a clock far from this one",
             Self::Replayed => "heard before (a replay)",
+            Self::BeforeListening => "sent before this instance began to listen (a replay)",
         }
     }
 }
@@ -122,6 +134,7 @@ impl FanoutKeys {
                 sealed: AtomicU64::new(0),
                 heard: Mutex::default(),
                 refused: AtomicU64::new(0),
+                born: now_ms(),
             }),
         }
     }
@@ -175,13 +188,15 @@ impl FanoutKeys {
         let parse = |text: &str, radix| u64::from_str_radix(text, radix).map_err(|_| Refusal::NotSealed);
         let (sender, count, at_ms) = (parse(sender, 16)?, parse(count, 10)?, parse(at, 10)?);
         let now = now_ms();
-        let window = u64::try_from(WINDOW.as_millis()).unwrap_or(u64::MAX);
+        let window = millis(WINDOW);
         if now.abs_diff(at_ms) > window {
             return Err(Refusal::OutsideWindow);
         }
         let mut senders = self.inner.heard.lock().unwrap_or_else(PoisonError::into_inner);
-        if senders.get(&sender).is_some_and(|last| last.count >= count) {
-            return Err(Refusal::Replayed);
+        match senders.get(&sender) {
+            Some(last) if last.count >= count => return Err(Refusal::Replayed),
+            None if at_ms.saturating_add(millis(SKEW)) < self.inner.born => return Err(Refusal::BeforeListening),
+            _ => {}
         }
         if senders.len() >= MAX_SENDERS {
             senders.retain(|_, last| now.abs_diff(last.at_ms) <= window);
@@ -206,6 +221,10 @@ fn mac(key: &[u8; 32], channel: &str, head: &str, message: &str) -> Hmac<Sha256>
         mac.update(part.as_bytes());
     }
     mac
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn now_ms() -> u64 {
@@ -244,6 +263,19 @@ mod tests {
         let later = sender.seal("mcp-mrtr:changes", "tools");
         assert_eq!(receiver.open("mcp-mrtr:changes", &later).as_deref(), Some("tools"));
         assert_eq!(receiver.check("mcp-mrtr:changes", &sealed), Err(Refusal::Replayed), "older than the last heard");
+    }
+
+    /// D5: a message sealed before an instance began to listen, replayed to it, is refused
+    /// unless it comes from a sender the instance has heard since (then its count decides).
+    #[test]
+    fn a_message_sealed_before_an_instance_listened_is_refused_from_an_unheard_sender() {
+        let sender = keys(&["k1"], 1);
+        let stale = sender.seal("c", "edit 01 tool remove deploy");
+        let mut late = keys(&["k1"], 2);
+        Arc::get_mut(&mut late.inner).unwrap().born = now_ms() + millis(SKEW) + 5;
+        assert_eq!(late.check("c", &stale), Err(Refusal::BeforeListening));
+        let fresh = keys(&["k1"], 3);
+        assert_eq!(fresh.check("c", &stale).ok(), Some("edit 01 tool remove deploy"), "within the skew: heard");
     }
 
     #[test]

@@ -33,6 +33,7 @@ use super::Limits;
 pub struct HttpConfig {
     pub(super) path: String,
     pub(super) max_body_bytes: usize,
+    pub(super) max_json_values: usize,
     pub(super) guard: Guard,
     pub(super) limits: Limits,
     pub(super) auth: Option<crate::ext::auth::ResourceServer>,
@@ -47,6 +48,7 @@ impl Default for HttpConfig {
         Self {
             path: "/mcp".into(),
             max_body_bytes: 1024 * 1024,
+            max_json_values: crate::intake::envelope::size::MAX_JSON_VALUES,
             guard: Guard::default(),
             limits: Limits::default(),
             auth: None,
@@ -65,6 +67,17 @@ impl HttpConfig {
     /// The largest request body accepted (default 1 MiB); larger ones get HTTP 413.
     pub fn max_body_bytes(mut self, limit: usize) -> Self {
         self.max_body_bytes = limit;
+        self
+    }
+
+    /// How many JSON values one body may hold (default
+    /// [`MAX_JSON_VALUES`](crate::stdio::MAX_JSON_VALUES), 100,000: about 7 MiB parsed).
+    /// A value takes 72 bytes once parsed however few it took in the body, so a 1 MiB body
+    /// of `[0,0,…]` would parse to 36 MiB; past the bound the body gets HTTP 413 and
+    /// `-32600`, unparsed. Long text is one value: raise this only for tools that take
+    /// large arrays.
+    pub fn max_json_values(mut self, max: usize) -> Self {
+        self.max_json_values = max;
         self
     }
 

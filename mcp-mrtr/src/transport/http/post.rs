@@ -33,6 +33,9 @@ pub(super) async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response 
             return response;
         }
     };
+    if let Err(error) = crate::intake::envelope::size::check(&bytes, endpoint.config.max_json_values) {
+        return json_response(413, error_message(None, &error));
+    }
     let head = Head { headers: Arc::new(parts.headers), extensions: Arc::new(parts.extensions) };
     let headers = &*head.headers;
     let header_version = headers::header(headers, headers::PROTOCOL_VERSION);

@@ -17,7 +17,7 @@ use std::time::Duration;
 use axum::http::Extensions;
 use futures_util::future::BoxFuture;
 use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, BufReader};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use self::lines::{Input, Line, MAX_LINE_BYTES};
@@ -26,6 +26,7 @@ use super::{error_message, read_message};
 use crate::base::inflight::InFlight;
 use crate::bounds::shutdown::{self, Drain, Signal};
 use crate::dispatch::Engine;
+use crate::intake::envelope::size::{self, MAX_JSON_VALUES};
 use crate::intake::envelope::{check_version, classify, Era, Incoming, Request, RequestMeta};
 use crate::mrtr::context::Transport;
 use crate::protocol::{Method, Outgoing, RequestId, ResultJson};
@@ -40,6 +41,11 @@ use crate::{Error, Server};
 /// [`Serve::with_graceful_shutdown`](crate::serve::Serve::with_graceful_shutdown)). Then
 /// requests still running get 10 s to finish (`subscriptions/listen` streams end at once
 /// with their result), the rest are cut, and the tasks running here are handed back.
+/// At most [`max_requests`](Self::max_requests) requests run at once (64 by default): at
+/// the bound stdin is not read until one finishes, so a client that sends faster than it
+/// reads the answers is held back by its own pipe, and the server's memory stays bounded.
+/// Unless [`Server::handler_timeout`](crate::Server::handler_timeout) says otherwise, one
+/// run of a handler may take 5 minutes ([`STDIO_HANDLER_TIMEOUT`]).
 /// Logs must go to stderr: stdout is the protocol's. Stdin and stdout each have a thread
 /// of their own, and one client is served best on Tokio's current-thread runtime (the
 /// guide's serving chapter, "One thread for stdio", has the figures).
@@ -52,14 +58,61 @@ use crate::{Error, Server};
 ///     Server::new("hello", "1.0.0").serve(Stdio::new()).await
 /// }
 /// ```
-#[derive(Debug, Default)]
+#[derive(Debug)]
 #[non_exhaustive]
-pub struct Stdio {}
+pub struct Stdio {
+    settings: Settings,
+}
+
+/// What bounds one stdio connection.
+#[derive(Clone, Copy, Debug)]
+struct Settings {
+    max_requests: usize,
+    max_json_values: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self { max_requests: MAX_REQUESTS, max_json_values: MAX_JSON_VALUES }
+    }
+}
+
+/// The default of [`Stdio::max_requests`]: an HTTP client's share of the handler slots.
+pub const MAX_REQUESTS: usize = 64;
+
+/// How long one run of a handler may take over stdio unless
+/// [`Server::handler_timeout`](crate::Server::handler_timeout) says otherwise: longer than
+/// any host waits on a tool call it made (a longer job belongs in a task), short enough
+/// that a stuck handler does not hold its place and memory for good.
+pub const STDIO_HANDLER_TIMEOUT: Duration = Duration::from_secs(300);
+
+impl Default for Stdio {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 impl Stdio {
     /// The process's stdin and stdout.
     pub fn new() -> Self {
-        Self {}
+        Self { settings: Settings::default() }
+    }
+
+    /// How many requests may run at once (default [`MAX_REQUESTS`], at least 1). At the
+    /// bound, stdin is not read until a request finishes: answers to the server's own
+    /// questions and cancellations wait behind it too, so keep it above the number of
+    /// calls a host keeps open at once.
+    pub fn max_requests(mut self, max: usize) -> Self {
+        self.settings.max_requests = max.max(1);
+        self
+    }
+
+    /// How many JSON values one line may hold (default [`MAX_JSON_VALUES`]): a value
+    /// takes 72 bytes once parsed however few it took on the line, so a line of `[0,0,…]`
+    /// would parse to 36 times its size. A line past it is answered `-32600`, unparsed.
+    pub fn max_json_values(mut self, max: usize) -> Self {
+        self.settings.max_json_values = max;
+        self
     }
 
     /// Newline-delimited JSON-RPC on any byte stream pair (a pipe, a socket, an in-memory
@@ -93,7 +146,7 @@ impl Stdio {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        Pipe { reader, writer }
+        Pipe { reader, writer, settings: Settings::default() }
     }
 }
 
@@ -101,6 +154,23 @@ impl Stdio {
 pub struct Pipe<R, W> {
     reader: R,
     writer: W,
+    settings: Settings,
+}
+
+impl<R, W> Pipe<R, W> {
+    /// How many requests may run at once: see [`Stdio::max_requests`].
+    #[must_use]
+    pub fn max_requests(mut self, max: usize) -> Self {
+        self.settings.max_requests = max.max(1);
+        self
+    }
+
+    /// How many JSON values one line may hold: see [`Stdio::max_json_values`].
+    #[must_use]
+    pub fn max_json_values(mut self, max: usize) -> Self {
+        self.settings.max_json_values = max;
+        self
+    }
 }
 
 impl<R, W> std::fmt::Debug for Pipe<R, W> {
@@ -114,7 +184,8 @@ impl Sealed for Stdio {
         // Installed now, before the first line is read, so a signal is never missed.
         let shutdown = shutdown.unwrap_or_else(|| Signal::new(crate::bounds::shutdown::shutdown_signal()));
         let open = || Ok((Input::<tokio::io::Empty>::Thread(lines::stdin_thread()?), lines::stdout_thread()?));
-        Box::pin(async move { serve_lines(server, open, shutdown.received()).await })
+        let settings = self.settings;
+        Box::pin(async move { serve_lines(server, open, shutdown.received(), settings).await })
     }
 }
 
@@ -124,11 +195,12 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     fn serve(self, server: Server, shutdown: Option<Signal>) -> BoxFuture<'static, io::Result<()>> {
+        let settings = self.settings;
         let open = move || Ok((Input::Stream(BufReader::new(self.reader)), lines::stream_output(self.writer)));
         Box::pin(async move {
             match shutdown {
-                Some(signal) => serve_lines(server, open, signal.received()).await,
-                None => serve_lines(server, open, std::future::pending()).await,
+                Some(signal) => serve_lines(server, open, signal.received(), settings).await,
+                None => serve_lines(server, open, std::future::pending(), settings).await,
             }
         })
     }
@@ -140,6 +212,7 @@ async fn serve_lines<R: AsyncBufRead + Unpin>(
     server: Server,
     open: impl FnOnce() -> io::Result<(Input<R>, lines::Output)>,
     shutdown: impl Future<Output = ()>,
+    settings: Settings,
 ) -> io::Result<()> {
     // Misconfiguration (a missing State<T>, malformed keys) fails here, before any request
     // and before anything is read.
@@ -148,7 +221,7 @@ async fn serve_lines<R: AsyncBufRead + Unpin>(
     let (input, (out, written)) = open()?;
     // From now on this instance takes over the tasks of instances that died.
     engine.start();
-    let mut session = StdioSession::new(engine.clone(), out);
+    let mut session = StdioSession::new(engine.clone(), out, settings);
     let read = session.read_until(input, shutdown).await;
     session.finish(shutdown::DEFAULT_TIMEOUT).await;
     engine.hand_back_tasks().await;
@@ -172,10 +245,13 @@ struct StdioSession {
     /// waiting; every request carries its watcher in `extensions`.
     drain: Drain,
     extensions: Arc<Extensions>,
+    /// A permit per request running: the next line is read only once one is free.
+    slots: Arc<Semaphore>,
+    max_json_values: usize,
 }
 
 impl StdioSession {
-    fn new(server: Arc<Engine>, out: mpsc::Sender<Outgoing>) -> Self {
+    fn new(server: Arc<Engine>, out: mpsc::Sender<Outgoing>, settings: Settings) -> Self {
         let drain = Drain::new();
         let mut extensions = Extensions::new();
         extensions.insert(drain.watch());
@@ -188,10 +264,14 @@ impl StdioSession {
             legacy: None,
             drain,
             extensions: Arc::new(extensions),
+            slots: Arc::new(Semaphore::new(settings.max_requests)),
+            max_json_values: settings.max_json_values,
         }
     }
 
-    /// Serves lines until the reader ends or fails, or `shutdown` resolves.
+    /// Serves lines until the reader ends or fails, or `shutdown` resolves. A line is
+    /// read only once a request could run: at the bound the pipe fills and holds the
+    /// client back (the fifth audit's D4: 20,000 lines read at once held 346 MiB).
     async fn read_until<R: AsyncBufRead + Unpin>(
         &mut self,
         mut input: Input<R>,
@@ -199,19 +279,25 @@ impl StdioSession {
     ) -> io::Result<()> {
         tokio::pin!(shutdown);
         loop {
+            let slot = tokio::select! {
+                biased;
+                () = &mut shutdown => return Ok(()),
+                slot = self.slots.clone().acquire_owned() => slot.expect("the session never closes its slots"),
+            };
             let line = tokio::select! {
                 biased;
                 () = &mut shutdown => return Ok(()),
                 line = input.next() => line?,
             };
             match line {
-                Some(line) => self.on_line(line).await,
+                Some(line) => self.on_line(line, slot).await,
                 None => return Ok(()),
             }
         }
     }
 
-    async fn on_line(&mut self, line: Line) {
+    /// Serves one line; a request runs holding `slot`, anything else gives it back.
+    async fn on_line(&mut self, line: Line, slot: OwnedSemaphorePermit) {
         let bytes = match line {
             Line::Message(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => return,
             Line::Message(bytes) => bytes,
@@ -220,18 +306,21 @@ impl StdioSession {
                 return self.send(error_message(None, &error)).await;
             }
         };
+        if let Err(error) = size::check(&bytes, self.max_json_values) {
+            return self.send(error_message(None, &error)).await;
+        }
         // Every byte of the line is read inside the boundary: a parser's panic costs this
         // line an error answer, and the server reads the next one.
-        if super::contain(self.on_message(&bytes)).await.is_none() {
+        if super::contain(self.on_message(&bytes, slot)).await.is_none() {
             self.send(super::panicked(&bytes)).await;
         }
     }
 
-    async fn on_message(&mut self, bytes: &[u8]) {
+    async fn on_message(&mut self, bytes: &[u8], slot: OwnedSemaphorePermit) {
         match read_message(bytes) {
             Err((id, error)) => self.send(error_message(id, &error)).await,
             Ok(Incoming::Notification { method, params }) => self.on_notification(&method, params.as_ref()),
-            Ok(Incoming::Request(request)) => self.on_request(request).await,
+            Ok(Incoming::Request(request)) => self.on_request(request, slot).await,
             // Answers to the legacy bridge's requests.
             Ok(Incoming::Response { id, outcome }) => {
                 if !self.legacy.as_ref().is_some_and(|session| session.deliver(&id, outcome)) {
@@ -241,7 +330,7 @@ impl StdioSession {
         }
     }
 
-    async fn on_request(&mut self, request: Request) {
+    async fn on_request(&mut self, request: Request, slot: OwnedSemaphorePermit) {
         let (meta, session) = match self.open_envelope(&request) {
             Ok(Opened::Dispatch(meta, session)) => (meta, session),
             Ok(Opened::Answered(result)) => {
@@ -253,9 +342,7 @@ impl StdioSession {
         let bridge =
             session.map(|session| Arc::new(SessionBridge::new(session)) as Arc<dyn crate::mrtr::context::Bridge>);
         let (note_tx, mut note_rx) = mpsc::channel(16);
-        // Unbounded unless the server says otherwise: the one client is a local process
-        // that can cancel, and nobody else waits for the handler's place.
-        let handler_timeout = self.server.handler_timeout.unwrap_or(None);
+        let handler_timeout = self.server.handler_timeout.unwrap_or(Some(STDIO_HANDLER_TIMEOUT));
         let transport = Transport {
             notifier: Some(note_tx),
             headers: None,
@@ -267,6 +354,9 @@ impl StdioSession {
         while self.tasks.try_join_next().is_some() {}
         let reply = self.in_flight.track(id, async move { server.handle(request, meta, transport).await });
         self.tasks.spawn(async move {
+            // Held until the answer is queued: a request counts while it runs and while
+            // its answer waits for the client to read.
+            let _slot = slot;
             tokio::pin!(reply);
             // Forward the request's notifications (and the bridge's requests) until its
             // reply is ready.

@@ -1,0 +1,53 @@
+//! The fifth audit's D3: a held request kept its whole `arguments` tree for the handler's
+//! life, unused members included, at about 40 times the bytes of its body (a 1 MiB body:
+//! 42 MiB; 8 held calls took `everything` from 11 to 347 MiB). What a held request keeps
+//! is what its handler read. Resident memory of a real server, over real sockets.
+
+use std::net::TcpStream;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::instance::{self, Instance};
+
+/// The process's resident memory, in KiB.
+fn resident_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the process's status");
+    let line = status.lines().find(|line| line.starts_with("VmRSS:")).expect("VmRSS");
+    line.split_whitespace().nth(1).and_then(|kib| kib.parse().ok()).expect("a number of KiB")
+}
+
+fn slow_call(pad: usize) -> serde_json::Value {
+    // `slow_compute` reads `seconds` and `label`; `pad` is what it never reads.
+    let arguments = json!({ "seconds": 30, "pad": vec![0u8; pad] });
+    instance::request("tools/call", json!({ "name": "slow_compute", "arguments": arguments }), &json!({}))
+}
+
+#[test]
+fn a_held_call_keeps_what_its_handler_reads_not_its_unused_arguments() {
+    let server = Instance::start(None);
+    // 90,000 values, under the bound: 180 KB of body, about 6.5 MiB as a tree.
+    let call = slow_call(90_000);
+    // One call first, so what serving a call allocates once is in the baseline.
+    drop(instance::open(server.addr, &call));
+    std::thread::sleep(Duration::from_millis(500));
+    let before = resident_kib(server.pid());
+    let held: Vec<TcpStream> = (0..32).map(|_| instance::open(server.addr, &call)).collect();
+    std::thread::sleep(Duration::from_secs(3));
+    let grown_mib = resident_kib(server.pid()).saturating_sub(before) / 1024;
+    eprintln!("32 held calls with 180 KB of unused arguments: {grown_mib} MiB more");
+    // Each held call keeps its body (until it ends), its handler's few bytes and its
+    // connection's buffers: about 6 MiB for the 32, where their trees were 200 MiB.
+    assert!(grown_mib < 24, "32 held calls took {grown_mib} MiB more");
+    drop(held);
+}
+
+/// A body whose values would parse to 36 times its size is refused before it is parsed.
+#[test]
+fn a_body_with_more_json_values_than_the_bound_is_refused_unparsed() {
+    let server = Instance::start(None);
+    let (status, messages) = instance::finish(instance::open(server.addr, &slow_call(520_000)), String::new());
+    assert_eq!(status, 413, "{messages:?}");
+    assert_eq!(messages[0]["error"]["code"], -32600, "{messages:?}");
+    assert!(messages[0]["error"]["message"].as_str().unwrap().contains("more than the 100000"), "{messages:?}");
+}
