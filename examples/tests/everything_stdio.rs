@@ -167,6 +167,7 @@ fn a_client_that_does_not_read_its_answers_is_held_back_by_its_pipe() {
     // Nobody reads: the server stops reading, and the writer is stuck far from the end.
     std::thread::sleep(std::time::Duration::from_secs(2));
     let stuck_at = progress.try_iter().last().unwrap_or(0);
+    eprintln!("with nobody reading its answers, the client wrote {stuck_at} of {LINES} lines");
     assert!(stuck_at < LINES / 4, "the server read {stuck_at} of {LINES} lines nobody took the answers of");
 
     // Reading now, every request is answered, once.

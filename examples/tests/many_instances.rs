@@ -98,15 +98,48 @@ pub(crate) fn rounds_alternate_and_a_claim_holds_everywhere(reach: &[(&str, Stri
     let done = round(a, &second["requestState"], &color_key, &json!({ "color": "teal" }));
     assert_eq!(done["result"]["content"][0]["text"], "Ada likes teal", "{done}");
 
-    // A round that takes a once! step claims its state in Redis: once taken on B, the
-    // state is refused by A too, and by B again.
+    // A round that takes a once! step claims it for the call in Redis: once taken on B,
+    // neither the state nor a sibling of it (sealed by A in a round without an answer)
+    // takes it again, on A or on B.
     let once = call(a, ONCE, json!({ "call_id": "across" }))["result"].clone();
+    let sibling = sibling_of(a, "across", &once["requestState"]);
     let stepped = start_step(b, "across", &once["requestState"]);
     assert_eq!(stepped["result"]["resultType"], "input_required", "{stepped}");
     for node in [a, b] {
-        let again = start_step(node, "across", &once["requestState"]);
-        assert_eq!(again["error"]["code"], -32602, "a claimed state took its step again on {node}: {again}");
+        for state in [&once["requestState"], &sibling] {
+            let again = start_step(node, "across", state);
+            assert_eq!(again["error"]["code"], -32602, "a state of the call took its step again on {node}: {again}");
+        }
     }
+    // Siblings presented at once, half to each instance: one takes the step.
+    let first = call(a, ONCE, json!({ "call_id": "siblings" }))["result"]["requestState"].clone();
+    let mut states = vec![first];
+    for n in 0..5 {
+        let last = states.last().unwrap().clone();
+        states.push(sibling_of([a, b][n % 2], "siblings", &last));
+    }
+    let stepped = std::thread::scope(|scope| {
+        let presented: Vec<_> = states
+            .iter()
+            .enumerate()
+            .map(|(n, state)| scope.spawn(move || start_step([a, b][n % 2], "siblings", state)))
+            .collect();
+        presented.into_iter().map(reply_of).filter(|reply| reply["result"]["resultType"] == "input_required").count()
+    });
+    assert_eq!(stepped, 1, "siblings took the step {stepped} times");
+}
+
+/// A sibling of `state`: the state presented again without its answer (a round that
+/// takes no step) seals a fresh one, with the same answers.
+fn sibling_of(addr: SocketAddr, call_id: &str, state: &Value) -> Value {
+    let params = json!({ "name": ONCE, "arguments": { "call_id": call_id }, "requestState": state });
+    let reply = rpc(addr, "tools/call", params);
+    assert_eq!(reply["result"]["resultType"], "input_required", "{reply}");
+    reply["result"]["requestState"].clone()
+}
+
+fn reply_of(joined: std::thread::ScopedJoinHandle<'_, Value>) -> Value {
+    joined.join().expect("the request's thread")
 }
 
 #[test]

@@ -195,6 +195,13 @@ impl Redis {
         connection.line()
     }
 
+    /// The keys matching `pattern` (`KEYS`: a test's Redis holds few).
+    pub(crate) fn keys(&self, pattern: &str) -> Vec<String> {
+        let mut connection = Resp::connect(self.port);
+        connection.send(&["KEYS", pattern]);
+        connection.array()
+    }
+
     /// Where instances find it (with the ACL user's name and password, when it has one).
     pub(crate) fn url(&self) -> String {
         let scheme = if self.tls.is_some() { "rediss" } else { "redis" };

@@ -1,13 +1,14 @@
-//! Single-use request states, where it buys something: a state is claimed the first time
-//! a round that opened it is about to take a `once!` step, and refused for any second
-//! claim.
+//! Once per call, where it buys something: each `once!` step of a call is claimed the
+//! first time a round of the call is about to take it, and refused for any second claim,
+//! whichever state of the call the second round opened.
 //!
 //! Sealing bounds *where* a state opens (server, method, target, arguments, caller) and
-//! *until when*; within that window a client could present it again and run the round
-//! it closed once more. Only `once!` steps make that matter: a round without one has no
-//! side effect to repeat, so it never touches the guard, and honest traffic at any speed
-//! does not fill it. The runtime claims lazily, just before the first step of the round
-//! runs, so parallel presentations of one state still run the step once.
+//! *until when*; within that window a client could present it again (or a sibling of it,
+//! sealed by a round that took no step) and run the round it closed once more. Only
+//! `once!` steps make that matter: a round without one has no side effect to repeat, so
+//! it never touches the guard, and honest traffic at any speed does not fill it. The
+//! runtime claims lazily, just before the step runs, so parallel presentations of the
+//! call's states still run the step once.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
@@ -29,7 +30,7 @@ pub enum Consumed {
     Unavailable,
 }
 
-/// One request state claimed before a round takes a side effect.
+/// One step of one call, claimed before a round takes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Claim {
     digest: [u8; 32],
@@ -39,9 +40,10 @@ pub struct Claim {
 }
 
 impl Claim {
-    /// A claim of the state whose token digests to `digest` (SHA-256), counted against
-    /// the client `owner` (an opaque number the runtime derives from who started the
-    /// call), valid until `expires`, issued now (see [`issued_at`](Self::issued_at)).
+    /// A claim of what `digest` names (the runtime's: a SHA-256 of the call's id and the
+    /// step's key), counted against the client `owner` (an opaque number the runtime
+    /// derives from who started the call), kept until `expires` (when no state of the call
+    /// opens any more), issued now (see [`issued_at`](Self::issued_at)).
     pub fn new(digest: [u8; 32], owner: u32, expires: SystemTime) -> Self {
         Self { digest, owner, expires, issued: SystemTime::now() }
     }
@@ -59,7 +61,8 @@ impl Claim {
         self.issued
     }
 
-    /// The SHA-256 of the state's token: the guard never holds the sealed answers.
+    /// What is claimed, as a digest: the guard never holds the call's id, the step's key or
+    /// anything the state carries.
     pub fn digest(&self) -> &[u8; 32] {
         &self.digest
     }
@@ -70,7 +73,7 @@ impl Claim {
         self.owner
     }
 
-    /// When the state stops opening: its entry must be kept at least until then.
+    /// When no state of the call opens any more: its entry must be kept at least until then.
     pub fn expires(&self) -> SystemTime {
         self.expires
     }
@@ -81,10 +84,10 @@ impl Claim {
     }
 }
 
-/// Remembers which request states have been claimed.
+/// Remembers which steps of which calls have been claimed.
 ///
 /// [`consume`](StateGuard::consume) **must be an atomic insert-if-absent**: when several
-/// requests claim the same state at once, exactly one may see [`Consumed::First`]. A
+/// requests claim the same step at once, exactly one may see [`Consumed::First`]. A
 /// check followed by a separate write (a Redis `GET` then `SET`) lets every one of them
 /// through. With Redis, one `SET id 1 NX PX <keep_for in ms>` does it.
 ///
@@ -98,16 +101,17 @@ impl Claim {
 /// it no longer has, so a guard refuses it ([`Consumed::Again`], via [`Claim::issued`]):
 /// after a restart, calls in progress start over rather than take a step twice.
 pub trait StateGuard: Send + Sync + 'static {
-    /// Records the claimed state as used until it expires, unless it is recorded already.
+    /// Records the claim until it expires, unless it is recorded already.
     fn consume<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, Consumed>;
 }
 
 /// A [`StateGuard`] in this process's memory, for a single instance.
 ///
 /// Each entry takes about 34 bytes (a 64-bit digest prefix, its deadline, and the state's
-/// expiry in milliseconds) and is kept until its state expires. Size it as *claims per
-/// second × state lifetime × 34 bytes*: `once!` rounds at 2,000/s with 10-minute states
-/// need 1.2 million entries, 41 MB.
+/// expiry in milliseconds) and is kept until its call ends (no state of the call opens
+/// any more: `StateConfig::call_lifetime`, an hour by default). Size it as *`once!` steps
+/// per second × call lifetime × 34 bytes*: 290 steps a second with hour-long calls need
+/// the default million entries, 36 MB; 2,000 a second, 7.2 million, 245 MB.
 ///
 /// It never refuses a state for want of room, and never forgets a state it could still
 /// be replayed with. When a client holds its [`share`](Self::with_share), or the guard its

@@ -43,13 +43,18 @@ pub(super) async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response 
     // client that names a modern version, so 2025-11-25 traffic is not parsed twice.
     if names_modern(header_version) {
         if let Some((request, meta)) = crate::intake::envelope::read_modern(&bytes) {
+            // The request holds what it needs: a call held for its handler's life does
+            // not keep its body too.
+            drop(bytes);
             return match headers::check(headers, &request, &meta) {
                 Err(error) => error_response(Era::Modern, Some(request.id), &error),
                 Ok(()) => serve_request(endpoint, &head, request, meta, None).await,
             };
         }
     }
-    match read_message(&bytes) {
+    let message = read_message(&bytes);
+    drop(bytes);
+    match message {
         // Malformed bodies are 400 in both eras.
         Err((id, error)) => json_response(error.http_status(), error_message(id, &error)),
         // A legacy session's notifications (`notifications/cancelled` among them) go to
