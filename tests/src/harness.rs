@@ -14,7 +14,8 @@ use crate::schema;
 pub const REJECTED: &str = "Invalid requestState: it is tampered, expired, or belongs to another request";
 
 /// The message of an authentic state whose `once!` step a state of the same call took.
-pub const USED: &str = "Invalid requestState: this step of the call was taken already; start the call over";
+pub const USED: &str =
+    "Invalid requestState: this step of the call was taken already, or may have been; start the call over";
 
 /// The raw bytes of a sealed state after its `version.key id.` prefix (nonce,
 /// ciphertext and tag), to look for anything that should not be there.

@@ -84,7 +84,8 @@ const REJECTED: &str = "Invalid requestState: it is tampered, expired, or belong
 /// took already (or may have: the guard's memory began after it was sealed). Only the
 /// client the state was sealed for can hold it, so saying it opened tells nobody else
 /// anything; an honest client that lost a reply learns what to do.
-const USED: &str = "Invalid requestState: this step of the call was taken already; start the call over";
+const USED: &str =
+    "Invalid requestState: this step of the call was taken already, or may have been; start the call over";
 
 /// The request state as one value: how states are sealed (keys, lifetime, size cap,
 /// whether the previous release's `v2` states still open) and how a round that takes a
