@@ -101,19 +101,19 @@ fn whole_call(addr: SocketAddr) -> Value {
     round(addr, json!({ "note": accept(true) }), Some(&stepped["result"]["requestState"]))
 }
 
-/// The claimed state presented again is refused, and refused as a state (the client
-/// starts over). While the instance reconnects to Redis it says "try again later"
-/// (`-32603`), and an honest client does.
-fn refused_again(addr: SocketAddr, claimed: &Value) {
+/// What must hold once Redis forgot: the claimed state presented again is refused, and
+/// refused as a state (while the instance reconnects to Redis it answers `-32603`, and an
+/// honest client retries), so the server's steps stay at `taken`; and a call started
+/// afterwards takes its step, as charge `taken + 1`. The guard starts its memory again
+/// with a margin for fast clocks (250 ms by default): a call sealed within it is refused
+/// too, so the honest client's next call waits it out.
+fn refused_then_a_new_call_works(addr: SocketAddr, claimed: &Value, steps: &Steps, taken: usize) {
     let replayed = crate::many_instances::until_taken(|| round(addr, json!({ "first": accept(true) }), Some(claimed)));
     assert_eq!(replayed["error"]["code"], -32602, "a claimed state opened again: {replayed}");
-}
-
-/// The guard starts its memory again with a margin for fast clocks (250 ms by
-/// default): a call sealed within it is refused too, so an honest client's next call
-/// waits it out.
-fn after_the_margin() {
+    assert_eq!(steps.taken(), taken, "the step ran twice");
     std::thread::sleep(Duration::from_millis(400));
+    let done = whole_call(addr);
+    assert_eq!(done["result"]["content"][0]["text"], format!("charge {} (true, true)", taken + 1), "{done}");
 }
 
 #[test]
@@ -126,12 +126,7 @@ fn a_state_claimed_before_redis_was_emptied_does_not_open_again() {
     assert_eq!(steps.taken(), 1);
 
     assert_eq!(redis.command(&["FLUSHALL"]), "+OK");
-    refused_again(addr, &claimed);
-    assert_eq!(steps.taken(), 1, "the step ran twice");
-
-    after_the_margin();
-    let done = whole_call(addr);
-    assert_eq!(done["result"]["content"][0]["text"], "charge 2 (true, true)", "{done}");
+    refused_then_a_new_call_works(addr, &claimed, &steps, 1);
 }
 
 /// The audit's C4: Redis restarts from a snapshot taken before the claim. The guard's
@@ -150,12 +145,7 @@ fn a_restart_from_an_older_snapshot_does_not_reopen_a_claimed_state() {
 
     redis.restart();
     assert_eq!(redis.command(&["DBSIZE"]), ":2", "the snapshot was loaded: the memory and the first claim");
-    refused_again(addr, &claimed);
-    assert_eq!(steps.taken(), 2, "the step ran twice");
-
-    after_the_margin();
-    let done = whole_call(addr);
-    assert_eq!(done["result"]["content"][0]["text"], "charge 3 (true, true)", "{done}");
+    refused_then_a_new_call_works(addr, &claimed, &steps, 2);
 }
 
 /// A failover to a replica that had not received the last claim: the state is claimed
@@ -176,12 +166,7 @@ fn a_failover_to_a_lagging_replica_does_not_reopen_a_claimed_state() {
     assert_eq!(steps.taken(), 2);
 
     let after = instance(&runtime, &replica, &keys, &steps);
-    refused_again(after, &claimed);
-    assert_eq!(steps.taken(), 2, "the step ran twice");
-
-    after_the_margin();
-    let done = whole_call(after);
-    assert_eq!(done["result"]["content"][0]["text"], "charge 3 (true, true)", "{done}");
+    refused_then_a_new_call_works(after, &claimed, &steps, 2);
 }
 
 /// The audit's C5: the moment the memory begins is Redis's, and a state sealed just
@@ -242,11 +227,7 @@ fn a_claim_evicted_by_a_full_redis_does_not_reopen_a_claimed_state() {
     assert!(evicted, "Redis never evicted the claim");
     assert_eq!(redis.command(&["CONFIG", "SET", "maxmemory", "0"]), "+OK");
 
-    refused_again(addr, &claimed);
-    assert_eq!(steps.taken(), 1, "the step ran twice");
-    after_the_margin();
-    let done = whole_call(addr);
-    assert_eq!(done["result"]["content"][0]["text"], "charge 2 (true, true)", "{done}");
+    refused_then_a_new_call_works(addr, &claimed, &steps, 1);
 }
 
 /// D2's other half: one client cannot make the guard's Redis hold more than its share.

@@ -112,7 +112,7 @@ const WATCH_EVERY: Duration = Duration::from_secs(1);
 /// A [`StateGuard`] in Redis: one atomic script per claim (the claim's digest added to
 /// its client's set unless it is there, after checking the guard's memory), so exactly
 /// one of any number of instances presented the same step at once sees it first, and
-/// each entry is dropped once its state has expired. Made by
+/// each entry is dropped once its call has ended (no state of it opens any more). Made by
 /// [`Redis::state_guard`](super::Redis::state_guard).
 ///
 /// When Redis cannot be reached, states are refused ([`Consumed::Unavailable`]): the
@@ -126,8 +126,8 @@ const WATCH_EVERY: Duration = Duration::from_secs(1);
 /// lists has every command the guard needs).
 ///
 /// Like [`MemoryGuard`](crate::request_state::MemoryGuard), it keeps at most a
-/// [`share`](Self::share) of entries per client (262,144 by default, about 25 MB of Redis
-/// at ~100 bytes an entry): past it the client's oldest entry is given up and its states
+/// [`share`](Self::share) of entries per client (262,144 by default, about 30 MB of Redis
+/// at 120 bytes an entry, measured with `MEMORY USAGE`): past it the client's oldest entry is given up and its states
 /// expiring no later are refused, so one client cannot grow Redis without bound.
 ///
 /// Cost: one `EVALSHA` round trip per `once!` step taken; inside it `INFO server` and
@@ -219,8 +219,8 @@ impl RedisGuard {
 
     /// The most entries one client holds (default 262,144) before its own oldest are
     /// given up (and its states expiring no later refused): what one client can make
-    /// Redis hold is this × about 100 bytes. Size it as `MemoryGuard::with_share`: an
-    /// honest client's `once!` steps per second × the state lifetime, with room to spare.
+    /// Redis hold is this × about 120 bytes. Size it as `MemoryGuard::with_share`: an
+    /// honest client's `once!` steps per second × the call lifetime, with room to spare.
     pub fn share(mut self, share: u64) -> Self {
         self.share = share.max(1);
         self

@@ -1,0 +1,64 @@
+//! Where a `once!` step asks whether it may run: a task claims it in its record under a
+//! live lease, a round of a presented state claims it for its call in the single-use
+//! guard, and a call's first round, which no one can present again, claims nothing.
+
+use super::Replay;
+use crate::Error;
+
+impl Replay {
+    /// May the `once` step `key` take its side effect now? `false` (the call failed, or
+    /// the run must stop) when it may not.
+    ///
+    /// - In a task, the run claims the step in the task's record, fenced on a live lease
+    ///   ([`TaskLog::claim`](super::TaskLog::claim)): a run that stalled past its lease, or was cancelled, finds
+    ///   out here, before the step, never after it. A task that a round from a presented
+    ///   state became claims the step for the call too, as the round would have.
+    /// - In an MRTR round, the round claims the step for its call (every state of one
+    ///   call shares its id), atomically with every other request presenting a state of
+    ///   the call: another took it first, or it cannot be recorded, and the round fails
+    ///   with the client's error. A call's first round claims nothing (no state of the
+    ///   call exists yet, so none can take the step again), nor does a server with
+    ///   reusable states.
+    pub(crate) async fn claim_step(&self, key: &str) -> bool {
+        if let Some(log) = self.task_log() {
+            let (journal, again) = {
+                let mut round = self.lock();
+                let again = !round.carried.started.insert(key.to_owned());
+                if again {
+                    tracing::warn!(key, "a once! step was cut mid-way by an earlier run of this task; taking it again");
+                }
+                (round.carried.clone(), again)
+            };
+            // A task begun here from a state a client presented: a sibling of that state
+            // could take the step in a round (or a task) of its own, so the step is claimed
+            // for the call too, unless an earlier run of this task claimed it.
+            if let (Some(single_use), false) = (&self.single_use, again) {
+                if let Err(error) = single_use.claim_step(key).await {
+                    self.fail(error);
+                    return false;
+                }
+            }
+            if !log.claim(journal).await {
+                self.fail(Error::internal(format!("this run lost its task before once step {key:?}; stopping")));
+                return false;
+            }
+            return true;
+        }
+        let Some(single_use) = &self.single_use else { return true };
+        if !self.lock().claimed.insert(key.to_owned()) {
+            // Reached again before its first run recorded a result: two steps under one
+            // key, joined. The guard would refuse the second as a replay; say what it is.
+            self.fail(Error::internal(format!(
+                "once step {key:?} is reached twice at once in one round: give each step a key of its own"
+            )));
+            return false;
+        }
+        match single_use.claim_step(key).await {
+            Ok(()) => true,
+            Err(error) => {
+                self.fail(error);
+                false
+            }
+        }
+    }
+}
