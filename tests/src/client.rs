@@ -119,8 +119,19 @@ pub async fn open(addr: SocketAddr, headers: &[(&str, &str)], body: &[u8]) -> Tc
 
 /// [`open`] from `source` (see [`connect_from`]).
 pub async fn open_from(source: Option<IpAddr>, addr: SocketAddr, headers: &[(&str, &str)], body: &[u8]) -> TcpStream {
+    open_request(source, addr, "POST", headers, body).await
+}
+
+/// Writes a request of `method` to `/mcp` from `source` and returns the open socket.
+pub async fn open_request(
+    source: Option<IpAddr>,
+    addr: SocketAddr,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> TcpStream {
     let mut stream = connect_from(source, addr).await;
-    stream.write_all(&request_head(addr, "POST", "/mcp", headers, body.len())).await.expect("write head");
+    stream.write_all(&request_head(addr, method, "/mcp", headers, body.len())).await.expect("write head");
     stream.write_all(body).await.expect("write body");
     stream
 }

@@ -120,6 +120,15 @@ impl Legacy {
         assert_eq!(posted.status, 202, "{}", posted.body);
     }
 
+    /// Opens the session's `GET` stream, where it hears of changes, and reads its head.
+    pub async fn changes(&self) -> (Stream, String) {
+        let headers = self.headers("text/event-stream");
+        let socket = client::open_request(None, self.addr, "GET", &headers[1..], b"").await;
+        let mut stream = Stream { socket, method: "GET".to_owned(), seen: String::new(), read: 0 };
+        let head = stream.head().await;
+        (stream, head)
+    }
+
     /// Opens a request's SSE stream, to read its messages one by one.
     pub async fn open(&self, id: i64, method: &str, params: Value) -> Stream {
         self.open_from(None, id, method, params).await
@@ -163,6 +172,22 @@ impl Stream {
         })
         .await
         .expect("the stream said something, or ended, in time")
+    }
+
+    /// The response's head (status line and headers), once it has all come.
+    pub async fn head(&mut self) -> String {
+        tokio::time::timeout(TIMEOUT, async {
+            let mut buf = [0u8; 4096];
+            while !self.seen.contains("\r\n\r\n") {
+                let n = self.socket.read(&mut buf).await.unwrap_or(0);
+                assert!(n > 0, "the connection ended before the head: {}", self.seen);
+                self.seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        })
+        .await
+        .expect("the head in time");
+        let (head, _) = self.seen.split_once("\r\n\r\n").expect("a whole head");
+        head.to_owned()
     }
 
     /// Every message until the stream ends.

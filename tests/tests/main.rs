@@ -28,6 +28,7 @@ mod http_errors;
 mod http_guard;
 mod legacy;
 mod legacy_bridge;
+mod legacy_changes;
 mod limits;
 mod live;
 mod mount;

@@ -215,19 +215,11 @@ impl Engine {
         }
     }
 
-    /// The capabilities a 2025-11-25 session gets: that era hears of changes on a
-    /// standalone GET stream, which this server does not offer, so it promises none.
+    /// The capabilities a 2025-11-25 session gets: those of `server/discover` but tasks.
+    /// Changes reach a session on its own stream (stdio's pipe, or HTTP's `GET`), so
+    /// `listChanged` and resources' `subscribe` are promised as they are to this era.
     pub(crate) fn legacy_capabilities(&self) -> ServerCapabilities {
         let mut capabilities = self.capabilities();
-        if let Some(tools) = &mut capabilities.tools {
-            tools.list_changed = None;
-        }
-        if let Some(prompts) = &mut capabilities.prompts {
-            prompts.list_changed = None;
-        }
-        if let Some(resources) = &mut capabilities.resources {
-            *resources = ResourcesCapability::default();
-        }
         // The tasks extension is 2026-07-28's: a session's calls never become tasks.
         if let Some(extensions) = &mut capabilities.extensions {
             extensions.remove(crate::protocol::TASKS_EXTENSION);

@@ -2,20 +2,17 @@
 //! the subset of the client's filter the server honours, then carries the changes that
 //! filter asked for, each tagged with the listen request's id, until the client goes.
 //!
-//! The changes come from the catalog's [`ChangeFanout`](crate::catalog::ChangeFanout) (`live`);
-//! which of them a stream hears, and whether it may read a resource it names, is
+//! The changes come from the catalog's [`ChangeFanout`](crate::catalog::ChangeFanout)
+//! through a place among the streams of changes (`changes`, which 2025-11-25 sessions
+//! share); which of them a stream hears, and whether it may read a resource it names, is
 //! decided here with the same access rules as the other methods (`access`).
 
 use std::sync::Arc;
 
-use serde::Deserialize;
-use serde_json::{json, Value};
-use tokio::sync::broadcast;
-use tokio::sync::mpsc::error::TrySendError;
-
+use super::changes::Ended;
 use super::stamp::Text;
 use super::{Body, Engine};
-use crate::bounds::fair::{ClientId, Refused};
+use crate::bounds::fair::ClientId;
 use crate::bounds::shutdown::Draining;
 use crate::intake::envelope::{Request, RequestMeta};
 use crate::mrtr::context::Transport;
@@ -23,6 +20,8 @@ use crate::protocol::{JsonObject, Method, Notification, Outgoing, RequestId, Res
 use crate::routes::catalog::{Change, RequestView};
 use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
 use crate::Error;
+use serde::Deserialize;
+use serde_json::{json, Value};
 
 /// The key that ties a listen stream's messages to the listen request.
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
@@ -54,7 +53,7 @@ impl Filter {
         if !resources {
             self.resource_subscriptions.clear();
         }
-        self.resource_subscriptions.retain(|uri| may_read(server, view, uri));
+        self.resource_subscriptions.retain(|uri| server.may_read(view, uri));
         self.resource_subscriptions.sort_unstable();
         self.resource_subscriptions.dedup();
         self.resource_subscriptions
@@ -90,7 +89,7 @@ impl Filter {
     ) -> Option<Notification> {
         let note = self.notification(change, id)?;
         match change {
-            Change::ResourceUpdated(uri) if !may_read(server, view, uri) => None,
+            Change::ResourceUpdated(uri) if !server.may_read(view, uri) => None,
             _ => Some(note),
         }
     }
@@ -113,11 +112,6 @@ impl Filter {
         };
         Some(Notification { method: format!("notifications/{method}"), params })
     }
-}
-
-/// Whether the request may read `uri`: the decision `resources/read` takes.
-fn may_read(server: &Engine, view: &RequestView<'_>, uri: &str) -> bool {
-    server.reach_resource(&server.catalog(), view, uri).is_ok()
 }
 
 impl Engine {
@@ -155,9 +149,7 @@ async fn serve_listen(
     transport: &Transport,
     view: &RequestView<'_>,
 ) -> Result<JsonObject, Error> {
-    let (Some(listen), Some(_)) = (&server.live_config.listen, server.live.fanout()) else {
-        return Err(Error::method_not_found("subscriptions/listen"));
-    };
+    let Some(listen) = &server.live_config.listen else { return Err(not_served()) };
     let notifier = transport
         .notifier
         .as_ref()
@@ -170,18 +162,7 @@ async fn serve_listen(
     // Read once: not kept for the hours the stream may last.
     drop(params);
     let filter = filter.honoured(server, view);
-    let place = listen.streams.admit(&ClientId::of(&transport.extensions)).map_err(|refused| {
-        Error::internal(match refused {
-            Refused::Share => format!(
-                "too many listen streams from this client (at most {}); end one before listening again",
-                listen.max_streams_per_client
-            ),
-            Refused::Full => format!("the server holds its most listen streams ({}); retry later", listen.max_streams),
-        })
-    })?;
-    // Subscribe before acknowledging, so no change after the ack is missed.
-    let mut changes = server.live.subscribe();
-    let _open = server.live.open_listener();
+    let mut hearing = server.hear(&ClientId::of(&transport.extensions))?.ok_or_else(not_served)?;
     let ack = Notification {
         method: "notifications/subscriptions/acknowledged".into(),
         params: json!({ "_meta": { SUBSCRIPTION_ID: id }, "notifications": filter.to_json() }),
@@ -194,48 +175,18 @@ async fn serve_listen(
     );
     // A shutdown ends the stream cleanly, with its result, rather than holding the drain open.
     let shutdown = Draining::of(&transport.extensions);
-    let lifetime = tokio::time::sleep(listen.max_lifetime);
-    let give_way = place.give_way();
-    tokio::pin!(shutdown, lifetime, give_way);
-    loop {
-        let change = tokio::select! {
-            change = changes.recv() => change,
-            () = &mut shutdown => {
-                tracing::debug!("ending a listen stream: the server is shutting down");
-                break;
-            }
-            () = &mut lifetime => {
-                tracing::debug!("ending a listen stream at its maximum lifetime");
-                break;
-            }
-            // Client-triggerable, like the two below: DEBUG, so no client can flood the log.
-            () = &mut give_way => {
-                tracing::debug!("ending a listen stream: its client holds the most and another needs the place");
-                break;
-            }
-        };
-        match change {
-            Ok(change) => {
-                let Some(note) = filter.delivered(&change, id, server, view) else { continue };
-                match notifier.try_send(Box::new(Outgoing::Notification(note))) {
-                    Ok(()) => {}
-                    Err(TrySendError::Full(_)) => {
-                        tracing::debug!("ending a listen stream whose client does not read it");
-                        break;
-                    }
-                    Err(TrySendError::Closed(_)) => return Err(gone()),
-                }
-            }
-            Err(broadcast::error::RecvError::Lagged(missed)) => {
-                tracing::debug!(missed, "ending a listen stream that fell behind the changes");
-                break;
-            }
-            Err(broadcast::error::RecvError::Closed) => break,
-        }
+    let deliver = |change: &Change| filter.delivered(change, id, server, view);
+    // A stream that falls behind ends with its result: the client listens again.
+    if hearing.relay(notifier, shutdown, Some(listen.max_lifetime), deliver).await == Ended::Gone {
+        return Err(gone());
     }
     let mut result = JsonObject::new();
     result.insert("_meta".into(), json!({ SUBSCRIPTION_ID: id }));
     Ok(result)
+}
+
+fn not_served() -> Error {
+    Error::method_not_found("subscriptions/listen")
 }
 
 fn gone() -> Error {

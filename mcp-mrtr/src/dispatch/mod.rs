@@ -31,6 +31,7 @@ use crate::{base::deadline, Ctx, Error};
 
 mod access;
 mod call;
+mod changes;
 mod engine;
 mod listen;
 mod lists;
@@ -38,6 +39,7 @@ mod rounds;
 mod stamp;
 mod task_hook;
 
+pub(crate) use self::changes::{Ended, Hearing};
 pub(crate) use self::engine::Engine;
 pub(crate) use self::task_hook::{Called, TaskHook, TaskRequest, ToolFuture};
 

@@ -147,7 +147,7 @@ impl Head {
 /// names it does not know) are views of the connection's read buffer (16 KiB once
 /// grown), which a listen stream would otherwise keep for its whole life, long after
 /// hyper let go of the connection.
-fn owned(headers: &HeaderMap) -> Arc<HeaderMap> {
+pub(super) fn owned(headers: &HeaderMap) -> Arc<HeaderMap> {
     let mut copy = HeaderMap::with_capacity(headers.len());
     for (name, value) in headers {
         let mut fresh = HeaderValue::from_bytes(value.as_bytes()).unwrap_or_else(|_| value.clone());
@@ -174,7 +174,7 @@ fn busy(id: crate::protocol::RequestId, legacy: bool, error: &Error) -> Response
     response
 }
 
-fn accepts_event_stream(headers: &HeaderMap) -> bool {
+pub(super) fn accepts_event_stream(headers: &HeaderMap) -> bool {
     headers
         .get_all(header::ACCEPT)
         .iter()

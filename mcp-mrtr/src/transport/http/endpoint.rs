@@ -258,7 +258,7 @@ async fn answer(endpoint: &Endpoint, mut request: HttpRequest) -> Response {
     let response = match *request.method() {
         Method::POST => post(endpoint, request).await,
         // Only legacy sessions have anything to GET or DELETE.
-        Method::GET | Method::DELETE => legacy::session_method(endpoint, &request),
+        Method::GET | Method::DELETE => legacy::session_method(endpoint, request),
         _ => method_not_allowed(),
     };
     crate::ext::auth::finish(gate, response)

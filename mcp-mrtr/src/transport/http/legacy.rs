@@ -1,7 +1,7 @@
 //! Legacy (2025-11-25) sessions over Streamable HTTP: `initialize` opens one and names it
 //! in `Mcp-Session-Id` (or, for a client opening sessions too fast, gets 429 with
-//! `Retry-After`); later requests carry it; `DELETE` ends it; the client's answers to the
-//! bridge's requests arrive as POSTed JSON-RPC responses.
+//! `Retry-After`); later requests carry it; `GET` opens its stream of changes; `DELETE`
+//! ends it; the client's answers to the bridge's requests arrive as POSTed JSON-RPC responses.
 
 use std::sync::Arc;
 
@@ -13,11 +13,14 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use super::call::{serve_request, Head};
 use super::endpoint::{method_not_allowed, Endpoint};
-use super::headers;
 use super::sse::{error_response, json_response};
+use super::{connections, headers};
 use crate::bounds::fair::ClientId;
+use crate::bounds::shutdown::Draining;
 use crate::intake::envelope::{Era, Request};
+use crate::mrtr::context::Transport;
 use crate::protocol::{Method as McpMethod, Outgoing, RequestId, ResultJson};
+use crate::routes::catalog::RequestView;
 use crate::transport::error_message;
 use crate::transport::legacy::{self, HandlerSlot, Opener, Session, SessionBridge, SlotLease, WaitBounds};
 use crate::Error;
@@ -44,7 +47,7 @@ pub(super) async fn serve(endpoint: &Endpoint, head: &Head, request: Request) ->
         Err((status, error)) => return json_response(status, error_message(Some(request.id), &error)),
     };
     session.mark_used();
-    if let Some(outcome) = legacy::utility(&session, &request) {
+    if let Some(outcome) = legacy::utility(&endpoint.server, &session, &request) {
         return match outcome {
             Ok(result) => {
                 json_response(200, Outgoing::Result { id: request.id, result: ResultJson::from_value(&result) })
@@ -126,20 +129,58 @@ pub(super) fn deliver(endpoint: &Endpoint, head: &Head, id: &RequestId, outcome:
     }
 }
 
-/// `GET` and `DELETE`: with a live session of the request's caller, no standalone stream
-/// (405) and the end of the session; with an unknown one, or another caller's, 404 so the
-/// client starts over (as for a POST: see [`session_of`]); else 405.
-pub(super) fn session_method(endpoint: &Endpoint, request: &HttpRequest) -> Response {
+/// `GET` and `DELETE`: with a live session of the request's caller, the session's stream
+/// of changes (see [`changes`]) and the end of the session; with an unknown one, or
+/// another caller's, 404 so the client starts over (as for a POST: see [`session_of`]);
+/// else 405.
+pub(super) fn session_method(endpoint: &Endpoint, request: HttpRequest) -> Response {
     let Some(id) = headers::header(request.headers(), headers::SESSION_ID) else { return method_not_allowed() };
     let principal = endpoint.server.principal_from(Some(request.headers()), request.extensions());
-    if owned_session(endpoint, id, principal.as_deref()).is_none() {
+    let Some(session) = owned_session(endpoint, id, principal.as_deref()) else {
         return json_response(404, error_message(None, &session_not_found()));
-    }
+    };
     if request.method() == Method::DELETE {
-        endpoint.sessions.close(id);
+        endpoint.sessions.close(&session.id);
         return StatusCode::OK.into_response();
     }
-    method_not_allowed()
+    changes(endpoint, &session, request)
+}
+
+/// The session's `GET` stream: the changes it hears (`legacy::relay`) as SSE, until the
+/// session ends, a newer `GET` of it opens, the server shuts down or the stream reaches
+/// its lifetime; 405 where the server serves no changes.
+fn changes(endpoint: &Endpoint, session: &Arc<Session>, request: HttpRequest) -> Response {
+    let (parts, _) = request.into_parts();
+    if !super::call::accepts_event_stream(&parts.headers) {
+        let error = Error::invalid_request("the session's GET stream is text/event-stream: accept it");
+        return json_response(406, error_message(None, &error));
+    }
+    let server = endpoint.server.clone();
+    let hearing = match server.hear(&ClientId::of(&parts.extensions)) {
+        Ok(Some(hearing)) => hearing,
+        Ok(None) => return method_not_allowed(),
+        Err(error) => return json_response(503, error_message(None, &error)),
+    };
+    session.mark_used();
+    let (notifier, notes) = tokio::sync::mpsc::channel(32);
+    let (session, keep_alive) = (session.clone(), server.keep_alive());
+    let listening = parts.extensions.get::<Arc<connections::Activity>>().map(connections::Activity::listening);
+    let transport = Transport {
+        headers: Some(super::call::owned(&parts.headers)),
+        extensions: Arc::new(parts.extensions),
+        ..Transport::default()
+    };
+    let ended = session.open_stream();
+    let stream = async move {
+        let _listening = listening;
+        let meta = legacy::stream_meta(&session);
+        let view = RequestView::new(&meta, &transport);
+        let stop = async {
+            tokio::select! { () = ended => {}, () = Draining::of(&transport.extensions) => {} }
+        };
+        legacy::relay(&server, &session, &view, hearing, &notifier, stop).await;
+    };
+    super::sse::stream(notes, Box::pin(stream), keep_alive)
 }
 
 /// The session a message names, if it exists and belongs to the request's caller: a

@@ -81,6 +81,27 @@ pub(super) async fn respond(
     }
 }
 
+/// A stream of notifications alone (a 2025-11-25 session's `GET`): SSE at once, the
+/// notifications `run` sends on `notes` as they come, until `run` ends.
+pub(super) fn stream(
+    notes: mpsc::Receiver<Box<Outgoing>>,
+    run: BoxFuture<'static, ()>,
+    keep_alive: Duration,
+) -> Response {
+    let reply = Box::pin(async move {
+        run.await;
+        None
+    });
+    sse(SseReply {
+        notes,
+        reply: Some(reply),
+        last: None,
+        early: Vec::new(),
+        ended: false,
+        idle: idle_timer(keep_alive),
+    })
+}
+
 fn idle_timer(every: Duration) -> Interval {
     let every = every.max(Duration::from_millis(10));
     let mut timer = tokio::time::interval_at(tokio::time::Instant::now() + every, every);

@@ -12,6 +12,7 @@
 mod room;
 mod session;
 mod table;
+mod updates;
 mod wait;
 
 use std::collections::{BTreeMap, HashMap};
@@ -24,6 +25,7 @@ use serde_json::{json, Value};
 
 pub(crate) use self::session::{Opener, Session};
 pub(crate) use self::table::{SessionLimits, Sessions};
+pub(crate) use self::updates::{relay, relay_for_good};
 use self::wait::Parked;
 pub(crate) use self::wait::{HandlerSlot, SlotLease, WaitBounds};
 use crate::dispatch::Engine;
@@ -95,7 +97,7 @@ fn check_declared_size(params: &Value) -> Result<(), Error> {
 }
 
 /// Answers the methods only legacy sessions have; `None` for everything else.
-pub(crate) fn utility(session: &Session, request: &Request) -> Option<Result<Value, Error>> {
+pub(crate) fn utility(server: &Engine, session: &Session, request: &Request) -> Option<Result<Value, Error>> {
     let params = request.params.as_ref();
     Some(match request.known? {
         Method::Ping => Ok(json!({})),
@@ -107,14 +109,9 @@ pub(crate) fn utility(session: &Session, request: &Request) -> Option<Result<Val
                 json!({})
             })
             .ok_or_else(|| Error::invalid_params("logging/setLevel needs a valid level")),
-        // This server sends a session nothing outside its requests (no GET stream), so a
-        // subscription has nothing to deliver; it is accepted, and `resources.subscribe`
-        // is not advertised to this era.
-        Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => params
-            .and_then(|p| p.get("uri"))
-            .filter(|uri| uri.is_string())
-            .map(|_| json!({}))
-            .ok_or_else(|| Error::invalid_params(format!("{} needs a uri", request.method))),
+        Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => {
+            updates::subscribe(server, session, &request.method, params)
+        }
         _ => return None,
     })
 }
@@ -122,8 +119,17 @@ pub(crate) fn utility(session: &Session, request: &Request) -> Option<Result<Val
 /// The envelope a legacy request would carry: the session's negotiated version,
 /// capabilities and log level, and the request's own progress token.
 pub(crate) fn meta(session: &Session, request: &Request) -> RequestMeta {
+    meta_of(session, request.params.as_ref().and_then(|p| p.get("_meta")).and_then(Value::as_object))
+}
+
+/// The envelope of the session's stream of changes, which no request carries.
+pub(crate) fn stream_meta(session: &Session) -> RequestMeta {
+    meta_of(session, None)
+}
+
+fn meta_of(session: &Session, meta: Option<&JsonObject>) -> RequestMeta {
     let empty = JsonObject::new();
-    let meta = request.params.as_ref().and_then(|p| p.get("_meta")).and_then(Value::as_object).unwrap_or(&empty);
+    let meta = meta.unwrap_or(&empty);
     RequestMeta {
         protocol_version: session.version.clone(),
         client_capabilities: session.capabilities.clone(),

@@ -1,7 +1,7 @@
 //! One legacy session: what `initialize` negotiated, the bridge's requests waiting for
 //! the client's answers, the client's requests in flight, and how recently it was used.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
@@ -45,6 +45,11 @@ pub(crate) struct Session {
     /// Whether the client sent a request after `initialize` (a fresh session has not).
     used: AtomicBool,
     last_used: Mutex<Instant>,
+    /// The resources the client subscribed to (`updates`).
+    subscriptions: Mutex<BTreeSet<String>>,
+    /// Ends the stream of changes open now (an HTTP `GET`'s), when it is dropped; `None`
+    /// once the session ended.
+    stream: Mutex<Option<oneshot::Sender<()>>>,
 }
 
 impl Session {
@@ -69,6 +74,8 @@ impl Session {
             opened: now,
             used: AtomicBool::new(false),
             last_used: Mutex::new(now),
+            subscriptions: Mutex::default(),
+            stream: Mutex::new(Some(oneshot::channel().0)),
         })
     }
 
@@ -118,6 +125,30 @@ impl Session {
 
     pub(crate) fn set_log_level(&self, level: LoggingLevel) {
         *lock(&self.log_level) = Some(level);
+    }
+
+    /// The resources the client subscribed to.
+    pub(crate) fn subscriptions(&self) -> MutexGuard<'_, BTreeSet<String>> {
+        lock(&self.subscriptions)
+    }
+
+    /// Opens the session's stream of changes: the one open before ends now, and this one
+    /// ends (the future resolves) when a newer one opens or the session ends.
+    pub(crate) fn open_stream(&self) -> impl std::future::Future<Output = ()> {
+        let (tx, rx) = oneshot::channel();
+        let mut stream = lock(&self.stream);
+        if stream.is_some() {
+            // Dropping the older sender ends the older stream.
+            *stream = Some(tx);
+        }
+        async move {
+            let _ = rx.await;
+        }
+    }
+
+    /// Ends the session's stream of changes, and any it would open later.
+    pub(crate) fn end(&self) {
+        lock(&self.stream).take();
     }
 
     /// A fresh id for a server-to-client request, and where its answer will arrive.

@@ -188,6 +188,8 @@ impl Table {
 
     fn remove(&mut self, id: &str) -> Option<Arc<Session>> {
         let session = self.open.remove(id)?;
+        // Its stream of changes ends with it.
+        session.end();
         if let Some(ids) = self.by_client.get_mut(&session.client) {
             ids.remove(id);
             if ids.is_empty() {

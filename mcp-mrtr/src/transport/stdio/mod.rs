@@ -24,7 +24,8 @@ use self::lines::{Input, Line, MAX_LINE_BYTES};
 use super::serve::sealed::Sealed;
 use super::{error_message, read_message};
 use crate::base::inflight::InFlight;
-use crate::bounds::shutdown::{self, Drain, Signal};
+use crate::bounds::fair::ClientId;
+use crate::bounds::shutdown::{self, Drain, Draining, Signal};
 use crate::dispatch::Engine;
 use crate::intake::envelope::size::{self, MAX_JSON_VALUES};
 use crate::intake::envelope::{check_version, classify, Era, Incoming, Request, RequestMeta};
@@ -388,14 +389,51 @@ impl StdioSession {
         }
         if request.known == Some(Method::Initialize) {
             let (id, result) = legacy::initialize(&self.server, &self.sessions, request, None)?;
+            if let Some(earlier) = self.legacy.take() {
+                self.sessions.close(&earlier.id);
+            }
             self.legacy = self.sessions.find(&id);
+            if let Some(session) = &self.legacy {
+                self.hear_changes(session.clone());
+            }
             return Ok(Opened::Answered(result));
         }
         let session = self.legacy.clone().ok_or_else(|| Error::invalid_request("send initialize first"))?;
-        if let Some(outcome) = legacy::utility(&session, request) {
+        if let Some(outcome) = legacy::utility(&self.server, &session, request) {
             return outcome.map(Opened::Answered);
         }
         Ok(Opened::Dispatch(Arc::new(legacy::meta(&session, request)), Some(session)))
+    }
+
+    /// Tells the session of every change from now on, on the pipe, until it ends (another
+    /// `initialize`, or the end of serving). Its notifications queue as a request's do.
+    fn hear_changes(&mut self, session: Arc<Session>) {
+        let server = self.server.clone();
+        let hearing = match server.hear(&ClientId::Unknown) {
+            Ok(Some(hearing)) => hearing,
+            Ok(None) => return,
+            Err(error) => return tracing::warn!(%error, "a session that will not hear of changes"),
+        };
+        let (out, extensions) = (self.out.clone(), self.extensions.clone());
+        let (notifier, mut notes) = mpsc::channel(16);
+        self.tasks.spawn(async move {
+            let meta = legacy::stream_meta(&session);
+            let transport = Transport { extensions: extensions.clone(), ..Transport::default() };
+            let view = crate::routes::catalog::RequestView::new(&meta, &transport);
+            let ended = session.open_stream();
+            let stop = async move {
+                tokio::select! { () = ended => {}, () = Draining::of(&extensions) => {} }
+            };
+            let relay = async move {
+                legacy::relay_for_good(&server, &session, &view, hearing, &notifier, stop).await;
+            };
+            let forward = async {
+                while let Some(note) = notes.recv().await {
+                    let _ = out.send(*note).await;
+                }
+            };
+            tokio::join!(relay, forward);
+        });
     }
 
     /// `notifications/cancelled` stops the named request; it then answers nothing. A

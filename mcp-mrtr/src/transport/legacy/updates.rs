@@ -1,0 +1,136 @@
+//! What a 2025-11-25 session hears outside its requests: `notifications/tools/list_changed`
+//! (and prompts', resources') when the catalog changes, and `notifications/resources/updated`
+//! for the resources it subscribed to. Hosts of that era (Codex CLI, Gemini CLI) re-list on
+//! them; without them a tool added while the host runs never reaches its model.
+//!
+//! Served where the server serves changes at all ([`Listen`](crate::catalog::Listen)):
+//! `initialize` then declares `listChanged` and resources' `subscribe`. The changes are
+//! those a `subscriptions/listen` stream hears, through the same place among the streams
+//! (`dispatch::Hearing`: same pool, same share per client, same fanout across instances),
+//! and a resource update reaches only a session that may read the resource now. Over stdio
+//! they go on the pipe from `initialize` on; over HTTP on the session's `GET` stream, one
+//! per session (a newer `GET` ends the older: a client reconnecting after a network failure
+//! is not refused while its old stream is still thought alive).
+
+use std::future::Future;
+
+use serde_json::{json, Value};
+
+use super::Session;
+use crate::dispatch::{Ended, Engine, Hearing};
+use crate::protocol::{Notification, Notifier, Outgoing};
+use crate::routes::catalog::{Change, RequestView};
+use crate::Error;
+
+/// Answers `resources/subscribe` and `resources/unsubscribe`: the session keeps at most
+/// `Listen::max_resource_subscriptions` URIs. Whether it may read one is decided when an
+/// update comes, as for a listen stream, so a hidden resource reads as one that never changes.
+pub(crate) fn subscribe(
+    server: &Engine,
+    session: &Session,
+    method: &str,
+    params: Option<&Value>,
+) -> Result<Value, Error> {
+    let uri = params
+        .and_then(|p| p.get("uri"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| Error::invalid_params(format!("{method} needs a uri")))?;
+    if method == "resources/unsubscribe" {
+        session.subscriptions().remove(uri);
+        return Ok(json!({}));
+    }
+    let most = server.live_config.listen.as_ref().map_or(0, |listen| listen.max_resource_subscriptions);
+    let mut subscriptions = session.subscriptions();
+    if !subscriptions.contains(uri) && subscriptions.len() >= most {
+        return Err(Error::invalid_params(format!(
+            "resources/subscribe: this session holds its most subscriptions ({most}); unsubscribe from one first"
+        )));
+    }
+    subscriptions.insert(uri.to_owned());
+    Ok(json!({}))
+}
+
+/// Which lists this server tells a session of: those `initialize` declared `listChanged` for.
+#[derive(Clone, Copy, Debug)]
+struct Lists {
+    tools: bool,
+    prompts: bool,
+    resources: bool,
+}
+
+impl Lists {
+    fn of(server: &Engine) -> Self {
+        let capabilities = server.legacy_capabilities();
+        let on = |flag: Option<bool>| flag == Some(true);
+        Self {
+            tools: on(capabilities.tools.and_then(|c| c.list_changed)),
+            prompts: on(capabilities.prompts.and_then(|c| c.list_changed)),
+            resources: on(capabilities.resources.as_ref().and_then(|c| c.list_changed)),
+        }
+    }
+}
+
+/// What the session hears of `change`, if anything.
+fn note(
+    lists: Lists,
+    session: &Session,
+    server: &Engine,
+    view: &RequestView<'_>,
+    change: &Change,
+) -> Option<Notification> {
+    let (method, params) = match change {
+        Change::ToolsListChanged if lists.tools => ("tools/list_changed", json!({})),
+        Change::PromptsListChanged if lists.prompts => ("prompts/list_changed", json!({})),
+        Change::ResourcesListChanged if lists.resources => ("resources/list_changed", json!({})),
+        Change::ResourceUpdated(uri) if session.subscriptions().contains(uri) && server.may_read(view, uri) => {
+            ("resources/updated", json!({ "uri": uri }))
+        }
+        _ => return None,
+    };
+    Some(Notification { method: format!("notifications/{method}"), params })
+}
+
+/// Relays the changes to a session on one stream (an HTTP `GET`), until `stop`, the
+/// stream's lifetime, or its client falls behind: the client opens another.
+pub(crate) async fn relay(
+    server: &Engine,
+    session: &Session,
+    view: &RequestView<'_>,
+    mut hearing: Hearing,
+    notifier: &Notifier,
+    stop: impl Future<Output = ()>,
+) -> Ended {
+    let lists = Lists::of(server);
+    let lifetime = Some(server.stream_lifetime());
+    hearing.relay(notifier, stop, lifetime, |change| note(lists, session, server, view, change)).await
+}
+
+/// Relays the changes to a session for as long as it lasts (stdio, whose pipe is the
+/// session's): a stream that falls behind is told that everything may have changed (each
+/// list, and each resource it subscribed to), and goes on.
+pub(crate) async fn relay_for_good(
+    server: &Engine,
+    session: &Session,
+    view: &RequestView<'_>,
+    mut hearing: Hearing,
+    notifier: &Notifier,
+    stop: impl Future<Output = ()>,
+) {
+    let lists = Lists::of(server);
+    tokio::pin!(stop);
+    loop {
+        let deliver = |change: &Change| note(lists, session, server, view, change);
+        if hearing.relay(notifier, &mut stop, None, deliver).await != Ended::Behind {
+            return;
+        }
+        let mut everything = vec![Change::ToolsListChanged, Change::PromptsListChanged, Change::ResourcesListChanged];
+        everything.extend(session.subscriptions().iter().cloned().map(Change::ResourceUpdated));
+        for change in everything {
+            let Some(note) = note(lists, session, server, view, &change) else { continue };
+            // Waits for the client: what it missed is told in full, however slowly it reads.
+            if notifier.send(Box::new(Outgoing::Notification(note))).await.is_err() {
+                return;
+            }
+        }
+    }
+}
