@@ -233,7 +233,8 @@ fn a_2025_session_on_one_instance_hears_an_edit_made_on_another() {
     instance::read_until(&mut stream, &mut seen, "\r\n\r\n");
     assert!(seen.starts_with("HTTP/1.1 200"), "{seen}");
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
-    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "deploy", "arguments": {}}});
+    let call =
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "deploy", "arguments": {}}});
 
     assert!(a.tools().disable("deploy"));
     heard(&mut stream, &mut seen, 1);

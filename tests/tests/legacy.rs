@@ -155,7 +155,16 @@ async fn tasks_do_not_exist_in_2025_11_25() {
     // A tool that may run as a task runs to its end on a session, with no task id.
     let optional = legacy.call(2, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 0}})).await;
     assert!(optional["result"]["content"].is_array() && optional["result"].get("taskId").is_none(), "{optional}");
-    // One that needs a task cannot be served there, whatever the session declared.
-    let required = legacy.call(3, "tools/call", json!({"name": "failing_job", "arguments": {}})).await;
-    assert_eq!(required["error"]["code"], -32603, "{required}");
+    // One that needs a task cannot be served there, whatever the session declared: it is
+    // not listed, and a call by name is answered as 2025-11-25 says (issue 49).
+    let listed = legacy.call(3, "tools/list", json!({})).await;
+    let names: Vec<&str> =
+        listed["result"]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(names.contains(&"slow_compute") && !names.contains(&"failing_job"), "{names:?}");
+    let required = legacy.call(4, "tools/call", json!({"name": "failing_job", "arguments": {}})).await;
+    assert_eq!(required["error"]["code"], -32601, "{required}");
+    assert!(required["error"]["message"].as_str().unwrap().contains("only as a task"), "{required}");
+    // The modern list still has it.
+    let modern = server.call(&Rpc::new("tools/list")).await;
+    assert!(modern["result"]["tools"].as_array().unwrap().iter().any(|t| t["name"] == "failing_job"), "{modern}");
 }

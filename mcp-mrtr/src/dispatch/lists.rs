@@ -16,11 +16,11 @@ use serde_json::Value;
 
 use super::Engine;
 use crate::intake::envelope::SUPPORTED_VERSIONS;
-use crate::protocol::{DiscoverResult, ListParams};
+use crate::protocol::{DiscoverResult, Era, ListParams};
 use crate::routes::catalog::{
     is_set, mask, BodyKey, Catalog, Item, Kind, List, PreparedBody, RequestView, DEFAULT_KEEP_ALIVE,
 };
-use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
+use crate::routes::handler::{PromptRoute, ResourceRoute, TaskSupport, ToolRoute};
 use crate::Error;
 
 impl Engine {
@@ -44,8 +44,16 @@ impl Engine {
         self.live_config.visible.is_some()
     }
 
-    /// The `tools/list` page the request asked for, as prepared bytes.
-    pub(crate) fn list_tools(&self, params: &Value, view: &RequestView<'_>) -> Result<PreparedBody, Error> {
+    /// The `tools/list` page the request asked for, as prepared bytes. A 2025-11-25
+    /// session cannot run a task, so where tasks are served its list leaves out the tools
+    /// that run only as one (a call of one by name is answered `-32601`, as that revision
+    /// says): a model is never offered a tool that cannot work for it.
+    pub(crate) fn list_tools(&self, params: &Value, view: &RequestView<'_>, era: Era) -> Result<PreparedBody, Error> {
+        if era == Era::Legacy && self.tasks.is_some() {
+            return self.page::<ToolRoute, _>(List::SessionTools, params, view, |r| {
+                (r.task != TaskSupport::Required).then_some((Item::Tool(&r.tool), &r.tool))
+            });
+        }
         self.page::<ToolRoute, _>(List::Tools, params, view, |r| Some((Item::Tool(&r.tool), &r.tool)))
     }
 

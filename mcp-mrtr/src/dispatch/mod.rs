@@ -151,7 +151,7 @@ impl Engine {
         let hints = method.is_cacheable().then(|| self.cache_hints_for(method, &params));
         let body = match method {
             Method::Discover => Body::Complete(Text::Prepared(self.discover()?)),
-            Method::ToolsList => Body::Complete(Text::Prepared(self.list_tools(&params, &view)?)),
+            Method::ToolsList => Body::Complete(Text::Prepared(self.list_tools(&params, &view, era)?)),
             Method::PromptsList => Body::Complete(Text::Prepared(self.list_prompts(&params, &view)?)),
             Method::ResourcesList => Body::Complete(Text::Prepared(self.list_resources(&params, &view)?)),
             Method::ResourceTemplatesList => Body::Complete(Text::Prepared(self.list_templates(&params, &view)?)),

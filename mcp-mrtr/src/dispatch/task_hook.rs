@@ -69,16 +69,18 @@ pub(crate) trait TaskHook: Send + Sync {
 /// Whether this `tools/call` may become a task: `Err(-32021)` when the tool needs one and
 /// the client did not declare tasks on this request. Legacy (2025-11-25) calls never
 /// become tasks: the extension does not exist in that revision, so a tool that needs one
-/// cannot be served there (`-32603`, as declaring anything would not help).
+/// cannot be served there: `-32601`, as 2025-11-25 answers a call of a task-required tool
+/// made without a task (its session's `tools/list` leaves such tools out).
 pub(crate) fn may_become_task(support: TaskSupport, caps: &ClientCapabilities, legacy: bool) -> Result<bool, Error> {
     let declared = !legacy && Capability::Tasks.is_declared_in(caps);
     match support {
         TaskSupport::Forbidden => Ok(false),
         TaskSupport::Optional => Ok(declared),
         TaskSupport::Required if declared => Ok(true),
-        TaskSupport::Required if legacy => {
-            Err(Error::internal("this tool runs only as a task, and tasks need protocol version 2026-07-28"))
-        }
+        TaskSupport::Required if legacy => Err(Error::new(
+            crate::ErrorCode::METHOD_NOT_FOUND,
+            "this tool runs only as a task, which needs protocol version 2026-07-28: this session cannot run it",
+        )),
         TaskSupport::Required => Err(Error::missing_client_capability(Capability::Tasks.as_object())),
     }
 }
@@ -107,6 +109,6 @@ mod tests {
         assert_eq!(refused.code(), crate::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
         assert_eq!(refused.data().unwrap()["requiredCapabilities"], json!({ "extensions": { TASKS_EXTENSION: {} } }));
         let legacy = may_become_task(TaskSupport::Required, &declared, true).unwrap_err();
-        assert_eq!(legacy.code(), crate::ErrorCode::INTERNAL_ERROR);
+        assert_eq!(legacy.code(), crate::ErrorCode::METHOD_NOT_FOUND);
     }
 }

@@ -57,6 +57,8 @@ pub(crate) struct BodyKey {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum List {
     Tools,
+    /// The tools a 2025-11-25 session may call: none that runs only as a task.
+    SessionTools,
     Prompts,
     Resources,
     Templates,
@@ -67,7 +69,7 @@ impl List {
     /// The result member holding the entries.
     pub(crate) fn member(self) -> &'static str {
         match self {
-            Self::Tools => "tools",
+            Self::Tools | Self::SessionTools => "tools",
             Self::Prompts => "prompts",
             Self::Resources => "resources",
             Self::Templates => "resourceTemplates",
@@ -78,7 +80,8 @@ impl List {
     /// The name a cursor carries, so a cursor of one list is refused by another.
     pub(crate) fn cursor_name(self) -> &'static str {
         match self {
-            Self::Tools => "tools",
+            // One list's positions: a cursor of either serves the other.
+            Self::Tools | Self::SessionTools => "tools",
             Self::Prompts => "prompts",
             Self::Resources => "resources",
             Self::Templates => "templates",
