@@ -144,3 +144,24 @@ async fn transport_failures_keep_their_statuses_in_both_eras() {
     let missing = client::send(server.addr, "POST", &headers, body.as_bytes()).await;
     assert_eq!((missing.status, missing.reply()["error"]["code"].clone()), (400, json!(-32600)));
 }
+
+/// SEP-1303: arguments that do not decode are a tool execution error, in both eras: the
+/// result is `isError: true` and its text names the field, so the model corrects its call
+/// (a JSON-RPC error is shown to the user as a failure, and the model never reads it).
+#[tokio::test]
+async fn bad_arguments_are_a_tool_error_naming_the_field_in_both_eras() {
+    let server = TestServer::everything().await;
+    let named = |result: &Value| {
+        assert_eq!(result["isError"], true, "{result}");
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(text.contains("slow_compute") && text.contains("seconds"), "{text}");
+    };
+    let bad = json!({"name": "slow_compute", "arguments": {"seconds": "soon"}});
+    let modern = server.call(&Rpc::call_tool("slow_compute", json!({"seconds": "soon"}))).await;
+    named(&modern["result"]);
+    let (legacy, _) = Legacy::connect(server.addr, json!({})).await;
+    named(&legacy.call(1, "tools/call", bad).await["result"]);
+    // An unknown tool stays a protocol error: there is nothing for the model to correct.
+    let unknown = server.call(&Rpc::call_tool("no_such_tool", json!({}))).await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+}

@@ -135,8 +135,13 @@ async fn structured_results_and_bad_arguments() {
     let done = client.call_tool("forecast", json!({ "city": "Lyon", "days": 2 })).start().await;
     let result = done.complete().expect("complete");
     assert_eq!(result["structuredContent"], json!({ "high": 6 }));
+    // SEP-1303: arguments that do not decode are a tool execution error naming the field,
+    // which the model reads and corrects; not a protocol error a host shows as a failure.
     let bad = client.call_tool("forecast", json!({ "days": 2 })).start().await;
-    assert_eq!(bad.error().expect("invalid params").code(), mcp_mrtr::ErrorCode::INVALID_PARAMS);
+    let result = bad.complete().expect("a tool execution error");
+    assert_eq!(result["isError"], true, "{result}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("Invalid arguments for tool forecast") && text.contains("missing field `city`"), "{text}");
 }
 
 #[tokio::test]

@@ -289,7 +289,10 @@ impl ToolError {
         Self(ToolErrorKind::Protocol(error))
     }
 
-    /// `-32602`: the arguments are invalid.
+    /// `-32602`: the request itself is malformed. For arguments a tool finds wrong (a
+    /// date in the past, an unknown project), prefer [`ToolError::new`]: the model reads
+    /// an execution error and calls again with them fixed (SEP-1303), as it does for
+    /// arguments that do not decode.
     pub fn invalid_params(detail: impl Into<Cow<'static, str>>) -> Self {
         Self::protocol(Error::invalid_params(detail))
     }

@@ -48,12 +48,14 @@ impl Engine {
         let place = listen.streams.admit(client).map_err(|refused| {
             Error::internal(match refused {
                 Refused::Share => format!(
-                    "too many streams of changes from this client (at most {}); end one before listening again",
+                    "too many listen streams from this client (at most {}, sessions' GET streams included); \
+                     end one before listening again",
                     listen.max_streams_per_client
                 ),
-                Refused::Full => {
-                    format!("the server holds its most streams of changes ({}); retry later", listen.max_streams)
-                }
+                Refused::Full => format!(
+                    "the server holds its most listen streams ({}, sessions' GET streams included); retry later",
+                    listen.max_streams
+                ),
             })
         })?;
         // Subscribed before the caller acknowledges anything, so no later change is missed;

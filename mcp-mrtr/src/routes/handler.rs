@@ -387,7 +387,9 @@ impl Tool {
     /// Attaches the function that runs this tool.
     ///
     /// The arguments are deserialized into `A` (use `serde_json::Map` to take them raw);
-    /// a mismatch is answered with `-32602` before the function runs.
+    /// a mismatch is answered before the function runs as a tool execution error
+    /// (`isError: true`, SEP-1303) whose text names the field, so the model reads it and
+    /// calls again with the arguments fixed.
     pub fn handler<A, R, F, Fut>(self, f: F) -> ToolRoute
     where
         A: DeserializeOwned + Send + 'static,
@@ -397,7 +399,8 @@ impl Tool {
     {
         let name = self.name.clone();
         let call: HandlerFn<JsonObject, CallToolResult> = Arc::new(move |ctx, args| {
-            let parsed = decode_args::<A>(args, "tool", &name);
+            // SEP-1303: a tool execution error, which the model reads, not a protocol error.
+            let parsed = decode_args::<A>(args, "tool", &name).map_err(ToolError::new);
             let fut = parsed.map(|args| f(ctx, args));
             Box::pin(async move { Ok(fut?.await?.into_tool_result()) })
         });
@@ -444,7 +447,7 @@ impl Prompt {
     {
         let name = self.name.clone();
         let get: HandlerFn<JsonObject, GetPromptResult> = Arc::new(move |ctx, args| {
-            let fut = decode_args::<A>(args, "prompt", &name).map(|args| f(ctx, args));
+            let fut = decode_args::<A>(args, "prompt", &name).map_err(invalid_params).map(|args| f(ctx, args));
             Box::pin(async move { Ok(fut?.await?.into_prompt_result()) })
         });
         PromptRoute { prompt: self, get, requires: Requires::default(), unfit: None }
@@ -489,19 +492,36 @@ impl ResourceTemplate {
         };
         let name = self.name.clone();
         let read: HandlerFn<JsonObject, ReadResourceResult> = Arc::new(move |ctx, vars| {
-            let fut = decode_args::<A>(vars, "resource template", &name).map(|vars| f(ctx, vars));
+            let fut =
+                decode_args::<A>(vars, "resource template", &name).map_err(invalid_params).map(|vars| f(ctx, vars));
             Box::pin(async move { Ok(fut?.await?.into_resource_result()) })
         });
         ResourceRoute { kind: ResourceKind::Template(self, template), read, requires: Requires::default(), unfit }
     }
 }
 
-fn decode_args<A: DeserializeOwned>(args: JsonObject, kind: &str, name: &str) -> Result<A, ToolError> {
+/// `args` as `A`, or what is wrong with them, naming the argument (`days: invalid type…`).
+fn decode_args<A: DeserializeOwned>(args: JsonObject, kind: &str, name: &str) -> Result<A, String> {
     // From `&Value`, as everything else that decodes `A` does (`kept_arguments`): serde's
     // derived code is compiled once per deserializer it meets, per type, and a crate of
     // many tools pays for each. A string is copied rather than moved, which is cheap.
-    A::deserialize(&Value::Object(args))
-        .map_err(|e| ToolError::protocol(Error::invalid_params(format!("Invalid arguments for {kind} {name}: {e}"))))
+    let args = Value::Object(args);
+    A::deserialize(&args).map_err(|_| {
+        // Decoded again, this time keeping the path, which a plain decode does not say for
+        // a value of the wrong type ("invalid type: string, expected f64": of which field?).
+        let error = serde_path_to_error::deserialize::<_, A>(&args).err();
+        let detail = error.map_or_else(String::new, |e| match e.path().to_string().as_str() {
+            "." => e.into_inner().to_string(),
+            path => format!("{path}: {}", e.into_inner()),
+        });
+        format!("Invalid arguments for {kind} {name}: {detail}")
+    })
+}
+
+/// A prompt's or a template's arguments that do not decode: `-32602`, as before SEP-1303,
+/// which concerns tools alone.
+fn invalid_params(message: String) -> ToolError {
+    ToolError::protocol(Error::invalid_params(message))
 }
 
 /// Prompt arguments as a plain map, for prompts that take them raw.
