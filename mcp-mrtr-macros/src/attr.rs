@@ -29,6 +29,8 @@ impl Kind {
 pub(crate) struct Args {
     pub(crate) name: Option<LitStr>,
     pub(crate) title: Option<LitStr>,
+    /// `icon = "https://…/deploy.svg"`: the `src` of one icon (SEP-973).
+    pub(crate) icon: Option<LitStr>,
     pub(crate) description: Option<LitStr>,
     pub(crate) krate: Option<Path>,
     /// Tool annotation hints given as bare flags (`read_only`, …).
@@ -45,9 +47,9 @@ pub(crate) struct Args {
 }
 
 const TOOL_KEYS: &str =
-    "name, title, description, read_only, destructive, idempotent, open_world, task, scopes, forms, crate";
-const PROMPT_KEYS: &str = "name, title, description, scopes, forms, crate";
-const RESOURCE_KEYS: &str = "uri, name, title, description, mime_type, scopes, forms, crate";
+    "name, title, icon, description, read_only, destructive, idempotent, open_world, task, scopes, forms, crate";
+const PROMPT_KEYS: &str = "name, title, icon, description, scopes, forms, crate";
+const RESOURCE_KEYS: &str = "uri, name, title, icon, description, mime_type, scopes, forms, crate";
 pub(crate) const HINTS: &[&str] = &["read_only", "destructive", "idempotent", "open_world"];
 
 impl Args {
@@ -63,6 +65,7 @@ impl Args {
         match (kind, key.as_str()) {
             (_, "name") => set(&mut self.name, meta),
             (_, "title") => set(&mut self.title, meta),
+            (_, "icon") => set(&mut self.icon, meta),
             (_, "description") => set(&mut self.description, meta),
             (_, "scopes") => {
                 if self.scopes.is_some() {

@@ -255,6 +255,10 @@ pub(crate) fn route(
             quote_spanned!(result=> #private::resource::<#args, _, _, _>(#uri, #name, #description, #title, #mime, #call) #scopes)
         }
     };
+    let route = match &args_attr.icon {
+        Some(src) => quote!((#route).icon(#private::Icon::new(#src))),
+        None => route,
+    };
     let route = with_state_needs(handler, &private, route);
     let route = check::template(handler, &private, route);
     with_form_checks(handler, &private, &prepared.form_types, route)

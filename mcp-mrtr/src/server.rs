@@ -48,6 +48,14 @@ impl Server {
         Self { engine: Engine::new(name, version), tasks: Tasks::default() }
     }
 
+    /// Adds an icon to the server's `serverInfo` (SEP-973), which hosts show beside its
+    /// name. Tools, prompts and resources take theirs from their own `icon` methods.
+    pub fn icon(mut self, icon: crate::protocol::Icon) -> Self {
+        self.engine.info.icons.push(icon);
+        self.engine.info_changed();
+        self
+    }
+
     /// Free text telling the model how to use this server, sent by `server/discover`.
     pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
         self.engine.instructions = Some(instructions.into());

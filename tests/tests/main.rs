@@ -41,6 +41,7 @@ mod prepared_lists;
 mod replay;
 mod schema_check;
 mod sessions;
+mod shown;
 mod shutdown;
 mod skills;
 mod state_guarantees;

@@ -159,7 +159,8 @@ async fn prompts_and_templates_are_listed_from_their_signatures() {
     let templates = server.call(&Rpc::new("resources/templates/list")).await["result"]["resourceTemplates"].clone();
     assert_eq!(
         templates,
-        json!([{ "uriTemplate": "notes://{name}", "name": "note", "description": "Notes by name.", "mimeType": "text/markdown" }])
+        json!([{ "uriTemplate": "notes://{name}", "name": "note", "title": "Note", "description": "Notes by name.",
+            "mimeType": "text/markdown" }])
     );
     let read = server.call(&Rpc::new("resources/read").param("uri", json!("notes://todo"))).await;
     assert_eq!(read["result"]["contents"][0]["text"], "# todo");

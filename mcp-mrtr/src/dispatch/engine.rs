@@ -65,6 +65,11 @@ pub(crate) struct Engine {
 }
 
 impl Engine {
+    /// Writes `serverInfo` again, as every result stamps it, after `info` changed.
+    pub(crate) fn info_changed(&mut self) {
+        self.info_json = info_json(&self.info);
+    }
+
     /// An engine with this name and version, nothing registered and no extension.
     pub(crate) fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
         let live = Arc::new(Live::default());
@@ -72,8 +77,7 @@ impl Engine {
         // Handlers reach the handle like any state: `ctx.server_handle()` or `State<ServerHandle>`.
         app.insert(ServerHandle { live: live.clone() });
         let info = Implementation::new(name, version);
-        // Strings only: it serializes (the fallback is never taken).
-        let info_json = serde_json::to_string(&info).unwrap_or_else(|_| "{}".into()).into();
+        let info_json = info_json(&info);
         Self {
             info,
             info_json,
@@ -257,4 +261,9 @@ impl std::fmt::Debug for Engine {
             .field("resources", &catalog.resources.iter().map(|r| r.route.kind.key()).collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
+}
+
+/// `serverInfo` as results carry it. Strings only: it serializes (the fallback is never taken).
+fn info_json(info: &Implementation) -> Arc<str> {
+    serde_json::to_string(info).unwrap_or_else(|_| "{}".into()).into()
 }

@@ -22,12 +22,22 @@ pub struct Implementation {
     /// Home page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub website_url: Option<String>,
+    /// Images a client may show beside it (SEP-973).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub icons: Vec<super::Icon>,
 }
 
 impl Implementation {
     /// An implementation with just a name and a version.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
-        Self { name: name.into(), version: version.into(), title: None, description: None, website_url: None }
+        Self {
+            name: name.into(),
+            version: version.into(),
+            title: None,
+            description: None,
+            website_url: None,
+            icons: Vec::new(),
+        }
     }
 }
 

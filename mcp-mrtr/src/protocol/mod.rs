@@ -31,6 +31,7 @@ mod capabilities;
 mod completion;
 mod content;
 mod discover;
+mod display;
 mod input_required;
 mod jsonrpc;
 mod method;
@@ -52,6 +53,7 @@ pub use content::{
     TextContent,
 };
 pub use discover::{DiscoverResult, Implementation, LoggingLevel};
+pub use display::{Icon, Theme};
 pub use input_required::{
     CreateMessageParams, CreateMessageResult, ElicitAction, ElicitParams, ElicitResult, FormSchema, InputRequest,
     InputRequiredResult, ListRootsResult, ModelHint, ModelPreferences, Root, SamplingMessage, ToolChoice,

@@ -23,26 +23,25 @@ pub struct Prompt {
     /// The arguments it takes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub arguments: Vec<PromptArgument>,
+    /// Images a client may show beside it (SEP-973).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub icons: Vec<super::Icon>,
     /// Free-form metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<JsonObject>,
 }
 
 impl Prompt {
-    /// A prompt without arguments.
+    /// A prompt without arguments, its title read from its name (see [`Tool::new`](super::Tool::new)).
     pub fn new(name: impl Into<String>) -> Self {
-        Self { name: name.into(), title: None, description: None, arguments: Vec::new(), meta: None }
+        let name = name.into();
+        let title = Some(super::display::title_from_name(&name));
+        Self { name, title, description: None, arguments: Vec::new(), icons: Vec::new(), meta: None }
     }
 
     /// Sets the description.
     pub fn description(mut self, description: impl Into<String>) -> Self {
         self.description = Some(description.into());
-        self
-    }
-
-    /// Sets the display title.
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.title = Some(title.into());
         self
     }
 

@@ -29,22 +29,27 @@ pub struct Resource {
     /// Usage hints.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Annotations>,
+    /// Images a client may show beside it (SEP-973).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub icons: Vec<super::Icon>,
     /// Free-form metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<JsonObject>,
 }
 
 impl Resource {
-    /// A resource with a URI and a name.
+    /// A resource with a URI and a name, its title read from the name (see [`Tool::new`](super::Tool::new)).
     pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
+        let name = name.into();
         Self {
             uri: uri.into(),
-            name: name.into(),
-            title: None,
+            title: Some(super::display::title_from_name(&name)),
+            name,
             description: None,
             mime_type: None,
             size: None,
             annotations: None,
+            icons: Vec::new(),
             meta: None,
         }
     }
@@ -83,21 +88,26 @@ pub struct ResourceTemplate {
     /// Usage hints.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Annotations>,
+    /// Images a client may show beside it (SEP-973).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub icons: Vec<super::Icon>,
     /// Free-form metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<JsonObject>,
 }
 
 impl ResourceTemplate {
-    /// A template with a URI template and a name.
+    /// A template with a URI template and a name, its title read from the name (see [`Tool::new`](super::Tool::new)).
     pub fn new(uri_template: impl Into<String>, name: impl Into<String>) -> Self {
+        let name = name.into();
         Self {
             uri_template: uri_template.into(),
-            name: name.into(),
-            title: None,
+            title: Some(super::display::title_from_name(&name)),
+            name,
             description: None,
             mime_type: None,
             annotations: None,
+            icons: Vec::new(),
             meta: None,
         }
     }

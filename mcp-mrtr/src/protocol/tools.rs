@@ -26,6 +26,9 @@ pub struct Tool {
     /// Behaviour hints.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<ToolAnnotations>,
+    /// Images a client may show beside it (SEP-973).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub icons: Vec<super::Icon>,
     /// Free-form metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<JsonObject>,
@@ -33,18 +36,21 @@ pub struct Tool {
 
 impl Tool {
     /// A tool that takes no arguments (`{"type":"object","properties":{}}`); set a schema
-    /// with [`Tool::input_schema`].
+    /// with [`Tool::input_schema`]. Its title reads as its name does (`get_forecast`:
+    /// "Get forecast") until [`title`](Self::title) or [`without_title`](Self::without_title).
     pub fn new(name: impl Into<String>) -> Self {
+        let name = name.into();
         let mut schema = JsonObject::new();
         schema.insert("type".into(), "object".into());
         schema.insert("properties".into(), Value::Object(JsonObject::new()));
         Self {
-            name: name.into(),
-            title: None,
+            title: Some(super::display::title_from_name(&name)),
+            name,
             description: None,
             input_schema: schema,
             output_schema: None,
             annotations: None,
+            icons: Vec::new(),
             meta: None,
         }
     }
@@ -52,12 +58,6 @@ impl Tool {
     /// Sets the description.
     pub fn description(mut self, description: impl Into<String>) -> Self {
         self.description = Some(description.into());
-        self
-    }
-
-    /// Sets the display title.
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.title = Some(title.into());
         self
     }
 

@@ -36,6 +36,7 @@ use crate::{Ctx, Error, ToolError};
 
 mod requires;
 mod results;
+mod shown;
 
 pub(crate) use self::requires::Requires;
 

@@ -13,6 +13,7 @@ pub use {schemars, serde, serde_json};
 
 pub use crate::mrtr::context::Ctx;
 pub use crate::mrtr::extract::FromCtx;
+pub use crate::protocol::Icon;
 pub use crate::routes::handler::{PromptRoute, ResourceRoute, Routes, TaskSupport, ToolRoute, Toolbox};
 // What lib.rs's `macro_rules!` (`tools!`, `ask!`, `require_client_capability!`) name, so
 // they can go through here too.
@@ -242,13 +243,17 @@ where
 {
     if uri.contains('{') {
         let mut template = ResourceTemplate::new(uri, name);
-        template.title = title.map(str::to_owned);
+        if let Some(title) = title {
+            template = template.title(title);
+        }
         template.description = (!description.is_empty()).then(|| description.to_owned());
         template.mime_type = mime_type.map(str::to_owned);
         return template.handler(read);
     }
     let mut resource = Resource::new(uri, name);
-    resource.title = title.map(str::to_owned);
+    if let Some(title) = title {
+        resource = resource.title(title);
+    }
     resource.description = (!description.is_empty()).then(|| description.to_owned());
     resource.mime_type = mime_type.map(str::to_owned);
     resource.handler(move |ctx| {

@@ -14,7 +14,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use super::call::{serve_request, Head};
 use super::endpoint::{method_not_allowed, Endpoint};
 use super::sse::{error_response, json_response};
-use super::{connections, headers};
+use super::{connections, handoff, headers};
 use crate::bounds::fair::ClientId;
 use crate::bounds::shutdown::Draining;
 use crate::intake::envelope::{Era, Request};
@@ -165,6 +165,7 @@ fn changes(endpoint: &Endpoint, session: &Arc<Session>, request: HttpRequest) ->
     let (notifier, notes) = tokio::sync::mpsc::channel(32);
     let (session, keep_alive) = (session.clone(), server.keep_alive());
     let listening = parts.extensions.get::<Arc<connections::Activity>>().map(connections::Activity::listening);
+    let handoff = parts.extensions.get::<std::sync::Weak<handoff::Handoff>>().and_then(std::sync::Weak::upgrade);
     let transport = Transport {
         headers: Some(super::call::owned(&parts.headers)),
         extensions: Arc::new(parts.extensions),
@@ -180,7 +181,7 @@ fn changes(endpoint: &Endpoint, session: &Arc<Session>, request: HttpRequest) ->
         };
         legacy::relay(&server, &session, &view, hearing, &notifier, stop).await;
     };
-    super::sse::stream(notes, Box::pin(stream), keep_alive)
+    super::sse::stream(notes, Box::pin(stream), keep_alive, handoff)
 }
 
 /// The session a message names, if it exists and belongs to the request's caller: a

@@ -68,13 +68,7 @@ pub(super) async fn respond(
         Some(first) = notes.recv() => {
             let stream = stream(notes, Some(reply), None, vec![*first]);
             match handoff {
-                Some(handoff) => {
-                    let mut response = sse(GiveWhenIdle::new(stream, handoff));
-                    // The connection closes when the stream ends: its socket left hyper,
-                    // so no request can follow on it.
-                    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
-                    response
-                }
+                Some(handoff) => handed_off(GiveWhenIdle::new(stream, handoff)),
                 None => sse(stream),
             }
         }
@@ -82,24 +76,38 @@ pub(super) async fn respond(
 }
 
 /// A stream of notifications alone (a 2025-11-25 session's `GET`): SSE at once, the
-/// notifications `run` sends on `notes` as they come, until `run` ends.
+/// notifications `run` sends on `notes` as they come, until `run` ends. With a `handoff`
+/// it leaves hyper as soon as it idles, as a listen stream does (see `handoff`).
 pub(super) fn stream(
     notes: mpsc::Receiver<Box<Outgoing>>,
     run: BoxFuture<'static, ()>,
     keep_alive: Duration,
+    handoff: Option<Arc<Handoff>>,
 ) -> Response {
     let reply = Box::pin(async move {
         run.await;
         None
     });
-    sse(SseReply {
+    let stream = SseReply {
         notes,
         reply: Some(reply),
         last: None,
         early: Vec::new(),
         ended: false,
         idle: idle_timer(keep_alive),
-    })
+    };
+    match handoff {
+        Some(handoff) => handed_off(GiveWhenIdle::new(stream, handoff)),
+        None => sse(stream),
+    }
+}
+
+/// The SSE response of a stream that leaves hyper: its connection closes when it ends,
+/// since its socket left hyper and no request can follow on it.
+fn handed_off(stream: GiveWhenIdle<SseReply>) -> Response {
+    let mut response = sse(stream);
+    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
 }
 
 fn idle_timer(every: Duration) -> Interval {
