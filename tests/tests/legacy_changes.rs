@@ -5,6 +5,7 @@
 //! CLI) re-list on these notifications; before, they never saw a tool added at run time.
 
 use mcp_mrtr::catalog::Listen;
+use mcp_mrtr::protocol::PromptMessage;
 use mcp_mrtr::protocol::{Resource, ResourceContents, Tool};
 use mcp_mrtr::{Ctx, Server, ToolError};
 use mcp_mrtr_tests::harness::TestServer;
@@ -135,4 +136,39 @@ async fn a_server_that_serves_no_changes_promises_none_and_has_no_get_stream() {
     assert_eq!(init["capabilities"]["tools"], json!({}), "{init}");
     let got = mcp_mrtr_tests::client::send(server.addr, "GET", &session.headers("text/event-stream")[1..], b"").await;
     assert_eq!(got.status, 405, "{}", got.body);
+}
+
+/// A stdio session is the pipe's for as long as it lasts: a client that falls behind (it
+/// stopped reading while the catalog changed thousands of times) is told that every list
+/// may have changed, and hears later changes as before.
+#[tokio::test]
+async fn a_stdio_session_that_falls_behind_is_told_every_list_changed_and_goes_on() {
+    let prompt = mcp_mrtr::protocol::Prompt::new("p").handler(|_ctx, _: mcp_mrtr::handler::PromptArguments| async {
+        Ok::<_, ToolError>(Vec::<PromptMessage>::new())
+    });
+    let server = live_server().prompt(prompt);
+    let handle = server.server_handle();
+    let mut pipe = Pipe::start(server);
+    let init = legacy_request(
+        0,
+        "initialize",
+        &json!({"protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "host", "version": "1"}}),
+    );
+    pipe.round(&init).await;
+    // Not read meanwhile: the pipe and every queue before it fill.
+    for _ in 0..5_000 {
+        handle.tools().disable("add");
+        handle.tools().enable("add");
+    }
+    let mut heard = std::collections::BTreeSet::new();
+    while !heard.contains("notifications/prompts/list_changed") {
+        let note = pipe.next().await;
+        heard.insert(note["method"].as_str().expect("a notification").to_owned());
+    }
+    assert!(heard.contains("notifications/tools/list_changed"), "{heard:?}");
+    // Drained (nothing more comes for a while), a later change is heard again.
+    while tokio::time::timeout(std::time::Duration::from_millis(300), pipe.next()).await.is_ok() {}
+    handle.prompts().disable("p");
+    assert_eq!(pipe.next().await["method"], "notifications/prompts/list_changed");
 }

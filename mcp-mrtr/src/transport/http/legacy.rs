@@ -179,7 +179,7 @@ fn changes(endpoint: &Endpoint, session: &Arc<Session>, request: HttpRequest) ->
         let stop = async {
             tokio::select! { () = ended => {}, () = Draining::of(&transport.extensions) => {} }
         };
-        legacy::relay(&server, &session, &view, hearing, &notifier, stop).await;
+        legacy::relay(&server, &session, &view, hearing, &notifier, stop, legacy::Carrier::Get).await;
     };
     super::sse::stream(notes, Box::pin(stream), keep_alive, handoff)
 }

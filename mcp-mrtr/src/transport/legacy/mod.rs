@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 
 pub(crate) use self::session::{Opener, Session};
 pub(crate) use self::table::{SessionLimits, Sessions};
-pub(crate) use self::updates::{relay, relay_for_good};
+pub(crate) use self::updates::{relay, Carrier};
 use self::wait::Parked;
 pub(crate) use self::wait::{HandlerSlot, SlotLease, WaitBounds};
 use crate::dispatch::Engine;

@@ -90,8 +90,19 @@ fn note(
     Some(Notification { method: format!("notifications/{method}"), params })
 }
 
-/// Relays the changes to a session on one stream (an HTTP `GET`), until `stop`, the
-/// stream's lifetime, or its client falls behind: the client opens another.
+/// What carries a session's changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Carrier {
+    /// An HTTP `GET`: it lasts `Listen::max_lifetime`, and ends when its client falls
+    /// behind; the client opens another.
+    Get,
+    /// The session's own pipe (stdio), for as long as the session lasts: a client that
+    /// falls behind is told that everything may have changed (each list, and each resource
+    /// it subscribed to), and the relay goes on.
+    Pipe,
+}
+
+/// Relays the changes to a session until `stop`, or as `carrier` says.
 pub(crate) async fn relay(
     server: &Engine,
     session: &Session,
@@ -99,28 +110,14 @@ pub(crate) async fn relay(
     mut hearing: Hearing,
     notifier: &Notifier,
     stop: impl Future<Output = ()>,
-) -> Ended {
-    let lists = Lists::of(server);
-    let lifetime = Some(server.stream_lifetime());
-    hearing.relay(notifier, stop, lifetime, |change| note(lists, session, server, view, change)).await
-}
-
-/// Relays the changes to a session for as long as it lasts (stdio, whose pipe is the
-/// session's): a stream that falls behind is told that everything may have changed (each
-/// list, and each resource it subscribed to), and goes on.
-pub(crate) async fn relay_for_good(
-    server: &Engine,
-    session: &Session,
-    view: &RequestView<'_>,
-    mut hearing: Hearing,
-    notifier: &Notifier,
-    stop: impl Future<Output = ()>,
+    carrier: Carrier,
 ) {
     let lists = Lists::of(server);
+    let lifetime = (carrier == Carrier::Get).then(|| server.stream_lifetime());
     tokio::pin!(stop);
     loop {
         let deliver = |change: &Change| note(lists, session, server, view, change);
-        if hearing.relay(notifier, &mut stop, None, deliver).await != Ended::Behind {
+        if hearing.relay(notifier, &mut stop, lifetime, deliver).await != Ended::Behind || carrier == Carrier::Get {
             return;
         }
         let mut everything = vec![Change::ToolsListChanged, Change::PromptsListChanged, Change::ResourcesListChanged];

@@ -425,7 +425,7 @@ impl StdioSession {
                 tokio::select! { () = ended => {}, () = Draining::of(&extensions) => {} }
             };
             let relay = async move {
-                legacy::relay_for_good(&server, &session, &view, hearing, &notifier, stop).await;
+                legacy::relay(&server, &session, &view, hearing, &notifier, stop, legacy::Carrier::Pipe).await;
             };
             let forward = async {
                 while let Some(note) = notes.recv().await {
