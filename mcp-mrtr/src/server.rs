@@ -255,10 +255,11 @@ impl Server {
     /// like.
     ///
     /// Unset, it is 60 s over HTTP (the request timeout common clients use; a stuck
-    /// handler holds a place many clients share) and 5 minutes over stdio (longer than a
-    /// host waits on a call; a stuck handler still gives its place and memory back).
+    /// handler holds a place many clients share), 5 minutes over stdio (longer than a
+    /// host waits on a call; a stuck handler still gives its place and memory back), and
+    /// none in a [`TestClient`](crate::testing::TestClient) (a test bounds its own time).
     pub fn handler_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.engine.handler_timeout = Some(timeout);
+        self.engine.handler_timeout_set = Some(timeout);
         self
     }
 

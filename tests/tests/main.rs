@@ -39,6 +39,7 @@ mod opentelemetry;
 mod preflight;
 mod prepared_lists;
 mod replay;
+mod same_everywhere;
 mod schema_check;
 mod sessions;
 mod shown;

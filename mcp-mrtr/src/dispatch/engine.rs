@@ -51,7 +51,8 @@ pub(crate) struct Engine {
     pub(crate) bridge_answer_timeout: Duration,
     /// How long one run of a handler may take; `None` (unset): the transport's default.
     #[allow(clippy::option_option, reason = "unset (the transport decides) is not set to unbounded")]
-    pub(crate) handler_timeout: Option<Option<Duration>>,
+    /// `Server::handler_timeout`, if it was called; read through [`Engine::handler_timeout`].
+    pub(crate) handler_timeout_set: Option<Option<Duration>>,
     pub(crate) app: AppState,
     /// The server's own request methods, by name.
     pub(crate) methods: Arc<BTreeMap<String, Arc<MethodRoute>>>,
@@ -65,6 +66,13 @@ pub(crate) struct Engine {
 }
 
 impl Engine {
+    /// How long one run of a handler may take on a transport whose own default is
+    /// `default`: what `Server::handler_timeout` said, if it was called. Every transport
+    /// (HTTP, stdio, the test client) asks here, so the setting means the same on each.
+    pub(crate) fn handler_timeout(&self, default: Option<Duration>) -> Option<Duration> {
+        self.handler_timeout_set.unwrap_or(default)
+    }
+
     /// Writes `serverInfo` again, as every result stamps it, after `info` changed.
     pub(crate) fn info_changed(&mut self) {
         self.info_json = info_json(&self.info);
@@ -92,7 +100,7 @@ impl Engine {
             sealer: Arc::default(),
             principal: None,
             bridge_answer_timeout: crate::mrtr::context::ANSWER_TIMEOUT,
-            handler_timeout: None,
+            handler_timeout_set: None,
             app,
             methods: Arc::default(),
             extensions: JsonObject::new(),

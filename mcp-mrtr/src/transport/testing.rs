@@ -127,10 +127,13 @@ impl TestClient {
     ///
     /// # Panics
     ///
-    /// If a handler takes `State<T>` and the server was given no `T`, as serving would.
+    /// Where serving would refuse to start, with the message `serve` would return: a
+    /// registration the builder refused (two tools with one name, a form type that cannot
+    /// be a form), or a handler taking `State<T>` of a server given no `T`.
     pub fn new(server: Server) -> Self {
         let server = with_own_keys(server).into_engine();
-        if let Err(problem) = server.check_state() {
+        // The checks every way of serving runs, so a server the tests pass is one that starts.
+        if let Err(problem) = server.check_ready() {
             panic!("{problem}");
         }
         let capabilities = json!({
@@ -196,7 +199,8 @@ impl TestClient {
             ..RequestMeta::default()
         };
         let request = Request::new(RequestId::from(id), method.into(), Some(Value::Object(params)));
-        let transport = Transport { extensions: extensions.clone(), ..Transport::default() };
+        let handler_timeout = self.server.handler_timeout(None);
+        let transport = Transport { extensions: extensions.clone(), handler_timeout, ..Transport::default() };
         let outcome = self.server.handle(request, Arc::new(meta), transport).await.outcome;
         // The reply is JSON text, as a transport would send it; tests read it as a tree.
         outcome.map(|json| serde_json::from_str(json.as_str()).unwrap_or_default())

@@ -76,7 +76,7 @@ pub(super) async fn serve_request(
         None => (slot, None, None),
     };
     // A stuck handler holds a slot many clients share: bounded unless the server says not.
-    let handler_timeout = endpoint.server.handler_timeout.unwrap_or(Some(HTTP_HANDLER_TIMEOUT));
+    let handler_timeout = endpoint.server.handler_timeout(Some(HTTP_HANDLER_TIMEOUT));
     let transport = Transport {
         notifier,
         headers: Some(if listen { owned(&head.headers) } else { head.headers.clone() }),

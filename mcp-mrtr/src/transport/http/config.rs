@@ -42,8 +42,10 @@ pub struct HttpConfig {
 }
 
 impl Default for HttpConfig {
-    /// `/mcp`, 1 MiB bodies, only `localhost`, `127.0.0.1` and `[::1]` as hosts,
-    /// browser requests only from pages on those hosts, and the default [`Limits`].
+    /// `/mcp`, 1 MiB bodies, the hosts the bound address implies (only `localhost`,
+    /// `127.0.0.1` and `[::1]` on a loopback address and in a router; any elsewhere),
+    /// browser requests only from loopback pages, and the default [`Limits`]: the same
+    /// as serving with no config at all.
     fn default() -> Self {
         Self {
             path: "/mcp".into(),
@@ -83,7 +85,8 @@ impl HttpConfig {
 
     /// Answers only requests whose `Host` names one of these hosts (without port), and
     /// browser requests from pages on them, protecting local servers from DNS
-    /// rebinding. The default allows the loopback names only.
+    /// rebinding. By default the bound address decides: the loopback names on a
+    /// loopback address (and in a router served otherwise), any host elsewhere.
     pub fn allowed_hosts<S: Into<String>>(mut self, hosts: impl IntoIterator<Item = S>) -> Self {
         self.guard.hosts = HostPolicy::Only(hosts.into_iter().map(Into::into).collect());
         self
@@ -92,7 +95,7 @@ impl HttpConfig {
     /// Answers any `Host`: for servers behind a proxy that checks it, or reached by names
     /// not known in advance. `Origin` is still checked: browser requests are answered
     /// only from loopback pages and [`allowed_origins`](Self::allowed_origins). `false`
-    /// goes back to the default hosts.
+    /// goes back to the default: as the bound address says.
     pub fn allow_any_host(mut self, any: bool) -> Self {
         if any {
             self.guard.hosts = HostPolicy::Any;
@@ -118,15 +121,20 @@ impl HttpConfig {
         self
     }
 
-    /// The configuration [`Http`](crate::http::Http) uses on `local` when given none: loopback hosts only on a loopback
-    /// address; any host elsewhere (the names a LAN or container address is reached by
-    /// are not known), with the `Origin` check kept.
-    pub(super) fn for_address(local: SocketAddr) -> Self {
-        if local.ip().is_loopback() {
-            Self::default()
-        } else {
-            Self::default().allow_any_host(true)
+    /// This configuration as [`Http`](crate::http::Http) applies it on `local`: hosts left
+    /// to the address are the loopback names on a loopback address, and any host
+    /// elsewhere (the names a LAN or container address is reached by are not known), with
+    /// the `Origin` check kept. Hosts the application named stay as named.
+    pub(super) fn for_address(mut self, local: SocketAddr) -> Self {
+        if self.guard.hosts == HostPolicy::ByAddress {
+            self.guard.hosts = if local.ip().is_loopback() {
+                HostPolicy::Only(super::guard::loopback_names())
+            } else {
+                tracing::warn!(%local, "serving MCP over HTTP on a non-loopback address: any Host is answered (Origin is still checked)");
+                HostPolicy::Any
+            };
         }
+        self
     }
 
     /// Takes a client's address from the last entry of `X-Forwarded-For` (the one the
@@ -159,15 +167,18 @@ mod tests {
 
     #[test]
     fn only_loopback_addresses_check_hosts_and_every_address_checks_origins() {
-        let loopback = HttpConfig::for_address("127.0.0.1:3000".parse().unwrap());
-        assert_eq!(loopback.guard, Guard::default());
+        let loopback = HttpConfig::default().for_address("127.0.0.1:3000".parse().unwrap());
+        assert_eq!(loopback.guard.hosts, HostPolicy::Only(super::super::guard::loopback_names()));
         for address in ["0.0.0.0:3000", "192.168.1.5:3000", "[::]:3000"] {
-            let config = HttpConfig::for_address(address.parse().unwrap());
+            // A config that changes something else leaves the hosts to the address (issue 50).
+            let config = HttpConfig::default().max_body_bytes(1024).for_address(address.parse().unwrap());
             assert_eq!(config.guard.hosts, HostPolicy::Any, "{address}");
             let mut foreign = HeaderMap::new();
             foreign.insert(header::HOST, "attacker.example".parse().unwrap());
             foreign.insert(header::ORIGIN, "http://attacker.example".parse().unwrap());
             assert_eq!(config.guard.check(&foreign), Err("Origin not allowed"), "{address}");
+            let named = HttpConfig::default().allowed_hosts(["mcp.example"]).for_address(address.parse().unwrap());
+            assert_eq!(named.guard.hosts, HostPolicy::Only(vec!["mcp.example".into()]), "named hosts stay");
         }
     }
 }

@@ -189,12 +189,8 @@ impl Sealed for Http {
         Box::pin(async move {
             let listener = Self::bound(self.socket).await?;
             let local: SocketAddr = listener.local_addr()?;
-            let config = self.config.unwrap_or_else(|| {
-                if !local.ip().is_loopback() {
-                    tracing::warn!(%local, "serving MCP over HTTP on a non-loopback address: any Host is answered (Origin is still checked)");
-                }
-                HttpConfig::for_address(local)
-            });
+            // No config and the default config are one: the bound address decides the hosts.
+            let config = self.config.unwrap_or_default().for_address(local);
             let (limits, path) = (config.limits, config.path.clone());
             // Served without a router: two paths need no routing table, nor its per-request layers.
             let endpoint = server.into_endpoint(config)?;

@@ -19,6 +19,11 @@ const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 /// Which hosts a server answers to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum HostPolicy {
+    /// As the address the server is bound to says (the default): the loopback names on a
+    /// loopback address, any host elsewhere, where the names a LAN or container address is
+    /// reached by are not known. `Http` decides when it binds (`HttpConfig::for_address`);
+    /// a router, whose address is unknown, answers the loopback names.
+    ByAddress,
     /// Only these host names (any port).
     Only(Vec<String>),
     /// Any host: for servers behind a proxy that checks hosts itself.
@@ -35,7 +40,7 @@ pub(crate) struct Guard {
 
 impl Default for Guard {
     fn default() -> Self {
-        Self { hosts: HostPolicy::Only(LOOPBACK.map(str::to_owned).to_vec()), origins: Vec::new() }
+        Self { hosts: HostPolicy::ByAddress, origins: Vec::new() }
     }
 }
 
@@ -47,9 +52,17 @@ impl Guard {
                 return Err("Origin not allowed");
             }
         }
-        let HostPolicy::Only(allowed) = &self.hosts else { return Ok(()) };
+        let answered = |host: &str| match &self.hosts {
+            HostPolicy::Only(allowed) => is_listed(allowed, host),
+            // Not bound to an address yet (a router): what a loopback address answers.
+            HostPolicy::ByAddress => is_listed(&LOOPBACK, host),
+            HostPolicy::Any => true,
+        };
+        if self.hosts == HostPolicy::Any {
+            return Ok(());
+        }
         match headers.get(header::HOST).and_then(|h| h.to_str().ok()) {
-            Some(host) if is_listed(allowed, strip_port(host)) => Ok(()),
+            Some(host) if answered(strip_port(host)) => Ok(()),
             _ => Err("Host not allowed"),
         }
     }
@@ -58,12 +71,17 @@ impl Guard {
         let Some(host) = origin_host(origin) else { return false };
         let named_host = match &self.hosts {
             HostPolicy::Only(allowed) => is_listed(allowed, host),
-            HostPolicy::Any => false,
+            HostPolicy::ByAddress | HostPolicy::Any => false,
         };
         named_host
             || is_listed(&LOOPBACK, host)
             || self.origins.iter().any(|allowed| allowed.eq_ignore_ascii_case(origin.trim_end_matches('/')))
     }
+}
+
+/// The loopback names, as an allow-list.
+pub(crate) fn loopback_names() -> Vec<String> {
+    LOOPBACK.map(str::to_owned).to_vec()
 }
 
 fn is_listed<S: AsRef<str>>(list: &[S], host: &str) -> bool {

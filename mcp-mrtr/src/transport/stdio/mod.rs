@@ -343,7 +343,7 @@ impl StdioSession {
         let bridge =
             session.map(|session| Arc::new(SessionBridge::new(session)) as Arc<dyn crate::mrtr::context::Bridge>);
         let (note_tx, mut note_rx) = mpsc::channel(16);
-        let handler_timeout = self.server.handler_timeout.unwrap_or(Some(STDIO_HANDLER_TIMEOUT));
+        let handler_timeout = self.server.handler_timeout(Some(STDIO_HANDLER_TIMEOUT));
         let transport = Transport {
             notifier: Some(note_tx),
             headers: None,
