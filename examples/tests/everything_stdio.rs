@@ -38,8 +38,18 @@ fn the_binary_serves_newline_delimited_json_on_stdio() {
     ids.sort_unstable();
     assert_eq!(ids, [1, 2]);
     assert!(replies.iter().all(|r| r["result"]["resultType"] == "complete"));
-    // Without shared keys, the server says so at start-up, even to a reader of stderr only.
-    assert_eq!(stderr.matches("MCP_MRTR_STATE_KEYS is not set").count(), 1, "{stderr}");
+    // Over stdio a random key costs nothing (one process, one client, states that never
+    // leave it), so a host's log does not get a warning at every start (issue 50)…
+    assert_eq!(stderr.matches("MCP_MRTR_STATE_KEYS is not set").count(), 0, "{stderr}");
+}
+
+/// …while over HTTP, where another instance or a restart must open the states, it does.
+#[test]
+fn over_http_a_random_key_is_announced_once() {
+    let instance = crate::instance::Instance::start(None);
+    instance.terminate();
+    let (_, log) = instance.exit_within(crate::instance::TIMEOUT);
+    assert_eq!(log.matches("MCP_MRTR_STATE_KEYS is not set").count(), 1, "{log}");
 }
 
 /// The process's stdin is read on a thread of its own and its stdout written on another:

@@ -12,7 +12,7 @@ use futures_util::future::BoxFuture;
 
 use super::TaskHook;
 use crate::intake::app_state::AppState;
-use crate::intake::request_state::KeyError;
+use crate::intake::request_state::{KeyError, Reach};
 use crate::mrtr::context::Transport;
 use crate::protocol::{
     CacheHints, CompleteParams, Completion, Implementation, JsonObject, PromptsCapability, ResourcesCapability,
@@ -129,16 +129,16 @@ impl Engine {
     }
 
     /// Everything that must hold before serving: nothing the builder refused, every
-    /// `State<T>` given, and the request-state keys usable. Each way of serving calls
-    /// this first.
-    pub(crate) fn check_ready(&self) -> std::io::Result<()> {
+    /// `State<T>` given, and the request-state keys usable (their states presented within
+    /// `reach`). Each way of serving calls this first.
+    pub(crate) fn check_ready(&self, reach: Reach) -> std::io::Result<()> {
         // A configuration mistake, like a bad key: the server cannot serve as built.
         if !self.refused.is_empty() {
             let refused = format!("the server cannot serve as built: {}", self.refused.join("; "));
             return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, refused));
         }
         self.check_state().map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidInput, error))?;
-        self.resolve_state().map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidInput, error))?;
+        self.resolve_state_for(reach).map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidInput, error))?;
         Ok(())
     }
 
@@ -146,10 +146,14 @@ impl Engine {
     /// or a random key (announced once on stderr). Every way of serving calls this before
     /// the first request, so a malformed `MCP_MRTR_STATE_KEYS` fails at start-up.
     pub(crate) fn resolve_state(&self) -> Result<&Sealer, KeyError> {
+        self.resolve_state_for(Reach::Instances)
+    }
+
+    fn resolve_state_for(&self, reach: Reach) -> Result<&Sealer, KeyError> {
         if let Some(sealer) = self.sealer.get() {
             return Ok(sealer);
         }
-        let sealer = self.state.sealer()?;
+        let sealer = self.state.sealer_for(reach)?;
         Ok(self.sealer.get_or_init(|| sealer))
     }
 

@@ -397,7 +397,7 @@ fn harness() -> &'static Harness {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
         // More skills than one `skills/list` page holds, so its cursors are issued too.
         let engine = runtime.block_on(async { server(102).into_engine() });
-        engine.check_ready().expect("the fixture is ready");
+        engine.check_ready(crate::intake::request_state::Reach::Instances).expect("the fixture is ready");
         let meta = RequestMeta {
             protocol_version: PROTOCOL_VERSION.into(),
             client_capabilities: all_capabilities(),

@@ -133,7 +133,7 @@ impl TestClient {
     pub fn new(server: Server) -> Self {
         let server = with_own_keys(server).into_engine();
         // The checks every way of serving runs, so a server the tests pass is one that starts.
-        if let Err(problem) = server.check_ready() {
+        if let Err(problem) = server.check_ready(crate::intake::request_state::Reach::ThisProcess) {
             panic!("{problem}");
         }
         let capabilities = json!({

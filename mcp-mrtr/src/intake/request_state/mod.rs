@@ -226,7 +226,7 @@ impl StateConfig {
     /// A malformed `MCP_MRTR_STATE_KEYS` is an error: serving with the wrong keys would
     /// silently reject every state.
     pub fn from_env_or_random() -> Result<Self, KeyError> {
-        Ok(Self::new(keys_from_env_or_random()?))
+        Ok(Self::new(keys_from_env_or_random(Reach::Instances)?))
     }
 
     /// These settings, sealing with `keys`.
@@ -248,9 +248,15 @@ impl StateConfig {
     /// What seals and opens: these settings with their keys resolved (the environment's,
     /// or a random key, when none were given).
     pub(crate) fn sealer(&self) -> Result<Sealer, KeyError> {
+        self.sealer_for(Reach::Instances)
+    }
+
+    /// [`sealer`](Self::sealer), saying that a random key was drawn only where it matters:
+    /// where a state may travel to another instance (`reach`).
+    pub(crate) fn sealer_for(&self, reach: Reach) -> Result<Sealer, KeyError> {
         let keys = match &self.keys {
             Some(keys) => keys.clone(),
-            None => keys_from_env_or_random()?,
+            None => keys_from_env_or_random(reach)?,
         };
         Ok(Sealer {
             keys,
@@ -293,12 +299,27 @@ impl StateConfig {
     }
 }
 
-/// The environment's keys, or a random key (announced once).
-fn keys_from_env_or_random() -> Result<KeyRing, KeyError> {
+/// Where the states a server seals may be presented.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// To whichever instance a load balancer picks, or to this one after a restart (HTTP):
+    /// a random key breaks calls, and is worth a warning.
+    Instances,
+    /// Only back to this process, by the one client it serves (stdio: a host starts a
+    /// process per session, and a new process is a new session): a random key costs
+    /// nothing, and a warning at every start would be noise in the host's log.
+    ThisProcess,
+}
+
+/// The environment's keys, or a random key (announced once, where it matters).
+fn keys_from_env_or_random(reach: Reach) -> Result<KeyRing, KeyError> {
     if let Some(keys) = KeyRing::from_env()? {
         return Ok(keys);
     }
-    announce_random_key();
+    match reach {
+        Reach::Instances => announce_random_key(),
+        Reach::ThisProcess => tracing::debug!("request states are sealed with a random key: one process, one client"),
+    }
     Ok(KeyRing::new(StateKey::random()))
 }
 

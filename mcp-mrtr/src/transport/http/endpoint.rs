@@ -89,7 +89,7 @@ impl Server {
     /// The endpoint `config` describes, checked.
     fn into_endpoint(self, config: HttpConfig) -> io::Result<Arc<Endpoint>> {
         let engine = self.into_engine();
-        engine.check_ready()?;
+        engine.check_ready(crate::intake::request_state::Reach::Instances)?;
         let path = config.path.clone();
         let slots = slots::Slots::new(config.limits.max_handlers, config.limits.handler_share());
         let sessions = crate::transport::legacy::Sessions::new(config.limits.sessions);

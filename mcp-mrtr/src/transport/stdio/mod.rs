@@ -218,7 +218,7 @@ async fn serve_lines<R: AsyncBufRead + Unpin>(
     // Misconfiguration (a missing State<T>, malformed keys) fails here, before any request
     // and before anything is read.
     let engine = Arc::new(server.into_engine());
-    engine.check_ready()?;
+    engine.check_ready(crate::intake::request_state::Reach::ThisProcess)?;
     let (input, (out, written)) = open()?;
     // From now on this instance takes over the tasks of instances that died.
     engine.start();
