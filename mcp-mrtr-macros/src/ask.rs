@@ -3,7 +3,7 @@
 //!
 //! `ask!(elicit "…")` becomes `ask!(@__mcp CTX, KEY; elicit "…").await`; inside `join!`
 //! the `.await` is left to the join, so joined asks are polled together and go out in
-//! one round. `ask!(fresh, …)` (after `key = …,` if any) appends `.fresh()`: only an
+//! one round. `ask!(fresh, …)` (before or after `key = …,`) appends `.fresh()`: only an
 //! answer to the question as asked counts.
 //!
 //! Keys: an explicit `key = …` wins, else the name the `let` binds (through `?`,
@@ -389,16 +389,18 @@ fn is_join(mac: &Macro) -> bool {
     mac.path.segments.last().is_some_and(|s| s.ident == "join")
 }
 
-/// `ask!(ctx, key = …, …)`: an identifier then a comma.
+/// `ask!(ctx, key = …, …)`: an identifier then a comma (`fresh` is an option, not a context).
 fn is_helper_form(tokens: &TokenStream) -> bool {
     let mut tokens = tokens.clone().into_iter();
     matches!(
         (tokens.next(), tokens.next(), tokens.next()),
-        (Some(TokenTree::Ident(_)), Some(TokenTree::Punct(p)), Some(TokenTree::Ident(k))) if p.as_char() == ',' && k == "key"
+        (Some(TokenTree::Ident(ctx)), Some(TokenTree::Punct(p)), Some(TokenTree::Ident(k)))
+            if ctx != "fresh" && p.as_char() == ',' && k == "key"
     )
 }
 
-/// Splits the leading options off an ask's arguments: `key = EXPR,`, then `fresh,`.
+/// Splits the leading options off an ask's arguments: `key = EXPR,` and `fresh,`, in
+/// either order.
 fn split_key(tokens: TokenStream) -> syn::Result<(Option<Expr>, TokenStream)> {
     split_options(tokens).map(|options| (options.key, options.rest))
 }
@@ -412,20 +414,26 @@ struct Options {
 }
 
 fn split_options(tokens: TokenStream) -> syn::Result<Options> {
+    let (fresh_first, tokens) = split_fresh(tokens)?;
     let (key, rest) = split_leading_key(tokens)?;
-    let mut rest = rest.into_iter().peekable();
-    let fresh = matches!(rest.peek(), Some(TokenTree::Ident(flag)) if flag == "fresh");
-    if fresh {
-        rest.next();
-        match rest.next() {
-            Some(TokenTree::Punct(comma)) if comma.as_char() == ',' => {}
-            other => {
-                let span = other.map_or_else(Span::call_site, |token| token.span());
-                return Err(syn::Error::new(span, "expected `,` after `fresh`: ask!(fresh, elicit \"…\")"));
-            }
+    let (fresh_after, rest) = if fresh_first { (false, rest) } else { split_fresh(rest)? };
+    Ok(Options { key, fresh: fresh_first || fresh_after, rest })
+}
+
+/// Splits a leading `fresh,` off an ask's arguments.
+fn split_fresh(tokens: TokenStream) -> syn::Result<(bool, TokenStream)> {
+    let mut rest = tokens.into_iter().peekable();
+    if !matches!(rest.peek(), Some(TokenTree::Ident(flag)) if flag == "fresh") {
+        return Ok((false, rest.collect()));
+    }
+    rest.next();
+    match rest.next() {
+        Some(TokenTree::Punct(comma)) if comma.as_char() == ',' => Ok((true, rest.collect())),
+        other => {
+            let span = other.map_or_else(Span::call_site, |token| token.span());
+            Err(syn::Error::new(span, "expected `,` after `fresh`: ask!(fresh, elicit \"…\")"))
         }
     }
-    Ok(Options { key, fresh, rest: rest.collect() })
 }
 
 /// Splits a leading `key = EXPR,` off an ask's arguments.

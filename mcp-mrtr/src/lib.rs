@@ -285,6 +285,9 @@ macro_rules! __ask {
     ($ctx:ident, key = $key:expr, fresh, $($rest:tt)+) => {
         $crate::__ask!(@__mcp $ctx, $key; $($rest)+).fresh().await
     };
+    ($ctx:ident, fresh, key = $key:expr, $($rest:tt)+) => {
+        $crate::__ask!(@__mcp $ctx, $key; $($rest)+).fresh().await
+    };
     ($ctx:ident, key = $key:expr, $($rest:tt)+) => {
         $crate::__ask!(@__mcp $ctx, $key; $($rest)+).await
     };
@@ -347,7 +350,7 @@ macro_rules! __ask {
 ///
 /// On the first request of a call (no request state yet) an answer the client sent in
 /// advance counts for an ask under its key, even one it was never shown. For consent, make
-/// the ask `fresh` (after `key = …,` if any): `ask!(fresh, elicit "Pay 12 EUR?")` counts
+/// the ask `fresh` (before or after `key = …,`): `ask!(fresh, elicit "Pay 12 EUR?")` counts
 /// only an answer to the question as asked ([`Ask::fresh`](context::Ask::fresh)). Inside a task every ask is
 /// fresh ([guide](guide::replay)).
 #[doc(inline)]

@@ -46,3 +46,32 @@ async fn the_key_is_the_name_the_let_binds_whatever_the_shape_around_the_ask() {
         assert_eq!(keys, ["target"], "{tool}: {reply}");
     }
 }
+
+/// `fresh` before the key, as a newcomer writes it (issue 50: it read as a context named
+/// `fresh`, E0425).
+#[tool]
+async fn fresh_first() -> Result<String, ToolError> {
+    let target: Target = ask!(fresh, key = "where", elicit "Where to?")?;
+    Ok(target.name)
+}
+
+/// `fresh` after the key, as before.
+#[tool]
+async fn fresh_after() -> Result<String, ToolError> {
+    let target: Target = ask!(key = "where", fresh, elicit "Where to?")?;
+    Ok(target.name)
+}
+
+#[tokio::test]
+async fn fresh_and_key_come_in_either_order_and_the_key_is_the_one_given() {
+    let server = TestServer::start(Server::new("keys", "0").tools(tools![fresh_first, fresh_after])).await;
+    for tool in ["fresh_first", "fresh_after"] {
+        let reply = server.call(&Rpc::call_tool(tool, json!({}))).await;
+        let keys: Vec<&String> = reply["result"]["inputRequests"].as_object().expect("asked").keys().collect();
+        assert_eq!(keys, ["where"], "{tool}: {reply}");
+        // Fresh: an answer sent before the question was asked does not count.
+        let early = json!({ "where": { "action": "accept", "content": { "name": "Oslo" } } });
+        let reply = server.call(&Rpc::call_tool(tool, json!({})).param("inputResponses", early)).await;
+        assert_eq!(reply["result"]["resultType"], "input_required", "{tool}: {reply}");
+    }
+}

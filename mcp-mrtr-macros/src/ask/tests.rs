@@ -134,3 +134,20 @@ fn loops_accept_per_iteration_keys_and_helpers_are_left_alone() {
     assert!(errors.is_empty(), "{errors:?}");
     assert!(out.contains("ask ! (ctx , key = \"k\" , roots)"), "{out}");
 }
+
+#[test]
+fn fresh_and_key_come_in_either_order() {
+    let (out, errors) = rewrite(parse_quote!({
+        match ask!(fresh, key = "first", elicit "Pay?") {
+            _ => {}
+        }
+        match ask!(key = "second", fresh, elicit "Delete?") {
+            _ => {}
+        }
+    }));
+    assert!(errors.is_empty(), "{errors:?}");
+    for key in ["\"first\"", "\"second\""] {
+        assert!(out.contains(&format!("ask ! (@ __mcp __mcp_ctx , {key} ;")), "{key} missing in {out}");
+    }
+    assert_eq!(out.matches(". fresh ()").count(), 2, "{out}");
+}
