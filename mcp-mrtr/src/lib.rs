@@ -307,7 +307,7 @@ macro_rules! __ask {
 /// |---|---|---|
 /// | `ask!(elicit MESSAGE)` | a form for the `T` the result is used as | `Result<T, Declined>` |
 /// | `ask!(elicit_url MESSAGE, URL)` | the user to open a URL | `Result<(), Declined>` |
-/// | `ask!(sample PROMPT, max_tokens = 50, system = "…")` | the client's model (deprecated, see below) | [`protocol::CreateMessageResult`] |
+/// | `ask!(sample PROMPT, max_tokens = 50, system = "…")` | the client's model (deprecated, see below) | `Result<`[`protocol::CreateMessageResult`]`, `[`ask::Refused`]`>`: `Err` when the client refused it |
 /// | `ask!(roots)` | the client's roots (deprecated, see below) | `Vec<protocol::Root>` |
 ///
 /// Options after `sample` call the [`ask::Sample`] builder methods of the same name.

@@ -99,7 +99,7 @@ async fn mixed(ctx: &Ctx) -> Result<String, ToolError> {
 async fn sampler(ctx: &Ctx) -> Result<String, ToolError> {
     let sample = mcp_mrtr::ask::Sample::new("Say hi");
     if let Some(reply) = ctx.answer("hi", &sample) {
-        return Ok(reply.text());
+        return Ok(reply?.text());
     }
     ctx.input_required(InputRequired::new().ask("hi", &sample)).await
 }

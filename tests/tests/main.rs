@@ -40,6 +40,7 @@ mod preflight;
 mod prepared_lists;
 mod replay;
 mod same_everywhere;
+mod sampling_refused;
 mod schema_check;
 mod sessions;
 mod shown;

@@ -21,7 +21,7 @@ fn charged(text: &str) -> usize {
 #[tool]
 async fn paid_summary(text: String) -> Result<String, ToolError> {
     CHARGED.lock().unwrap().push(text.clone());
-    let summary = ask!(sample format!("Summarise: {text}"));
+    let summary = ask!(sample format!("Summarise: {text}"))?;
     Ok(summary.text())
 }
 
@@ -29,7 +29,7 @@ async fn paid_summary(text: String) -> Result<String, ToolError> {
 #[tool]
 async fn summary(ctx: &Ctx, text: String) -> Result<String, ToolError> {
     if ctx.client_supports(Capability::Sampling) {
-        let summary = ask!(sample format!("Summarise: {text}"));
+        let summary = ask!(sample format!("Summarise: {text}"))?;
         return Ok(summary.text());
     }
     Ok(format!("{} characters", text.len()))

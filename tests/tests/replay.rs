@@ -43,7 +43,7 @@ async fn authorize() -> Result<String, ToolError> {
 #[tool]
 async fn agentic() -> Result<String, ToolError> {
     let tool = mcp_mrtr::protocol::Tool::new("lookup").description("Looks things up");
-    let reply = ask!(sample "Use the tool", tools = vec![tool], tool_choice = "auto");
+    let reply = ask!(sample "Use the tool", tools = vec![tool], tool_choice = "auto")?;
     Ok(reply.text())
 }
 

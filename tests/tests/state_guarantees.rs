@@ -394,7 +394,7 @@ static CHARGES: AtomicU32 = AtomicU32::new(0);
 #[tool]
 async fn charge_then_sample() -> Result<String, ToolError> {
     let charge = once!(CHARGES.fetch_add(1, Ordering::SeqCst));
-    let reply = ask!(sample "Summarize the charge");
+    let reply = ask!(sample "Summarize the charge")?;
     Ok(format!("{charge}: {}", reply.text()))
 }
 

@@ -12,7 +12,7 @@ pub async fn test_sampling(
     /// What to ask the model.
     prompt: String,
 ) -> Result<String, ToolError> {
-    let reply = ask!(sample prompt, max_tokens = 100);
+    let reply = ask!(sample prompt, max_tokens = 100)?;
     Ok(format!("LLM response: {}", reply.text()))
 }
 

@@ -41,7 +41,7 @@ pub async fn test_input_required_result_elicitation() -> Result<String, ToolErro
 /// Asks the client's model for the capital of France (key `capital_question`).
 #[tool]
 pub async fn test_input_required_result_sampling() -> Result<String, ToolError> {
-    let capital_question = ask!(sample "What is the capital of France?", max_tokens = 100);
+    let capital_question = ask!(sample "What is the capital of France?", max_tokens = 100)?;
     Ok(format!("The model says: {}", capital_question.text()))
 }
 
@@ -68,7 +68,7 @@ pub async fn test_input_required_result_multiple_inputs() -> Result<String, Tool
         ask!(key = "client_roots", roots),
     );
     let user_name: UserName = user_name?;
-    Ok(format!("{}: {} ({} roots)", user_name.name, greeting.text(), client_roots.len()))
+    Ok(format!("{}: {} ({} roots)", user_name.name, greeting?.text(), client_roots.len()))
 }
 
 /// Two questions in two rounds; the second names the first answer.
@@ -95,7 +95,7 @@ pub async fn test_input_required_result_capabilities(ctx: &Ctx) -> Result<String
         parts.push(format!("name: {}", user_name.name));
     }
     if ctx.client_supports(Capability::Sampling) {
-        let greeting = ask!(sample "Write a one-line greeting.", max_tokens = 50);
+        let greeting = ask!(sample "Write a one-line greeting.", max_tokens = 50)?;
         parts.push(format!("greeting: {}", greeting.text()));
     }
     if parts.is_empty() {
@@ -107,7 +107,7 @@ pub async fn test_input_required_result_capabilities(ctx: &Ctx) -> Result<String
 /// Needs the client's model: without `sampling` the call fails with -32021.
 #[tool(read_only)]
 pub async fn test_missing_capability() -> Result<String, ToolError> {
-    let answer = ask!(sample "Reply with the word ready.", max_tokens = 10);
+    let answer = ask!(sample "Reply with the word ready.", max_tokens = 10)?;
     Ok(format!("The model replied: {}", answer.text()))
 }
 

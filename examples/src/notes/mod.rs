@@ -103,7 +103,7 @@ pub async fn summarize_notes(State(notes): State<Notes>, caller: Caller) -> Resu
         return Ok("You have no notes to summarize.".into());
     }
     let prompt = format!("Summarize these notes in three lines:\n\n{}", all.join("\n\n"));
-    let summary = ask!(sample prompt, max_tokens = 300);
+    let summary = ask!(sample prompt, max_tokens = 300)?;
     Ok(summary.text())
 }
 

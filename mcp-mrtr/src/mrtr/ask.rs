@@ -38,11 +38,14 @@
 //! |---|---|---|
 //! | [`Elicit<T>`] | `elicitation/create`, form from `T` | `Result<T, Declined>` |
 //! | [`ElicitUrl`] | `elicitation/create`, url mode | `Result<(), Declined>` |
-//! | [`Sample`] | `sampling/createMessage` | [`CreateMessageResult`] |
+//! | [`Sample`] | `sampling/createMessage` | `Result<`[`CreateMessageResult`]`, `[`Refused`]`>` |
 //! | [`Roots`] | `roots/list` | `Vec<Root>` |
 //!
-//! An answer that does not decode (wrong shape, form content not matching `T`) counts as
-//! no answer: the question is asked again. An answer that decodes is kept (sealed into
+//! A form that does not decode (content not matching `T`) counts as no answer: the
+//! question is asked again. A sampling request the client refused (the user rejected it:
+//! a JSON-RPC error in answer to the request, on either revision) is a value, [`Refused`],
+//! so the handler can run its fallback; an answer that is neither a result nor a refusal
+//! fails the call (`-32602`) rather than being asked again round after round. An answer that decodes is kept (sealed into
 //! the request state) as the question normalized it: fields the question does not know
 //! are dropped, so a client cannot make the state carry its junk.
 
@@ -75,6 +78,12 @@ pub trait Question {
     /// it is malformed (the question is asked again). Decoding the kept answer again must
     /// give the same output.
     fn decode(&self, answer: Value) -> Option<(Self::Output, Value)>;
+
+    /// Whether an answer that does not decode is asked again (a form: the person may
+    /// still fill it in), rather than failing the call with `-32602` naming the key.
+    fn asks_again_when_malformed(&self) -> bool {
+        true
+    }
 
     /// Decodes an answer this question kept in an earlier round (the second half of what
     /// [`decode`](Question::decode) returned): every later round reads it again. By
@@ -337,18 +346,73 @@ impl Sample {
 }
 
 impl Question for Sample {
-    type Output = CreateMessageResult;
+    type Output = Result<CreateMessageResult, Refused>;
 
     fn request(&self) -> Result<InputRequest, Error> {
         Ok(InputRequest::Sample(self.params.clone()))
     }
 
     fn decode(&self, answer: Value) -> Option<(Self::Output, Value)> {
+        if let Some(refused) = Refused::of(&answer) {
+            let kept = serde_json::json!({ "error": { "code": refused.code, "message": refused.message } });
+            return Some((Err(refused), kept));
+        }
         let result: CreateMessageResult = serde_json::from_value(answer).ok()?;
         let kept = kept(&result);
-        Some((result, kept))
+        Some((Ok(result), kept))
+    }
+
+    fn asks_again_when_malformed(&self) -> bool {
+        false
     }
 }
+
+/// A sampling request the client refused: what hosts answer when the user rejects it, or
+/// when they sample for nobody. Through `?` it ends a tool as an execution error the model
+/// reads; `match` it to fall back on something else.
+///
+/// ```
+/// use mcp_mrtr::prelude::*;
+///
+/// /// Summarises a text, with the client's model when it lets us.
+/// #[tool]
+/// async fn summarize(text: String) -> Result<String, ToolError> {
+///     match ask!(key = "summary", sample format!("Summarize: {text}")) {
+///         Ok(summary) => Ok(summary.text()),
+///         // The user said no: the first sentence will do.
+///         Err(_refused) => Ok(text.split('.').next().unwrap_or_default().to_owned()),
+///     }
+/// }
+/// # let _ = summarize;
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Refused {
+    /// The JSON-RPC error code the client answered with.
+    pub code: i64,
+    /// Its message.
+    pub message: String,
+}
+
+impl Refused {
+    /// The refusal an answer carries: `{"error": {"code", "message"}}` (how a refused
+    /// request's JSON-RPC error reaches `inputResponses`, and how the 2025-11-25 bridge
+    /// files one), or a bare error object `{"code", "message"}`.
+    fn of(answer: &Value) -> Option<Self> {
+        let error = answer.get("error").unwrap_or(answer);
+        let code = error.get("code")?.as_i64()?;
+        let message = error.get("message")?.as_str()?.to_owned();
+        Some(Self { code, message })
+    }
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the client refused the sampling request: {}", self.message)
+    }
+}
+
+impl std::error::Error for Refused {}
 
 /// `roots/list`: the client's roots.
 ///

@@ -5,7 +5,7 @@ use mcp_mrtr::prelude::*;
 #[tool]
 async fn greet(ctx: &Ctx, name: String) -> Result<String, ToolError> {
     if ctx.client_supports(Capability::Sampling) {
-        let greeting = ask!(sample format!("Greet {name}"), max_tokens = 20, system = "Be brief.");
+        let greeting = ask!(sample format!("Greet {name}"), max_tokens = 20, system = "Be brief.")?;
         return Ok(greeting.text());
     }
     Ok(format!("Hello, {name}"))

@@ -15,7 +15,7 @@ async fn everything_at_once() -> Result<String, ToolError> {
         ask!(key = "roots", roots),
     );
     let name: Name = name?;
-    Ok(format!("{} {} {}", name.name, greeting.text(), roots.len()))
+    Ok(format!("{} {} {}", name.name, greeting?.text(), roots.len()))
 }
 
 fn main() {

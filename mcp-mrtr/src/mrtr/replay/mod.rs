@@ -301,14 +301,19 @@ impl Replay {
             }
             // The stored answer is what the question made of it, so junk the client sent
             // beside the answer never rides along in later states.
-            None => {
-                if let Some((output, answer)) =
-                    round.fresh_answer(key, &digest, fresh).and_then(|answer| question.decode(answer))
-                {
+            None => match round.fresh_answer(key, &digest, fresh).map(|answer| question.decode(answer)) {
+                Some(Some((output, answer))) => {
                     round.carried.answers.insert(key.to_owned(), Stored { digest, answer });
                     return Poll::Ready(output);
                 }
-            }
+                Some(None) if !question.asks_again_when_malformed() => {
+                    round.fail(Error::invalid_params(format!(
+                        "Invalid inputResponses: {key:?} is neither an answer to the request asked nor a refusal of it"
+                    )));
+                    return Poll::Pending;
+                }
+                _ => {}
+            },
         }
         // Unanswered, or answered with something that does not decode: ask (again).
         match question.request() {

@@ -297,6 +297,12 @@ impl Waiting<'_> {
                 Ok(Ok(Ok(result))) => {
                     answers.insert(self.asked[i].key.clone(), result);
                 }
+                // A refused sampling request is an answer (`ask::Refused`): the handler may
+                // fall back on something else. Hosts answer one with an error when the user
+                // rejects it.
+                Ok(Ok(Err(error))) if self.asked[i].method == "sampling/createMessage" => {
+                    answers.insert(self.asked[i].key.clone(), json!({ "error": error }));
+                }
                 Ok(Ok(Err(error))) => {
                     let message = error.get("message").and_then(Value::as_str).unwrap_or("no message");
                     return Err(Error::internal(format!("the client failed {}: {message}", self.asked[i].method)));
