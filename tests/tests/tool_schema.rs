@@ -10,6 +10,8 @@ use serde_json::json;
 #[derive(Serialize, JsonSchema)]
 struct Forecast {
     high: i32,
+    /// A warning, when there is one: `null` otherwise.
+    warning: Option<String>,
 }
 
 /// Forecast for a city.
@@ -21,7 +23,8 @@ async fn forecast(
     city: String,
     days: Option<u8>,
 ) -> Result<Json<Forecast>, ToolError> {
-    Ok(Json(Forecast { high: i32::from(days.unwrap_or(0)) + i32::try_from(city.len()).unwrap_or(0) }))
+    let high = i32::from(days.unwrap_or(0)) + i32::try_from(city.len()).unwrap_or(0);
+    Ok(Json(Forecast { high, warning: None }))
 }
 
 /// Summarises a topic.
@@ -71,6 +74,18 @@ async fn tools_list_shows_the_generated_schemas() {
     for schema in [input, &tool["outputSchema"]] {
         assert!(schema.get("$schema").is_none(), "{schema}");
     }
+    // An `Option` in the result keeps its null, without a type array (issue 50)...
+    assert_eq!(
+        tool["outputSchema"]["properties"]["warning"],
+        json!({ "description": "A warning, when there is one: `null` otherwise.",
+            "anyOf": [{ "type": "string" }, { "type": "null" }] })
+    );
+    // ...so a result whose `warning` is `None` is valid against the schema listed.
+    let result = server.call(&Rpc::call_tool("forecast", json!({ "city": "Lyon" }))).await;
+    let structured = &result["result"]["structuredContent"];
+    assert_eq!(structured["warning"], serde_json::Value::Null, "{result}");
+    let validator = jsonschema::validator_for(&tool["outputSchema"]).expect("a schema");
+    assert!(validator.is_valid(structured), "{structured} against {}", tool["outputSchema"]);
 }
 
 /// Every schema this file's tools and the fixture's generate, walked whole: no type arrays,
@@ -134,7 +149,7 @@ async fn structured_results_and_bad_arguments() {
     let client = TestClient::new(server());
     let done = client.call_tool("forecast", json!({ "city": "Lyon", "days": 2 })).start().await;
     let result = done.complete().expect("complete");
-    assert_eq!(result["structuredContent"], json!({ "high": 6 }));
+    assert_eq!(result["structuredContent"], json!({ "high": 6, "warning": null }));
     // SEP-1303: arguments that do not decode are a tool execution error naming the field,
     // which the model reads and corrects; not a protocol error a host shows as a failure.
     let bad = client.call_tool("forecast", json!({ "days": 2 })).start().await;
@@ -305,7 +320,7 @@ mod by_type {
     /// Forecast, through an alias.
     #[tool]
     pub(crate) async fn aliased() -> Report {
-        Ok(mcp_mrtr::Json(Forecast { high: 3 }))
+        Ok(mcp_mrtr::Json(Forecast { high: 3, warning: None }))
     }
 
     /// Text, in a user's own `Json`.

@@ -16,22 +16,59 @@
 //! Inspector warns of it). The server still reads an explicit `null` as `None`, so a client
 //! that sends one is not refused. Result schemas keep the null: a result's `None` is
 //! serialized as `null`, and a client validating against a schema without it would refuse
-//! the result.
+//! the result. They write it as `anyOf: [T, {"type": "null"}]` instead of a type array,
+//! which strict clients warn about (the MCP Inspector does).
 
 use serde_json::{Map, Value};
 
 /// A generated input schema, ready to list (see the module docs).
 pub(crate) fn for_input(schema: &mut Value) {
-    for_output(schema);
+    standard(schema);
     without_null_options(schema);
 }
 
-/// A generated output schema, ready to list: its nulls stay (see the module docs).
+/// A generated output schema, ready to list: its nulls stay, as `anyOf` (see the module docs).
 pub(crate) fn for_output(schema: &mut Value) {
+    standard(schema);
+    nulls_as_any_of(schema);
+}
+
+/// What both schemas lose: the `$schema` line and schemars' own formats.
+fn standard(schema: &mut Value) {
     if let Value::Object(object) = schema {
         object.remove("$schema");
     }
     standard_formats(schema);
+}
+
+/// Words about a schema rather than about its values: they stay beside an `anyOf`.
+const ANNOTATIONS: [&str; 8] =
+    ["title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly", "$comment"];
+
+/// Rewrites `"type": [T, "null"]`, here and nested, as `anyOf: [{"type": T, …}, {"type":
+/// "null"}]`: the same values, without a type array.
+fn nulls_as_any_of(schema: &mut Value) {
+    let Value::Object(object) = schema else { return };
+    for_each_subschema(object, nulls_as_any_of);
+    let Some(Value::Array(kinds)) = object.get("type") else { return };
+    let others: Vec<Value> = kinds.iter().filter(|kind| *kind != "null").cloned().collect();
+    let [only] = others.as_slice() else { return };
+    if kinds.len() != 2 {
+        return;
+    }
+    let mut branch = Map::new();
+    for (keyword, value) in std::mem::take(object) {
+        if ANNOTATIONS.contains(&keyword.as_str()) {
+            object.insert(keyword, value);
+        } else {
+            branch.insert(keyword, value);
+        }
+    }
+    branch.insert("type".into(), only.clone());
+    if let Some(Value::Array(values)) = branch.get_mut("enum") {
+        values.retain(|value| !value.is_null());
+    }
+    object.insert("anyOf".into(), Value::Array(vec![Value::Object(branch), serde_json::json!({"type": "null"})]));
 }
 
 /// Replaces schemars' numeric formats in `schema` and everything nested in it.
@@ -186,6 +223,33 @@ mod tests {
         assert_eq!(properties["d"], json!({"type": "number"}));
         assert_eq!(properties["e"], json!({"type": "string", "format": "email"}), "a standard format stays");
         assert_eq!(properties["f"]["items"], json!({"type": "integer", "minimum": 0}));
+    }
+
+    #[test]
+    fn output_schemas_keep_their_nulls_without_type_arrays() {
+        let mut schema = json!({
+            "type": "object",
+            "properties": {
+                "note": {"description": "A note.", "type": ["string", "null"], "maxLength": 80},
+                "mode": {"type": ["string", "null"], "enum": ["a", "b", null]},
+                "count": {"type": ["integer", "null"], "format": "uint32"},
+                "either": {"type": ["string", "integer", "null"]},
+                "items": {"type": "array", "items": {"type": ["boolean", "null"]}}
+            }
+        });
+        for_output(&mut schema);
+        let properties = &schema["properties"];
+        assert_eq!(
+            properties["note"],
+            json!({"description": "A note.", "anyOf": [{"type": "string", "maxLength": 80}, {"type": "null"}]})
+        );
+        assert_eq!(properties["mode"], json!({"anyOf": [{"type": "string", "enum": ["a", "b"]}, {"type": "null"}]}));
+        assert_eq!(
+            properties["count"],
+            json!({"anyOf": [{"type": "integer", "minimum": 0, "maximum": u32::MAX}, {"type": "null"}]})
+        );
+        assert_eq!(properties["either"], json!({"type": ["string", "integer", "null"]}), "not T-or-null: left");
+        assert_eq!(properties["items"]["items"], json!({"anyOf": [{"type": "boolean"}, {"type": "null"}]}));
     }
 
     #[test]
