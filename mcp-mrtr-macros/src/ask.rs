@@ -57,6 +57,36 @@ pub(crate) struct Rewriter<'e> {
 }
 
 impl<'e> Rewriter<'e> {
+    /// Notes the forms that `match ask!(elicit …)` arms and `if let Ok(…) = ask!(elicit …)`
+    /// name in `Ok(Form { .. })` patterns, anywhere in `expr`, once each.
+    fn note_pattern_forms(&mut self, expr: &Expr) {
+        struct Patterns(Vec<syn::Type>);
+        // `visit_mut` on a copy: the crate builds syn with it alone (a second visitor is
+        // compile time every user pays).
+        impl VisitMut for Patterns {
+            fn visit_expr_match_mut(&mut self, matched: &mut syn::ExprMatch) {
+                if is_elicit(&matched.expr) {
+                    self.0.extend(matched.arms.iter().filter_map(|arm| ok_pattern_type(&arm.pat)));
+                }
+                visit_mut::visit_expr_match_mut(self, matched);
+            }
+            fn visit_expr_let_mut(&mut self, tested: &mut syn::ExprLet) {
+                if is_elicit(&tested.expr) {
+                    self.0.extend(ok_pattern_type(&tested.pat));
+                }
+                visit_mut::visit_expr_let_mut(self, tested);
+            }
+        }
+        let mut patterns = Patterns(Vec::new());
+        patterns.visit_expr_mut(&mut expr.clone());
+        for form in patterns.0 {
+            let name = form.to_token_stream().to_string();
+            if !self.form_types.iter().any(|known| known.to_token_stream().to_string() == name) {
+                self.form_types.push(form);
+            }
+        }
+    }
+
     pub(crate) fn new(ctx: Ident, errors: &'e mut Vec<syn::Error>) -> Self {
         Self {
             ctx,
@@ -239,6 +269,12 @@ impl VisitMut for Rewriter<'_> {
                     *expr = Expr::Verbatim(tokens);
                 }
             }
+            // `match ask!(elicit …) { Ok(Form { .. }) => … }` and `if let Ok(Form { .. }) =
+            // ask!(elicit …)` name the form in a pattern: check it at registration too.
+            Expr::Match(_) | Expr::Let(_) => {
+                self.note_pattern_forms(expr);
+                visit_mut::visit_expr_mut(self, expr);
+            }
             Expr::Closure(_) => self.with_barrier("a closure", |v| visit_mut::visit_expr_mut(v, expr)),
             Expr::Async(_) => self.with_barrier("an async block", |v| visit_mut::visit_expr_mut(v, expr)),
             Expr::ForLoop(_) | Expr::While(_) | Expr::Loop(_) => self.in_loop(|v| visit_mut::visit_expr_mut(v, expr)),
@@ -261,6 +297,8 @@ impl VisitMut for Rewriter<'_> {
 
     fn visit_local_mut(&mut self, local: &mut Local) {
         if let Some(init) = &mut local.init {
+            // Before the ask in it is rewritten: `let x = if let Ok(Form { .. }) = ask!(…)`.
+            self.note_pattern_forms(&init.expr);
             if let Some(form) = elicited_type(&local.pat, &init.expr) {
                 self.form_types.push(form.clone());
             }
@@ -305,11 +343,30 @@ fn elicited_type<'p>(pat: &'p Pat, init: &Expr) -> Option<&'p syn::Type> {
         Expr::Try(tried) => (&*tried.expr, Some(&*typed.ty)),
         other => (other, ok_type(&typed.ty)),
     };
-    let Expr::Macro(m) = site else { return None };
-    let (_, rest) = split_key(m.mac.tokens.clone()).ok()?;
-    let is_form = site_of(&m.mac) == Some(Site::Ask)
-        && matches!(rest.into_iter().next(), Some(TokenTree::Ident(kind)) if kind == "elicit");
-    form.filter(|_| is_form)
+    form.filter(|_| is_elicit(site))
+}
+
+/// Whether `expr` is `ask!(elicit …)` (any options before it), not yet rewritten.
+fn is_elicit(expr: &Expr) -> bool {
+    let Expr::Macro(m) = expr else { return false };
+    let Ok((_, rest)) = split_key(m.mac.tokens.clone()) else { return false };
+    site_of(&m.mac) == Some(Site::Ask)
+        && matches!(rest.into_iter().next(), Some(TokenTree::Ident(kind)) if kind == "elicit")
+}
+
+/// `Form` in a pattern `Ok(Form { .. })` or `Ok(Form(..))`: the type a form's answer is
+/// matched as.
+fn ok_pattern_type(pat: &Pat) -> Option<syn::Type> {
+    let Pat::TupleStruct(ok) = pat else { return None };
+    if !ok.path.is_ident("Ok") || ok.elems.len() != 1 {
+        return None;
+    }
+    let path = match &ok.elems[0] {
+        Pat::Struct(form) => &form.path,
+        Pat::TupleStruct(form) => &form.path,
+        _ => return None,
+    };
+    Some(syn::Type::Path(syn::TypePath { qself: None, path: path.clone() }))
 }
 
 /// `T` of `Result<T, _>`.

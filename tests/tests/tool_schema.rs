@@ -233,12 +233,42 @@ mod declined_forms {
         let answer: Result<Contact, Declined> = ask!(elicit "Who?");
         Ok(answer.map_or_else(|d| d.to_string(), |c| c.address.city))
     }
+
+    /// Asks for a contact, the form named only in a `match` pattern (the guide's style).
+    #[tool]
+    pub(crate) async fn contact_matched() -> Result<String, ToolError> {
+        match ask!(key = "contact", elicit "Who?") {
+            Ok(Contact { address }) => Ok(address.city),
+            Err(declined) => Ok(declined.to_string()),
+        }
+    }
+
+    /// The same, in an `if let`.
+    #[tool]
+    pub(crate) async fn contact_if_let() -> Result<String, ToolError> {
+        let city = if let Ok(Contact { address }) = ask!(key = "contact", elicit "Who?") {
+            address.city
+        } else {
+            "nobody".into()
+        };
+        Ok(city)
+    }
 }
 
 #[test]
 fn a_form_bound_as_a_result_is_checked_when_the_tool_is_registered() {
     let message = refusal(Server::new("s", "1").tool(declined_forms::contact));
     assert!(message.contains("which cannot be a form"), "{message}");
+}
+
+/// Issue 50: a form named only in a pattern was first met at the first call, which failed
+/// with "see the server's log".
+#[test]
+fn a_form_named_only_in_a_pattern_is_checked_when_the_tool_is_registered() {
+    for tool in [declined_forms::contact_matched(), declined_forms::contact_if_let()] {
+        let message = refusal(Server::new("s", "1").tool(tool));
+        assert!(message.contains("which cannot be a form") && message.contains("`address`"), "{message}");
+    }
 }
 
 mod helper_forms {
@@ -270,14 +300,15 @@ fn a_form_a_helper_asks_for_is_checked_at_registration_once_declared() {
     assert!(message.contains("handler `declared` asks for a `"), "{message}");
 }
 
-/// Undeclared, it fails on the call: the client gets a plain message, never the Rust
-/// type; the details are for the server's log.
+/// Undeclared, it fails on the call, saying why (the field that cannot be in a form: where
+/// a person sees it without a log, issue 50), but never the Rust type.
 #[tokio::test]
-async fn an_undeclared_helper_form_fails_the_call_without_naming_the_type() {
+async fn an_undeclared_helper_form_fails_the_call_saying_why_without_naming_the_type() {
     let client = mcp_mrtr::testing::TestClient::new(mcp_mrtr::Server::new("s", "1").tool(helper_forms::undeclared));
     let round = client.call_tool("undeclared", serde_json::json!({})).start().await;
     let error = round.error().expect("the question cannot be asked");
     assert!(error.message().contains("cannot ask this question"), "{error:?}");
+    assert!(error.message().contains("`address`"), "says why: {error:?}");
     assert!(!error.message().contains("Contact") && !error.message().contains("::"), "{error:?}");
 }
 

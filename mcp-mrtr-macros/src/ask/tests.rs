@@ -66,6 +66,27 @@ fn every_typed_form_binding_is_checked_at_registration() {
 }
 
 #[test]
+fn a_form_named_in_a_pattern_is_checked_at_registration() {
+    let mut errors = Vec::new();
+    let mut rewriter = Rewriter::new(Ident::new("__mcp_ctx", Span::call_site()), &mut errors);
+    rewriter.visit_block_mut(&mut parse_quote!({
+        match ask!(key = "overwrite", elicit "Replace it?") {
+            Ok(Overwrite { overwrite: true }) => {}
+            Ok(_) | Err(Declined::Decline) => {}
+            Err(Declined::Cancel) => {}
+        }
+        let name = if let Ok(forms::Target { name }) = ask!(fresh, key = "target", elicit "Where?") { name } else { x };
+        match ask!(key = "summary", sample "Hi") {
+            Ok(Summary { .. }) => {}
+            Err(_) => {}
+        }
+    }));
+    let forms: Vec<String> = rewriter.form_types.iter().map(|t| t.to_token_stream().to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(forms, ["Overwrite", "forms :: Target"], "a sample's pattern is no form");
+}
+
+#[test]
 fn joined_asks_stay_futures() {
     let (out, errors) = rewrite(parse_quote!({
         let (a, b) = join!(ask!(key = "a", elicit "A?"), ask!(key = "b", roots));

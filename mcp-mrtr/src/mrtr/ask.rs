@@ -156,17 +156,23 @@ fn form<T: ElicitForm>() -> Result<Arc<Form>, Error> {
             let digest = Sha256::digest(schema.as_json()).into();
             Arc::new(Form { schema, digest })
         });
-        // Once per type, for the server's operator: the client learns only that the
-        // question cannot be asked (the type's name says nothing to it).
+        // Once per type, for the server's operator, in the log or, with no log installed
+        // (none of the guide's servers installs one), on stderr.
         if let Err(problem) = &built {
             let form = std::any::type_name::<T>();
-            tracing::error!(form, %problem, "a handler asks for a type that cannot be a form; declare it with `forms = [...]` on the handler to have it checked at start-up");
+            let hint = "declare it with `forms = [...]` on the handler to have it checked at start-up";
+            if tracing::dispatcher::has_been_set() {
+                tracing::error!(form, %problem, "a handler asks for a type that cannot be a form; {hint}");
+            } else {
+                eprintln!("mcp-mrtr: error: a handler asks for {form}, which cannot be a form: {problem}; {hint}");
+            }
         }
         let mut forms = forms.write().unwrap_or_else(PoisonError::into_inner);
         forms.entry(TypeId::of::<T>()).or_insert(built).clone()
     });
-    form.map_err(|_| {
-        Error::internal("the server cannot ask this question: its form is not valid (see the server's log)")
+    // The client reads why too: the shape of a form is no secret (the type's name stays out).
+    form.map_err(|problem| {
+        Error::internal(format!("the server cannot ask this question: its form is not valid: {problem}"))
     })
 }
 
