@@ -193,3 +193,39 @@ fn the_check_sees_paths_groups_and_root_exports() {
     assert_eq!(ranks().get("protocol"), Some(&0));
     assert_eq!(ranks().get("transport"), Some(&(ranks().len() - 1)));
 }
+
+/// Every source path ARCHITECTURE.md names in backticks exists (issue 50: it named files
+/// that had moved). A path with a folder is read from the repository, the runtime's `src/`
+/// or the runtime's crate; a bare file name must be some file of the runtime's.
+#[test]
+fn every_file_architecture_md_names_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let text = fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let mut files = Vec::new();
+    collect_files(&src(), &mut files);
+    let names: Vec<String> =
+        files.iter().filter_map(|f| f.file_name().map(|n| n.to_string_lossy().into_owned())).collect();
+    let mut missing = Vec::new();
+    for path in text.split('`').skip(1).step_by(2).filter(|span| span.ends_with(".rs") && !span.contains(' ')) {
+        let found = if path.contains('/') {
+            [root.clone(), src(), root.join("mcp-mrtr")].iter().any(|base| base.join(path).is_file())
+        } else {
+            names.iter().any(|name| name == path)
+        };
+        if !found {
+            missing.push(path.to_owned());
+        }
+    }
+    assert!(missing.is_empty(), "ARCHITECTURE.md names files that do not exist: {missing:?}");
+}
+
+fn collect_files(dir: &Path, files: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect_files(&path, files);
+        } else {
+            files.push(path);
+        }
+    }
+}

@@ -18,6 +18,7 @@ mod by_hand;
 mod consent;
 mod custom_headers;
 mod custom_methods;
+mod doc_samples;
 mod era_errors;
 mod fair;
 mod fair_legacy;
