@@ -206,7 +206,8 @@ fn every_file_architecture_md_names_exists() {
     let names: Vec<String> =
         files.iter().filter_map(|f| f.file_name().map(|n| n.to_string_lossy().into_owned())).collect();
     let mut missing = Vec::new();
-    for path in text.split('`').skip(1).step_by(2).filter(|span| span.ends_with(".rs") && !span.contains(' ')) {
+    let is_source = |span: &&str| Path::new(span).extension().is_some_and(|e| e == "rs") && !span.contains(' ');
+    for path in text.split('`').skip(1).step_by(2).filter(is_source) {
         let found = if path.contains('/') {
             [root.clone(), src(), root.join("mcp-mrtr")].iter().any(|base| base.join(path).is_file())
         } else {
