@@ -15,12 +15,12 @@ fn sample(chapter: &str, heading: &str) -> Vec<Value> {
 
 #[tokio::test]
 async fn the_wire_chapter_lists_tools_as_the_fixture_does() {
-    let server = TestServer::everything().await;
-    let listed = server.call(&Rpc::new("tools/list")).await["result"]["tools"].clone();
+    let fixture = TestServer::everything().await;
+    let listed = fixture.call(&Rpc::new("tools/list")).await["result"]["tools"].clone();
     let shown = sample("wire.md", "## Listing and calling");
     assert!(!shown.is_empty());
     for tool in shown {
-        let served = listed.as_array().unwrap().iter().find(|t| t["name"] == tool["name"]).expect("a listed tool");
-        assert_eq!(&tool, served, "wire.md shows {} otherwise than it is served", tool["name"]);
+        let listing = listed.as_array().unwrap().iter().find(|t| t["name"] == tool["name"]).expect("a listed tool");
+        assert_eq!(&tool, listing, "wire.md shows {} otherwise than it is served", tool["name"]);
     }
 }
