@@ -397,6 +397,21 @@ fn a_resource_server_without_a_verifier_is_refused_at_start() {
         .expect("a router");
 }
 
+/// A resource server built wrong is reported by serving, as every builder mistake is
+/// (issue 50: `ResourceServer::new` panicked).
+#[test]
+fn a_resource_server_built_wrong_is_refused_by_serving_not_a_panic() {
+    for (resource, issuers, says) in [
+        ("mcp.example.com/mcp", vec![ISSUER], "ResourceServer: the resource"),
+        ("https://mcp.example.com/mcp#top", vec![ISSUER], "must not have a fragment"),
+        ("https://mcp.example.com/mcp", vec![], "name at least one authorization server"),
+    ] {
+        let auth = ResourceServer::new(resource, issuers);
+        let refused = server().into_router(HttpConfig::default().auth(auth)).expect_err(resource).to_string();
+        assert!(refused.contains(says), "{resource}: {refused}");
+    }
+}
+
 /// `mcp_mrtr::testing::TestToken` mints what a verifier on the same secret accepts,
 /// typed `at+jwt` so a verifier requiring it accepts it too, and an expired one it refuses.
 #[tokio::test]

@@ -426,3 +426,38 @@ fn capability_paths(value: &Value, prefix: &mut String, out: &mut Vec<String>) {
         prefix.truncate(len);
     }
 }
+
+/// A message and, when there is one, the error that caused it: what the extensions' public
+/// errors keep (`StoreError`, `JwtError`), so a log that walks `source()` sees the whole
+/// chain. Equal when the messages are (a cause is not comparable).
+#[derive(Clone, Debug)]
+pub(crate) struct Chained {
+    message: String,
+    cause: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+impl Chained {
+    pub(crate) fn new(message: impl Into<String>) -> Self {
+        Self { message: message.into(), cause: None }
+    }
+
+    pub(crate) fn caused_by(message: impl Into<String>, cause: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self { message: message.into(), cause: Some(std::sync::Arc::new(cause)) }
+    }
+
+    pub(crate) fn message(&self) -> &str {
+        &self.message
+    }
+
+    pub(crate) fn cause(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause.as_deref().map(|cause| cause as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl PartialEq for Chained {
+    fn eq(&self, other: &Self) -> bool {
+        self.message == other.message
+    }
+}
+
+impl Eq for Chained {}

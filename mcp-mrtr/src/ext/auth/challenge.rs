@@ -25,8 +25,12 @@ pub(crate) struct Gate {
 pub(crate) struct NeedsScopes(pub(crate) Vec<String>);
 
 impl Gate {
-    /// The gate of `config`, or why it cannot serve (it has no verifier).
+    /// The gate of `config`, or why it cannot serve (a bad resource URI, no authorization
+    /// server, no verifier).
     pub(crate) fn new(config: &ResourceServer) -> Result<Self, String> {
+        if let Some(refused) = &config.refused {
+            return Err(refused.clone());
+        }
         let verifier = config.verifier.clone().ok_or_else(|| {
             format!(
                 "the ResourceServer for {} has no verifier: set a token verifier with .verifier(…)",

@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use self::access_token::{AccessTokenRules, DEFAULT_MAX_LIFETIME};
 use super::{Claims, TokenError, TokenVerifier, VerifiedToken};
+use crate::base::error::Chained;
 use crate::protocol::JsonObject;
 use crate::Caller;
 
@@ -45,7 +46,7 @@ impl JwtKeys {
     pub fn hs256(secret: impl AsRef<[u8]>) -> Result<Self, JwtError> {
         let secret = secret.as_ref();
         if secret.len() < MIN_SECRET_BYTES {
-            return Err(JwtError(format!("an HS256 secret needs at least {MIN_SECRET_BYTES} bytes")));
+            return Err(JwtError::new(format!("an HS256 secret needs at least {MIN_SECRET_BYTES} bytes")));
         }
         let key = DecodingKey::from_secret(secret).map_err(JwtError::from)?;
         Ok(Self::one(key, vec![Algorithm::HS256]))
@@ -67,7 +68,8 @@ impl JwtKeys {
     /// publishes at its `jwks_uri`; a token's `kid` picks the key. Fetching and
     /// refreshing the document is left to the application.
     pub fn jwks(json: &str) -> Result<Self, JwtError> {
-        let set: JwkSet = serde_json::from_str(json).map_err(|e| JwtError(format!("not a JWKS document: {e}")))?;
+        let set: JwkSet = serde_json::from_str(json)
+            .map_err(|e| JwtError(Chained::caused_by(format!("not a JWKS document: {e}"), e)))?;
         let keys = set
             .keys
             .iter()
@@ -81,7 +83,7 @@ impl JwtKeys {
             })
             .collect::<Result<Vec<_>, JwtError>>()?;
         if keys.is_empty() {
-            return Err(JwtError("the JWKS document holds no keys".into()));
+            return Err(JwtError::new("the JWKS document holds no keys"));
         }
         Ok(Self { keys })
     }
@@ -109,23 +111,34 @@ impl fmt::Debug for JwtKeys {
     }
 }
 
-/// A key or JWKS document that could not be used.
+/// A key or JWKS document that could not be used. It keeps what caused it
+/// ([`source`](std::error::Error::source)): the JWT library's or the JSON parser's error.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct JwtError(String);
+pub struct JwtError(Chained);
+
+impl JwtError {
+    fn new(message: impl Into<String>) -> Self {
+        Self(Chained::new(message))
+    }
+}
 
 impl From<jsonwebtoken::errors::Error> for JwtError {
     fn from(error: jsonwebtoken::errors::Error) -> Self {
-        Self(format!("unusable key: {error}"))
+        Self(Chained::caused_by(format!("unusable key: {error}"), error))
     }
 }
 
 impl fmt::Display for JwtError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.0.message())
     }
 }
 
-impl std::error::Error for JwtError {}
+impl std::error::Error for JwtError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.cause()
+    }
+}
 
 /// Verifies JWT access tokens with configured keys.
 ///
@@ -268,6 +281,18 @@ mod tests {
 
     fn verifier() -> JwtVerifier {
         JwtVerifier::new(JwtKeys::hs256(SECRET).unwrap(), ISSUER, RESOURCE)
+    }
+
+    #[test]
+    fn a_key_error_keeps_its_cause() {
+        use std::error::Error as _;
+        let bad = JwtKeys::jwks("{ not json").unwrap_err();
+        assert!(bad.to_string().starts_with("not a JWKS document"), "{bad}");
+        assert!(bad.source().is_some_and(|cause| cause.is::<serde_json::Error>()), "{bad:?}");
+        let short = JwtKeys::hs256("short").unwrap_err();
+        assert!(short.source().is_none(), "our own check has no cause");
+        let pem = JwtKeys::rsa_pem("not a pem").unwrap_err();
+        assert!(pem.source().is_some_and(|cause| cause.is::<jsonwebtoken::errors::Error>()), "{pem:?}");
     }
 
     fn now() -> i64 {

@@ -204,6 +204,8 @@ pub struct ResourceServer {
     resource_name: Option<String>,
     verifier: Option<Arc<dyn TokenVerifier>>,
     pass_token: bool,
+    /// Why it cannot serve as built, reported when serving starts.
+    refused: Option<String>,
 }
 
 impl ResourceServer {
@@ -211,21 +213,23 @@ impl ResourceServer {
     /// the URI clients connect to and the audience its tokens name), whose tokens come
     /// from `authorization_servers` (their issuer URLs, at least one).
     ///
-    /// # Panics
-    ///
-    /// If `resource` is not an absolute `http`/`https` URI without a query or fragment,
-    /// or no authorization server is given: a misconfiguration, found at start-up.
+    /// A `resource` that is not an absolute `http`/`https` URI without a query or
+    /// fragment, or no authorization server, is a misconfiguration that serving reports:
+    /// `serve` and `into_router` return the error, as for every other builder mistake.
     pub fn new<S: Into<String>>(
         resource: impl Into<String>,
         authorization_servers: impl IntoIterator<Item = S>,
     ) -> Self {
         let resource = resource.into();
-        if let Err(problem) = metadata::check_resource(&resource) {
-            panic!("ResourceServer: the resource {resource:?} {problem}");
-        }
         let authorization_servers: Vec<String> = authorization_servers.into_iter().map(Into::into).collect();
-        assert!(!authorization_servers.is_empty(), "ResourceServer: name at least one authorization server");
+        let mut refused = metadata::check_resource(&resource)
+            .err()
+            .map(|problem| format!("ResourceServer: the resource {resource:?} {problem}"));
+        if authorization_servers.is_empty() {
+            refused.get_or_insert_with(|| "ResourceServer: name at least one authorization server".into());
+        }
         Self {
+            refused,
             resource,
             authorization_servers,
             scopes: Vec::new(),

@@ -128,10 +128,10 @@ fn namespace(prefix: &str) -> String {
     namespace
 }
 
-/// A Redis error as the stores report it (details for the server's log only).
-#[allow(clippy::needless_pass_by_value, reason = "called as map_err(unreachable)")]
+/// A Redis error as the stores report it (details for the server's log only), the
+/// client's own error kept as its cause.
 fn unreachable(error: redis::RedisError) -> StoreError {
-    StoreError::new(format!("redis: {error}"))
+    StoreError::caused_by(format!("redis: {error}"), error)
 }
 
 #[cfg(test)]

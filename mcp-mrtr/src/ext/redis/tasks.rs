@@ -97,7 +97,7 @@ fn expire_at(record: &TaskRecord) -> String {
 }
 
 fn encode(record: &TaskRecord) -> Result<String, StoreError> {
-    serde_json::to_string(record).map_err(|e| StoreError::new(format!("cannot encode a task record: {e}")))
+    serde_json::to_string(record).map_err(|e| StoreError::caused_by(format!("cannot encode a task record: {e}"), e))
 }
 
 impl TaskStore for RedisTaskStore {
@@ -135,7 +135,8 @@ impl TaskStore for RedisTaskStore {
                 .await
                 .map_err(unreachable)?;
             json.map(|json| {
-                serde_json::from_str(&json).map_err(|e| StoreError::new(format!("a stored task does not decode: {e}")))
+                serde_json::from_str(&json)
+                    .map_err(|e| StoreError::caused_by(format!("a stored task does not decode: {e}"), e))
             })
             .transpose()
         })

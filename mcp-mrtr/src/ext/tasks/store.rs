@@ -19,6 +19,7 @@ use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::base::error::Chained;
 use crate::mrtr::replay::Carried;
 use crate::protocol::{ClientCapabilities, ErrorObject, Implementation, InputRequest, JsonObject};
 
@@ -290,23 +291,35 @@ pub(crate) fn now_ms() -> u64 {
 }
 
 /// A store failed (a network error, say). The request it served fails with `-32603`.
+///
+/// It keeps what caused it ([`source`](std::error::Error::source)), so a log that walks
+/// the chain shows the store's own error whole. Equal when they say the same.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StoreError(String);
+pub struct StoreError(Chained);
 
 impl StoreError {
     /// An error with this description, for server logs.
     pub fn new(message: impl Into<String>) -> Self {
-        Self(message.into())
+        Self(Chained::new(message))
+    }
+
+    /// An error with this description, caused by `source`.
+    pub fn caused_by(message: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self(Chained::caused_by(message, source))
     }
 }
 
 impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "task store: {}", self.0)
+        write!(f, "task store: {}", self.0.message())
     }
 }
 
-impl std::error::Error for StoreError {}
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.cause()
+    }
+}
 
 /// Durable storage of task records, shared by every instance that serves the tasks.
 ///
@@ -356,6 +369,16 @@ impl<T: TaskStore + ?Sized> TaskStore for std::sync::Arc<T> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn a_store_error_keeps_its_cause_and_compares_by_what_it_says() {
+        use std::error::Error as _;
+        let cause = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let error = StoreError::caused_by("redis: refused", cause);
+        assert_eq!(error.to_string(), "task store: redis: refused");
+        assert!(error.source().is_some_and(|cause| cause.is::<std::io::Error>()));
+        assert_eq!(error, StoreError::new("redis: refused"));
+    }
 
     pub(crate) fn record(id: &str, ttl: Option<Duration>) -> TaskRecord {
         let call = TaskCall {
