@@ -288,11 +288,11 @@ mod tests {
         use std::error::Error as _;
         let bad = JwtKeys::jwks("{ not json").unwrap_err();
         assert!(bad.to_string().starts_with("not a JWKS document"), "{bad}");
-        assert!(bad.source().is_some_and(|cause| cause.is::<serde_json::Error>()), "{bad:?}");
+        assert!(bad.source().is_some_and(<dyn std::error::Error>::is::<serde_json::Error>), "{bad:?}");
         let short = JwtKeys::hs256("short").unwrap_err();
         assert!(short.source().is_none(), "our own check has no cause");
         let pem = JwtKeys::rsa_pem("not a pem").unwrap_err();
-        assert!(pem.source().is_some_and(|cause| cause.is::<jsonwebtoken::errors::Error>()), "{pem:?}");
+        assert!(pem.source().is_some_and(<dyn std::error::Error>::is::<jsonwebtoken::errors::Error>), "{pem:?}");
     }
 
     fn now() -> i64 {

@@ -376,7 +376,7 @@ pub(crate) mod tests {
         let cause = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
         let error = StoreError::caused_by("redis: refused", cause);
         assert_eq!(error.to_string(), "task store: redis: refused");
-        assert!(error.source().is_some_and(|cause| cause.is::<std::io::Error>()));
+        assert!(error.source().is_some_and(<dyn std::error::Error>::is::<std::io::Error>));
         assert_eq!(error, StoreError::new("redis: refused"));
     }
 
