@@ -226,6 +226,34 @@ fn run_notes(args: &[&str], secret: Option<&str>, wait: Duration) -> Option<(boo
     None
 }
 
+/// `serve_router` drains on SIGTERM by default, as `serve(Http…)` does (issue 50): the
+/// binary serves with no signal of its own and exits cleanly on SIGTERM.
+#[test]
+fn the_binary_served_by_serve_router_exits_cleanly_on_sigterm() {
+    use std::io::BufRead as _;
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_notes"))
+        .args(["--port", &port, "--dev"])
+        .env_remove("NOTES_JWT_SECRET")
+        .env_remove("NOTES_ISSUER")
+        .env_remove("NOTES_RESOURCE")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("notes: serving") {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "notes ended before serving");
+    }
+    // Listening: the signal is installed before the first connection is accepted.
+    std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap())).expect("it listens");
+    crate::instance::terminate(&child);
+    let status = crate::instance::exit_within(&mut child, Duration::from_secs(10));
+    assert!(status.success(), "{status}");
+}
+
 #[test]
 fn the_binary_refuses_the_published_secret_without_dev() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();

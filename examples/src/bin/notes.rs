@@ -8,7 +8,6 @@
 //! Without `--dev`, `NOTES_JWT_SECRET` must name a secret of your own.
 
 use anyhow::{bail, Context as _};
-use mcp_mrtr::serve::shutdown_signal;
 use mcp_mrtr_examples::notes::auth::{self, AuthConfig, DEV_SCOPES};
 
 const USAGE: &str = "usage: notes --port N [--dev] [--mint-token USER]
@@ -59,6 +58,6 @@ async fn main() -> anyhow::Result<()> {
     }
     // Not `axum::serve`: this bounds connections as `limits` says (a header deadline, a
     // connection cap), and Ctrl-C or SIGTERM drains them.
-    mcp_mrtr::http::serve_router(listener, app, auth::limits()).with_graceful_shutdown(shutdown_signal()).await?;
+    mcp_mrtr::http::serve_router(listener, app, auth::limits()).await?;
     Ok(())
 }

@@ -48,8 +48,10 @@ const REFUSAL: &[u8] =
 /// say) on `listener` when awaited, bounding connections as `limits` says: headers (and
 /// idle keep-alive) within [`Limits::header_timeout`], responses read within
 /// [`Limits::write_timeout`] of being written, at most [`Limits::max_connections`] open
-/// at once. It serves until the process ends, or with
-/// [`with_graceful_shutdown`](ServeRouter::with_graceful_shutdown) until a signal.
+/// at once. It serves until SIGTERM or Ctrl-C, as `server.serve(Http…)` does, then shuts
+/// down gracefully (the steps are under
+/// [`with_graceful_shutdown`](ServeRouter::with_graceful_shutdown), which stops on a signal
+/// of your own instead).
 ///
 /// A connection past the cap is accepted, answered `503` with `Retry-After: 1` and closed
 /// at once: the client learns to back off, rather than waiting in the kernel's backlog
@@ -65,7 +67,7 @@ const REFUSAL: &[u8] =
 /// let mcp = server.clone().into_router(HttpConfig::default().limits(limits))?;
 /// let app = axum::Router::new().merge(mcp);
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
-/// http::serve_router(listener, app, limits).with_graceful_shutdown(mcp_mrtr::serve::shutdown_signal()).await?;
+/// http::serve_router(listener, app, limits).await?; // until SIGTERM or Ctrl-C, then drains
 /// // The tasks running here are the server's: give them to another instance.
 /// server.hand_back_tasks().await;
 /// # Ok(())
@@ -107,7 +109,9 @@ impl Future for ServeRouter {
         let this = self.get_mut();
         let (shutdown, limits) = (&mut this.shutdown, this.limits);
         this.starting.poll(cx, |(listener, app)| {
-            let shutdown = shutdown.take().unwrap_or_else(|| Box::pin(std::future::pending()));
+            // SIGTERM or Ctrl-C unless told otherwise: installed here, at the first poll,
+            // before the first connection is accepted.
+            let shutdown = shutdown.take().unwrap_or_else(|| Box::pin(crate::bounds::shutdown::shutdown_signal()));
             Box::pin(serve_app(listener, app, limits, shutdown))
         })
     }
