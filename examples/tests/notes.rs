@@ -247,8 +247,16 @@ fn the_binary_served_by_serve_router_exits_cleanly_on_sigterm() {
         line.clear();
         assert!(stderr.read_line(&mut line).unwrap() > 0, "notes ended before serving");
     }
-    // Listening: the signal is installed before the first connection is accepted.
-    std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap())).expect("it listens");
+    // An answer proves the serving loop runs, and it installs the signal before it accepts
+    // anything (a bare connect proves less: the kernel completes it from the bound socket's
+    // backlog before the loop is ever polled).
+    let mut health = std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap())).expect("it listens");
+    health.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let request = format!("GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
+    std::io::Write::write_all(&mut health, request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    std::io::Read::read_to_string(&mut health, &mut answer).expect("an answer to /health");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     crate::instance::terminate(&child);
     let status = crate::instance::exit_within(&mut child, Duration::from_secs(10));
     assert!(status.success(), "{status}");
