@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use mcp_mrtr::testing::{answer, TestClient};
 use mcp_mrtr::Caller;
-use mcp_mrtr_examples::notes::auth::{app, limits, AuthConfig, DEV_SECRET};
+use mcp_mrtr_examples::notes::auth::{app, AuthConfig, DEV_SECRET};
 use mcp_mrtr_examples::notes::server;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -101,7 +101,7 @@ async fn serve() -> (SocketAddr, AuthConfig) {
     let addr = listener.local_addr().unwrap();
     let config = AuthConfig::dev(addr.port());
     let app = app(&config).unwrap();
-    tokio::spawn(async move { mcp_mrtr::http::serve_router(listener, app, limits()).await.unwrap() });
+    tokio::spawn(async move { mcp_mrtr::http::serve_router(listener, app).await.unwrap() });
     (addr, config)
 }
 

@@ -41,8 +41,9 @@
 //! - **Serving.** [`Server::serve`] on [`Stdio`](stdio::Stdio) or [`Http`](http::Http), or
 //!   mount [`Server::into_router`] in an axum app. Results are stamped centrally (`resultType`,
 //!   `serverInfo`, [`CacheHints`](protocol::CacheHints)); errors carry their JSON-RPC code and HTTP status.
-//!   On SIGTERM or Ctrl-C both shut down gracefully: no new connections, requests in
-//!   flight finish within [`Limits::shutdown_timeout`](http::Limits::shutdown_timeout), tasks are handed back.
+//!   On SIGTERM or Ctrl-C both shut down gracefully: no new requests, those in flight
+//!   get a bound to finish (over HTTP [`ListenerLimits::shutdown_timeout`](http::ListenerLimits::shutdown_timeout),
+//!   10 s over stdio), tasks are handed back.
 //! - **Both eras.** 2025-11-25 clients get the same handlers through a bridge: after
 //!   `initialize`, each round's questions go to the client as real requests on the
 //!   request's stream, and the handler is replayed with the answers.
@@ -128,11 +129,11 @@ pub mod stdio {
 }
 
 /// Streamable HTTP: the [`Http`](http::Http) transport, the endpoint's settings
-/// ([`HttpConfig`](http::HttpConfig)), the listener's bounds ([`Limits`](http::Limits)), and
-/// an accept loop with those bounds for an axum app that mounts
-/// [`Server::into_router`].
+/// ([`HttpConfig`](http::HttpConfig), with the bounds on requests, [`Limits`](http::Limits)),
+/// the listener's bounds on connections ([`ListenerLimits`](http::ListenerLimits)), and an
+/// accept loop with those bounds for an axum app that mounts [`Server::into_router`].
 pub mod http {
-    pub use crate::transport::http::{serve_router, Http, HttpConfig, Limits, ServeRouter};
+    pub use crate::transport::http::{serve_router, Http, HttpConfig, Limits, ListenerLimits, ServeRouter};
 }
 
 /// Turns an `async fn` into a tool: `server.tool(my_fn)`.

@@ -1,8 +1,10 @@
 //! A server on 127.0.0.1 for one test, and a builder for modern requests.
 
+use std::future::Future;
 use std::net::SocketAddr;
 
-use mcp_mrtr::{http::HttpConfig, Server};
+use mcp_mrtr::http::{HttpConfig, ListenerLimits};
+use mcp_mrtr::Server;
 use serde_json::{json, Map, Value};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -59,12 +61,33 @@ impl TestServer {
 
     /// Serves `server` on 127.0.0.1 as `config` says (small limits, say).
     pub async fn start_with(server: Server, config: HttpConfig) -> Self {
+        Self::start_listening(server, config, ListenerLimits::default()).await
+    }
+
+    /// Serves `server` on 127.0.0.1 as `config` says, its connections bounded by `limits`.
+    pub async fn start_listening(server: Server, config: HttpConfig, limits: ListenerLimits) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1");
         let addr = listener.local_addr().expect("local addr");
         let task = tokio::spawn(async move {
-            server.serve(mcp_mrtr::http::Http::listener(listener).config(config)).await.expect("serve");
+            server.serve(mcp_mrtr::http::Http::listener(listener).config(config).limits(limits)).await.expect("serve");
         });
         Self { addr, task }
+    }
+
+    /// Serves an app of one's own through `serve_router` on 127.0.0.1 until `stop`
+    /// resolves; [`stopped`](Self::stopped) waits for its graceful shutdown to end.
+    pub async fn start_router(app: axum::Router, stop: impl Future<Output = ()> + Send + 'static) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1");
+        let addr = listener.local_addr().expect("local addr");
+        let serving = mcp_mrtr::http::serve_router(listener, app).with_graceful_shutdown(stop);
+        let task = tokio::spawn(async move { serving.await.expect("serve") });
+        Self { addr, task }
+    }
+
+    /// Waits, at most 30 s, for serving to end after its shutdown signal.
+    pub async fn stopped(&mut self) {
+        let ended = tokio::time::timeout(std::time::Duration::from_secs(30), &mut self.task).await;
+        ended.expect("serving ended within 30 s").expect("serving did not panic");
     }
 
     /// Serves the `everything` conformance fixture.

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use mcp_mrtr::testing::answer;
 use mcp_mrtr::{
-    catalog::Listen, http::HttpConfig, http::Limits, protocol::Tool, request_state::MemoryGuard,
+    catalog::Listen, http::HttpConfig, http::Limits, http::ListenerLimits, protocol::Tool, request_state::MemoryGuard,
     request_state::StateConfig, Server, ToolError,
 };
 use mcp_mrtr_tests::client::{self, TIMEOUT};
@@ -148,9 +148,8 @@ impl Stream {
     }
 }
 
-fn listen_server(listen: Listen, limits: Limits) -> (mcp_mrtr::Server, HttpConfig) {
-    let server = mcp_mrtr_examples::everything::server().listen(listen);
-    (server, HttpConfig::default().limits(limits))
+fn listen_server(listen: Listen) -> (mcp_mrtr::Server, HttpConfig) {
+    (mcp_mrtr_examples::everything::server().listen(listen), HttpConfig::default())
 }
 
 async fn assert_served_from(server: &TestServer, source: IpAddr) {
@@ -162,7 +161,7 @@ async fn assert_served_from(server: &TestServer, source: IpAddr) {
 
 #[tokio::test]
 async fn one_client_holds_at_most_its_share_of_listen_streams() {
-    let (server, config) = listen_server(Listen::default().max_streams(8).max_streams_per_client(3), Limits::default());
+    let (server, config) = listen_server(Listen::default().max_streams(8).max_streams_per_client(3));
     let server = TestServer::start_with(server, config).await;
     let mut held = Vec::new();
     for _ in 0..3 {
@@ -205,7 +204,7 @@ async fn behind_a_trusted_proxy_each_forwarded_address_has_its_own_share() {
 
 #[tokio::test]
 async fn a_full_listen_pool_ends_the_heaviest_clients_oldest_stream() {
-    let (server, config) = listen_server(Listen::default().max_streams(4).max_streams_per_client(4), Limits::default());
+    let (server, config) = listen_server(Listen::default().max_streams(4).max_streams_per_client(4));
     let server = TestServer::start_with(server, config).await;
     let mut held = Vec::new();
     for _ in 0..4 {
@@ -225,7 +224,7 @@ async fn a_full_listen_pool_ends_the_heaviest_clients_oldest_stream() {
 #[tokio::test]
 async fn a_listen_stream_ends_with_its_result_at_its_maximum_lifetime() {
     let listen = Listen::default().max_lifetime(Duration::from_millis(300));
-    let (server, config) = listen_server(listen, Limits::default());
+    let (server, config) = listen_server(listen);
     let server = TestServer::start_with(server, config).await;
     let mut stream = Stream::open(server.addr, LOCAL).await;
     assert!(stream.ends_with_result().await, "{}", stream.seen());
@@ -245,9 +244,9 @@ async fn stalled_heads(addr: SocketAddr, source: IpAddr, count: usize) -> Vec<Tc
 #[tokio::test]
 async fn slow_headers_at_the_connection_cap_give_way_to_a_real_request() {
     for (attacker, honest) in [(ATTACKER, HONEST), (LOCAL, LOCAL)] {
-        let limits = Limits::default().max_connections(16).header_timeout(Duration::from_secs(30));
+        let limits = ListenerLimits::default().max_connections(16).header_timeout(Duration::from_secs(30));
         let server =
-            TestServer::start_with(mcp_mrtr_examples::everything::server(), HttpConfig::default().limits(limits)).await;
+            TestServer::start_listening(mcp_mrtr_examples::everything::server(), HttpConfig::default(), limits).await;
         let _stalled = stalled_heads(server.addr, attacker, 16).await;
         // The attacker keeps reconnecting; every honest request is still served.
         for _ in 0..5 {
@@ -260,9 +259,9 @@ async fn slow_headers_at_the_connection_cap_give_way_to_a_real_request() {
 #[tokio::test]
 async fn listen_streams_at_the_connection_cap_give_way_to_a_lighter_client() {
     let listen = Listen::default().max_streams(64).max_streams_per_client(64);
-    let limits = Limits::default().max_connections(8).header_timeout(Duration::from_secs(30));
-    let (server, config) = listen_server(listen, limits);
-    let server = TestServer::start_with(server, config).await;
+    let limits = ListenerLimits::default().max_connections(8).header_timeout(Duration::from_secs(30));
+    let (server, config) = listen_server(listen);
+    let server = TestServer::start_listening(server, config, limits).await;
     let mut held = Vec::new();
     for _ in 0..8 {
         held.push(Stream::open(server.addr, ATTACKER).await);
@@ -343,7 +342,7 @@ async fn one_client_runs_at_most_its_share_of_handlers_and_the_heaviest_gives_wa
 #[tokio::test]
 async fn a_listen_stream_on_a_keep_alive_connection_closes_it_when_it_ends() {
     let listen = Listen::default().max_lifetime(Duration::from_millis(300));
-    let (server, config) = listen_server(listen, Limits::default());
+    let (server, config) = listen_server(listen);
     let server = TestServer::start_with(server, config).await;
     // Not `Connection: close`, as the other tests' client sends: a keep-alive request.
     let rpc = Rpc::new("subscriptions/listen").param("notifications", json!({ "toolsListChanged": true }));

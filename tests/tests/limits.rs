@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_mrtr::{http::HttpConfig, http::Limits, protocol::Tool, Server, ToolError};
+use mcp_mrtr::http::{HttpConfig, Limits, ListenerLimits};
+use mcp_mrtr::{protocol::Tool, Server, ToolError};
 use mcp_mrtr_tests::client::{self, TIMEOUT};
 use mcp_mrtr_tests::harness::{Rpc, TestServer};
 use mcp_mrtr_tests::listen::ListenStream;
@@ -19,16 +20,18 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// Short deadlines, so a test sees them pass; the connection cap is 8.
-fn small_limits() -> Limits {
-    Limits::default()
+fn small_limits() -> (Limits, ListenerLimits) {
+    let endpoint = Limits::default().body_timeout(Duration::from_millis(200));
+    let listener = ListenerLimits::default()
         .header_timeout(Duration::from_millis(200))
-        .body_timeout(Duration::from_millis(200))
         .write_timeout(Duration::from_millis(200))
-        .max_connections(8)
+        .max_connections(8);
+    (endpoint, listener)
 }
 
-async fn everything_with(limits: Limits) -> TestServer {
-    TestServer::start_with(mcp_mrtr_examples::everything::server(), HttpConfig::default().limits(limits)).await
+async fn everything_with((limits, listener): (Limits, ListenerLimits)) -> TestServer {
+    let config = HttpConfig::default().limits(limits);
+    TestServer::start_listening(mcp_mrtr_examples::everything::server(), config, listener).await
 }
 
 /// Whether the server closes `stream` within `TIMEOUT`, with what it sent before.
@@ -86,7 +89,8 @@ async fn a_body_that_stops_arriving_gets_408_and_the_connection_closes() {
 #[tokio::test]
 async fn connections_past_the_cap_are_refused_with_503_only_when_none_can_give_way() {
     // Long header deadline: the held connections must outlive the test's checks.
-    let server = everything_with(small_limits().header_timeout(Duration::from_secs(10))).await;
+    let (limits, listener) = small_limits();
+    let server = everything_with((limits, listener.header_timeout(Duration::from_secs(10)))).await;
     // Idle keep-alive connections give way to a new one: the cap refuses nobody.
     let mut idle = Vec::new();
     for _ in 0..8 {
@@ -163,8 +167,9 @@ async fn a_stream_nobody_reads_is_dropped_and_its_handler_cancelled() {
             Ok::<_, ToolError>("never reached")
         }
     });
+    let (limits, listener) = small_limits();
     let server =
-        TestServer::start_with(Server::new("flood", "1").tool(flood), HttpConfig::default().limits(small_limits()))
+        TestServer::start_listening(Server::new("flood", "1").tool(flood), HttpConfig::default().limits(limits), listener)
             .await;
 
     let rpc = Rpc::call_tool("flood", json!({})).meta_key("progressToken", json!("p"));

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_mrtr::prelude::*;
-use mcp_mrtr::{catalog::Listen, http::HttpConfig, http::Limits, protocol::Tool, ToolRoute};
+use mcp_mrtr::{catalog::Listen, http::HttpConfig, http::ListenerLimits, protocol::Tool, ToolRoute};
 use mcp_mrtr_tests::client::{self, TIMEOUT};
 use mcp_mrtr_tests::harness::{default_caps, Rpc};
 use mcp_mrtr_tests::legacy::Legacy;
@@ -88,13 +88,12 @@ struct Serving {
 }
 
 impl Serving {
-    async fn start(server: Server, limits: Limits) -> Self {
+    async fn start(server: Server, limits: ListenerLimits) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1");
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
-        let config = HttpConfig::default().limits(limits);
         let server = mcp_mrtr::testing::with_own_keys(server);
-        let serving = server.serve(mcp_mrtr::http::Http::listener(listener).config(config));
+        let serving = server.serve(mcp_mrtr::http::Http::listener(listener).limits(limits));
         let task = tokio::spawn(serving.with_graceful_shutdown(async move {
             let _ = stopped.await;
         }));
@@ -155,7 +154,7 @@ fn messages(raw: &str) -> Vec<Value> {
 /// A server holding one call at its gate, told to shut down: its listener is closed.
 async fn shut_down_with_a_call_held() -> (Gate, Serving, TcpStream) {
     let gate = Gate::default();
-    let mut serving = Serving::start(Server::new("drain", "0").tool(gate.tool()), Limits::default()).await;
+    let mut serving = Serving::start(Server::new("drain", "0").tool(gate.tool()), ListenerLimits::default()).await;
     let call = open(serving.addr, &Rpc::call_tool("gated", json!({}))).await;
     gate.wait_started().await;
     serving.shut_down();
@@ -190,7 +189,7 @@ async fn a_new_connection_after_shutdown_started_is_refused_while_the_drain_runs
 #[tokio::test]
 async fn a_request_that_outlives_the_bound_is_cut_and_serving_ends_soon_after() {
     let (started, dropped) = (Arc::new(Notify::new()), Dropped::default());
-    let limits = Limits::default().shutdown_timeout(Duration::from_millis(300));
+    let limits = ListenerLimits::default().shutdown_timeout(Duration::from_millis(300));
     let mut serving =
         Serving::start(Server::new("cut", "0").tool(endless(started.clone(), dropped.clone())), limits).await;
     let call = open(serving.addr, &Rpc::call_tool("endless", json!({}))).await;
@@ -212,14 +211,14 @@ async fn an_open_listen_stream_ends_with_its_result_and_does_not_delay_shutdown(
             .tool(Tool::new("noop").handler(|_ctx, _args: Map<String, Value>| async { Ok::<_, ToolError>("ok") })),
     );
     let handle = server.server_handle();
-    let limits = Limits::default().shutdown_timeout(LONG_BOUND);
+    let limits = ListenerLimits::default().shutdown_timeout(LONG_BOUND);
     let app = axum::Router::new()
         .route("/health", axum::routing::get(|| async { "ok" }))
-        .merge(server.into_router(HttpConfig::default().limits(limits)).expect("a router"));
+        .merge(server.into_router(HttpConfig::default()).expect("a router"));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(mcp_mrtr::http::serve_router(listener, app, limits).with_graceful_shutdown(async move {
+    let task = tokio::spawn(mcp_mrtr::http::serve_router(listener, app).limits(limits).with_graceful_shutdown(async move {
         let _ = stopped.await;
     }));
     let rpc =
@@ -249,7 +248,7 @@ async fn an_open_listen_stream_ends_with_its_result_and_does_not_delay_shutdown(
 
 #[tokio::test]
 async fn a_legacy_question_waiting_for_its_client_is_withdrawn_at_shutdown() {
-    let limits = Limits::default().shutdown_timeout(LONG_BOUND);
+    let limits = ListenerLimits::default().shutdown_timeout(LONG_BOUND);
     let mut serving = Serving::start(mcp_mrtr_examples::everything::server(), limits).await;
     let (client, _) = Legacy::connect(serving.addr, json!({"elicitation": {}})).await;
     let mut call =
@@ -270,7 +269,7 @@ async fn a_legacy_question_waiting_for_its_client_is_withdrawn_at_shutdown() {
 
 #[tokio::test]
 async fn an_idle_keep_alive_connection_closes_at_shutdown() {
-    let limits = Limits::default().shutdown_timeout(LONG_BOUND);
+    let limits = ListenerLimits::default().shutdown_timeout(LONG_BOUND);
     let mut serving = Serving::start(mcp_mrtr_examples::everything::server(), limits).await;
     let rpc = Rpc::call_tool("test_simple_text", json!({}));
     let mut head = format!(
@@ -310,7 +309,7 @@ async fn ten_minutes() -> Result<String, ToolError> {
 
 #[tokio::test]
 async fn the_tasks_running_here_are_handed_back_once_the_drain_is_done() {
-    let limits = Limits::default().shutdown_timeout(LONG_BOUND);
+    let limits = ListenerLimits::default().shutdown_timeout(LONG_BOUND);
     let mut serving = Serving::start(Server::new("tasks", "0").tool(ten_minutes), limits).await;
     let mut caps = default_caps();
     caps["extensions"] = json!({ "io.modelcontextprotocol/tasks": {} });

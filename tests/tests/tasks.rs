@@ -347,6 +347,43 @@ async fn an_instance_that_has_served_nothing_takes_over_a_task_handed_back() {
     panic!("the idle instance never took the task over");
 }
 
+/// Sleeps long enough that only a hand-back lets another instance finish it soon: its
+/// lease, in the test below, is a minute.
+#[tool(task = "optional")]
+async fn long_nap() -> Result<String, ToolError> {
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    Ok("rested".into())
+}
+
+/// Issue 50: an app served by `serve_router` hands the tasks of its MCP endpoint back
+/// when it shuts down, with no handle on the server kept for it.
+#[tokio::test]
+async fn serve_router_hands_the_tasks_of_the_app_back_at_shutdown() {
+    use mcp_mrtr::{tasks::MemoryTaskStore, tasks::TaskStatus, tasks::TaskStore};
+
+    let store = std::sync::Arc::new(MemoryTaskStore::new());
+    let instance = || {
+        let tasks = mcp_mrtr::tasks::TaskConfig::new().store(store.clone()).lease(Duration::from_mins(1));
+        mcp_mrtr::testing::with_own_keys(server().tool(long_nap).tasks(tasks))
+    };
+    let mcp = instance().into_router(mcp_mrtr::http::HttpConfig::default()).expect("a router");
+    let app = axum::Router::new().route("/health", axum::routing::get(|| async { "ok" })).merge(mcp);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let mut serving = TestServer::start_router(app, async move {
+        let _ = stopped.await;
+    })
+    .await;
+    let id = create(&serving, &call("long_nap", json!({}))).await;
+    stop.send(()).expect("still serving");
+    serving.stopped().await;
+    let record = store.get(&id).await.unwrap().expect("the task's record");
+    assert_eq!(record.status(), TaskStatus::Working, "handed back unfinished");
+    assert_eq!(record.lease_expires_at(), Some(std::time::UNIX_EPOCH), "its lease released at shutdown");
+    let other = TestServer::start(instance()).await;
+    let done = wait_for(&other, &id, "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "rested", "{done}");
+}
+
 /// Audit B15: an instance that is shutting down starts no run when the last answer of a
 /// task arrives: it leaves the task without a lease, and another instance finishes it.
 #[tokio::test]

@@ -6,7 +6,7 @@
 //! ```
 
 use anyhow::{bail, Context as _};
-use mcp_mrtr::http::{Http, HttpConfig, Limits};
+use mcp_mrtr::http::{Http, ListenerLimits};
 use mcp_mrtr::stdio::Stdio;
 
 const USAGE: &str = "usage: everything --port N | everything --stdio
@@ -54,12 +54,11 @@ async fn serve(args: &[String]) -> anyhow::Result<()> {
         ["--port", port] => {
             let port: u16 = port.parse().with_context(|| format!("--port takes a number, got {port:?}"))?;
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
-            // On 127.0.0.1 the default configuration is what `Http::bind` would use.
-            let mut config = HttpConfig::default();
+            let mut http = Http::listener(listener);
             if let Some(streams) = mcp_mrtr_examples::everything::max_listeners()? {
-                config = config.limits(Limits::default().max_connections(streams + 1024));
+                http = http.limits(ListenerLimits::default().max_connections(streams + 1024));
             }
-            server.serve(Http::listener(listener).config(config)).await?;
+            server.serve(http).await?;
         }
         ["--help" | "-h"] => println!("{USAGE}"),
         _ => bail!("{USAGE}"),

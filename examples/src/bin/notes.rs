@@ -56,8 +56,8 @@ async fn main() -> anyhow::Result<()> {
     if config.is_dev_secret() {
         eprintln!("  warning: signing with the public development secret (--dev); never for anything shared");
     }
-    // Not `axum::serve`: this bounds connections as `limits` says (a header deadline, a
-    // connection cap), and Ctrl-C or SIGTERM drains them.
-    mcp_mrtr::http::serve_router(listener, app, auth::limits()).await?;
+    // Not `axum::serve`: this bounds connections (a header deadline, a connection cap),
+    // and Ctrl-C or SIGTERM drains them and hands the server's tasks back.
+    mcp_mrtr::http::serve_router(listener, app).await?;
     Ok(())
 }

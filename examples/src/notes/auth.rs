@@ -16,7 +16,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context as _};
 use mcp_mrtr::auth::{JwtKeys, JwtVerifier, ResourceServer};
-use mcp_mrtr::{http::HttpConfig, http::Limits};
+use mcp_mrtr::http::HttpConfig;
 use serde_json::json;
 
 /// The development issuer's default name.
@@ -104,17 +104,11 @@ impl AuthConfig {
     }
 }
 
-/// The bounds notes serves with: the router's (handler slots and deadlines) and
-/// [`mcp_mrtr::http::serve_router`]'s (header deadline, connection cap) alike.
-pub fn limits() -> Limits {
-    Limits::default()
-}
-
 /// The app: the notes server at `/mcp` behind bearer auth (its metadata at the
-/// well-known URI), and a public `/health`. Serve it with [`mcp_mrtr::http::serve_router`]
-/// and [`limits`], so its connections are bounded too.
+/// well-known URI), and a public `/health`. Serve it with [`mcp_mrtr::http::serve_router`],
+/// so its connections are bounded too and its tasks handed back at shutdown.
 pub fn app(config: &AuthConfig) -> anyhow::Result<axum::Router> {
-    let http = HttpConfig::default().limits(limits()).auth(config.resource_server()?);
+    let http = HttpConfig::default().auth(config.resource_server()?);
     let mcp = super::server().into_router(http)?;
     Ok(axum::Router::new().route("/health", axum::routing::get(|| async { "ok" })).merge(mcp))
 }

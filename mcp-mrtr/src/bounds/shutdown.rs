@@ -5,10 +5,14 @@
 //! drain's [`Draining`] in its extensions, so waits that could last for hours end at once
 //! instead of holding the shutdown open until its bound: a `subscriptions/listen` stream
 //! ends with its result, and a 2025-11-25 call waiting for its client's answer is
-//! withdrawn. Ordinary requests are not told; they get the bound to finish.
+//! withdrawn. Ordinary requests are not told; they get the bound to finish. What must
+//! run once the drain is over (an endpoint's tasks handed back) is left with the drain by
+//! the requests that reach it ([`Draining::after_drain`]), so an app that serves a router
+//! needs no handle on the servers inside it.
 
 use std::fmt;
 use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use axum::http::Extensions;
@@ -17,7 +21,7 @@ use futures_util::FutureExt;
 use tokio::sync::watch;
 
 /// How long requests in flight get to finish once shutdown starts, unless
-/// [`Limits::shutdown_timeout`](crate::http::Limits::shutdown_timeout) says otherwise.
+/// [`ListenerLimits::shutdown_timeout`](crate::http::ListenerLimits::shutdown_timeout) says otherwise.
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Resolves when the process is asked to stop: on SIGTERM (what `docker stop`, systemd
@@ -109,32 +113,56 @@ mod os {
 
 /// Starts the drain: every [`Draining`] handed out sees it.
 #[derive(Debug)]
-pub(crate) struct Drain(watch::Sender<bool>);
+pub(crate) struct Drain {
+    started: watch::Sender<bool>,
+    afterwards: Arc<Afterwards>,
+}
+
+/// What runs once the drain is over, once per key.
+#[derive(Default)]
+struct Afterwards(Mutex<Vec<(usize, BoxFuture<'static, ()>)>>);
+
+impl fmt::Debug for Afterwards {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Afterwards(..)")
+    }
+}
 
 impl Drain {
     pub(crate) fn new() -> Self {
-        Self(watch::channel(false).0)
+        Self { started: watch::channel(false).0, afterwards: Arc::default() }
     }
 
     /// What requests carry to learn that the drain started.
     pub(crate) fn watch(&self) -> Draining {
-        Draining(self.0.subscribe())
+        Draining { started: self.started.subscribe(), afterwards: self.afterwards.clone() }
     }
 
     pub(crate) fn start(&self) {
-        self.0.send_replace(true);
+        self.started.send_replace(true);
+    }
+
+    /// Runs, one after the other, what the requests left for after the drain.
+    pub(crate) async fn run_afterwards(&self) {
+        let work = std::mem::take(&mut *self.afterwards.0.lock().unwrap_or_else(PoisonError::into_inner));
+        for (_, work) in work {
+            work.await;
+        }
     }
 }
 
 /// Whether the server has begun to shut down. Cheap to clone; the transports put one in
 /// each request's extensions.
 #[derive(Clone, Debug)]
-pub(crate) struct Draining(watch::Receiver<bool>);
+pub(crate) struct Draining {
+    started: watch::Receiver<bool>,
+    afterwards: Arc<Afterwards>,
+}
 
 impl Draining {
     /// Resolves once the drain has started, or its [`Drain`] is gone (the server stopped).
     pub(crate) async fn started(&self) {
-        let mut draining = self.0.clone();
+        let mut draining = self.started.clone();
         let _ = draining.wait_for(|started| *started).await;
     }
 
@@ -144,6 +172,15 @@ impl Draining {
         match extensions.get::<Self>() {
             Some(draining) => draining.started().await,
             None => std::future::pending().await,
+        }
+    }
+
+    /// Leaves `work` to run once the drain is over, unless work was left under `key`
+    /// already (by an earlier request to the same endpoint): `work` is only called then.
+    pub(crate) fn after_drain(&self, key: usize, work: impl FnOnce() -> BoxFuture<'static, ()>) {
+        let mut afterwards = self.afterwards.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if !afterwards.iter().any(|(left, _)| *left == key) {
+            afterwards.push((key, work()));
         }
     }
 }
@@ -196,5 +233,23 @@ mod tests {
         let watcher = drain.watch();
         drop(drain);
         watcher.started().await;
+    }
+
+    #[tokio::test]
+    async fn work_left_for_after_the_drain_runs_once_per_key_and_only_when_asked() {
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        let drain = Drain::new();
+        let leave = |key: usize, name: &'static str| {
+            let ran = ran.clone();
+            drain.watch().after_drain(key, move || Box::pin(async move { ran.lock().unwrap().push(name) }));
+        };
+        leave(1, "first endpoint");
+        leave(1, "first endpoint again");
+        leave(2, "second endpoint");
+        assert!(ran.lock().unwrap().is_empty(), "nothing runs before the drain is over");
+        drain.run_afterwards().await;
+        assert_eq!(*ran.lock().unwrap(), ["first endpoint", "second endpoint"]);
+        drain.run_afterwards().await;
+        assert_eq!(ran.lock().unwrap().len(), 2, "each runs once");
     }
 }

@@ -13,7 +13,8 @@ use super::Limits;
 /// [`Server::into_router`](crate::Server::into_router):
 ///
 /// ```
-/// use mcp_mrtr::{http::HttpConfig, http::Limits, Server};
+/// use mcp_mrtr::http::{HttpConfig, Limits};
+/// use mcp_mrtr::Server;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
@@ -105,7 +106,9 @@ impl HttpConfig {
         self
     }
 
-    /// The bounds on connections, bodies and handlers (see [`Limits`] for the defaults).
+    /// The bounds on requests: bodies, handlers, sessions (see [`Limits`] for the
+    /// defaults). The bounds on connections are the listener's:
+    /// [`ListenerLimits`](crate::http::ListenerLimits).
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self

@@ -18,9 +18,9 @@ use tokio::net::TcpListener;
 use super::post::post;
 use super::serve::{self, App};
 use super::sse::json_response;
-use super::{legacy, slots, HttpConfig};
+use super::{legacy, slots, HttpConfig, ListenerLimits};
 use crate::bounds::fair::ClientAddr;
-use crate::bounds::shutdown::Signal;
+use crate::bounds::shutdown::{Draining, Signal};
 use crate::dispatch::Engine;
 use crate::transport::error_message;
 use crate::transport::serve::sealed::Sealed;
@@ -68,8 +68,9 @@ impl Server {
     /// ```
     ///
     /// Serve the app with [`serve_router`](crate::http::serve_router) for the listener's
-    /// [`Limits`](crate::http::Limits) and graceful shutdown; after it returns, hand back
-    /// the tasks running here with [`Server::hand_back_tasks`] (on a clone kept for it).
+    /// [`ListenerLimits`](crate::http::ListenerLimits) and a graceful shutdown that hands
+    /// back the tasks running here. Served another way (`axum::serve`), keep a clone of the
+    /// server to call [`Server::hand_back_tasks`] on once serving ends.
     pub fn into_router(self, config: HttpConfig) -> io::Result<Router> {
         let endpoint = self.into_endpoint(config)?;
         let router = Router::new().route(&endpoint.config.path, axum::routing::any(endpoint_handler));
@@ -122,7 +123,7 @@ impl Server {
 /// browser requests are answered only from loopback pages.
 ///
 /// ```no_run
-/// use mcp_mrtr::http::{Http, HttpConfig, Limits};
+/// use mcp_mrtr::http::{Http, HttpConfig, Limits, ListenerLimits};
 /// use mcp_mrtr::prelude::*;
 ///
 /// /// Says hello.
@@ -134,13 +135,15 @@ impl Server {
 /// #[tokio::main]
 /// async fn main() -> std::io::Result<()> {
 ///     let config = HttpConfig::default().limits(Limits::default().max_handlers(64));
-///     Server::new("hello", "1.0.0").tool(hello).serve(Http::bind("127.0.0.1:3000").config(config)).await
+///     let http = Http::bind("127.0.0.1:3000").config(config).limits(ListenerLimits::default().max_connections(2000));
+///     Server::new("hello", "1.0.0").tool(hello).serve(http).await
 /// }
 /// ```
 #[derive(Debug)]
 pub struct Http {
     socket: Socket,
     config: Option<HttpConfig>,
+    limits: ListenerLimits,
 }
 
 #[derive(Debug)]
@@ -169,8 +172,14 @@ impl Http {
         self
     }
 
+    /// The bounds on connections (see [`ListenerLimits`] for the defaults).
+    pub fn limits(mut self, limits: ListenerLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
     fn on(socket: Socket) -> Self {
-        Self { socket, config: None }
+        Self { socket, config: None, limits: ListenerLimits::default() }
     }
 
     async fn bound(socket: Socket) -> io::Result<TcpListener> {
@@ -191,12 +200,13 @@ impl Sealed for Http {
             let local: SocketAddr = listener.local_addr()?;
             // No config and the default config are one: the bound address decides the hosts.
             let config = self.config.unwrap_or_default().for_address(local);
-            let (limits, path) = (config.limits, config.path.clone());
+            let path = config.path.clone();
             // Served without a router: two paths need no routing table, nor its per-request layers.
             let endpoint = server.into_endpoint(config)?;
             let engine = endpoint.server.clone();
             tracing::info!(%local, %path, "serving MCP over HTTP");
-            serve::serve_app(listener, endpoint, limits, shutdown.received()).await?;
+            serve::serve_app(listener, endpoint, self.limits, shutdown.received()).await?;
+            // Also when no request came (tasks taken over from instances that died).
             engine.hand_back_tasks().await;
             tracing::info!(%local, "shut down: tasks running here handed back");
             Ok(())
@@ -244,6 +254,14 @@ async fn answer(endpoint: &Endpoint, mut request: HttpRequest) -> Response {
     }
     if let Some(address) = client_address(&endpoint.config, &request) {
         request.extensions_mut().insert(ClientAddr(address));
+    }
+    if let Some(draining) = request.extensions().get::<Draining>() {
+        // Served by `serve_router`: the tasks running here are handed back after its drain.
+        let engine = &endpoint.server;
+        draining.after_drain(Arc::as_ptr(engine) as usize, || {
+            let engine = engine.clone();
+            Box::pin(async move { engine.hand_back_tasks().await })
+        });
     }
     let gate = endpoint.gate.as_deref();
     if let Some(gate) = gate {

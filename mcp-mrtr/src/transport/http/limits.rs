@@ -1,23 +1,21 @@
-//! [`Limits`]: every bound the HTTP transport puts on a client, in one place.
-//!
-//! The connection bounds (header deadline, write stall, connection cap, shutdown) are enforced by
-//! the accept loop in `serve.rs`; the request bounds (body deadline, handler time and
-//! count) by the endpoint itself, so a router mounted in another app keeps them.
+//! [`Limits`]: every bound the HTTP endpoint puts on a client's requests, in one place.
+//! They travel with the endpoint (in [`HttpConfig`](crate::http::HttpConfig)), so a router
+//! mounted in another app keeps them; the listener's own bounds are
+//! [`ListenerLimits`](crate::http::ListenerLimits).
 
 use std::time::Duration;
 
 use crate::transport::legacy::SessionLimits;
 
-/// The bounds that keep one client, or many, from holding a server's memory, sockets
-/// or handlers indefinitely. Set them with [`HttpConfig::limits`](crate::http::HttpConfig::limits).
+/// The bounds that keep one client, or many, from holding a server's handlers, sessions
+/// or memory indefinitely. Set them with [`HttpConfig::limits`](crate::http::HttpConfig::limits);
+/// the bounds on connections (header deadline, write stall, connection cap, shutdown) are
+/// the listener's: [`ListenerLimits`](crate::http::ListenerLimits).
 ///
 /// Every bound is on by default, with a value meant for production:
 ///
 /// | setting | default | applies to |
 /// |---|---|---|
-/// | [`header_timeout`](Self::header_timeout) | 15 s | a connection waiting for request headers, idle keep-alive included |
-/// | [`write_timeout`](Self::write_timeout) | 30 s | a response (an SSE stream, say) whose client stopped reading |
-/// | [`max_connections`](Self::max_connections) | ¾ of the open-files limit, at most 8,192 | open connections; past it the least valuable one is closed (below) |
 /// | [`body_timeout`](Self::body_timeout) | 30 s | reading one request body |
 /// | [`max_handlers`](Self::max_handlers) | 256 | requests being handled at once; more get a busy answer |
 /// | [`max_handlers_per_client`](Self::max_handlers_per_client) | a quarter of `max_handlers` | such requests of one client; when all are taken, the client running the most gives way |
@@ -28,7 +26,6 @@ use crate::transport::legacy::SessionLimits;
 /// | [`session_opening_rate`](Self::session_opening_rate) | 60 a minute, bursts of 64 | sessions one client opens; past it `initialize` gets 429 with `Retry-After` |
 /// | [`max_bridge_waits`](Self::max_bridge_waits) | 256 | 2025-11-25 calls waiting for their client's answers (they hold no handler slot); a full pool makes room (below) |
 /// | [`max_bridge_waits_per_client`](Self::max_bridge_waits_per_client) | 32 | such calls of one client; past it a call that asks fails with a clear error |
-/// | [`shutdown_timeout`](Self::shutdown_timeout) | 10 s | requests in flight when a graceful shutdown starts |
 ///
 /// A full session table never turns a new client away because of sessions that are
 /// merely open, and never takes a session from a client holding few: room is made by the
@@ -52,103 +49,35 @@ use crate::transport::legacy::SessionLimits;
 /// questions are withdrawn with `notifications/cancelled`. A newcomer is refused only when
 /// no client holds more than one wait beyond what the newcomer would.
 ///
-/// A connection past `max_connections` is not refused while another can give way: the
-/// one that has sent no complete request for the longest goes first (a slow-header
-/// client), then the longest-idle keep-alive one, then the oldest listen stream of the
-/// client holding the most connections. A connection running a request that works is
-/// never closed for room; the newcomer gets 503 only when every connection works and no
-/// client holds much more than its own. When serving starts, the process's soft
-/// open-files limit is raised to its hard limit (as Go's runtime and most servers do), and the
-/// default cap is derived from it.
-///
-/// The first three, and the shutdown bound, belong to the listener: [`Http`](crate::http::Http)
-/// applies them, and an app that mounts [`Server::into_router`](crate::Server::into_router)
-/// gets them by serving through [`serve_router`](crate::http::serve_router). The others travel
-/// with the router.
-///
 /// ```
-/// use std::time::Duration;
+/// use mcp_mrtr::http::{HttpConfig, Limits};
 ///
-/// use mcp_mrtr::{http::HttpConfig, http::Limits};
-///
-/// let limits = Limits::default()
-///     // The tools call a slow backend.
-///     .max_handlers(64)
-///     .max_handlers_per_client(8)
-///     // Well inside Kubernetes' 30 s grace period.
-///     .shutdown_timeout(Duration::from_secs(20));
-/// // `Limits` is `Copy`: the same value also goes to `serve_router` when you serve a
-/// // router of your own.
+/// // The tools call a slow backend.
+/// let limits = Limits::default().max_handlers(64).max_handlers_per_client(8);
 /// let config = HttpConfig::default().limits(limits);
 /// # let _ = config;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
-    pub(crate) header_timeout: Duration,
-    pub(crate) write_timeout: Duration,
-    /// `None`: derived from the open-files limit when serving starts.
-    pub(crate) max_connections: Option<usize>,
     pub(crate) body_timeout: Duration,
     pub(crate) max_handlers: usize,
     /// `None`: a quarter of `max_handlers`.
     pub(crate) max_handlers_per_client: Option<usize>,
     pub(crate) sessions: SessionLimits,
-    pub(crate) shutdown_timeout: Duration,
 }
 
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            header_timeout: Duration::from_secs(15),
-            write_timeout: Duration::from_secs(30),
-            max_connections: None,
             body_timeout: Duration::from_secs(30),
             max_handlers: 256,
             max_handlers_per_client: None,
             sessions: SessionLimits::default(),
-            shutdown_timeout: crate::bounds::shutdown::DEFAULT_TIMEOUT,
         }
     }
 }
 
 impl Limits {
-    /// How long a connection may take to send a request's headers, counted from when it
-    /// opens or its previous response ends: it closes slow-header (slowloris) and idle
-    /// keep-alive connections alike. Default 15 s.
-    pub fn header_timeout(mut self, timeout: Duration) -> Self {
-        self.header_timeout = timeout;
-        self
-    }
-
-    /// How long a response may wait for its client to read. Past it the connection is
-    /// closed, which drops the stream and cancels its handler. Default 30 s.
-    pub fn write_timeout(mut self, timeout: Duration) -> Self {
-        self.write_timeout = timeout;
-        self
-    }
-
-    /// The most connections served at once. Past it a new connection is served by
-    /// closing the least valuable open one (see above); only when none may give way does
-    /// it get a short HTTP 503 with `Retry-After` and close, rather than wait unserved.
-    ///
-    /// Default: three quarters of the process's open-files limit (raised to its hard
-    /// limit when serving starts), leaving the rest for files, Redis and outgoing calls,
-    /// and at most 8,192: a connection holds about 21 KiB (measured, idle or mid-header), so
-    /// 170 MB at the cap.
-    pub fn max_connections(mut self, max: usize) -> Self {
-        self.max_connections = Some(max);
-        self
-    }
-
-    /// The connection cap in force: the one set, or the default derived from the
-    /// open-files limit (raised first).
-    pub(crate) fn connection_cap(&self) -> usize {
-        self.max_connections.unwrap_or_else(|| {
-            let open_files = super::open_files::raise_limit();
-            usize::try_from(open_files.saturating_sub(64) / 4 * 3).unwrap_or(usize::MAX).clamp(64, 8_192)
-        })
-    }
-
     /// How long a request body may take to arrive in full: 1 MiB in 30 s is a pace of
     /// about 35 kB/s. A body still arriving then gets HTTP 408. Default 30 s.
     pub fn body_timeout(mut self, timeout: Duration) -> Self {
@@ -254,18 +183,6 @@ impl Limits {
     /// one address, and leaves the pool to at least 8 clients.
     pub fn max_bridge_waits_per_client(mut self, max: usize) -> Self {
         self.sessions.max_bridge_waits_per_client = max;
-        self
-    }
-
-    /// How long requests in flight get to finish once a graceful shutdown starts (see
-    /// [`ServeRouter::with_graceful_shutdown`](crate::http::ServeRouter::with_graceful_shutdown)); past it they are
-    /// cut: their connections close and their handlers are dropped. Default 10 s: most
-    /// calls end well within it, and it leaves room under Kubernetes' default 30 s grace
-    /// period (after which the process is killed) for a `preStop` pause while the load
-    /// balancer stops sending, and for handing tasks back. A 2026-07-28 client whose round
-    /// was cut sends it again, to any instance.
-    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
-        self.shutdown_timeout = timeout;
         self
     }
 }

@@ -2,7 +2,7 @@
 //! answered with JSON or with an SSE stream of its notifications and its reply.
 //!
 //! Read top-down, each file calling only the ones after it:
-//! - `serve`: the accept loop (`Http`), connections bounded and shed
+//! - `serve`: the accept loop (`Http`), connections bounded (`listener_limits`) and shed
 //!   (`connections`, `open_files`), each request handed to the endpoint;
 //! - `endpoint`: the door (`into_router`, `Http`), `Host`/`Origin` (`guard`),
 //!   the client's address, the OAuth gate, then by HTTP method;
@@ -23,6 +23,7 @@ mod handoff;
 mod headers;
 mod legacy;
 mod limits;
+mod listener_limits;
 mod open_files;
 mod post;
 mod serve;
@@ -33,4 +34,5 @@ mod status;
 pub use self::config::HttpConfig;
 pub use self::endpoint::Http;
 pub use self::limits::Limits;
+pub use self::listener_limits::ListenerLimits;
 pub use self::serve::{serve_router, ServeRouter};

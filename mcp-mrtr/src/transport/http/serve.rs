@@ -1,7 +1,7 @@
 //! The accept loop: serves an [`App`] (an axum app, or the MCP endpoint alone) on a
-//! listener with the connection bounds of [`Limits`] (header deadline, write stall,
+//! listener with the connection bounds of [`ListenerLimits`] (header deadline, write stall,
 //! connection cap), until a shutdown signal; then the drain (no new connections, requests
-//! in flight get a bound to finish).
+//! in flight get a bound to finish), and what the endpoints left for after it.
 //!
 //! Entry points: [`serve_router`] for apps, and `serve_app` for the [`Http`](super::Http)
 //! transport. Each connection is one hyper HTTP/1.1
@@ -35,23 +35,24 @@ use tokio::time::{Instant, Sleep};
 
 use super::connections::{Activity, Busy, Connections, Place};
 use super::handoff::{self, Flushed, Handoff};
-use super::Limits;
+use super::ListenerLimits;
 use crate::bounds::fair::ClientId;
 use crate::bounds::shutdown::{Drain, Draining};
 use crate::transport::serve::Starting;
 
-/// What a connection past [`Limits::max_connections`] reads before it is closed.
+/// What a connection past [`ListenerLimits::max_connections`] reads before it is closed.
 const REFUSAL: &[u8] =
     b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 
 /// Serves an axum app (one that mounts [`Server::into_router`](crate::Server::into_router),
-/// say) on `listener` when awaited, bounding connections as `limits` says: headers (and
-/// idle keep-alive) within [`Limits::header_timeout`], responses read within
-/// [`Limits::write_timeout`] of being written, at most [`Limits::max_connections`] open
-/// at once. It serves until SIGTERM or Ctrl-C, as `server.serve(Http…)` does, then shuts
-/// down gracefully (the steps are under
+/// say) on `listener` when awaited, bounding connections as [`ListenerLimits`] says (the
+/// defaults, or those given to [`limits`](ServeRouter::limits)): headers (and idle
+/// keep-alive) within a deadline, responses read within a deadline of being written, a cap
+/// on open connections. It serves until SIGTERM or Ctrl-C, as `server.serve(Http…)` does,
+/// then shuts down gracefully (the steps are under
 /// [`with_graceful_shutdown`](ServeRouter::with_graceful_shutdown), which stops on a signal
-/// of your own instead).
+/// of your own instead) and hands back the tasks running on every MCP endpoint of the app
+/// that answered a request through it, so another instance takes them over at once.
 ///
 /// A connection past the cap is accepted, answered `503` with `Retry-After: 1` and closed
 /// at once: the client learns to back off, rather than waiting in the kernel's backlog
@@ -59,22 +60,19 @@ const REFUSAL: &[u8] =
 ///
 /// ```no_run
 /// # async fn run() -> std::io::Result<()> {
-/// use mcp_mrtr::http::{self, HttpConfig, Limits};
+/// use mcp_mrtr::http::{self, HttpConfig, ListenerLimits};
 /// use mcp_mrtr::Server;
 ///
-/// let limits = Limits::default().max_connections(2000);
-/// let server = Server::new("app", "1.0.0");
-/// let mcp = server.clone().into_router(HttpConfig::default().limits(limits))?;
+/// let mcp = Server::new("app", "1.0.0").into_router(HttpConfig::default())?;
 /// let app = axum::Router::new().merge(mcp);
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
-/// http::serve_router(listener, app, limits).await?; // until SIGTERM or Ctrl-C, then drains
-/// // The tasks running here are the server's: give them to another instance.
-/// server.hand_back_tasks().await;
+/// // Until SIGTERM or Ctrl-C; then it drains and hands the server's tasks back.
+/// http::serve_router(listener, app).limits(ListenerLimits::default().max_connections(2000)).await?;
 /// # Ok(())
 /// # }
 /// ```
-pub fn serve_router(listener: TcpListener, app: Router, limits: Limits) -> ServeRouter {
-    ServeRouter { starting: Starting::new((listener, app)), limits, shutdown: None }
+pub fn serve_router(listener: TcpListener, app: Router) -> ServeRouter {
+    ServeRouter { starting: Starting::new((listener, app)), limits: ListenerLimits::default(), shutdown: None }
 }
 
 /// An app served on a listener, a future: see [`serve_router`]. Nothing starts until it
@@ -82,11 +80,17 @@ pub fn serve_router(listener: TcpListener, app: Router, limits: Limits) -> Serve
 #[must_use = "a ServeRouter does nothing until it is awaited"]
 pub struct ServeRouter {
     starting: Starting<(TcpListener, Router)>,
-    limits: Limits,
+    limits: ListenerLimits,
     shutdown: Option<BoxFuture<'static, ()>>,
 }
 
 impl ServeRouter {
+    /// The bounds on connections (see [`ListenerLimits`] for the defaults).
+    pub fn limits(mut self, limits: ListenerLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
     /// Serves until `signal` resolves, then shuts down gracefully and returns:
     ///
     /// 1. the listener closes, so new connections are refused (a load balancer moves them
@@ -94,8 +98,10 @@ impl ServeRouter {
     /// 2. idle keep-alive connections close, busy ones after their current response;
     ///    `subscriptions/listen` streams end at once with their result, and 2025-11-25 calls
     ///    waiting for their client's answer end with an error;
-    /// 3. requests still running get [`Limits::shutdown_timeout`] to finish; past it their
-    ///    connections are closed and their handlers dropped.
+    /// 3. requests still running get [`ListenerLimits::shutdown_timeout`] to finish; past it
+    ///    their connections are closed and their handlers dropped;
+    /// 4. the tasks running on the app's MCP endpoints are handed back (see
+    ///    [`Server::hand_back_tasks`](crate::Server::hand_back_tasks)).
     pub fn with_graceful_shutdown(mut self, signal: impl Future<Output = ()> + Send + 'static) -> Self {
         self.shutdown = Some(Box::pin(signal));
         self
@@ -144,7 +150,7 @@ impl App for Router {
 pub(super) async fn serve_app(
     listener: TcpListener,
     app: impl App,
-    limits: Limits,
+    limits: ListenerLimits,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
     let drain = Drain::new();
@@ -154,6 +160,7 @@ pub(super) async fn serve_app(
     accept_until(listener, shutdown, &serving, &mut connections).await;
     drain.start();
     finish(connections, &serving.requests, limits.shutdown_timeout).await;
+    drain.run_afterwards().await;
     Ok(())
 }
 
@@ -164,7 +171,7 @@ pub(super) struct Peer(pub(super) SocketAddr);
 /// What every connection is served with.
 struct Serving<A> {
     app: A,
-    limits: Limits,
+    limits: ListenerLimits,
     draining: Draining,
     requests: Requests,
 }
