@@ -17,10 +17,10 @@ use mcp_mrtr::Server;
 /// is in a state of its own, and reads the answer on the retry. What the original does with
 /// an HMAC codec (seal the state, refuse a tampered one) the runtime does for every state.
 pub mod by_hand {
-    use mcp_mrtr::ask::ElicitUrl;
     use mcp_mrtr::context::InputRequired;
     use mcp_mrtr::prelude::*;
     use mcp_mrtr::protocol::{ElicitAction, ElicitResult, JsonObject};
+    use mcp_mrtr::question::ElicitUrl;
     use serde_json::{json, Value};
 
     #[derive(Serialize, Deserialize)]

@@ -1,5 +1,5 @@
 //! Two servers on one real `redis-server`, each serving HTTP on 127.0.0.1 with the Redis
-//! change fanout: a tool disabled, enabled or removed through one's `ServerHandle` is
+//! change fanout: a tool disabled, enabled or removed through one's `CatalogHandle` is
 //! disabled, enabled or removed on the other, and the other's listeners hear of it after
 //! it applied the change. With `share_catalog_changes(false)` the edit stays where it
 //! was made. The channel is a trust boundary (audit C2): what any other Redis client
@@ -12,7 +12,8 @@ use std::net::SocketAddr;
 use instance::Redis;
 use mcp_mrtr::prelude::*;
 use mcp_mrtr::{
-    catalog::Listen, catalog::ServerHandle, request_state::KeyRing, request_state::StateConfig, request_state::StateKey,
+    catalog::CatalogHandle, catalog::Subscriptions, request_state::KeyRing, request_state::StateConfig,
+    request_state::StateKey,
 };
 use serde_json::{json, Value};
 
@@ -34,14 +35,14 @@ fn fleet_keys() -> StateConfig {
 }
 
 /// Serves a server on the Redis at `url` on a port of its own, on `runtime`.
-fn serve(runtime: &tokio::runtime::Runtime, url: &str, share: bool) -> (ServerHandle, SocketAddr) {
+fn serve(runtime: &tokio::runtime::Runtime, url: &str, share: bool) -> (CatalogHandle, SocketAddr) {
     runtime.block_on(async {
         let redis = mcp_mrtr::redis::Redis::connect(url).await.expect("redis");
         let fanout = redis.change_fanout().await.expect("a change fanout");
-        let listen = Listen::default().fanout(fanout).share_catalog_changes(share);
+        let listen = Subscriptions::default().fanout(fanout).share_catalog_changes(share);
         let server =
-            Server::new("deploys", "1").tools(tools![deploy, hello]).listen(listen).request_state(fleet_keys());
-        let handle = server.server_handle();
+            Server::new("deploys", "1").tools(tools![deploy, hello]).subscriptions(listen).request_state(fleet_keys());
+        let handle = server.catalog();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(server.serve(mcp_mrtr::http::Http::listener(listener)));

@@ -99,7 +99,7 @@ mod transport;
 pub use ext::redis;
 pub use ext::{auth, skills, tasks};
 pub use intake::request_state;
-pub use mrtr::{ask, context, extract};
+pub use mrtr::{context, extract, question};
 pub use routes::{catalog, handler};
 pub use transport::testing;
 // Entry points for `mcp-mrtr/fuzz` (cargo-fuzz sets `--cfg fuzzing`); absent from every other build.
@@ -129,11 +129,11 @@ pub mod stdio {
 }
 
 /// Streamable HTTP: the [`Http`](http::Http) transport, the endpoint's settings
-/// ([`HttpConfig`](http::HttpConfig), with the bounds on requests, [`Limits`](http::Limits)),
+/// ([`HttpConfig`](http::HttpConfig), with the bounds on requests, [`HttpLimits`](http::HttpLimits)),
 /// the listener's bounds on connections ([`ListenerLimits`](http::ListenerLimits)), and an
 /// accept loop with those bounds for an axum app that mounts [`Server::into_router`].
 pub mod http {
-    pub use crate::transport::http::{serve_router, Http, HttpConfig, Limits, ListenerLimits, ServeRouter};
+    pub use crate::transport::http::{serve_router, Http, HttpConfig, HttpLimits, ListenerLimits, ServeRouter};
 }
 
 /// Turns an `async fn` into a tool: `server.tool(my_fn)`.
@@ -253,9 +253,7 @@ pub mod prelude {
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};
 
-    // The macro alone: `crate::ask` also names the module of ask types.
-    #[doc(inline)]
-    pub use crate::__ask as ask;
+    pub use crate::ask;
     /// Joins asks (and other futures) so they are polled together: joined asks go out in
     /// one round. A re-export of `tokio::join!`.
     pub use tokio::join;
@@ -312,14 +310,14 @@ macro_rules! __ask {
 /// |---|---|---|
 /// | `ask!(elicit MESSAGE)` | a form for the `T` the result is used as | `Result<T, Declined>` |
 /// | `ask!(elicit_url MESSAGE, URL)` | the user to open a URL | `Result<(), Declined>` |
-/// | `ask!(sample PROMPT, max_tokens = 50, system = "…")` | the client's model (deprecated, see below) | `Result<`[`protocol::CreateMessageResult`]`, `[`ask::Refused`]`>`: `Err` when the client refused it |
+/// | `ask!(sample PROMPT, max_tokens = 50, system = "…")` | the client's model (deprecated, see below) | `Result<`[`protocol::CreateMessageResult`]`, `[`question::Refused`]`>`: `Err` when the client refused it |
 /// | `ask!(roots)` | the client's roots (deprecated, see below) | `Vec<protocol::Root>` |
 ///
-/// Options after `sample` call the [`ask::Sample`] builder methods of the same name.
+/// Options after `sample` call the [`question::Sample`] builder methods of the same name.
 /// Sampling and roots are deprecated in 2026-07-28 (SEP-2577) and still served: clients
 /// may stop offering them (the ask then fails with `-32021`), so new tools call a model
 /// provider themselves and take paths as arguments or through `elicit` (see
-/// [`ask::Sample`], [`ask::Roots`]). No compiler warning marks them.
+/// [`question::Sample`], [`question::Roots`]). No compiler warning marks them.
 ///
 /// `key = "…"` first sets the key the answer travels under; otherwise it is the name the
 /// `let` binds (through `?`, `.await`, and a `match` or `if let` on the ask; in
@@ -356,7 +354,7 @@ macro_rules! __ask {
 /// On the first request of a call (no request state yet) an answer the client sent in
 /// advance counts for an ask under its key, even one it was never shown. For consent, make
 /// the ask `fresh` (before or after `key = …,`): `ask!(fresh, elicit "Pay 12 EUR?")` counts
-/// only an answer to the question as asked ([`Ask::fresh`](context::Ask::fresh)). Inside a task every ask is
+/// only an answer to the question as asked ([`Ask::fresh`](question::Ask::fresh)). Inside a task every ask is
 /// fresh ([guide](guide::replay)).
 #[doc(inline)]
 pub use crate::__ask as ask;

@@ -13,7 +13,7 @@ use crate::ext::skills::Skills;
 use crate::ext::tasks::Tasks;
 use crate::intake::request_state::{KeyRing, StateConfig};
 use crate::protocol::{CacheHints, CompleteParams, Completion, ServerCapabilities};
-use crate::routes::catalog::{Item, Listen, RequestView, ServerHandle};
+use crate::routes::catalog::{CatalogHandle, Item, RequestView, Subscriptions};
 use crate::routes::handler::{MethodRoute, PromptRoute, ResourceRoute, Routes, ToolRoute, Toolbox};
 use crate::{Ctx, ToolError};
 
@@ -65,14 +65,14 @@ impl Server {
     /// Registers a tool. Tools are listed in registration order.
     ///
     /// A server and its clones share one catalog, which
-    /// [`server_handle`](Self::server_handle) changes at run time.
+    /// [`catalog`](Self::catalog) changes at run time.
     ///
     /// A tool whose name is not 1–64 characters of `[A-Za-z0-9_./-]`, or is taken, or
     /// whose input schema's `x-mcp-header` annotations break the rules of SEP-2243 (a
     /// header name token, unique ignoring case, on string, integer or boolean parameters
     /// only) is refused: serving fails with the reason (see [`Server::serve`]).
     pub fn tool(self, tool: impl Into<ToolRoute>) -> Self {
-        let added = self.server_handle().tools().add(tool);
+        let added = self.catalog().tools().add(tool);
         self.unless_refused(added)
     }
 
@@ -95,7 +95,7 @@ impl Server {
     ///
     /// Refused (serving then fails) if a prompt with the same name is registered already.
     pub fn prompt(self, prompt: impl Into<PromptRoute>) -> Self {
-        let added = self.server_handle().prompts().add(prompt);
+        let added = self.catalog().prompts().add(prompt);
         self.unless_refused(added)
     }
 
@@ -114,7 +114,7 @@ impl Server {
     /// Refused (serving then fails) if a resource with the same URI, or a template with
     /// the same URI template, is registered already.
     pub fn resource(self, resource: impl Into<ResourceRoute>) -> Self {
-        let added = self.server_handle().resources().add(resource);
+        let added = self.catalog().resources().add(resource);
         self.unless_refused(added)
     }
 
@@ -130,17 +130,19 @@ impl Server {
     }
 
     /// A handle that changes this server's tools, prompts and resources while it runs
-    /// and announces resource updates (see [`ServerHandle`]). Handlers get the same
-    /// handle from [`Ctx::server_handle`].
-    pub fn server_handle(&self) -> ServerHandle {
-        ServerHandle { live: self.engine.live.clone() }
+    /// and announces resource updates (see [`CatalogHandle`]). Handlers get the same
+    /// handle from [`Ctx::catalog`].
+    pub fn catalog(&self) -> CatalogHandle {
+        CatalogHandle { catalog: self.engine.catalog.clone() }
     }
 
-    /// Serves `subscriptions/listen`, so clients hear of list changes and resource
-    /// updates, and advertises `listChanged` (and `resources.subscribe`) accordingly.
-    pub fn listen(mut self, listen: Listen) -> Self {
-        self.engine.live.set_fanout(listen.fanout.clone(), listen.share_catalog);
-        self.engine.live_config.listen = Some(listen);
+    /// Serves subscriptions: `subscriptions/listen` (and a 2025-11-25 session's `GET`
+    /// stream), so clients hear of list changes and resource updates, and advertises
+    /// `listChanged` (and `resources.subscribe`) accordingly. Without it the lists never
+    /// change under a client's feet, as far as it is told.
+    pub fn subscriptions(mut self, subscriptions: Subscriptions) -> Self {
+        self.engine.catalog.set_fanout(subscriptions.fanout.clone(), subscriptions.share_catalog);
+        self.engine.catalog_config.listen = Some(subscriptions);
         self
     }
 
@@ -166,7 +168,7 @@ impl Server {
     where
         F: Fn(&RequestView<'_>, Item<'_>) -> bool + Send + Sync + 'static,
     {
-        self.engine.live_config.visible = Some(Arc::new(filter));
+        self.engine.catalog_config.visible = Some(Arc::new(filter));
         self
     }
 
@@ -174,7 +176,7 @@ impl Server {
     /// `resources/templates/list` holds (default 100); clients follow `nextCursor` for
     /// the rest. `usize::MAX` sends every list whole.
     pub fn page_size(mut self, entries: usize) -> Self {
-        self.engine.live_config.page_size = entries.max(1);
+        self.engine.catalog_config.page_size = entries.max(1);
         self
     }
 
@@ -294,7 +296,7 @@ impl Server {
 
     /// Serves a request method of the server's own (see [`MethodRoute`]), on both
     /// protocol revisions and every transport. Declare the extension it belongs to with
-    /// [`Server::extension`].
+    /// [`Server::declare_extension`].
     ///
     /// Refused (serving then fails) if the name is taken, empty, or one of the protocol's
     /// own methods (`tools/call`, `initialize`, …; tasks' and notifications' included).
@@ -317,7 +319,7 @@ impl Server {
     /// Refused (serving then fails) if `settings` is not a JSON object, or the id is
     /// empty or the tasks extension's (declared by the server itself, when a tool may run
     /// as a task).
-    pub fn extension(mut self, id: impl Into<String>, settings: serde_json::Value) -> Self {
+    pub fn declare_extension(mut self, id: impl Into<String>, settings: serde_json::Value) -> Self {
         let id = id.into();
         let checked = match settings {
             _ if id.is_empty() => Err("an extension id cannot be empty".to_owned()),
@@ -341,8 +343,8 @@ impl Server {
     /// Refused (serving then fails) when the server serves skills already (or a method
     /// of the same name).
     pub fn skills(self, skills: Skills) -> Self {
-        let (settings, methods) = skills.serve(&self.server_handle());
-        methods.into_iter().fold(self.extension(crate::ext::skills::EXTENSION, settings), Self::method)
+        let (settings, methods) = skills.serve(&self.catalog());
+        methods.into_iter().fold(self.declare_extension(crate::ext::skills::EXTENSION, settings), Self::method)
     }
 
     /// The capabilities `server/discover` reports, derived from what is registered so

@@ -1,4 +1,4 @@
-//! [`Pipe`]: a server on an in-memory stdio pipe, through `Stdio::over`, the same code
+//! [`Pipe`]: a server on an in-memory stdio pipe, through `Pipe::new`, the same code
 //! path `Stdio::new()` runs on the process's stdin and stdout.
 
 use mcp_mrtr::Server;
@@ -21,7 +21,7 @@ impl Pipe {
         let (input, server_in) = tokio::io::duplex(1 << 16);
         let (server_out, output) = tokio::io::duplex(1 << 16);
         let serving = tokio::spawn(
-            mcp_mrtr::testing::with_own_keys(server).serve(mcp_mrtr::stdio::Stdio::over(server_in, server_out)),
+            mcp_mrtr::testing::with_own_keys(server).serve(mcp_mrtr::stdio::Pipe::new(server_in, server_out)),
         );
         Self { input, output: BufReader::new(output).lines(), serving }
     }

@@ -11,7 +11,7 @@ use mcp_mrtr::auth::{JwtKeys, JwtVerifier, ResourceServer};
 use mcp_mrtr::prelude::*;
 use mcp_mrtr::testing::answer;
 use mcp_mrtr::{
-    catalog::Item, catalog::Listen, catalog::RequestView, catalog::ServerHandle, http::HttpConfig,
+    catalog::CatalogHandle, catalog::Item, catalog::RequestView, catalog::Subscriptions, http::HttpConfig,
     protocol::Completion, protocol::Prompt, protocol::PromptMessage, protocol::Resource, protocol::ResourceContents,
     protocol::ResourceTemplate,
 };
@@ -93,7 +93,7 @@ fn staff_only(view: &RequestView<'_>, item: Item<'_>) -> bool {
 
 fn server() -> Server {
     Server::new("access", "0")
-        .listen(Listen::default())
+        .subscriptions(Subscriptions::default())
         .tools(tools![route_job, hidden_route, sign_off, hidden_sign_off])
         .prompt(prompt("open_prompt"))
         .prompt(prompt("hidden_prompt"))
@@ -110,9 +110,9 @@ fn server() -> Server {
 }
 
 /// A real server on 127.0.0.1 behind an HS256 JWT verifier, and the handle that changes it.
-async fn serve() -> (SocketAddr, String, ServerHandle) {
+async fn serve() -> (SocketAddr, String, CatalogHandle) {
     let server = server();
-    let handle = server.server_handle();
+    let handle = server.catalog();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let resource = format!("http://127.0.0.1:{}/mcp", addr.port());

@@ -362,7 +362,7 @@ async fn the_http_transport_routes_the_endpoint_and_its_metadata_as_the_router_d
 #[tokio::test]
 async fn the_metadata_lists_the_scopes_of_tools_added_while_serving() {
     let server = Server::new("live", "1").tool(whoami);
-    let handle = server.server_handle();
+    let handle = server.catalog();
     let (addr, _) = serve_server(server, "/mcp").await;
     let metadata = || async {
         let response = client::send_to(addr, "GET", "/.well-known/oauth-protected-resource/mcp", &[], b"").await;

@@ -2,7 +2,7 @@
 //! a client's call. The only test in its binary: it sets the variable for the process.
 
 use mcp_mrtr::http::{Http, HttpConfig};
-use mcp_mrtr::stdio::Stdio;
+use mcp_mrtr::stdio::Pipe;
 use mcp_mrtr::Server;
 
 #[tokio::test]
@@ -20,7 +20,7 @@ async fn malformed_keys_fail_at_start_up_on_every_transport() {
     assert_eq!(http.kind(), std::io::ErrorKind::InvalidInput);
     let (_input, server_in) = tokio::io::duplex(64);
     let (server_out, _output) = tokio::io::duplex(64);
-    let stdio = server().serve(Stdio::over(server_in, server_out)).await.expect_err("stdio does not start");
+    let stdio = server().serve(Pipe::new(server_in, server_out)).await.expect_err("stdio does not start");
     assert!(stdio.to_string().contains("MCP_MRTR_STATE_KEYS"), "{stdio}");
 
     // Configured in code, the environment is not read at all.

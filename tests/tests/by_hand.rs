@@ -4,10 +4,10 @@
 //! expired, rebound and replayed states refused); requests gated on capabilities; a
 //! result that could not be sent, and the wrong mix of styles, failing with what is wrong.
 
-use mcp_mrtr::ask::Elicit;
 use mcp_mrtr::context::InputRequired;
 use mcp_mrtr::prelude::*;
 use mcp_mrtr::protocol::{InputRequest, InputRequiredResult};
+use mcp_mrtr::question::Elicit;
 use mcp_mrtr::request_state::{KeyRing, StateConfig, StateKey};
 use mcp_mrtr_tests::harness::{Rpc, TestServer, REJECTED, USED};
 use mcp_mrtr_tests::legacy::Legacy;
@@ -97,7 +97,7 @@ async fn mixed(ctx: &Ctx) -> Result<String, ToolError> {
 /// Asks the client's model by hand.
 #[tool]
 async fn sampler(ctx: &Ctx) -> Result<String, ToolError> {
-    let sample = mcp_mrtr::ask::Sample::new("Say hi");
+    let sample = mcp_mrtr::question::Sample::new("Say hi");
     if let Some(reply) = ctx.answer("hi", &sample) {
         return Ok(reply?.text());
     }

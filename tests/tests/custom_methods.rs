@@ -1,4 +1,4 @@
-//! A server's own request methods (`Server::method`) and extensions (`Server::extension`),
+//! A server's own request methods (`Server::method`) and extensions (`Server::declare_extension`),
 //! over real HTTP on both revisions and over stdio: declared in the capabilities, served
 //! through the same dispatch (params checked, results stamped, scopes and the visibility
 //! filter applied, rounds when the handler asks).
@@ -6,9 +6,9 @@
 use std::net::SocketAddr;
 
 use jsonwebtoken::{EncodingKey, Header};
-use mcp_mrtr::ask::Elicit;
 use mcp_mrtr::auth::{JwtKeys, JwtVerifier, ResourceServer};
 use mcp_mrtr::prelude::*;
+use mcp_mrtr::question::Elicit;
 use mcp_mrtr::{
     catalog::Item, http::HttpConfig, protocol::CacheHints, protocol::CacheScope, protocol::Tool, MethodRoute,
 };
@@ -40,7 +40,7 @@ struct Scope {
 
 fn server() -> Server {
     Server::new("custom", "1.0.0")
-        .extension("com.acme/search", json!({ "fuzzy": true }))
+        .declare_extension("com.acme/search", json!({ "fuzzy": true }))
         .method(
             MethodRoute::new("acme/search", |_ctx, params: Search| async move {
                 let hits = (0..params.limit.unwrap_or(2)).map(|i| format!("{}#{i}", params.query)).collect();
@@ -157,7 +157,7 @@ async fn a_2025_11_25_session_gets_the_same_methods_unstamped() {
 async fn stdio_serves_the_same_methods() {
     let (mut input, server_in) = tokio::io::duplex(1 << 16);
     let (server_out, output) = tokio::io::duplex(1 << 16);
-    tokio::spawn(mcp_mrtr::testing::with_own_keys(server()).serve(mcp_mrtr::stdio::Stdio::over(server_in, server_out)));
+    tokio::spawn(mcp_mrtr::testing::with_own_keys(server()).serve(mcp_mrtr::stdio::Pipe::new(server_in, server_out)));
     let mut lines = BufReader::new(output).lines();
     let meta = mcp_mrtr_tests::harness::meta(json!({}));
     let line =
@@ -181,7 +181,7 @@ fn a_protocol_method_cannot_be_taken() {
 
 #[test]
 fn extension_settings_are_an_object() {
-    let refused = refusal(Server::new("s", "1").extension("com.acme/x", json!(true)));
+    let refused = refusal(Server::new("s", "1").declare_extension("com.acme/x", json!(true)));
     assert!(refused.contains("must be a JSON object"), "{refused}");
 }
 
@@ -192,7 +192,7 @@ async fn every_mistake_of_the_builder_is_reported_together_when_serving_starts()
             .description("d")
             .handler(|_ctx, _args: serde_json::Map<String, Value>| async { Ok::<_, ToolError>("ok") })
     };
-    let built = Server::new("s", "1").tool(tool("twice")).tool(tool("twice")).extension("", json!({}));
+    let built = Server::new("s", "1").tool(tool("twice")).tool(tool("twice")).declare_extension("", json!({}));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let refused = built.serve(mcp_mrtr::http::Http::listener(listener)).await.expect_err("serving must not start");
     assert_eq!(refused.kind(), std::io::ErrorKind::InvalidInput);

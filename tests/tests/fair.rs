@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use mcp_mrtr::testing::answer;
 use mcp_mrtr::{
-    catalog::Listen, http::HttpConfig, http::Limits, http::ListenerLimits, protocol::Tool, request_state::MemoryGuard,
-    request_state::StateConfig, Server, ToolError,
+    catalog::Subscriptions, http::HttpConfig, http::HttpLimits, http::ListenerLimits, protocol::Tool,
+    request_state::MemoryGuard, request_state::StateConfig, Server, ToolError,
 };
 use mcp_mrtr_tests::client::{self, TIMEOUT};
 use mcp_mrtr_tests::harness::{Rpc, TestServer, USED};
@@ -148,8 +148,8 @@ impl Stream {
     }
 }
 
-fn listen_server(listen: Listen) -> (mcp_mrtr::Server, HttpConfig) {
-    (mcp_mrtr_examples::everything::server().listen(listen), HttpConfig::default())
+fn listen_server(listen: Subscriptions) -> (mcp_mrtr::Server, HttpConfig) {
+    (mcp_mrtr_examples::everything::server().subscriptions(listen), HttpConfig::default())
 }
 
 async fn assert_served_from(server: &TestServer, source: IpAddr) {
@@ -161,7 +161,7 @@ async fn assert_served_from(server: &TestServer, source: IpAddr) {
 
 #[tokio::test]
 async fn one_client_holds_at_most_its_share_of_listen_streams() {
-    let (server, config) = listen_server(Listen::default().max_streams(8).max_streams_per_client(3));
+    let (server, config) = listen_server(Subscriptions::default().max_streams(8).max_streams_per_client(3));
     let server = TestServer::start_with(server, config).await;
     let mut held = Vec::new();
     for _ in 0..3 {
@@ -178,8 +178,8 @@ async fn one_client_holds_at_most_its_share_of_listen_streams() {
 
 #[tokio::test]
 async fn behind_a_trusted_proxy_each_forwarded_address_has_its_own_share() {
-    let listen = Listen::default().max_streams(8).max_streams_per_client(2);
-    let server = mcp_mrtr_examples::everything::server().listen(listen.clone());
+    let listen = Subscriptions::default().max_streams(8).max_streams_per_client(2);
+    let server = mcp_mrtr_examples::everything::server().subscriptions(listen.clone());
     let trusting = TestServer::start_with(server, HttpConfig::default().trust_forwarded_for(true)).await;
     let mut held = Vec::new();
     for client in ["198.51.100.7", "198.51.100.8"] {
@@ -192,7 +192,7 @@ async fn behind_a_trusted_proxy_each_forwarded_address_has_its_own_share() {
         assert!(refused.seen().contains("too many listen streams"), "{client}: {}", refused.seen());
     }
     // Without trust, the header is ignored: one peer, one share.
-    let server = mcp_mrtr_examples::everything::server().listen(listen);
+    let server = mcp_mrtr_examples::everything::server().subscriptions(listen);
     let plain = TestServer::start_with(server, HttpConfig::default()).await;
     let _held = (
         Stream::open_as(plain.addr, LOCAL, Some("198.51.100.7")).await,
@@ -204,7 +204,7 @@ async fn behind_a_trusted_proxy_each_forwarded_address_has_its_own_share() {
 
 #[tokio::test]
 async fn a_full_listen_pool_ends_the_heaviest_clients_oldest_stream() {
-    let (server, config) = listen_server(Listen::default().max_streams(4).max_streams_per_client(4));
+    let (server, config) = listen_server(Subscriptions::default().max_streams(4).max_streams_per_client(4));
     let server = TestServer::start_with(server, config).await;
     let mut held = Vec::new();
     for _ in 0..4 {
@@ -223,7 +223,7 @@ async fn a_full_listen_pool_ends_the_heaviest_clients_oldest_stream() {
 
 #[tokio::test]
 async fn a_listen_stream_ends_with_its_result_at_its_maximum_lifetime() {
-    let listen = Listen::default().max_lifetime(Duration::from_millis(300));
+    let listen = Subscriptions::default().max_lifetime(Duration::from_millis(300));
     let (server, config) = listen_server(listen);
     let server = TestServer::start_with(server, config).await;
     let mut stream = Stream::open(server.addr, LOCAL).await;
@@ -258,7 +258,7 @@ async fn slow_headers_at_the_connection_cap_give_way_to_a_real_request() {
 
 #[tokio::test]
 async fn listen_streams_at_the_connection_cap_give_way_to_a_lighter_client() {
-    let listen = Listen::default().max_streams(64).max_streams_per_client(64);
+    let listen = Subscriptions::default().max_streams(64).max_streams_per_client(64);
     let limits = ListenerLimits::default().max_connections(8).header_timeout(Duration::from_secs(30));
     let (server, config) = listen_server(listen);
     let server = TestServer::start_listening(server, config, limits).await;
@@ -309,7 +309,7 @@ async fn running(started: &AtomicUsize, count: usize) {
 #[tokio::test]
 async fn one_client_runs_at_most_its_share_of_handlers_and_the_heaviest_gives_way_when_all_are_taken() {
     let started = Arc::new(AtomicUsize::new(0));
-    let limits = Limits::default().max_handlers(4).max_handlers_per_client(3);
+    let limits = HttpLimits::default().max_handlers(4).max_handlers_per_client(3);
     let server = TestServer::start_with(holding_server(started.clone()), HttpConfig::default().limits(limits)).await;
     let mut oldest = hold_from(&server, ATTACKER).await;
     running(&started, 1).await;
@@ -341,7 +341,7 @@ async fn one_client_runs_at_most_its_share_of_handlers_and_the_heaviest_gives_wa
 
 #[tokio::test]
 async fn a_listen_stream_on_a_keep_alive_connection_closes_it_when_it_ends() {
-    let listen = Listen::default().max_lifetime(Duration::from_millis(300));
+    let listen = Subscriptions::default().max_lifetime(Duration::from_millis(300));
     let (server, config) = listen_server(listen);
     let server = TestServer::start_with(server, config).await;
     // Not `Connection: close`, as the other tests' client sends: a keep-alive request.

@@ -11,7 +11,7 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
-use mcp_mrtr::{http::HttpConfig, http::Limits};
+use mcp_mrtr::{http::HttpConfig, http::HttpLimits};
 use mcp_mrtr_tests::client::{self, HttpResponse};
 use mcp_mrtr_tests::harness::{Rpc, TestServer};
 use mcp_mrtr_tests::legacy::{Legacy, Stream};
@@ -25,7 +25,7 @@ const NEWCOMER: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 4));
 /// what "promptly" means on a loaded 2-core machine.
 const PROMPTLY: Duration = Duration::from_secs(5);
 
-async fn everything_with(limits: Limits) -> TestServer {
+async fn everything_with(limits: HttpLimits) -> TestServer {
     TestServer::start_with(mcp_mrtr_examples::everything::server(), HttpConfig::default().limits(limits)).await
 }
 
@@ -99,7 +99,7 @@ fn error_message(reply: &Value) -> &str {
 
 #[tokio::test]
 async fn a_flood_of_calls_waiting_for_answers_is_refused_at_its_share_and_holds_no_handler_slot() {
-    let limits = Limits::default().max_handlers(2).max_bridge_waits(8).max_bridge_waits_per_client(4);
+    let limits = HttpLimits::default().max_handlers(2).max_bridge_waits(8).max_bridge_waits_per_client(4);
     let server = everything_with(limits).await;
     let (held, refusal) = flood_of_waits(&server, 20).await;
     assert_eq!(held.len(), 4, "the attacker's waits before it was refused: its share, and no fewer");
@@ -117,7 +117,7 @@ async fn a_flood_of_calls_waiting_for_answers_is_refused_at_its_share_and_holds_
 
 #[tokio::test]
 async fn a_full_pool_of_waits_makes_the_heaviest_client_give_way() {
-    let limits = Limits::default().max_handlers(1).max_bridge_waits(4).max_bridge_waits_per_client(4);
+    let limits = HttpLimits::default().max_handlers(1).max_bridge_waits(4).max_bridge_waits_per_client(4);
     let server = everything_with(limits).await;
     let (mut held, refusal) = flood_of_waits(&server, 20).await;
     assert_eq!(held.len(), 4);
@@ -152,7 +152,7 @@ async fn ping(session: &Legacy, source: IpAddr) -> u16 {
 #[tokio::test]
 async fn a_flood_of_initialize_and_ping_is_refused_by_the_rate_and_spares_a_used_session() {
     // One session a minute after a burst of 4: the test runs well within a minute.
-    let limits = Limits::default().max_sessions(8).session_opening_rate(1, 4);
+    let limits = HttpLimits::default().max_sessions(8).session_opening_rate(1, 4);
     let server = everything_with(limits).await;
     let (honest, first) = initialize_and_ping(&server, HONEST).await.expect("the honest session");
     assert_eq!(first, 200);
@@ -184,7 +184,7 @@ async fn a_flood_of_initialize_and_ping_is_refused_by_the_rate_and_spares_a_used
 #[tokio::test]
 async fn a_full_table_makes_room_from_the_flood_and_never_from_a_client_holding_few() {
     // A rate that does not stop the flood: the table's own rule must.
-    let limits = Limits::default().max_sessions(8).session_opening_rate(60_000, 1_000);
+    let limits = HttpLimits::default().max_sessions(8).session_opening_rate(60_000, 1_000);
     let server = everything_with(limits).await;
     let mut honest = Vec::new();
     for _ in 0..2 {

@@ -123,7 +123,7 @@ async fn random_input_never_panics_the_server() {
     let (mut input, server_in) = tokio::io::duplex(1 << 20);
     let (server_out, output) = tokio::io::duplex(1 << 20);
     let server = mcp_mrtr::testing::with_own_keys(mcp_mrtr_examples::everything::server());
-    tokio::spawn(server.serve(mcp_mrtr::stdio::Stdio::over(server_in, server_out)));
+    tokio::spawn(server.serve(mcp_mrtr::stdio::Pipe::new(server_in, server_out)));
     let reader = tokio::spawn(async move {
         let mut lines = BufReader::new(output).lines();
         let mut count = 0usize;

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_mrtr::ask::{Elicit, ElicitUrl};
+use mcp_mrtr::question::{Elicit, ElicitUrl};
 use mcp_mrtr::{protocol::Tool, Server, ToolError};
 use mcp_mrtr_tests::client::{self, TIMEOUT};
 use mcp_mrtr_tests::harness::{Rpc, TestServer};

@@ -4,7 +4,7 @@
 //! callable; resource updates reach subscribers only. Hosts of that era (Codex CLI, Gemini
 //! CLI) re-list on these notifications; before, they never saw a tool added at run time.
 
-use mcp_mrtr::catalog::Listen;
+use mcp_mrtr::catalog::Subscriptions;
 use mcp_mrtr::protocol::PromptMessage;
 use mcp_mrtr::protocol::{Resource, ResourceContents, Tool};
 use mcp_mrtr::{Ctx, Server, ToolError};
@@ -23,7 +23,7 @@ fn live_server() -> Server {
         let added = Tool::new("added")
             .description("Added at run time")
             .handler(|_ctx, _: NoArgs| async { Ok::<_, ToolError>("here now") });
-        ctx.server_handle().tools().add(added).map_err(|e| ToolError::new(e.to_string()))?;
+        ctx.catalog().tools().add(added).map_err(|e| ToolError::new(e.to_string()))?;
         Ok::<_, ToolError>("added")
     });
     let readme = |uri: &'static str| {
@@ -31,7 +31,7 @@ fn live_server() -> Server {
             .handler(move |_ctx| async move { Ok::<_, ToolError>(ResourceContents::text(uri, "text/plain", "v1")) })
     };
     Server::new("live-legacy", "0")
-        .listen(Listen::default())
+        .subscriptions(Subscriptions::default())
         .tool(add)
         .resource(readme("r://a"))
         .resource(readme("r://b"))
@@ -84,7 +84,7 @@ async fn a_stdio_session_hears_a_tool_added_and_then_lists_and_calls_it() {
 #[tokio::test]
 async fn an_http_session_hears_changes_on_its_get_stream_and_only_the_updates_it_subscribed_to() {
     let server = live_server();
-    let handle = server.server_handle();
+    let handle = server.catalog();
     let server = TestServer::start(server).await;
     let (session, init) = Legacy::connect(server.addr, json!({})).await;
     assert_eq!(init["capabilities"]["tools"], json!({"listChanged": true}));
@@ -147,7 +147,7 @@ async fn a_stdio_session_that_falls_behind_is_told_every_list_changed_and_goes_o
         Ok::<_, ToolError>(Vec::<PromptMessage>::new())
     });
     let server = live_server().prompt(prompt);
-    let handle = server.server_handle();
+    let handle = server.catalog();
     let mut pipe = Pipe::start(server);
     let init = legacy_request(
         0,

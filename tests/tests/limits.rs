@@ -1,4 +1,4 @@
-//! The HTTP transport under abuse, with small `Limits`: slow or silent connections are
+//! The HTTP transport under abuse, with small `HttpLimits`: slow or silent connections are
 //! closed by their deadlines, a connection past the cap is refused with a 503 when none
 //! can give way for it, a stream
 //! nobody reads is dropped and its handler cancelled, a handler past its time limit
@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_mrtr::http::{HttpConfig, Limits, ListenerLimits};
+use mcp_mrtr::http::{HttpConfig, HttpLimits, ListenerLimits};
 use mcp_mrtr::{protocol::Tool, Server, ToolError};
 use mcp_mrtr_tests::client::{self, TIMEOUT};
 use mcp_mrtr_tests::harness::{Rpc, TestServer};
@@ -20,8 +20,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// Short deadlines, so a test sees them pass; the connection cap is 8.
-fn small_limits() -> (Limits, ListenerLimits) {
-    let endpoint = Limits::default().body_timeout(Duration::from_millis(200));
+fn small_limits() -> (HttpLimits, ListenerLimits) {
+    let endpoint = HttpLimits::default().body_timeout(Duration::from_millis(200));
     let listener = ListenerLimits::default()
         .header_timeout(Duration::from_millis(200))
         .write_timeout(Duration::from_millis(200))
@@ -29,7 +29,7 @@ fn small_limits() -> (Limits, ListenerLimits) {
     (endpoint, listener)
 }
 
-async fn everything_with((limits, listener): (Limits, ListenerLimits)) -> TestServer {
+async fn everything_with((limits, listener): (HttpLimits, ListenerLimits)) -> TestServer {
     let config = HttpConfig::default().limits(limits);
     TestServer::start_listening(mcp_mrtr_examples::everything::server(), config, listener).await
 }
@@ -168,9 +168,12 @@ async fn a_stream_nobody_reads_is_dropped_and_its_handler_cancelled() {
         }
     });
     let (limits, listener) = small_limits();
-    let server =
-        TestServer::start_listening(Server::new("flood", "1").tool(flood), HttpConfig::default().limits(limits), listener)
-            .await;
+    let server = TestServer::start_listening(
+        Server::new("flood", "1").tool(flood),
+        HttpConfig::default().limits(limits),
+        listener,
+    )
+    .await;
 
     let rpc = Rpc::call_tool("flood", json!({})).meta_key("progressToken", json!("p"));
     let headers = rpc.headers();
@@ -222,7 +225,7 @@ async fn past_the_handler_cap_requests_are_told_the_server_is_busy() {
     let started = Arc::new(AtomicUsize::new(0));
     let server = Server::new("busy", "1").tool(sleepy("hold", started.clone()));
     // The total is the subject here: one client may take every slot.
-    let limits = Limits::default().max_handlers(2).max_handlers_per_client(2);
+    let limits = HttpLimits::default().max_handlers(2).max_handlers_per_client(2);
     let server = TestServer::start_with(server, HttpConfig::default().limits(limits)).await;
     let hold = Rpc::call_tool("hold", json!({}));
     let headers = hold.headers();
@@ -275,9 +278,9 @@ async fn past_the_handler_cap_requests_are_told_the_server_is_busy() {
 #[tokio::test]
 async fn listen_streams_take_no_handler_slot() {
     let server = Server::new("listen", "0")
-        .listen(mcp_mrtr::catalog::Listen::default())
+        .subscriptions(mcp_mrtr::catalog::Subscriptions::default())
         .tool(Tool::new("quick").handler(|_ctx, _: Map<String, Value>| async { Ok::<_, ToolError>("done") }));
-    let limits = Limits::default().max_handlers(1);
+    let limits = HttpLimits::default().max_handlers(1);
     let server = TestServer::start_with(server, HttpConfig::default().limits(limits)).await;
     let _streams = (listen_stream(&server).await, listen_stream(&server).await);
     let reply = server.call(&Rpc::call_tool("quick", json!({}))).await;

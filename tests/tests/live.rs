@@ -10,7 +10,7 @@ use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::Response;
 use mcp_mrtr::{
-    catalog::CatalogError, catalog::Item, catalog::Listen, catalog::MemoryFanout, catalog::ServerHandle,
+    catalog::CatalogError, catalog::CatalogHandle, catalog::Item, catalog::MemoryFanout, catalog::Subscriptions,
     handler::PromptArguments, protocol::Prompt, protocol::PromptMessage, protocol::Resource,
     protocol::ResourceContents, protocol::ResourceTemplate, protocol::Tool, Caller, Server, ToolError,
 };
@@ -48,7 +48,7 @@ fn resource(uri: &str) -> mcp_mrtr::ResourceRoute {
 /// A server with a tool, a prompt and a resource that serves listen streams.
 fn live_server() -> Server {
     Server::new("live", "0")
-        .listen(Listen::default())
+        .subscriptions(Subscriptions::default())
         .tool(noop_tool("a"))
         .prompt(prompt("p"))
         .resource(resource("r://a"))
@@ -67,7 +67,7 @@ fn tag(message: &Value) -> &Value {
 #[tokio::test]
 async fn a_stream_is_acknowledged_first_and_carries_only_what_its_filter_asked_for() {
     let server = live_server();
-    let handle = server.server_handle();
+    let handle = server.catalog();
     let server = TestServer::start(server).await;
     let filter = json!({"toolsListChanged": true, "resourceSubscriptions": ["r://a"], "unknownKind": true});
     let mut listener = listen(server.addr, json!("listen-1"), filter).await;
@@ -95,7 +95,7 @@ async fn a_stream_is_acknowledged_first_and_carries_only_what_its_filter_asked_f
 #[tokio::test]
 async fn the_subscription_id_keeps_the_json_type_of_the_listen_request_id() {
     let server = live_server();
-    let handle = server.server_handle();
+    let handle = server.catalog();
     let server = TestServer::start(server).await;
     let mut listener = listen(server.addr, json!(7), json!({"promptsListChanged": true})).await;
     assert_eq!(tag(&listener.next().await), &json!(7));
@@ -107,8 +107,9 @@ async fn the_subscription_id_keeps_the_json_type_of_the_listen_request_id() {
 
 #[tokio::test]
 async fn an_idle_stream_gets_keep_alive_comments() {
-    let server =
-        Server::new("idle", "0").listen(Listen::default().keep_alive(Duration::from_millis(20))).tool(noop_tool("a"));
+    let server = Server::new("idle", "0")
+        .subscriptions(Subscriptions::default().keep_alive(Duration::from_millis(20)))
+        .tool(noop_tool("a"));
     let server = TestServer::start(server).await;
     let mut listener = listen(server.addr, json!(1), json!({"toolsListChanged": true})).await;
     listener.next().await;
@@ -118,7 +119,7 @@ async fn an_idle_stream_gets_keep_alive_comments() {
 #[tokio::test]
 async fn add_remove_enable_and_disable_change_what_requests_see_and_are_announced() {
     let server = live_server();
-    let handle = server.server_handle();
+    let handle = server.catalog();
     let server = TestServer::start(server).await;
     let filter = json!({"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true});
     let mut listener = listen(server.addr, json!(1), filter).await;
@@ -175,7 +176,7 @@ async fn add_remove_enable_and_disable_change_what_requests_see_and_are_announce
 #[tokio::test]
 async fn a_listener_that_goes_away_is_dropped() {
     let server = live_server();
-    let handle = server.server_handle();
+    let handle = server.catalog();
     let server = TestServer::start(server).await;
     let mut listener = listen(server.addr, json!(1), json!({"toolsListChanged": true})).await;
     listener.next().await;
@@ -206,8 +207,9 @@ async fn a_listener_that_does_not_read_is_ended_with_the_listen_result() {
     let long = ResourceTemplate::new("r://{id}", "long").handler(|_ctx, _: Map<String, Value>| async {
         Ok::<_, ToolError>(ResourceContents::text("r://long", "text/plain", "content"))
     });
-    let server = Server::new("slow", "0").listen(Listen::default().fanout(MemoryFanout::new(64))).resource(long);
-    let handle = server.server_handle();
+    let server =
+        Server::new("slow", "0").subscriptions(Subscriptions::default().fanout(MemoryFanout::new(64))).resource(long);
+    let handle = server.catalog();
     let server = TestServer::start(server).await;
     // Long URIs fill the socket's buffers after a few hundred notifications.
     let uri = format!("r://{}", "x".repeat(16 * 1024));
@@ -241,7 +243,7 @@ async fn a_listener_that_does_not_read_is_ended_with_the_listen_result() {
 async fn pages_stay_consistent_while_the_list_changes() {
     let server =
         Server::new("paged", "0").page_size(3).prompt(prompt("p")).tools((0..10).map(|i| noop_tool(&format!("t{i}"))));
-    let handle = server.server_handle();
+    let handle = server.catalog();
     let server = TestServer::start(server).await;
     let page = |cursor: Option<String>| {
         let rpc = match cursor {
@@ -364,9 +366,9 @@ async fn capabilities_say_exactly_whether_listen_is_served() {
 
 #[tokio::test]
 async fn a_handler_changes_the_catalog_through_its_context() {
-    let server = Server::new("self-changing", "0").listen(Listen::default()).tool(tool("grow").handler(
+    let server = Server::new("self-changing", "0").subscriptions(Subscriptions::default()).tool(tool("grow").handler(
         |ctx: mcp_mrtr::Ctx, _: Map<String, Value>| async move {
-            let handle: ServerHandle = ctx.server_handle();
+            let handle: CatalogHandle = ctx.catalog();
             let added = handle.tools().add(noop_tool("grown")).is_ok();
             Ok::<_, ToolError>(if added { "grown" } else { "already grown" })
         },
@@ -386,10 +388,10 @@ async fn over_stdio_streams_are_demultiplexed_by_subscription_id_and_cancelled()
     use tokio::io::{AsyncWriteExt, BufReader};
 
     let server = live_server();
-    let handle = server.server_handle();
+    let handle = server.catalog();
     let (mut input, server_in) = tokio::io::duplex(1 << 16);
     let (server_out, output) = tokio::io::duplex(1 << 16);
-    let serving = tokio::spawn(server.serve(mcp_mrtr::stdio::Stdio::over(server_in, server_out)));
+    let serving = tokio::spawn(server.serve(mcp_mrtr::stdio::Pipe::new(server_in, server_out)));
     let mut lines = BufReader::new(output).lines();
     let meta = mcp_mrtr_tests::harness::meta(json!({}));
     for (id, filter) in

@@ -44,8 +44,8 @@ async fn chain(call: String) -> Result<String, ToolError> {
     Ok(format!("a={a} b={b} c={c} ok={}", first.ok && second.ok))
 }
 
-fn go() -> mcp_mrtr::ask::Elicit<Confirm> {
-    mcp_mrtr::ask::Elicit::new("Go on?")
+fn go() -> mcp_mrtr::question::Elicit<Confirm> {
+    mcp_mrtr::question::Elicit::new("Go on?")
 }
 
 /// Built by hand: a reusable state, then a single-use one whose reading hands off.

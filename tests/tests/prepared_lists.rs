@@ -51,7 +51,7 @@ async fn tools(server: &TestServer) -> Vec<String> {
 #[tokio::test]
 async fn every_change_through_the_handle_shows_in_the_next_list() {
     let server = Server::new("prepared", "0").tool(tool("a")).resource(resource("r://a"));
-    let handle = server.server_handle();
+    let handle = server.catalog();
     let server = TestServer::start(server).await;
     // Twice each, so the second answer comes from the prepared body.
     for _ in 0..2 {
@@ -80,7 +80,7 @@ async fn every_change_through_the_handle_shows_in_the_next_list() {
 #[tokio::test]
 async fn discovery_follows_the_kinds_registered() {
     let server = Server::new("prepared", "0").tool(tool("a"));
-    let handle = server.server_handle();
+    let handle = server.catalog();
     let server = TestServer::start(server).await;
     let capabilities = || async { server.call(&Rpc::new("server/discover")).await["result"]["capabilities"].clone() };
     assert!(capabilities().await.get("prompts").is_none());
@@ -96,7 +96,7 @@ async fn discovery_follows_the_kinds_registered() {
 #[tokio::test]
 async fn pages_are_prepared_per_cursor_and_follow_changes() {
     let server = Server::new("prepared", "0").page_size(2).tools(["a", "b", "c"].map(tool));
-    let handle = server.server_handle();
+    let handle = server.catalog();
     let server = TestServer::start(server).await;
     let first = server.call(&Rpc::new("tools/list")).await["result"].clone();
     let cursor = first["nextCursor"].clone();
@@ -121,7 +121,7 @@ async fn callers_who_see_different_tools_never_share_a_list() {
                 _ => true,
             }
         });
-    let handle = server.server_handle();
+    let handle = server.catalog();
     let server = TestServer::start(server).await;
     let as_team =
         |team: &'static str| listed(&server, Rpc::new("tools/list").header("x-team", Some(team)), "tools", "name");

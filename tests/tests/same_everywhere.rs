@@ -77,7 +77,7 @@ async fn the_test_client_refuses_what_serving_refuses_with_the_same_words() {
         let served = refusal(server.clone());
         let (_input, reader) = tokio::io::duplex(64);
         let (writer, _output) = tokio::io::duplex(64);
-        let piped = server.clone().serve(mcp_mrtr::stdio::Stdio::over(reader, writer)).await;
+        let piped = server.clone().serve(mcp_mrtr::stdio::Pipe::new(reader, writer)).await;
         assert_eq!(piped.expect_err(what).to_string(), served, "{what}: stdio and HTTP say the same");
         let tested = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| TestClient::new(server)));
         let panic = tested.err().unwrap_or_else(|| panic!("{what}: TestClient accepted a server serve refuses"));

@@ -9,14 +9,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_mrtr::{http::HttpConfig, http::Limits, protocol::Tool, Server, ToolError};
+use mcp_mrtr::{http::HttpConfig, http::HttpLimits, protocol::Tool, Server, ToolError};
 use mcp_mrtr_tests::client::{self, TIMEOUT};
 use mcp_mrtr_tests::harness::TestServer;
 use mcp_mrtr_tests::legacy::Legacy;
 use serde_json::{json, Map, Value};
 
 /// A server whose one tool sleeps until the test ends, counting the calls that started.
-async fn start(limits: Limits) -> (TestServer, Arc<AtomicUsize>) {
+async fn start(limits: HttpLimits) -> (TestServer, Arc<AtomicUsize>) {
     let started = Arc::new(AtomicUsize::new(0));
     let counter = started.clone();
     let hold = Tool::new("hold").handler(move |_ctx, _: Map<String, Value>| {
@@ -54,7 +54,7 @@ async fn until(what: &str, done: impl Fn() -> bool) {
 
 #[tokio::test]
 async fn a_flood_of_initialize_locks_out_no_one_and_displaces_no_used_session() {
-    let (server, started) = start(Limits::default().max_sessions(4)).await;
+    let (server, started) = start(HttpLimits::default().max_sessions(4)).await;
     let (busy, _) = Legacy::connect(server.addr, json!({})).await;
     let _call = busy.open(7, "tools/call", json!({"name": "hold", "arguments": {}})).await;
     until("the call starts", || started.load(Ordering::SeqCst) == 1).await;
@@ -76,7 +76,7 @@ async fn a_flood_of_initialize_locks_out_no_one_and_displaces_no_used_session() 
 #[tokio::test]
 async fn a_session_that_sends_no_request_expires_and_a_used_one_does_not() {
     // Long enough that a loaded machine still pings `used` before it could expire.
-    let limits = Limits::default().fresh_session_timeout(Duration::from_secs(1));
+    let limits = HttpLimits::default().fresh_session_timeout(Duration::from_secs(1));
     let (server, _) = start(limits).await;
     let (used, _) = Legacy::connect(server.addr, json!({})).await;
     assert_eq!(ping(&used).await, 200);
@@ -91,7 +91,7 @@ async fn a_session_that_sends_no_request_expires_and_a_used_one_does_not() {
 
 #[tokio::test]
 async fn every_session_busy_refuses_initialize_and_one_session_runs_only_its_share() {
-    let limits = Limits::default().max_sessions(1).max_calls_per_session(1);
+    let limits = HttpLimits::default().max_sessions(1).max_calls_per_session(1);
     let (server, started) = start(limits).await;
     let (busy, _) = Legacy::connect(server.addr, json!({})).await;
     let _call = busy.open(7, "tools/call", json!({"name": "hold", "arguments": {}})).await;
@@ -110,7 +110,7 @@ async fn every_session_busy_refuses_initialize_and_one_session_runs_only_its_sha
 
 #[tokio::test]
 async fn initialize_declaring_too_much_is_refused() {
-    let (server, _) = start(Limits::default()).await;
+    let (server, _) = start(HttpLimits::default()).await;
     let huge = json!({"experimental": {"padding": "x".repeat(10_000)}});
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": huge, "clientInfo": {"name": "big", "version": "1"}}});

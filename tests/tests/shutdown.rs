@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_mrtr::prelude::*;
-use mcp_mrtr::{catalog::Listen, http::HttpConfig, http::ListenerLimits, protocol::Tool, ToolRoute};
+use mcp_mrtr::{catalog::Subscriptions, http::HttpConfig, http::ListenerLimits, protocol::Tool, ToolRoute};
 use mcp_mrtr_tests::client::{self, TIMEOUT};
 use mcp_mrtr_tests::harness::{default_caps, Rpc};
 use mcp_mrtr_tests::legacy::Legacy;
@@ -207,10 +207,10 @@ async fn an_open_listen_stream_ends_with_its_result_and_does_not_delay_shutdown(
     // Served through the lower-level entry point, mounted beside a route of the app's own.
     let server = mcp_mrtr::testing::with_own_keys(
         Server::new("live", "0")
-            .listen(Listen::default())
+            .subscriptions(Subscriptions::default())
             .tool(Tool::new("noop").handler(|_ctx, _args: Map<String, Value>| async { Ok::<_, ToolError>("ok") })),
     );
-    let handle = server.server_handle();
+    let handle = server.catalog();
     let limits = ListenerLimits::default().shutdown_timeout(LONG_BOUND);
     let app = axum::Router::new()
         .route("/health", axum::routing::get(|| async { "ok" }))
@@ -218,9 +218,10 @@ async fn an_open_listen_stream_ends_with_its_result_and_does_not_delay_shutdown(
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(mcp_mrtr::http::serve_router(listener, app).limits(limits).with_graceful_shutdown(async move {
-        let _ = stopped.await;
-    }));
+    let task =
+        tokio::spawn(mcp_mrtr::http::serve_router(listener, app).limits(limits).with_graceful_shutdown(async move {
+            let _ = stopped.await;
+        }));
     let rpc =
         Rpc::new("subscriptions/listen").id(json!("l-1")).param("notifications", json!({"toolsListChanged": true}));
     let stream = open(addr, &rpc).await;

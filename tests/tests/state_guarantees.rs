@@ -217,7 +217,7 @@ async fn state_of(server: &TestServer, rpc: &Rpc) -> String {
 fn tool_named_like_the_prompt() -> mcp_mrtr::ToolRoute {
     mcp_mrtr::protocol::Tool::new("test_input_required_result_prompt").description("Asks like the prompt does").handler(
         |ctx: Ctx, _args: Map<String, Value>| async move {
-            let asked = ctx.ask("user_context", mcp_mrtr::ask::Elicit::<Context>::new("What context?")).await;
+            let asked = ctx.ask("user_context", mcp_mrtr::question::Elicit::<Context>::new("What context?")).await;
             Ok::<_, ToolError>(asked.map_or_else(|_| "declined".to_owned(), |c| c.context))
         },
     )
@@ -239,7 +239,7 @@ async fn book(chapter: String) -> Result<ResourceContents, ToolError> {
 fn echo_tool() -> mcp_mrtr::ToolRoute {
     mcp_mrtr::protocol::Tool::new("echo").description("Asks a name").handler(
         |ctx: Ctx, args: Map<String, Value>| async move {
-            let asked = ctx.ask("who", mcp_mrtr::ask::Elicit::<Context>::new("Who?")).await;
+            let asked = ctx.ask("who", mcp_mrtr::question::Elicit::<Context>::new("Who?")).await;
             Ok::<_, ToolError>(format!("{} {}", asked.map_or_else(|_| String::new(), |c| c.context), args.len()))
         },
     )
@@ -404,7 +404,7 @@ static HAND_CHARGES: AtomicU32 = AtomicU32::new(0);
 #[tool]
 async fn charge_then_sample_by_hand(ctx: &Ctx) -> Result<String, ToolError> {
     once!(HAND_CHARGES.fetch_add(1, Ordering::SeqCst));
-    let sample = mcp_mrtr::ask::Sample::new("Summarize the charge");
+    let sample = mcp_mrtr::question::Sample::new("Summarize the charge");
     ctx.input_required(mcp_mrtr::context::InputRequired::new().ask("summary", &sample)).await
 }
 
@@ -440,14 +440,14 @@ async fn a_recorded_once_result_that_no_longer_decodes_is_an_error_not_a_second_
     let v1 = mcp_mrtr::protocol::Tool::new("order").description("v1").handler(
         |ctx: Ctx, _: Map<String, Value>| async move {
             let id: String = ctx.once("id", async { "order-1".to_owned() }).await;
-            let _ = ctx.ask("go", mcp_mrtr::ask::Elicit::<Context>::new("Go?")).await;
+            let _ = ctx.ask("go", mcp_mrtr::question::Elicit::<Context>::new("Go?")).await;
             Ok::<_, ToolError>(id)
         },
     );
     let v2 = mcp_mrtr::protocol::Tool::new("order").description("v2").handler(
         |ctx: Ctx, _: Map<String, Value>| async move {
             let id: u32 = ctx.once("id", async { STALE_RUNS.fetch_add(1, Ordering::SeqCst) }).await;
-            let _ = ctx.ask("go", mcp_mrtr::ask::Elicit::<Context>::new("Go?")).await;
+            let _ = ctx.ask("go", mcp_mrtr::question::Elicit::<Context>::new("Go?")).await;
             Ok::<_, ToolError>(id.to_string())
         },
     );

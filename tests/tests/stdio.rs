@@ -1,4 +1,4 @@
-//! The stdio transport, driven through `Stdio::over` on an in-memory pipe: the same code
+//! The stdio transport, driven through `Pipe::new` on an in-memory pipe: the same code
 //! path `Stdio::new()` runs on the process's stdin and stdout.
 
 use std::time::Duration;
@@ -19,9 +19,7 @@ impl Pipe {
     fn start(server: Server) -> Self {
         let (input, server_in) = tokio::io::duplex(1 << 16);
         let (server_out, output) = tokio::io::duplex(1 << 16);
-        tokio::spawn(
-            mcp_mrtr::testing::with_own_keys(server).serve(mcp_mrtr::stdio::Stdio::over(server_in, server_out)),
-        );
+        tokio::spawn(mcp_mrtr::testing::with_own_keys(server).serve(mcp_mrtr::stdio::Pipe::new(server_in, server_out)));
         Self { input, output: BufReader::new(output).lines() }
     }
 
@@ -73,8 +71,8 @@ async fn what_serve_returns_hands_out_the_running_servers_handle() {
     let (input, server_in) = tokio::io::duplex(1 << 16);
     let (server_out, output) = tokio::io::duplex(1 << 16);
     let serving = mcp_mrtr::testing::with_own_keys(Server::new("late", "1.0.0"))
-        .serve(mcp_mrtr::stdio::Stdio::over(server_in, server_out));
-    let handle = serving.server_handle();
+        .serve(mcp_mrtr::stdio::Pipe::new(server_in, server_out));
+    let handle = serving.catalog();
     tokio::spawn(serving);
     let mut pipe = Pipe { input, output: BufReader::new(output).lines() };
     let late = Tool::new("late").description("Registered once serving started");

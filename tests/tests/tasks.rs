@@ -53,7 +53,7 @@ async fn confirm_only(ctx: &Ctx) -> Result<String, ToolError> {
 #[tool(task = "required")]
 async fn approval(ctx: &Ctx, amount: u32) -> Result<String, ToolError> {
     ctx.continue_as_task().await;
-    let ask = mcp_mrtr::ask::Elicit::<Confirm>::new(format!("Approve {amount}?"));
+    let ask = mcp_mrtr::question::Elicit::<Confirm>::new(format!("Approve {amount}?"));
     match (ctx.request_state::<u32>().await?, ctx.answer("approve", &ask)) {
         (Some(asked), Some(Ok(Confirm { yes }))) => Ok(format!("{asked} approved: {yes}")),
         _ => ctx.input_required(mcp_mrtr::context::InputRequired::new().ask("approve", &ask).state(&amount)).await,

@@ -4,8 +4,8 @@
 use mcp_mrtr::prelude::*;
 use mcp_mrtr::testing::TestClient;
 use mcp_mrtr::{
-    catalog::Listen, handler::PromptArguments, protocol::Prompt, protocol::PromptMessage, protocol::ResourceContents,
-    protocol::ResourceTemplate, protocol::Tool,
+    catalog::Subscriptions, handler::PromptArguments, protocol::Prompt, protocol::PromptMessage,
+    protocol::ResourceContents, protocol::ResourceTemplate, protocol::Tool,
 };
 use serde_json::{json, Map, Value};
 
@@ -16,7 +16,7 @@ fn tool(name: &str) -> Tool {
 }
 
 fn server() -> Server {
-    let mut server = Server::new("lists", "1").page_size(2).listen(Listen::default());
+    let mut server = Server::new("lists", "1").page_size(2).subscriptions(Subscriptions::default());
     for name in ["a", "b", "c", "d", "e"] {
         server = server.tool(tool(name).handler(|_ctx, _args: NoArgs| async { Ok::<_, ToolError>("ok") }));
     }
@@ -44,7 +44,7 @@ async fn lists_come_whole_across_their_pages() {
 #[tokio::test]
 async fn a_listen_stream_hears_what_it_asked_for_and_nothing_else() {
     let server = server();
-    let handle = server.server_handle();
+    let handle = server.catalog();
     let client = TestClient::new(server);
     let mut stream = client.listen(json!({ "toolsListChanged": true })).await.unwrap();
     assert_eq!(stream.acknowledged()["notifications"]["toolsListChanged"], true, "{}", stream.acknowledged());

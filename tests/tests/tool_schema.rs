@@ -208,7 +208,7 @@ fn a_type_that_cannot_be_a_form_stops_the_server_from_serving() {
 #[test]
 fn at_run_time_a_route_that_cannot_be_served_is_refused_by_the_handle() {
     let server = Server::new("live", "0");
-    let refused = server.server_handle().tools().add(nested_form).expect_err("an unfit route is refused");
+    let refused = server.catalog().tools().add(nested_form).expect_err("an unfit route is refused");
     assert!(matches!(refused, mcp_mrtr::catalog::CatalogError::Unfit { kind: "tool", .. }), "{refused:?}");
     assert!(server.into_router(mcp_mrtr::http::HttpConfig::default()).is_ok(), "the server itself is fine");
 }

@@ -181,7 +181,7 @@ async fn trigger(port: u16) -> anyhow::Result<()> {
 }
 
 /// Listener `id`'s source address: 16 listeners per loopback address, since the server
-/// lets one client hold 32 streams at most (`Listen::max_streams_per_client`).
+/// lets one client hold 32 streams at most (`Subscriptions::max_streams_per_client`).
 fn source_for(id: usize) -> Ipv4Addr {
     let client = id / 16;
     Ipv4Addr::new(127, 1, u8::try_from(client / 250).unwrap_or(u8::MAX), u8::try_from(1 + client % 250).unwrap_or(1))

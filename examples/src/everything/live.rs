@@ -3,7 +3,7 @@
 //! server handle, so every call is a real change that open listen streams hear of.
 
 use mcp_mrtr::{
-    catalog::ServerHandle, handler::PromptArguments, protocol::Prompt, protocol::PromptMessage, protocol::Tool, Ctx,
+    catalog::CatalogHandle, handler::PromptArguments, protocol::Prompt, protocol::PromptMessage, protocol::Tool, Ctx,
     Server, ToolError,
 };
 use serde_json::{Map, Value};
@@ -16,20 +16,16 @@ pub fn register(server: Server) -> Server {
         .tool(
             Tool::new("test_trigger_tool_change")
                 .description("Adds or removes the tool test_dynamic_tool, so listeners hear tools/list_changed")
-                .handler(
-                    |ctx: Ctx, _args: NoArgs| async move { Ok::<_, ToolError>(toggle_tool(&ctx.server_handle())) },
-                ),
+                .handler(|ctx: Ctx, _args: NoArgs| async move { Ok::<_, ToolError>(toggle_tool(&ctx.catalog())) }),
         )
         .tool(
             Tool::new("test_trigger_prompt_change")
                 .description("Adds or removes the prompt test_dynamic_prompt, so listeners hear prompts/list_changed")
-                .handler(
-                    |ctx: Ctx, _args: NoArgs| async move { Ok::<_, ToolError>(toggle_prompt(&ctx.server_handle())) },
-                ),
+                .handler(|ctx: Ctx, _args: NoArgs| async move { Ok::<_, ToolError>(toggle_prompt(&ctx.catalog())) }),
         )
 }
 
-fn toggle_tool(handle: &ServerHandle) -> String {
+fn toggle_tool(handle: &CatalogHandle) -> String {
     const NAME: &str = "test_dynamic_tool";
     if handle.tools().remove(NAME) {
         return format!("removed {NAME}");
@@ -44,7 +40,7 @@ fn toggle_tool(handle: &ServerHandle) -> String {
     }
 }
 
-fn toggle_prompt(handle: &ServerHandle) -> String {
+fn toggle_prompt(handle: &CatalogHandle) -> String {
     const NAME: &str = "test_dynamic_prompt";
     if handle.prompts().remove(NAME) {
         return format!("removed {NAME}");

@@ -13,7 +13,7 @@ use std::time::Duration;
 use mcp_mrtr::protocol::CompletionReference;
 use mcp_mrtr::request_state::StateConfig;
 use mcp_mrtr::{
-    catalog::Listen, handler::PromptArguments, protocol::CallToolResult, protocol::CompleteParams,
+    catalog::Subscriptions, handler::PromptArguments, protocol::CallToolResult, protocol::CompleteParams,
     protocol::Completion, protocol::ContentBlock, protocol::LoggingLevel, protocol::Prompt, protocol::PromptArgument,
     protocol::PromptMessage, protocol::Resource, protocol::ResourceContents, protocol::ResourceTemplate,
     protocol::Tool, Ctx, Server, ToolError,
@@ -34,7 +34,7 @@ pub fn server() -> Server {
     let server = Server::new("mcp-mrtr-everything", env!("CARGO_PKG_VERSION"))
         .instructions("Conformance fixture for mcp-mrtr: every tool, prompt and resource the MCP suite calls.")
         .logging(true)
-        .listen(Listen::default())
+        .subscriptions(Subscriptions::default())
         .completion(complete);
     let server = content_tools(server);
     let server = behaviour_tools(server);
@@ -78,7 +78,7 @@ pub async fn from_env(mut server: Server) -> anyhow::Result<Server> {
     }
     let mut listen = None;
     if let Some(streams) = max_listeners()? {
-        listen = Some(Listen::default().max_streams(streams));
+        listen = Some(Subscriptions::default().max_streams(streams));
     }
     if let Ok(redis) = std::env::var("MCP_MRTR_BENCH_ROUND_TRIP") {
         tasks = tasks.store(round_trip::RoundTripStore::new(redis));
@@ -92,7 +92,7 @@ pub async fn from_env(mut server: Server) -> anyhow::Result<Server> {
         tracing::info!("single-use states, tasks and list changes are in Redis");
     }
     if let Some(listen) = listen {
-        server = server.listen(listen);
+        server = server.subscriptions(listen);
     }
     Ok(server.tasks(tasks))
 }

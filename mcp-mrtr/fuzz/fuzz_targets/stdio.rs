@@ -1,6 +1,6 @@
 #![no_main]
 //! stdio: the fuzzer's bytes are everything a client writes to stdin, served by the
-//! fixture through `Stdio::over` (lines bounded by `read_line`, then the envelope,
+//! fixture through `Pipe::new` (lines bounded by `read_line`, then the envelope,
 //! the 2025-11-25 session and dispatch). Every line written back is JSON, and no more
 //! replies come than lines went in.
 //!
@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use libfuzzer_sys::fuzz_target;
-use mcp_mrtr::stdio::Stdio;
+use mcp_mrtr::stdio::Pipe;
 use tokio::io::AsyncWrite;
 
 /// Stdout: what the server writes, kept for the checks.
@@ -46,7 +46,7 @@ fuzz_target!(|bytes: &[u8]| {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
     runtime
         // Owned: serving takes a 'static reader.
-        .block_on(mcp_mrtr::fuzzing::server(2).serve(Stdio::over(std::io::Cursor::new(bytes.to_vec()), written.clone())))
+        .block_on(mcp_mrtr::fuzzing::server(2).serve(Pipe::new(std::io::Cursor::new(bytes.to_vec()), written.clone())))
         .expect("serving ends without an error when its input does");
     drop(runtime);
     let lines_in = bytes.split(|b| *b == b'\n').filter(|line| !line.iter().all(u8::is_ascii_whitespace)).count();

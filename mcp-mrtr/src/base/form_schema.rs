@@ -150,7 +150,7 @@ mod tests {
     use serde::Deserialize;
 
     use super::*;
-    use crate::mrtr::ask::ElicitForm;
+    use crate::mrtr::question::ElicitForm;
 
     #[derive(Deserialize, JsonSchema)]
     #[allow(dead_code)]

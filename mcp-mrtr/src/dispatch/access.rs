@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use super::Engine;
 use crate::intake::envelope::RequestMeta;
-use crate::mrtr::context::{Readable, ResourceAccess, Transport};
+use crate::mrtr::context::{Delivery, Readable, ResourceAccess};
 use crate::protocol::JsonObject;
 use crate::routes::catalog::{Catalog, Item, RequestView};
 use crate::routes::handler::{MethodRoute, PromptRoute, ResourceRoute, ToolRoute};
@@ -164,11 +164,11 @@ impl Engine {
 pub(crate) struct MethodResources {
     engine: Engine,
     meta: Arc<RequestMeta>,
-    transport: Transport,
+    transport: Delivery,
 }
 
 impl MethodResources {
-    pub(crate) fn new(engine: &Engine, meta: &Arc<RequestMeta>, transport: &Transport) -> Arc<Self> {
+    pub(crate) fn new(engine: &Engine, meta: &Arc<RequestMeta>, transport: &Delivery) -> Arc<Self> {
         Arc::new(Self { engine: engine.clone(), meta: meta.clone(), transport: transport.clone() })
     }
 }

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::intake::envelope::RequestMeta;
 use crate::intake::request_state::{Binding, BindingDigest};
-use crate::mrtr::context::Transport;
+use crate::mrtr::context::Delivery;
 use crate::protocol::{JsonObject, RequestId};
 use crate::routes::catalog::RequestView;
 use crate::Error;
@@ -20,7 +20,7 @@ pub(super) struct Call<P> {
     pub(super) params: P,
     pub(super) input: RoundInput,
     pub(super) meta: Arc<RequestMeta>,
-    pub(super) transport: Transport,
+    pub(super) transport: Delivery,
     pub(super) principal: Option<String>,
     /// How long one run of the handler may take.
     pub(super) limit: Option<Duration>,

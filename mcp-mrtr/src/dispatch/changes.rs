@@ -2,7 +2,7 @@
 //! `subscriptions/listen` stream (`listen`), or a 2025-11-25 session's own (its `GET`
 //! stream over HTTP, its pipe on stdio: `transport/legacy/updates.rs`).
 //!
-//! Every such stream takes a place in one pool ([`Listen::max_streams`](crate::catalog::Listen::max_streams),
+//! Every such stream takes a place in one pool ([`Subscriptions::max_streams`](crate::catalog::Subscriptions::max_streams),
 //! a share per client), hears the same fanout, and ends the same ways: the server shuts
 //! down, the stream reaches its lifetime, its client holds the most and another needs the
 //! place, or it does not keep up. What a change becomes on the stream (tagged with a
@@ -42,9 +42,9 @@ pub(crate) enum Ended {
 
 impl Engine {
     /// A place for one stream of `client`'s, hearing every change from now on; `None`
-    /// when this server serves no changes (no [`Listen`](crate::catalog::Listen)).
+    /// when this server serves no changes (no [`Subscriptions`](crate::catalog::Subscriptions)).
     pub(crate) fn hear(&self, client: &ClientId) -> Result<Option<Hearing>, Error> {
-        let (Some(listen), Some(_)) = (&self.live_config.listen, self.live.fanout()) else { return Ok(None) };
+        let (Some(listen), Some(_)) = (&self.catalog_config.listen, self.catalog.fanout()) else { return Ok(None) };
         let place = listen.streams.admit(client).map_err(|refused| {
             Error::internal(match refused {
                 Refused::Share => format!(
@@ -60,7 +60,7 @@ impl Engine {
         })?;
         // Subscribed before the caller acknowledges anything, so no later change is missed;
         // to this instance's relay of the fanout, which applies remote edits first.
-        Ok(Some(Hearing { changes: self.live.subscribe(), place, _open: self.live.open_listener() }))
+        Ok(Some(Hearing { changes: self.catalog.subscribe(), place, _open: self.catalog.open_listener() }))
     }
 
     /// Whether the request `view` describes may read `uri`: the decision `resources/read`
@@ -69,9 +69,9 @@ impl Engine {
         self.reach_resource(&self.catalog(), view, uri).is_ok()
     }
 
-    /// How long one stream of changes lasts (`Listen::max_lifetime`).
+    /// How long one stream of changes lasts (`Subscriptions::max_lifetime`).
     pub(crate) fn stream_lifetime(&self) -> Duration {
-        self.live_config.listen.as_ref().map_or(Duration::ZERO, |listen| listen.max_lifetime)
+        self.catalog_config.listen.as_ref().map_or(Duration::ZERO, |listen| listen.max_lifetime)
     }
 }
 

@@ -13,12 +13,12 @@ use futures_util::future::BoxFuture;
 use super::TaskHook;
 use crate::intake::app_state::AppState;
 use crate::intake::request_state::{KeyError, Reach};
-use crate::mrtr::context::Transport;
+use crate::mrtr::context::Delivery;
 use crate::protocol::{
     CacheHints, CompleteParams, Completion, Implementation, JsonObject, PromptsCapability, ResourcesCapability,
     ServerCapabilities, ToolsCapability,
 };
-use crate::routes::catalog::{Live, LiveConfig, Prepared, ServerHandle};
+use crate::routes::catalog::{CatalogConfig, CatalogHandle, CatalogState, Prepared};
 use crate::routes::handler::{MethodRoute, PromptRoute, ResourceRoute, TaskSupport, ToolRoute};
 use crate::{intake::request_state::Sealer, intake::request_state::StateConfig, Caller, Ctx, Error, ToolError};
 
@@ -35,9 +35,9 @@ pub(crate) struct Engine {
     /// `info` as JSON, stamped on every modern result.
     pub(crate) info_json: Arc<str>,
     pub(crate) instructions: Option<String>,
-    /// Tools, prompts and resources: shared with every clone and [`ServerHandle`].
-    pub(crate) live: Arc<Live>,
-    pub(crate) live_config: LiveConfig,
+    /// Tools, prompts and resources: shared with every clone and [`CatalogHandle`].
+    pub(crate) catalog: Arc<CatalogState>,
+    pub(crate) catalog_config: CatalogConfig,
     /// The list and discovery bodies of the current catalog, serialized once.
     pub(crate) prepared: Prepared,
     pub(crate) completion: Option<CompletionFn>,
@@ -80,18 +80,18 @@ impl Engine {
 
     /// An engine with this name and version, nothing registered and no extension.
     pub(crate) fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
-        let live = Arc::new(Live::default());
+        let catalog = Arc::new(CatalogState::default());
         let mut app = AppState::default();
-        // Handlers reach the handle like any state: `ctx.server_handle()` or `State<ServerHandle>`.
-        app.insert(ServerHandle { live: live.clone() });
+        // Handlers reach the handle like any state: `ctx.catalog()` or `State<CatalogHandle>`.
+        app.insert(CatalogHandle { catalog: catalog.clone() });
         let info = Implementation::new(name, version);
         let info_json = info_json(&info);
         Self {
             info,
             info_json,
             instructions: None,
-            live,
-            live_config: LiveConfig::default(),
+            catalog,
+            catalog_config: CatalogConfig::default(),
             prepared: Prepared::default(),
             completion: None,
             logging: false,
@@ -114,7 +114,7 @@ impl Engine {
     pub(crate) fn start(&self) {
         // The relay needs the keys; without usable ones the server does not serve at all.
         if let Ok(state) = self.resolve_state() {
-            self.live.start_relay(state.ring());
+            self.catalog.start_relay(state.ring());
         }
         if let Some(tasks) = &self.tasks {
             tasks.watch(self);
@@ -167,7 +167,7 @@ impl Engine {
 
     /// Who a request's sealed state (and session, and task) is bound to: its
     /// authenticated caller, else what the principal hook names.
-    pub(crate) fn principal_of(&self, transport: &Transport) -> Option<String> {
+    pub(crate) fn principal_of(&self, transport: &Delivery) -> Option<String> {
         self.principal_from(transport.headers.as_deref(), &transport.extensions)
     }
 
@@ -211,7 +211,7 @@ impl Engine {
     pub(crate) fn capabilities(&self) -> ServerCapabilities {
         let present = |yes: bool| yes.then(JsonObject::new);
         let catalog = self.catalog();
-        let live = self.live_config.listen.is_some().then_some(true);
+        let live = self.catalog_config.listen.is_some().then_some(true);
         ServerCapabilities {
             tools: catalog.has::<ToolRoute>().then_some(ToolsCapability { list_changed: live }),
             prompts: catalog.has::<PromptRoute>().then_some(PromptsCapability { list_changed: live }),

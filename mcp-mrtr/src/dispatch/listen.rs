@@ -15,7 +15,7 @@ use super::{Body, Engine};
 use crate::bounds::fair::ClientId;
 use crate::bounds::shutdown::Draining;
 use crate::intake::envelope::{Request, RequestMeta};
-use crate::mrtr::context::Transport;
+use crate::mrtr::context::Delivery;
 use crate::protocol::{JsonObject, Method, Notification, Outgoing, RequestId, ResultJson};
 use crate::routes::catalog::{Change, RequestView};
 use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
@@ -57,7 +57,7 @@ impl Filter {
         self.resource_subscriptions.sort_unstable();
         self.resource_subscriptions.dedup();
         self.resource_subscriptions
-            .truncate(server.live_config.listen.as_ref().map_or(0, |l| l.max_resource_subscriptions));
+            .truncate(server.catalog_config.listen.as_ref().map_or(0, |l| l.max_subscribed_resources));
         self
     }
 
@@ -121,7 +121,7 @@ impl Engine {
         &self,
         request: Request,
         meta: Arc<RequestMeta>,
-        transport: Transport,
+        transport: Delivery,
     ) -> Result<ResultJson, Error> {
         if !self.serves(Method::Listen) {
             return Err(Error::method_not_found(&request.method));
@@ -146,10 +146,10 @@ async fn serve_listen(
     server: &Engine,
     id: &RequestId,
     params: Value,
-    transport: &Transport,
+    transport: &Delivery,
     view: &RequestView<'_>,
 ) -> Result<JsonObject, Error> {
-    let Some(listen) = &server.live_config.listen else { return Err(not_served()) };
+    let Some(listen) = &server.catalog_config.listen else { return Err(not_served()) };
     let notifier = transport
         .notifier
         .as_ref()
@@ -169,7 +169,7 @@ async fn serve_listen(
     };
     notifier.send(Box::new(Outgoing::Notification(ack))).await.map_err(|_| gone())?;
     tracing::debug!(
-        listeners = server.live.listeners(),
+        listeners = server.catalog.listeners(),
         keep_alive_s = listen.keep_alive.as_secs(),
         "listen stream open"
     );

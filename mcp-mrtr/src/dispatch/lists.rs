@@ -26,22 +26,22 @@ use crate::Error;
 impl Engine {
     /// The catalog as it stands: read it once per request.
     pub(crate) fn catalog(&self) -> Arc<Catalog> {
-        self.live.snapshot()
+        self.catalog.snapshot()
     }
 
     /// Whether the request may see (list, call, get, read) `item`.
     pub(crate) fn sees(&self, view: &RequestView<'_>, item: Item<'_>) -> bool {
-        self.live_config.visible.as_ref().is_none_or(|visible| visible(view, item))
+        self.catalog_config.visible.as_ref().is_none_or(|visible| visible(view, item))
     }
 
     /// How often an idle SSE stream gets a keep-alive comment.
     pub(crate) fn keep_alive(&self) -> std::time::Duration {
-        self.live_config.listen.as_ref().map_or(DEFAULT_KEEP_ALIVE, |listen| listen.keep_alive)
+        self.catalog_config.listen.as_ref().map_or(DEFAULT_KEEP_ALIVE, |listen| listen.keep_alive)
     }
 
     /// Lists may differ between callers when a visibility filter is set.
     pub(crate) fn lists_vary_by_caller(&self) -> bool {
-        self.live_config.visible.is_some()
+        self.catalog_config.visible.is_some()
     }
 
     /// The `tools/list` page the request asked for, as prepared bytes. A 2025-11-25
@@ -102,12 +102,12 @@ impl Engine {
         let after = match cursor {
             None => 0,
             Some(cursor) => decode_cursor(&cursor, list.cursor_name())
-                .filter(|seq| *seq <= self.live.last_seq())
+                .filter(|seq| *seq <= self.catalog.last_seq())
                 .ok_or_else(|| Error::invalid_params("Invalid cursor: not one this server issued for this list"))?,
         };
         let catalog = self.catalog();
         let entries = K::entries(&catalog);
-        let visible = self.live_config.visible.as_ref().map(|visible| {
+        let visible = self.catalog_config.visible.as_ref().map(|visible| {
             let seen = entries.iter().map(|e| e.enabled && pick(&e.route).is_some_and(|(item, _)| visible(view, item)));
             mask(seen)
         });
@@ -119,7 +119,7 @@ impl Engine {
                 .enumerate()
                 .filter(|(index, entry)| entry.enabled && entry.seq > after && visible_at(*index))
                 .filter_map(|(_, entry)| pick(&entry.route).map(|(_, value)| (entry.seq, value)));
-            let page: Vec<(u64, &T)> = shown.by_ref().take(self.live_config.page_size.max(1)).collect();
+            let page: Vec<(u64, &T)> = shown.by_ref().take(self.catalog_config.page_size.max(1)).collect();
             let more = shown.next().is_some();
             let next_cursor = page.last().filter(|_| more).map(|(seq, _)| encode_cursor(list.cursor_name(), *seq));
             let entries = page.into_iter().map(|(_, value)| value).collect();

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use tracing::Instrument as _;
 
 use crate::intake::envelope::{Request, RequestMeta};
-use crate::mrtr::context::Transport;
+use crate::mrtr::context::Delivery;
 use crate::mrtr::replay::{self, Outcome, Replay};
 use crate::protocol::{CacheHints, CacheScope, Era, Method};
 use crate::protocol::{
@@ -88,7 +88,7 @@ impl Body {
 
 impl Engine {
     /// Answers one modern request whose envelope has been validated.
-    pub(crate) async fn handle(&self, request: Request, meta: Arc<RequestMeta>, transport: Transport) -> Reply {
+    pub(crate) async fn handle(&self, request: Request, meta: Arc<RequestMeta>, transport: Delivery) -> Reply {
         // Serving started the look for tasks to take over; this starts it where nothing
         // served first (in-process use, a router built outside a runtime).
         self.start();
@@ -132,7 +132,7 @@ impl Engine {
         &self,
         request: Request,
         meta: Arc<RequestMeta>,
-        transport: Transport,
+        transport: Delivery,
     ) -> Result<ResultJson, Error> {
         let id = request.id.clone();
         let era = transport.era();
@@ -316,7 +316,7 @@ impl Engine {
                 self.catalog().has::<ResourceRoute>()
             }
             Method::Complete => self.completion.is_some(),
-            Method::Listen => self.live_config.listen.is_some(),
+            Method::Listen => self.catalog_config.listen.is_some(),
             Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => self.serves_tasks(),
             // 2025-11-25 session utilities (answered before dispatch) and removed names.
             Method::Initialize
@@ -394,7 +394,7 @@ impl ResourceKind {
 /// Checks the `Mcp-Param-*` headers of a modern HTTP `tools/call` against the tool's
 /// mirrored parameters. Only once the tool is known to be reachable: a hidden tool's
 /// header rules would otherwise show that it exists.
-fn check_param_headers(transport: &Transport, route: &ToolRoute, arguments: &JsonObject) -> Result<(), Error> {
+fn check_param_headers(transport: &Delivery, route: &ToolRoute, arguments: &JsonObject) -> Result<(), Error> {
     let modern_http = transport.headers.as_deref().filter(|_| transport.era() == Era::Modern);
     match modern_http {
         Some(headers) if !route.headers.is_empty() => {

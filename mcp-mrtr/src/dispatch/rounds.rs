@@ -20,7 +20,7 @@ use crate::bounds::fair::ClientId;
 use crate::intake::capability;
 use crate::intake::envelope::{RequestMeta, TraceContext};
 use crate::intake::request_state::{Binding, Presented, SingleUse};
-use crate::mrtr::context::Transport;
+use crate::mrtr::context::Delivery;
 use crate::mrtr::replay::{self, CallId, Carried, Outcome, Replay};
 use crate::protocol::{InputRequiredResult, JsonObject, RequestId};
 use crate::routes::handler::Requires;
@@ -34,7 +34,7 @@ impl Engine {
         id: RequestId,
         mut raw: Value,
         meta: Arc<RequestMeta>,
-        transport: Transport,
+        transport: Delivery,
     ) -> Result<Call<P>, Error> {
         let input = match &mut raw {
             Value::Object(params) => {

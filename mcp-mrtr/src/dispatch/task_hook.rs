@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::Engine;
 use crate::intake::capability::Capability;
 use crate::intake::envelope::RequestMeta;
-use crate::mrtr::context::Transport;
+use crate::mrtr::context::Delivery;
 use crate::mrtr::replay::{Outcome, Replay};
 use crate::protocol::{CallToolResult, ClientCapabilities, JsonObject, Method};
 use crate::routes::handler::TaskSupport;
@@ -34,7 +34,7 @@ pub(crate) struct TaskRequest<'a> {
     pub(crate) tool: &'a str,
     pub(crate) arguments: &'a JsonObject,
     pub(crate) meta: &'a RequestMeta,
-    pub(crate) transport: &'a Transport,
+    pub(crate) transport: &'a Delivery,
 }
 
 /// What dispatch asks of the tasks extension.
@@ -52,7 +52,7 @@ pub(crate) trait TaskHook: Send + Sync {
         method: Method,
         params: Value,
         meta: &'a RequestMeta,
-        transport: &'a Transport,
+        transport: &'a Delivery,
     ) -> BoxFuture<'a, Result<JsonObject, Error>>;
 
     /// Runs one round of a `tools/call` that may become a task: the round's outcome, or

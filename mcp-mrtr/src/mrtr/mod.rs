@@ -3,7 +3,7 @@
 //! (`context`, with `context::Bridge`, the door the 2025-11-25 bridge comes in by), and
 //! the handler extractors (`extract`).
 
-pub mod ask;
 pub mod context;
 pub mod extract;
+pub mod question;
 pub(crate) mod replay;

@@ -263,7 +263,7 @@ macro_rules! from_route_fn {
 from_route_fn!(ToolRoute, PromptRoute, ResourceRoute);
 
 /// A request method of the server's own, for an extension it declares
-/// ([`Server::extension`](crate::Server::extension)): its name, its handler, and what a
+/// ([`Server::declare_extension`](crate::Server::declare_extension)): its name, its handler, and what a
 /// caller needs to reach it. Register it with [`Server::method`](crate::Server::method).
 ///
 /// It is served like the built-in methods: on both protocol revisions and every
@@ -284,7 +284,7 @@ from_route_fn!(ToolRoute, PromptRoute, ResourceRoute);
 /// struct Hits { hits: Vec<String> }
 ///
 /// let server = Server::new("acme", "1.0.0")
-///     .extension("com.acme/search", serde_json::json!({}))
+///     .declare_extension("com.acme/search", serde_json::json!({}))
 ///     .method(MethodRoute::new("acme/search", |_ctx, params: Search| async move {
 ///         Ok::<_, ToolError>(Hits { hits: vec![format!("found {}", params.query)] })
 ///     }));

@@ -18,7 +18,7 @@ pub use crate::routes::handler::{PromptRoute, ResourceRoute, Routes, TaskSupport
 // What lib.rs's `macro_rules!` (`tools!`, `ask!`, `require_client_capability!`) name, so
 // they can go through here too.
 pub use crate::intake::capability::Capability;
-pub use crate::mrtr::ask::{Elicit, ElicitUrl, Roots, Sample};
+pub use crate::mrtr::question::{Elicit, ElicitUrl, Roots, Sample};
 
 pub use self::detect::{probe, Context, Extractor, Otherwise, Probe, RequiresState};
 
@@ -278,7 +278,7 @@ where
 /// refusal that stands is the first form's that cannot be one. (A chain of calls rather
 /// than one call with a slice of problems: no temporaries to drop, which made each
 /// handler's expansion measurably slower to compile.)
-pub fn check_form<T: crate::ask::ElicitForm, R: Checked>(route: R, handler: &str) -> R {
+pub fn check_form<T: crate::question::ElicitForm, R: Checked>(route: R, handler: &str) -> R {
     match T::requested_schema() {
         Ok(_) => route,
         Err(problem) => route.refused(not_a_form(handler, std::any::type_name::<T>(), &problem)),

@@ -27,8 +27,8 @@ use crate::dispatch::Engine;
 use crate::intake::envelope::{check_version, classify, read_modern, Era, Incoming, Request};
 use crate::intake::param_headers::{check, declared, decode_value, ParamHeader};
 use crate::intake::request_state::{Binding, BindingDigest, Presented};
-use crate::mrtr::ask::{Elicit, ElicitUrl, Roots, Sample};
-use crate::mrtr::context::Transport;
+use crate::mrtr::context::Delivery;
+use crate::mrtr::question::{Elicit, ElicitUrl, Roots, Sample};
 use crate::mrtr::replay::{self, Carried, Outcome, Replay};
 use crate::protocol::{meta_keys, ClientCapabilities, JsonObject, RequestId};
 use crate::{
@@ -411,7 +411,7 @@ impl Harness {
     /// One modern request, its reply as a tree.
     fn request(&self, method: &str, params: Value) -> Result<Value, crate::Error> {
         let request = Request::new(RequestId::from(1), method.into(), Some(params));
-        let reply = self.runtime.block_on(self.engine.handle(request, self.meta.clone(), Transport::default()));
+        let reply = self.runtime.block_on(self.engine.handle(request, self.meta.clone(), Delivery::default()));
         reply.outcome.map(|json| serde_json::from_str(json.as_str()).expect("a reply is JSON"))
     }
 }

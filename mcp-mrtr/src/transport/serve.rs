@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 use futures_util::future::BoxFuture;
 
 use crate::bounds::shutdown::Signal;
-use crate::routes::catalog::ServerHandle;
+use crate::routes::catalog::CatalogHandle;
 use crate::Server;
 
 /// Where a server is served: [`Stdio`](crate::stdio::Stdio) (the process's stdin and
@@ -49,24 +49,24 @@ pub(crate) mod sealed {
 pub struct Serve<T> {
     starting: Starting<(Server, T)>,
     shutdown: Option<Signal>,
-    handle: ServerHandle,
+    handle: CatalogHandle,
 }
 
 impl<T: Transport> Serve<T> {
     pub(crate) fn new(server: Server, transport: T) -> Self {
-        let handle = server.server_handle();
+        let handle = server.catalog();
         Self { starting: Starting::new((server, transport)), shutdown: None, handle }
     }
 
     /// The handle to the server being served: change its tools, prompts and resources
-    /// while it runs, from any task (see [`ServerHandle`]).
+    /// while it runs, from any task (see [`CatalogHandle`]).
     ///
     /// ```no_run
     /// use mcp_mrtr::{http::Http, protocol::Tool, Server, ToolError};
     ///
     /// # async fn run() -> std::io::Result<()> {
     /// let serving = Server::new("app", "1.0.0").serve(Http::bind("127.0.0.1:3000"));
-    /// let handle = serving.server_handle();
+    /// let handle = serving.catalog();
     /// let running = tokio::spawn(serving);
     /// let late = Tool::new("late").description("Registered once serving started");
     /// handle
@@ -77,7 +77,7 @@ impl<T: Transport> Serve<T> {
     /// running.await.expect("serving did not panic")
     /// # }
     /// ```
-    pub fn server_handle(&self) -> ServerHandle {
+    pub fn catalog(&self) -> CatalogHandle {
         self.handle.clone()
     }
 

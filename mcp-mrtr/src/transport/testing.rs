@@ -45,7 +45,7 @@ use serde_json::{json, Value};
 use crate::dispatch::Engine;
 use crate::intake::capability::{self, Capability};
 use crate::intake::envelope::{Request, RequestMeta, PROTOCOL_VERSION};
-use crate::mrtr::context::Transport;
+use crate::mrtr::context::Delivery;
 use crate::protocol::{InputRequest, InputRequiredResult, JsonObject, RequestId};
 use crate::{intake::request_state::KeyRing, intake::request_state::StateKey, Caller, Error, Server};
 
@@ -200,7 +200,7 @@ impl TestClient {
         };
         let request = Request::new(RequestId::from(id), method.into(), Some(Value::Object(params)));
         let handler_timeout = self.server.handler_timeout(None);
-        let transport = Transport { extensions: extensions.clone(), handler_timeout, ..Transport::default() };
+        let transport = Delivery { extensions: extensions.clone(), handler_timeout, ..Delivery::default() };
         let outcome = self.server.handle(request, Arc::new(meta), transport).await.outcome;
         // The reply is JSON text, as a transport would send it; tests read it as a tree.
         outcome.map(|json| serde_json::from_str(json.as_str()).unwrap_or_default())

@@ -7,13 +7,13 @@
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! use mcp_mrtr::{catalog::Listen, redis::Redis, request_state::StateConfig, tasks::TaskConfig, Server};
+//! use mcp_mrtr::{catalog::Subscriptions, redis::Redis, request_state::StateConfig, tasks::TaskConfig, Server};
 //!
 //! let redis = Redis::connect("redis://127.0.0.1:6379/").await?;
 //! let server = Server::new("app", "1.0.0")
 //!     .request_state(StateConfig::default().single_use(redis.state_guard()))
 //!     .tasks(TaskConfig::new().store(redis.task_store()))
-//!     .listen(Listen::default().fanout(redis.change_fanout().await?));
+//!     .subscriptions(Subscriptions::default().fanout(redis.change_fanout().await?));
 //! # let _ = server;
 //! # Ok(())
 //! # }
@@ -99,7 +99,7 @@ impl Redis {
     }
 
     /// A [`ChangeFanout`](crate::catalog::ChangeFanout) over Redis pub/sub: a change made
-    /// through any instance's [`ServerHandle`](crate::catalog::ServerHandle) reaches the
+    /// through any instance's [`CatalogHandle`](crate::catalog::CatalogHandle) reaches the
     /// listeners of every instance. It is subscribed when this returns.
     ///
     /// Only the notifications travel: each instance's catalog is its own, so a change

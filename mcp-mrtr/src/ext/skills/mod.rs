@@ -46,7 +46,7 @@ use self::folder::Found;
 use crate::base::error::Error;
 use crate::mrtr::context::Readable;
 use crate::protocol::{CacheHints, Resource, ResourceTemplate};
-use crate::routes::catalog::{ServerHandle, WeakHandle};
+use crate::routes::catalog::{CatalogHandle, WeakHandle};
 use crate::routes::handler::{MethodRoute, ResourceRoute};
 use crate::{Ctx, ToolError};
 
@@ -222,7 +222,7 @@ impl Skills {
     }
 
     /// Brings the catalog's `SKILL.md` resources in line with `new`.
-    fn announce(&self, handle: &ServerHandle, old: &Catalog, new: &Catalog) {
+    fn announce(&self, handle: &CatalogHandle, old: &Catalog, new: &Catalog) {
         for entry in &old.entries {
             if new.get(&entry.uri).is_none() {
                 handle.remove_resource_here(&entry.uri);
@@ -242,7 +242,7 @@ impl Skills {
         }
     }
 
-    fn register(&self, handle: &ServerHandle, entry: &catalog::Entry) {
+    fn register(&self, handle: &CatalogHandle, entry: &catalog::Entry) {
         let skills = self.clone();
         let uri = entry.uri.clone();
         let route = Resource::new(&entry.uri, &entry.name)
@@ -259,7 +259,7 @@ impl Skills {
 
     /// Plugs these skills into a server's catalog; returns the extension's settings and
     /// its methods. Called once, by `Server::skills`.
-    pub(crate) fn serve(self, handle: &ServerHandle) -> (Value, Vec<MethodRoute>) {
+    pub(crate) fn serve(self, handle: &CatalogHandle) -> (Value, Vec<MethodRoute>) {
         let snapshot = self.snapshot();
         for entry in &snapshot.entries {
             self.register(handle, entry);

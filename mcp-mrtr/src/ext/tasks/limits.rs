@@ -152,7 +152,7 @@ impl TaskLimits {
     /// being refused: every run belongs to a task already admitted (the live caps bound
     /// the queue), and refusing a replay after a client answered, or a takeover, would
     /// fail work the client has invested in. Task runs do not take the HTTP transport's
-    /// handler slots ([`Limits::max_handlers`](crate::http::Limits::max_handlers)), so requests
+    /// handler slots ([`HttpLimits::max_handlers`](crate::http::HttpLimits::max_handlers)), so requests
     /// are served whatever tasks do. Default 128: with the per-client share of 16, it
     /// takes 8 clients at their full share to make runs wait.
     pub fn max_runs(mut self, max: usize) -> Self {

@@ -27,7 +27,7 @@ use super::write::transition;
 use super::Host;
 use super::{caller, store_error, wire};
 use crate::intake::envelope::RequestMeta;
-use crate::mrtr::context::Transport;
+use crate::mrtr::context::Delivery;
 use crate::protocol::{JsonObject, Method};
 use crate::{routes::catalog::RequestView, Capability, Error};
 
@@ -66,7 +66,7 @@ pub(crate) async fn serve(
     method: TaskMethod,
     params: Value,
     meta: &RequestMeta,
-    transport: &Transport,
+    transport: &Delivery,
 ) -> Result<JsonObject, Error> {
     crate::intake::capability::missing(&meta.client_capabilities, [Capability::Tasks])?;
     let params: TaskParams =
@@ -132,7 +132,7 @@ async fn update(
     server: &Host<'_>,
     record: &TaskRecord,
     responses: Option<Value>,
-    transport: &Transport,
+    transport: &Delivery,
 ) -> Result<JsonObject, Error> {
     let responses = match responses {
         None => JsonObject::new(),

@@ -61,7 +61,7 @@ pub(crate) use store::{CallerRecord, TaskCall};
 pub use store::{StoreError, TaskRecord, TaskStatus, TaskStore};
 
 use crate::dispatch::{Called, Engine, TaskHook, TaskRequest, ToolFuture};
-use crate::mrtr::context::Transport;
+use crate::mrtr::context::Delivery;
 use crate::Error;
 
 /// How long a task's record is kept after it is created, unless the server says otherwise.
@@ -141,18 +141,18 @@ impl Tasks {
 }
 
 /// Who a request's client is, for the per-client task bounds (see [`TaskLimits`]).
-pub(crate) fn client_of(transport: &Transport) -> crate::bounds::fair::ClientId {
+pub(crate) fn client_of(transport: &Delivery) -> crate::bounds::fair::ClientId {
     crate::bounds::fair::ClientId::of(&transport.extensions)
 }
 
 /// Who is asking: tasks are visible only to the caller that created them. With
 /// [`caller_record`] and [`transport_for`], the one place tasks learn the caller.
-pub(crate) fn caller(server: &Engine, transport: &Transport) -> Option<String> {
+pub(crate) fn caller(server: &Engine, transport: &Delivery) -> Option<String> {
     server.principal_of(transport)
 }
 
 /// The authenticated caller of a request, as a task's record keeps it.
-pub(crate) fn caller_record(transport: &Transport) -> Option<CallerRecord> {
+pub(crate) fn caller_record(transport: &Delivery) -> Option<CallerRecord> {
     let caller = transport.caller()?;
     Some(CallerRecord { id: caller.id().to_owned(), scopes: caller.scopes().map(str::to_owned).collect() })
 }
@@ -160,12 +160,12 @@ pub(crate) fn caller_record(transport: &Transport) -> Option<CallerRecord> {
 /// What a replay of a task knows of its request: no stream, no headers, and the caller
 /// recorded in the task (the one who created it, then whoever answered it last: see
 /// `methods`; other request extensions are not kept).
-pub(crate) fn transport_for(caller: Option<&CallerRecord>) -> Transport {
+pub(crate) fn transport_for(caller: Option<&CallerRecord>) -> Delivery {
     let mut extensions = axum::http::Extensions::new();
     if let Some(caller) = caller {
         extensions.insert(crate::Caller::new(caller.id.clone()).with_scopes(caller.scopes.iter().cloned()));
     }
-    Transport { extensions: Arc::new(extensions), ..Transport::default() }
+    Delivery { extensions: Arc::new(extensions), ..Delivery::default() }
 }
 
 /// 128 random bits as hex: task ids must not be guessable.
@@ -212,7 +212,7 @@ impl TaskHook for Tasks {
         method: crate::protocol::Method,
         params: serde_json::Value,
         meta: &'a crate::intake::envelope::RequestMeta,
-        transport: &'a Transport,
+        transport: &'a Delivery,
     ) -> futures_util::future::BoxFuture<'a, Result<crate::protocol::JsonObject, Error>> {
         Box::pin(async move {
             let method = methods::TaskMethod::of(method).ok_or_else(|| Error::method_not_found(method.name()))?;

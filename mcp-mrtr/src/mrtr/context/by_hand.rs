@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::Ctx;
-use crate::mrtr::ask::Question;
+use crate::mrtr::question::Question;
 use crate::mrtr::replay::{HandBuilt, Replay};
 use crate::protocol::{InputRequest, InputRequiredResult, JsonObject};
 use crate::Error;
@@ -28,7 +28,7 @@ use crate::Error;
 /// [`Ctx::input_required`].
 ///
 /// ```
-/// use mcp_mrtr::ask::Elicit;
+/// use mcp_mrtr::question::Elicit;
 /// use mcp_mrtr::context::InputRequired;
 /// use mcp_mrtr::prelude::*;
 ///
@@ -75,7 +75,7 @@ impl InputRequired {
         Self::default()
     }
 
-    /// Asks `question` (an [`ask`](mod@crate::ask) type: `Elicit`, `ElicitUrl`, `Sample`,
+    /// Asks `question` (an [`ask`](mod@crate::question) type: `Elicit`, `ElicitUrl`, `Sample`,
     /// `Roots`) under `key`; read the answer with [`Ctx::answer`].
     pub fn ask(self, key: impl Into<String>, question: &impl Question) -> Self {
         match question.request() {

@@ -1,6 +1,6 @@
 //! [`Ctx`]: what a handler knows about the request it serves, and its channel for
-//! progress and log notifications; the futures its methods return ([`Ask`], [`Halted`],
-//! [`ContinueAsTask`], [`RetryLater`]); and what it reads of the request's `_meta`
+//! progress and log notifications; the futures its methods return ([`Ask`], in
+//! [`question`](crate::question), [`ContinueAsTask`], [`RetryLater`]); and what it reads of the request's `_meta`
 //! ([`RequestMeta`], [`TraceContext`]).
 
 use std::future::Future;
@@ -16,17 +16,17 @@ use serde_json::{json, Value};
 
 use crate::intake::app_state::AppState;
 pub use crate::intake::envelope::{RequestMeta, TraceContext, TraceParent};
-use crate::mrtr::ask::Question;
+use crate::mrtr::question::{Ask, Question};
 use crate::mrtr::replay::Replay;
 use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel, Notification, Outgoing, RequestId};
 use crate::{Caller, Capability, Error};
 
 mod by_hand;
+mod delivery;
 mod resources;
-mod transport;
 pub use self::by_hand::{InputRequired, Suspend};
+pub(crate) use self::delivery::{Bridge, Delivery, ANSWER_TIMEOUT};
 pub(crate) use self::resources::{Readable, ResourceAccess};
-pub(crate) use self::transport::{Bridge, Transport, ANSWER_TIMEOUT};
 
 /// The request context handed to every tool, prompt and resource handler.
 ///
@@ -63,7 +63,7 @@ pub struct Ctx {
 struct CtxInner {
     id: RequestId,
     meta: Arc<RequestMeta>,
-    transport: Transport,
+    transport: Delivery,
     logging: bool,
     replay: Arc<Replay>,
     app: AppState,
@@ -75,7 +75,7 @@ impl Ctx {
     pub(crate) fn new(
         id: RequestId,
         meta: Arc<RequestMeta>,
-        transport: Transport,
+        transport: Delivery,
         logging: bool,
         replay: Arc<Replay>,
         app: AppState,
@@ -91,7 +91,7 @@ impl Ctx {
     /// runtime ends the round with `input_required` and runs the handler again when the
     /// client answers. Keys must be unique per question within one call.
     pub fn ask<Q: Question + Unpin>(&self, key: impl Into<String>, question: Q) -> Ask<Q> {
-        Ask { replay: self.inner.replay.clone(), key: key.into(), question, fresh: false }
+        Ask::new(self.inner.replay.clone(), key.into(), question)
     }
 
     /// Whether the client declared `capability` on this request.
@@ -472,40 +472,6 @@ impl Ctx {
             // A closed channel means the client is gone; the request is being cancelled.
             let _ = notifier.send(Box::new(Outgoing::Notification(notification))).await;
         }
-    }
-}
-
-/// The future of one question: see [`Ctx::ask`].
-#[must_use = "an ask does nothing unless awaited"]
-pub struct Ask<Q> {
-    replay: Arc<Replay>,
-    key: String,
-    question: Q,
-    fresh: bool,
-}
-
-impl<Q> Ask<Q> {
-    /// Accepts only an answer to this question as the server asked it: never one the
-    /// client sent with its first request, before anything was asked. `ask!(fresh, …)`
-    /// calls this.
-    ///
-    /// Use it for consent (a sign-off, a confirmation of a payment): a client may answer
-    /// a call's first questions before they are asked, which suits a form it fills in
-    /// anyway, but a person must see a consent question first. (Inside a task every ask
-    /// is fresh: only answers to the task's open questions count.)
-    pub fn fresh(mut self) -> Self {
-        self.fresh = true;
-        self
-    }
-}
-
-impl<Q: Question + Unpin> Future for Ask<Q> {
-    type Output = Q::Output;
-
-    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Q::Output> {
-        // No waker on purpose: a pending ask is never woken in this round; the replay
-        // driver sees the recorded question and ends the round.
-        self.replay.lookup(&self.key, &self.question, self.fresh)
     }
 }
 

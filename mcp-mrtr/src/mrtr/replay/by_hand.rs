@@ -48,7 +48,7 @@ impl Replay {
                 )));
                 return;
             }
-            let digest = crate::mrtr::ask::request_digest(&request);
+            let digest = crate::mrtr::question::request_digest(&request);
             round.pending.insert(key.clone(), (digest, request));
             round.by_hand_keys.insert(key);
         }

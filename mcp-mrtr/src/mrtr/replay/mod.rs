@@ -33,7 +33,7 @@ use tracing::Instrument as _;
 
 use crate::intake::capability;
 use crate::intake::request_state::SingleUse;
-use crate::mrtr::ask::Question;
+use crate::mrtr::question::Question;
 use crate::protocol::{ClientCapabilities, InputRequest, JsonObject};
 use crate::Error;
 

@@ -1,10 +1,10 @@
-//! [`ServerHandle`]: changes a running server's tools, prompts and resources, and tells
+//! [`CatalogHandle`]: changes a running server's tools, prompts and resources, and tells
 //! its listeners.
 
 use std::fmt;
 use std::sync::{Arc, Weak};
 
-use super::{Change, Kind, Live, Reach};
+use super::{CatalogState, Change, Kind, Reach};
 use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
 use crate::Ctx;
 
@@ -12,18 +12,18 @@ use crate::Ctx;
 /// and resources while the server runs, and announces resource updates.
 ///
 /// Cheap to clone and usable from any task. Get one from the server before serving
-/// ([`Server::server_handle`](crate::Server::server_handle)) or from a handler
-/// ([`Ctx::server_handle`](crate::Ctx::server_handle)). Every change is seen whole by
+/// ([`Server::catalog`](crate::Server::catalog)) or from a handler
+/// ([`Ctx::catalog`](crate::Ctx::catalog)). Every change is seen whole by
 /// the next request (requests already running keep the catalog they started with), and
 /// open `subscriptions/listen` streams that asked for that kind of change hear of it
 /// (`notifications/tools/list_changed` and so on) when the server serves
-/// [`Listen`](crate::catalog::Listen).
+/// [`Subscriptions`](crate::catalog::Subscriptions).
 ///
 /// ```
-/// use mcp_mrtr::{catalog::Listen, Server, protocol::Tool, ToolError};
+/// use mcp_mrtr::{catalog::Subscriptions, Server, protocol::Tool, ToolError};
 ///
-/// let server = Server::new("live", "1.0.0").listen(Listen::default());
-/// let handle = server.server_handle();
+/// let server = Server::new("live", "1.0.0").subscriptions(Subscriptions::default());
+/// let handle = server.catalog();
 /// handle
 ///     .tools()
 ///     .add(Tool::new("late").description("Registered at run time").handler(
@@ -34,97 +34,97 @@ use crate::Ctx;
 /// # let _ = server;
 /// ```
 #[derive(Clone)]
-pub struct ServerHandle {
-    pub(crate) live: Arc<Live>,
+pub struct CatalogHandle {
+    pub(crate) catalog: Arc<CatalogState>,
 }
 
-/// A [`ServerHandle`] that does not keep the server's catalog alive: for what the catalog's
+/// A [`CatalogHandle`] that does not keep the server's catalog alive: for what the catalog's
 /// own routes hold, which would otherwise make a cycle.
 #[derive(Clone)]
-pub(crate) struct WeakHandle(Weak<Live>);
+pub(crate) struct WeakHandle(Weak<CatalogState>);
 
 impl WeakHandle {
     /// The handle, while the catalog lives.
-    pub(crate) fn upgrade(&self) -> Option<ServerHandle> {
-        self.0.upgrade().map(|live| ServerHandle { live })
+    pub(crate) fn upgrade(&self) -> Option<CatalogHandle> {
+        self.0.upgrade().map(|catalog| CatalogHandle { catalog })
     }
 }
 
-impl ServerHandle {
+impl CatalogHandle {
     /// A handle that does not keep the catalog alive.
     pub(crate) fn downgrade(&self) -> WeakHandle {
-        WeakHandle(Arc::downgrade(&self.live))
+        WeakHandle(Arc::downgrade(&self.catalog))
     }
 
     /// The tools: add, remove, enable and disable them by name.
     pub fn tools(&self) -> Entries<'_, ToolRoute> {
-        entries(&self.live)
+        entries(&self.catalog)
     }
 
     /// The prompts: add, remove, enable and disable them by name.
     pub fn prompts(&self) -> Entries<'_, PromptRoute> {
-        entries(&self.live)
+        entries(&self.catalog)
     }
 
     /// The resources and resource templates: add, remove, enable and disable them by URI
     /// (a template by its URI template). A disabled resource reads as not found.
     pub fn resources(&self) -> Entries<'_, ResourceRoute> {
-        entries(&self.live)
+        entries(&self.catalog)
     }
 
     /// Registers a resource that only this instance edits: what it derived from its own
     /// state (its skills folder), which other instances' edits must not reach.
     pub(crate) fn add_resource_here(&self, resource: impl Into<ResourceRoute>) -> Result<(), CatalogError> {
-        self.live.add(resource.into(), Reach::Here)
+        self.catalog.add(resource.into(), Reach::Here)
     }
 
     /// Unregisters a resource on this instance only, whatever the server shares: what
     /// the instance derived from its own state (its skills folder) is not the others'.
     pub(crate) fn remove_resource_here(&self, uri: &str) -> bool {
-        self.live.remove::<ResourceRoute>(uri, Reach::Here)
+        self.catalog.remove::<ResourceRoute>(uri, Reach::Here)
     }
 
     /// Tells the listeners subscribed to `uri` that its content changed
     /// (`notifications/resources/updated`); they read it again if they care.
     pub fn resource_updated(&self, uri: impl Into<String>) {
-        self.live.publish(Change::ResourceUpdated(uri.into()));
+        self.catalog.publish(Change::ResourceUpdated(uri.into()));
     }
 
     /// How many `subscriptions/listen` streams are open on this instance.
     pub fn listeners(&self) -> usize {
-        self.live.listeners()
+        self.catalog.listeners()
     }
 }
 
 /// One kind of a running server's catalog (its tools, prompts or resources), from
-/// [`ServerHandle::tools`], [`prompts`](ServerHandle::prompts) or
-/// [`resources`](ServerHandle::resources). Each is keyed by what the protocol names it by:
+/// [`CatalogHandle::tools`], [`prompts`](CatalogHandle::prompts) or
+/// [`resources`](CatalogHandle::resources). Each is keyed by what the protocol names it by:
 /// a tool's or prompt's name, a resource's URI or a template's URI template.
 pub struct Entries<'a, R> {
-    live: &'a Live,
+    catalog: &'a CatalogState,
     edits: Edits<R>,
 }
 
 /// The catalog's edits for one kind, chosen when the [`Entries`] is made, so its methods
 /// need no bound on the kind.
 struct Edits<R> {
-    add: fn(&Live, R) -> Result<(), CatalogError>,
-    remove: fn(&Live, &str) -> bool,
-    set_enabled: fn(&Live, &str, bool) -> bool,
+    add: fn(&CatalogState, R) -> Result<(), CatalogError>,
+    remove: fn(&CatalogState, &str) -> bool,
+    set_enabled: fn(&CatalogState, &str, bool) -> bool,
 }
 
 /// The [`Entries`] of kind `R`. A function rather than a constructor: an impl bounded on
 /// the crate's own `Kind` would make that trait part of the public type's interface.
-fn entries<R: Kind>(live: &Live) -> Entries<'_, R> {
+fn entries<R: Kind>(catalog: &CatalogState) -> Entries<'_, R> {
     let edits = Edits {
-        add: |live, mut route: R| {
+        add: |catalog, mut route: R| {
             route.admit()?;
-            live.add(route, Reach::Everywhere)
+            catalog.add(route, Reach::Everywhere)
         },
-        remove: |live, key| live.remove::<R>(key, Reach::Everywhere),
-        set_enabled: |live, key, enabled| live.set_enabled::<R>(key, enabled, Reach::Everywhere),
+        remove: |catalog, key| catalog.remove::<R>(key, Reach::Everywhere),
+        set_enabled: |catalog, key, enabled| catalog.set_enabled::<R>(key, enabled, Reach::Everywhere),
     };
-    Entries { live, edits }
+    Entries { catalog, edits }
 }
 
 impl<R> Entries<'_, R> {
@@ -134,23 +134,23 @@ impl<R> Entries<'_, R> {
     /// Unlike the builder, this cannot check that the server was given the `State<T>`
     /// the handler takes: such a handler fails its calls with `-32603` instead.
     pub fn add(&self, route: impl Into<R>) -> Result<(), CatalogError> {
-        (self.edits.add)(self.live, route.into())
+        (self.edits.add)(self.catalog, route.into())
     }
 
     /// Unregisters the route under `key`; `false` if there is none.
     pub fn remove(&self, key: &str) -> bool {
-        (self.edits.remove)(self.live, key)
+        (self.edits.remove)(self.catalog, key)
     }
 
     /// Lists and serves a disabled route again, in its old place; `false` if there is none.
     pub fn enable(&self, key: &str) -> bool {
-        (self.edits.set_enabled)(self.live, key, true)
+        (self.edits.set_enabled)(self.catalog, key, true)
     }
 
     /// Stops listing and serving a route (requests for it fail as for one that does not
     /// exist) while keeping it registered; `false` if there is none.
     pub fn disable(&self, key: &str) -> bool {
-        (self.edits.set_enabled)(self.live, key, false)
+        (self.edits.set_enabled)(self.catalog, key, false)
     }
 }
 
@@ -160,9 +160,9 @@ impl<R> fmt::Debug for Entries<'_, R> {
     }
 }
 
-impl fmt::Debug for ServerHandle {
+impl fmt::Debug for CatalogHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ServerHandle").field("listeners", &self.listeners()).finish_non_exhaustive()
+        f.debug_struct("CatalogHandle").field("listeners", &self.listeners()).finish_non_exhaustive()
     }
 }
 
@@ -217,12 +217,12 @@ impl std::error::Error for CatalogError {}
 impl Ctx {
     /// The handle to the server serving this request: add or remove tools, prompts and
     /// resources, or announce a resource update, from inside a handler.
-    pub fn server_handle(&self) -> ServerHandle {
-        match self.state::<ServerHandle>() {
-            Some(handle) => ServerHandle::clone(&handle),
+    pub fn catalog(&self) -> CatalogHandle {
+        match self.state::<CatalogHandle>() {
+            Some(handle) => CatalogHandle::clone(&handle),
             // Every server puts its handle in its state; a context built elsewhere (a
             // test's) gets a handle to an empty catalog of its own.
-            None => ServerHandle { live: Arc::default() },
+            None => CatalogHandle { catalog: Arc::default() },
         }
     }
 }

@@ -2,7 +2,7 @@
 //! the subset of the client's filter the server honours, then carries the changes that
 //! filter asked for, each tagged with the listen request's id, until the client goes.
 //!
-//! Changes travel from [`ServerHandle`](crate::catalog::ServerHandle) to listen streams through a
+//! Changes travel from [`CatalogHandle`](crate::catalog::CatalogHandle) to listen streams through a
 //! [`ChangeFanout`]: in memory by default; a store shared by several instances (Redis
 //! pub/sub, say) plugs in behind the same trait.
 
@@ -14,7 +14,7 @@ use tokio::sync::broadcast;
 use super::FanoutKeys;
 use crate::bounds::fair::FairPool;
 
-/// How often an idle SSE stream gets a comment line, unless [`Listen::keep_alive`] says otherwise.
+/// How often an idle SSE stream gets a comment line, unless [`Subscriptions::keep_alive`] says otherwise.
 pub(crate) const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// A change listeners may hear of.
@@ -31,7 +31,7 @@ pub enum Change {
     ResourceUpdated(String),
     /// A tool, prompt or resource was enabled, disabled or removed on one instance; every
     /// instance on the fanout applies it, and its listeners hear the list change of its
-    /// kind ([`Listen::share_catalog_changes`]).
+    /// kind ([`Subscriptions::share_catalog_changes`]).
     CatalogEdited(crate::routes::catalog::CatalogEdit),
 }
 
@@ -104,7 +104,7 @@ impl ChangeFanout for MemoryFanout {
 /// use std::time::Duration;
 ///
 /// use mcp_mrtr::prelude::*;
-/// use mcp_mrtr::{catalog::Listen, catalog::MemoryFanout};
+/// use mcp_mrtr::{catalog::Subscriptions, catalog::MemoryFanout};
 ///
 /// /// Lists the open tickets.
 /// #[tool]
@@ -112,24 +112,24 @@ impl ChangeFanout for MemoryFanout {
 ///     Ok("none open".into())
 /// }
 ///
-/// let listen = Listen::default()
+/// let listen = Subscriptions::default()
 ///     // Under the 10 s idle timeout of the proxy in front.
 ///     .keep_alive(Duration::from_secs(5))
 ///     .max_streams(256)
 ///     .max_streams_per_client(4)
 ///     .fanout(MemoryFanout::new(4096));
-/// let server = Server::new("helpdesk", "1.0.0").tool(tickets).listen(listen);
+/// let server = Server::new("helpdesk", "1.0.0").tool(tickets).subscriptions(listen);
 /// // `server/discover` now tells clients the tool list may change.
 /// assert_eq!(server.capabilities().tools.unwrap().list_changed, Some(true));
 /// ```
 ///
-/// Changes come from a [`ServerHandle`](crate::catalog::ServerHandle); see
+/// Changes come from a [`CatalogHandle`](crate::catalog::CatalogHandle); see
 /// [`TestClient::listen`](crate::testing::TestClient::listen) for a stream hearing one.
 #[derive(Clone)]
-pub struct Listen {
+pub struct Subscriptions {
     pub(crate) fanout: Arc<dyn ChangeFanout>,
     pub(crate) keep_alive: Duration,
-    pub(crate) max_resource_subscriptions: usize,
+    pub(crate) max_subscribed_resources: usize,
     pub(crate) max_streams: usize,
     pub(crate) max_streams_per_client: usize,
     pub(crate) max_lifetime: Duration,
@@ -138,7 +138,7 @@ pub struct Listen {
     pub(crate) streams: FairPool,
 }
 
-impl Default for Listen {
+impl Default for Subscriptions {
     /// An in-memory fanout of 1,024 changes, a keep-alive comment every 15 s, at most
     /// 1,024 resource subscriptions per stream, and the stream bounds above.
     fn default() -> Self {
@@ -146,7 +146,7 @@ impl Default for Listen {
         Self {
             fanout: Arc::new(MemoryFanout::new(1024)),
             keep_alive: DEFAULT_KEEP_ALIVE,
-            max_resource_subscriptions: 1024,
+            max_subscribed_resources: 1024,
             max_streams,
             max_streams_per_client,
             max_lifetime: Duration::from_secs(30 * 60),
@@ -156,7 +156,7 @@ impl Default for Listen {
     }
 }
 
-impl Listen {
+impl Subscriptions {
     /// Where changes travel (default: [`MemoryFanout`]).
     pub fn fanout(mut self, fanout: impl ChangeFanout) -> Self {
         self.fanout = Arc::new(fanout);
@@ -173,7 +173,7 @@ impl Listen {
     /// The most URIs one stream may subscribe to; the acknowledgement lists the ones
     /// honoured (default 1,024).
     pub fn max_resource_subscriptions(mut self, max: usize) -> Self {
-        self.max_resource_subscriptions = max;
+        self.max_subscribed_resources = max;
         self
     }
 
@@ -205,7 +205,7 @@ impl Listen {
     }
 
     /// Whether enabling, disabling and removing through a
-    /// [`ServerHandle`](crate::catalog::ServerHandle) travel to every instance on the fanout
+    /// [`CatalogHandle`](crate::catalog::CatalogHandle) travel to every instance on the fanout
     /// (default: yes). Behind a load balancer a client lists on one instance and calls
     /// on another, so they must agree: a tool disabled on one is disabled on all, and
     /// every listener hears of it after its instance applied it. Adding a route stays on
@@ -219,11 +219,11 @@ impl Listen {
     }
 }
 
-impl std::fmt::Debug for Listen {
+impl std::fmt::Debug for Subscriptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Listen")
+        f.debug_struct("Subscriptions")
             .field("keep_alive", &self.keep_alive)
-            .field("max_resource_subscriptions", &self.max_resource_subscriptions)
+            .field("max_subscribed_resources", &self.max_subscribed_resources)
             .field("max_streams", &self.max_streams)
             .field("max_streams_per_client", &self.max_streams_per_client)
             .field("max_lifetime", &self.max_lifetime)

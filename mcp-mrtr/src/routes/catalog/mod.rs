@@ -1,20 +1,20 @@
 //! The catalog a server serves: tools, prompts and resources that change while it runs,
 //! and the `subscriptions/listen` streams that hear of the changes.
 //!
-//! [`ServerHandle`] changes the catalog (from [`Server::server_handle`](crate::Server::server_handle)
-//! or, in a handler, [`Ctx::server_handle`](crate::Ctx::server_handle)); [`Listen`] turns
+//! [`CatalogHandle`] changes the catalog (from [`Server::catalog`](crate::Server::catalog)
+//! or, in a handler, [`Ctx::catalog`](crate::Ctx::catalog)); [`Subscriptions`] turns
 //! the streams on; a [`ChangeFanout`] carries changes between instances (the `redis`
 //! feature's `RedisFanout`); [`RequestView`] and [`Item`] are what a visibility filter
 //! decides on. See the [catalog chapter](crate::guide::serving).
 
 // For maintainers:
 //
-// Live servers: a catalog of tools, prompts and resources that changes while the server
+// CatalogState servers: a catalog of tools, prompts and resources that changes while the server
 // runs, `subscriptions/listen` streams that hear about the changes, a per-request view
 // of the lists, and their pagination.
 //
-// One door in: the engine (`dispatch::Engine`) holds an `Arc<Live>`; everything else
-// reaches the catalog through a [`ServerHandle`] (changes) or the engine's snapshot
+// One door in: the engine (`dispatch::Engine`) holds an `Arc<CatalogState>`; everything else
+// reaches the catalog through a [`CatalogHandle`] (changes) or the engine's snapshot
 // accessors (`Engine::catalog`, `find_tool`, …), which dispatch defines on top of this. A request reads one immutable [`Catalog`] snapshot;
 // a change clones the (small: `Arc`s only) catalog, edits the copy, swaps it in and then
 // tells listeners through the [`ChangeFanout`].
@@ -31,19 +31,19 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 pub use self::fanout_keys::FanoutKeys;
 pub(crate) use self::handle::WeakHandle;
-pub use self::handle::{CatalogError, Entries, ServerHandle};
+pub use self::handle::{CatalogError, CatalogHandle, Entries};
 pub(crate) use self::listen::DEFAULT_KEEP_ALIVE;
-pub use self::listen::{Change, ChangeFanout, Listen, MemoryFanout};
+pub use self::listen::{Change, ChangeFanout, MemoryFanout, Subscriptions};
 pub(crate) use self::prepared::{is_set, mask, BodyKey, List, Prepared, PreparedBody};
 pub use self::shared::CatalogEdit;
 pub(crate) use self::shared::Reach;
 use self::shared::{Action, Relay};
-pub(crate) use self::view::LiveConfig;
+pub(crate) use self::view::CatalogConfig;
 pub use self::view::{Item, RequestView};
 use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
 
 /// The changeable part of a server, shared by the server, its clones and its handles.
-pub(crate) struct Live {
+pub(crate) struct CatalogState {
     catalog: RwLock<Arc<Catalog>>,
     /// The position the next added entry gets: cursors name positions, so positions are
     /// never reused.
@@ -56,7 +56,7 @@ pub(crate) struct Live {
     relay: Relay,
 }
 
-impl Default for Live {
+impl Default for CatalogState {
     fn default() -> Self {
         Self {
             catalog: RwLock::default(),
@@ -197,7 +197,7 @@ impl Kind for ResourceRoute {
     }
 }
 
-impl Live {
+impl CatalogState {
     /// The current snapshot: read it once per request.
     pub(crate) fn snapshot(&self) -> Arc<Catalog> {
         self.catalog.read().unwrap_or_else(PoisonError::into_inner).clone()
@@ -320,7 +320,7 @@ impl Live {
 }
 
 /// One open listen stream, counted while it lives.
-pub(crate) struct ListenerGuard(Arc<Live>);
+pub(crate) struct ListenerGuard(Arc<CatalogState>);
 
 impl Drop for ListenerGuard {
     fn drop(&mut self) {
@@ -339,13 +339,13 @@ mod tests {
             .handler(|_ctx, _: crate::protocol::JsonObject| async { Ok::<_, ToolError>("") })
     }
 
-    fn names(live: &Live) -> Vec<String> {
+    fn names(live: &CatalogState) -> Vec<String> {
         live.snapshot().enabled::<ToolRoute>().map(|t| t.tool.name.clone()).collect()
     }
 
     #[test]
     fn edits_swap_snapshots_and_keep_old_ones_intact() {
-        let live = Live::default();
+        let live = CatalogState::default();
         live.add(tool("a"), Reach::Everywhere).unwrap();
         let before = live.snapshot();
         live.add(tool("b"), Reach::Everywhere).unwrap();
@@ -366,7 +366,7 @@ mod tests {
 
     #[tokio::test]
     async fn only_real_changes_are_announced() {
-        let live = Live::default();
+        let live = CatalogState::default();
         let fanout = Arc::new(MemoryFanout::new(8));
         live.set_fanout(fanout.clone(), false);
         let mut changes = fanout.subscribe();

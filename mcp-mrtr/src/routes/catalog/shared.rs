@@ -3,7 +3,7 @@
 //!
 //! Behind a load balancer a client lists on one instance and calls on another, so a tool
 //! disabled on one must be disabled on all. Enable, disable and remove name their target,
-//! so they can travel: [`ServerHandle`](crate::catalog::ServerHandle) publishes them as
+//! so they can travel: [`CatalogHandle`](crate::catalog::CatalogHandle) publishes them as
 //! [`CatalogEdit`]s, and each instance applies the ones it did not make. Adding cannot
 //! travel (a handler is code, not data): every instance adds its own routes.
 //!
@@ -20,7 +20,7 @@ use std::sync::{Arc, Weak};
 
 use tokio::sync::broadcast;
 
-use super::{Change, FanoutKeys, Kind, Live};
+use super::{CatalogState, Change, FanoutKeys, Kind};
 use crate::intake::request_state::KeyRing;
 use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
 
@@ -31,7 +31,7 @@ const LOCAL_CAPACITY: usize = 1024;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Reach {
     /// To every instance on the fanout, when the server shares catalog changes
-    /// ([`Listen::share_catalog_changes`](crate::catalog::Listen::share_catalog_changes)).
+    /// ([`Subscriptions::share_catalog_changes`](crate::catalog::Subscriptions::share_catalog_changes)).
     Everywhere,
     /// This instance only: what it derives from its own state (its skills folder).
     Here,
@@ -53,7 +53,7 @@ pub(crate) enum Action {
     Remove,
 }
 
-/// An enable, disable or remove made through a [`ServerHandle`](crate::catalog::ServerHandle)
+/// An enable, disable or remove made through a [`CatalogHandle`](crate::catalog::CatalogHandle)
 /// on one instance, as it travels to the others ([`Change::CatalogEdited`]). A
 /// [`ChangeFanout`](crate::catalog::ChangeFanout) of your own carries it as the text of [`encode`](Self::encode).
 #[derive(Clone, PartialEq, Eq)]
@@ -151,7 +151,7 @@ impl Relay {
     }
 }
 
-impl Live {
+impl CatalogState {
     /// What an edit of the route `key` announces: an edit for every instance when it
     /// travels, else this instance's list change.
     pub(super) fn announcement<K: Kind>(&self, reach: Reach, action: Action, key: &str) -> Change {
@@ -222,7 +222,7 @@ impl Live {
 
 /// Brings every change on the fanout to this instance's streams, applying remote edits
 /// first, until the server or the fanout is gone.
-async fn relay(live: Weak<Live>, mut changes: broadcast::Receiver<Change>) {
+async fn relay(live: Weak<CatalogState>, mut changes: broadcast::Receiver<Change>) {
     loop {
         let change = changes.recv().await;
         let Some(live) = live.upgrade() else { return };
@@ -261,7 +261,7 @@ mod tests {
     /// (registered `Reach::Here`, as skills are). Only shared routes take one now.
     #[test]
     fn a_remote_edit_reaches_shared_routes_only() {
-        let live = Live::default();
+        let live = CatalogState::default();
         live.add(tool("shared"), Reach::Everywhere).unwrap();
         live.add(tool("local"), Reach::Here).unwrap();
         for (action, key) in [(Action::Disable, "shared"), (Action::Disable, "local"), (Action::Remove, "local")] {

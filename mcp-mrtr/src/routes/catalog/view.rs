@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use axum::http::HeaderMap;
 
-use super::Listen;
-use crate::mrtr::context::Transport;
+use super::Subscriptions;
+use crate::mrtr::context::Delivery;
 use crate::protocol::{ClientCapabilities, Prompt, Resource, ResourceTemplate, Tool};
 use crate::routes::handler::ResourceKind;
 use crate::{mrtr::context::RequestMeta, Caller};
@@ -15,13 +15,13 @@ pub(crate) type VisibleFn = Arc<dyn Fn(&RequestView<'_>, Item<'_>) -> bool + Sen
 
 /// How a server serves its live catalog: listen streams, visibility, page size.
 #[derive(Clone)]
-pub(crate) struct LiveConfig {
-    pub(crate) listen: Option<Listen>,
+pub(crate) struct CatalogConfig {
+    pub(crate) listen: Option<Subscriptions>,
     pub(crate) visible: Option<VisibleFn>,
     pub(crate) page_size: usize,
 }
 
-impl Default for LiveConfig {
+impl Default for CatalogConfig {
     fn default() -> Self {
         Self { listen: None, visible: None, page_size: DEFAULT_PAGE_SIZE }
     }
@@ -34,11 +34,11 @@ pub(crate) const DEFAULT_PAGE_SIZE: usize = 100;
 #[derive(Clone, Copy, Debug)]
 pub struct RequestView<'a> {
     meta: &'a RequestMeta,
-    transport: &'a Transport,
+    transport: &'a Delivery,
 }
 
 impl<'a> RequestView<'a> {
-    pub(crate) fn new(meta: &'a RequestMeta, transport: &'a Transport) -> Self {
+    pub(crate) fn new(meta: &'a RequestMeta, transport: &'a Delivery) -> Self {
         Self { meta, transport }
     }
 

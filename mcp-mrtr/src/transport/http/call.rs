@@ -1,5 +1,5 @@
 //! One request through dispatch: a handler slot (a share per client, `slots`), JSON or
-//! SSE, the request's `Transport` (a legacy call's with its bridge), then
+//! SSE, the request's `Delivery` (a legacy call's with its bridge), then
 //! [`Engine::handle`](crate::dispatch::Engine), its reply framed by `sse`. Modern POSTs
 //! come here from `post`, 2025-11-25 ones from `legacy`.
 
@@ -17,7 +17,7 @@ use super::{connections, handoff, legacy, slots};
 use crate::bounds::fair::ClientId;
 use crate::dispatch::{Engine, Reply};
 use crate::intake::envelope::{Era, Request, RequestMeta};
-use crate::mrtr::context::Transport;
+use crate::mrtr::context::Delivery;
 use crate::protocol::Method;
 use crate::transport::error_message;
 use crate::Error;
@@ -28,7 +28,7 @@ use crate::Error;
 const HTTP_HANDLER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Runs a request through dispatch and answers it, if one of the
-/// [`Limits::max_handlers`] slots is free: a modern one as it stands, a legacy one (with
+/// [`HttpLimits::max_handlers`] slots is free: a modern one as it stands, a legacy one (with
 /// its session) as a request of that session that `notifications/cancelled` can stop.
 pub(super) async fn serve_request(
     endpoint: &Endpoint,
@@ -77,7 +77,7 @@ pub(super) async fn serve_request(
     };
     // A stuck handler holds a slot many clients share: bounded unless the server says not.
     let handler_timeout = endpoint.server.handler_timeout(Some(HTTP_HANDLER_TIMEOUT));
-    let transport = Transport {
+    let transport = Delivery {
         notifier,
         headers: Some(if listen { owned(&head.headers) } else { head.headers.clone() }),
         extensions: head.extensions.clone(),
@@ -118,7 +118,7 @@ fn listen_reply(
     server: Arc<Engine>,
     request: Request,
     meta: Arc<RequestMeta>,
-    transport: Transport,
+    transport: Delivery,
 ) -> (BoxFuture<'static, Option<Reply>>, Option<Arc<handoff::Handoff>>) {
     let listening = head.extensions.get::<Arc<connections::Activity>>().map(connections::Activity::listening);
     let handoff = head.extensions.get::<Weak<handoff::Handoff>>().and_then(Weak::upgrade);

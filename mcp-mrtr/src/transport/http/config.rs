@@ -1,11 +1,11 @@
 //! [`HttpConfig`]: how the HTTP endpoint is mounted (path, body cap), which hosts and
-//! origins it answers, its [`Limits`], and the OAuth resource server
+//! origins it answers, its [`HttpLimits`], and the OAuth resource server
 //! in front of it.
 
 use std::net::SocketAddr;
 
 use super::guard::{Guard, HostPolicy};
-use super::Limits;
+use super::HttpLimits;
 
 /// How the HTTP endpoint is mounted and guarded.
 ///
@@ -13,7 +13,7 @@ use super::Limits;
 /// [`Server::into_router`](crate::Server::into_router):
 ///
 /// ```
-/// use mcp_mrtr::http::{HttpConfig, Limits};
+/// use mcp_mrtr::http::{HttpConfig, HttpLimits};
 /// use mcp_mrtr::Server;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
@@ -25,7 +25,7 @@ use super::Limits;
 ///     // The web app that calls it from the browser.
 ///     .allowed_origins(["https://app.example.com"])
 ///     .max_body_bytes(256 * 1024)
-///     .limits(Limits::default().max_handlers(64));
+///     .limits(HttpLimits::default().max_handlers(64));
 /// let router = Server::new("app", "1.0.0").into_router(config).expect("configured");
 /// # let _ = router;
 /// # }
@@ -36,7 +36,7 @@ pub struct HttpConfig {
     pub(super) max_body_bytes: usize,
     pub(super) max_json_values: usize,
     pub(super) guard: Guard,
-    pub(super) limits: Limits,
+    pub(super) limits: HttpLimits,
     pub(super) auth: Option<crate::ext::auth::ResourceServer>,
     /// Whether a client's address is the last one in `X-Forwarded-For`.
     pub(super) trust_forwarded_for: bool,
@@ -45,7 +45,7 @@ pub struct HttpConfig {
 impl Default for HttpConfig {
     /// `/mcp`, 1 MiB bodies, the hosts the bound address implies (only `localhost`,
     /// `127.0.0.1` and `[::1]` on a loopback address and in a router; any elsewhere),
-    /// browser requests only from loopback pages, and the default [`Limits`]: the same
+    /// browser requests only from loopback pages, and the default [`HttpLimits`]: the same
     /// as serving with no config at all.
     fn default() -> Self {
         Self {
@@ -53,7 +53,7 @@ impl Default for HttpConfig {
             max_body_bytes: 1024 * 1024,
             max_json_values: crate::intake::envelope::size::MAX_JSON_VALUES,
             guard: Guard::default(),
-            limits: Limits::default(),
+            limits: HttpLimits::default(),
             auth: None,
             trust_forwarded_for: false,
         }
@@ -106,10 +106,10 @@ impl HttpConfig {
         self
     }
 
-    /// The bounds on requests: bodies, handlers, sessions (see [`Limits`] for the
+    /// The bounds on requests: bodies, handlers, sessions (see [`HttpLimits`] for the
     /// defaults). The bounds on connections are the listener's:
     /// [`ListenerLimits`](crate::http::ListenerLimits).
-    pub fn limits(mut self, limits: Limits) -> Self {
+    pub fn limits(mut self, limits: HttpLimits) -> Self {
         self.limits = limits;
         self
     }
@@ -145,7 +145,7 @@ impl HttpConfig {
     /// only turn it on behind a proxy that always sets the header, since a client that
     /// reaches the server directly could otherwise claim any address.
     ///
-    /// The address is who a client is for every per-client share of [`Limits`] when the
+    /// The address is who a client is for every per-client share of [`HttpLimits`] when the
     /// request has no authenticated [`Caller`](crate::Caller). Behind a proxy without this,
     /// every client shares the proxy's address, so the per-client shares act as totals.
     pub fn trust_forwarded_for(mut self, trust: bool) -> Self {

@@ -1,5 +1,5 @@
 //! The open connections of one listener, and which one gives way when they are at
-//! [`Limits::max_connections`](super::Limits::max_connections): shed, don't refuse.
+//! [`ListenerLimits::max_connections`](super::ListenerLimits::max_connections): shed, don't refuse.
 //!
 //! A connection at the cap is accepted by closing the least valuable open one:
 //!

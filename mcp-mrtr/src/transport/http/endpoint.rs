@@ -31,7 +31,7 @@ pub(super) struct Endpoint {
     pub(super) config: HttpConfig,
     /// Sessions of legacy (2025-11-25) clients; modern traffic has none.
     pub(super) sessions: crate::transport::legacy::Sessions,
-    /// One per running handler, [`Limits::max_handlers`] in all, a share per client.
+    /// One per running handler, [`HttpLimits::max_handlers`] in all, a share per client.
     pub(super) slots: slots::Slots,
     /// The resource server checking bearer tokens, when [`HttpConfig::auth`] set one.
     pub(super) gate: Option<Arc<crate::ext::auth::Gate>>,
@@ -123,7 +123,7 @@ impl Server {
 /// browser requests are answered only from loopback pages.
 ///
 /// ```no_run
-/// use mcp_mrtr::http::{Http, HttpConfig, Limits, ListenerLimits};
+/// use mcp_mrtr::http::{Http, HttpConfig, HttpLimits, ListenerLimits};
 /// use mcp_mrtr::prelude::*;
 ///
 /// /// Says hello.
@@ -134,7 +134,7 @@ impl Server {
 ///
 /// #[tokio::main]
 /// async fn main() -> std::io::Result<()> {
-///     let config = HttpConfig::default().limits(Limits::default().max_handlers(64));
+///     let config = HttpConfig::default().limits(HttpLimits::default().max_handlers(64));
 ///     let http = Http::bind("127.0.0.1:3000").config(config).limits(ListenerLimits::default().max_connections(2000));
 ///     Server::new("hello", "1.0.0").tool(hello).serve(http).await
 /// }
@@ -165,7 +165,7 @@ impl Http {
         Self::on(Socket::Bound(listener))
     }
 
-    /// How the endpoint is mounted and guarded, and its [`Limits`](crate::http::Limits)
+    /// How the endpoint is mounted and guarded, and its [`HttpLimits`](crate::http::HttpLimits)
     /// (see [`HttpConfig`]; the default depends on the address, as said above).
     pub fn config(mut self, config: HttpConfig) -> Self {
         self.config = Some(config);

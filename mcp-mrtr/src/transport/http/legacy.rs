@@ -18,7 +18,7 @@ use super::{connections, handoff, headers};
 use crate::bounds::fair::ClientId;
 use crate::bounds::shutdown::Draining;
 use crate::intake::envelope::{Era, Request};
-use crate::mrtr::context::Transport;
+use crate::mrtr::context::Delivery;
 use crate::protocol::{Method as McpMethod, Outgoing, RequestId, ResultJson};
 use crate::routes::catalog::RequestView;
 use crate::transport::error_message;
@@ -166,10 +166,10 @@ fn changes(endpoint: &Endpoint, session: &Arc<Session>, request: HttpRequest) ->
     let (session, keep_alive) = (session.clone(), server.keep_alive());
     let listening = parts.extensions.get::<Arc<connections::Activity>>().map(connections::Activity::listening);
     let handoff = parts.extensions.get::<std::sync::Weak<handoff::Handoff>>().and_then(std::sync::Weak::upgrade);
-    let transport = Transport {
+    let transport = Delivery {
         headers: Some(super::call::owned(&parts.headers)),
         extensions: Arc::new(parts.extensions),
-        ..Transport::default()
+        ..Delivery::default()
     };
     let ended = session.open_stream();
     let stream = async move {

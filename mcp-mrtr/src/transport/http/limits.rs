@@ -1,4 +1,4 @@
-//! [`Limits`]: every bound the HTTP endpoint puts on a client's requests, in one place.
+//! [`HttpLimits`]: every bound the HTTP endpoint puts on a client's requests, in one place.
 //! They travel with the endpoint (in [`HttpConfig`](crate::http::HttpConfig)), so a router
 //! mounted in another app keeps them; the listener's own bounds are
 //! [`ListenerLimits`](crate::http::ListenerLimits).
@@ -50,15 +50,15 @@ use crate::transport::legacy::SessionLimits;
 /// no client holds more than one wait beyond what the newcomer would.
 ///
 /// ```
-/// use mcp_mrtr::http::{HttpConfig, Limits};
+/// use mcp_mrtr::http::{HttpConfig, HttpLimits};
 ///
 /// // The tools call a slow backend.
-/// let limits = Limits::default().max_handlers(64).max_handlers_per_client(8);
+/// let limits = HttpLimits::default().max_handlers(64).max_handlers_per_client(8);
 /// let config = HttpConfig::default().limits(limits);
 /// # let _ = config;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limits {
+pub struct HttpLimits {
     pub(crate) body_timeout: Duration,
     pub(crate) max_handlers: usize,
     /// `None`: a quarter of `max_handlers`.
@@ -66,7 +66,7 @@ pub struct Limits {
     pub(crate) sessions: SessionLimits,
 }
 
-impl Default for Limits {
+impl Default for HttpLimits {
     fn default() -> Self {
         Self {
             body_timeout: Duration::from_secs(30),
@@ -77,7 +77,7 @@ impl Default for Limits {
     }
 }
 
-impl Limits {
+impl HttpLimits {
     /// How long a request body may take to arrive in full: 1 MiB in 30 s is a pace of
     /// about 35 kB/s. A body still arriving then gets HTTP 408. Default 30 s.
     pub fn body_timeout(mut self, timeout: Duration) -> Self {

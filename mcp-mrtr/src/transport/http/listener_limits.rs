@@ -7,7 +7,7 @@ use std::time::Duration;
 /// (set with [`Http::limits`](crate::http::Http::limits)) or, for an app of your own,
 /// [`serve_router`](crate::http::serve_router) (with
 /// [`ServeRouter::limits`](crate::http::ServeRouter::limits)). The bounds on requests
-/// travel with the endpoint: [`Limits`](crate::http::Limits).
+/// travel with the endpoint: [`HttpLimits`](crate::http::HttpLimits).
 ///
 /// | setting | default | applies to |
 /// |---|---|---|
@@ -94,7 +94,6 @@ impl ListenerLimits {
             usize::try_from(open_files.saturating_sub(64) / 4 * 3).unwrap_or(usize::MAX).clamp(64, 8_192)
         })
     }
-
 
     /// How long requests in flight get to finish once a graceful shutdown starts (see
     /// [`ServeRouter::with_graceful_shutdown`](crate::http::ServeRouter::with_graceful_shutdown)); past it they are

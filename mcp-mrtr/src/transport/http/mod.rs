@@ -33,6 +33,6 @@ mod status;
 
 pub use self::config::HttpConfig;
 pub use self::endpoint::Http;
-pub use self::limits::Limits;
+pub use self::limits::HttpLimits;
 pub use self::listener_limits::ListenerLimits;
 pub use self::serve::{serve_router, ServeRouter};

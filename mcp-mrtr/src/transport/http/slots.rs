@@ -1,4 +1,4 @@
-//! Handler slots: [`Limits::max_handlers`](super::Limits::max_handlers) requests at work
+//! Handler slots: [`HttpLimits::max_handlers`](super::HttpLimits::max_handlers) requests at work
 //! at once, and a share of them per client.
 //!
 //! The total is a semaphore, whose permits a 2025-11-25 call gives back while it waits for

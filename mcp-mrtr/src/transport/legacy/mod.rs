@@ -297,7 +297,7 @@ impl Waiting<'_> {
                 Ok(Ok(Ok(result))) => {
                     answers.insert(self.asked[i].key.clone(), result);
                 }
-                // A refused sampling request is an answer (`ask::Refused`): the handler may
+                // A refused sampling request is an answer (`question::Refused`): the handler may
                 // fall back on something else. Hosts answer one with an error when the user
                 // rejects it.
                 Ok(Ok(Err(error))) if self.asked[i].method == "sampling/createMessage" => {

@@ -30,7 +30,7 @@ use crate::bounds::fair::{ClientId, FairPool, RateLimit};
 use crate::protocol::{ClientCapabilities, Implementation};
 use crate::Error;
 
-/// The bounds on legacy sessions (from [`Limits`](crate::http::Limits) on HTTP).
+/// The bounds on legacy sessions (from [`HttpLimits`](crate::http::HttpLimits) on HTTP).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct SessionLimits {
     /// Sessions open at once.

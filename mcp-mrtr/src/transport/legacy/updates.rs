@@ -3,7 +3,7 @@
 //! for the resources it subscribed to. Hosts of that era (Codex CLI, Gemini CLI) re-list on
 //! them; without them a tool added while the host runs never reaches its model.
 //!
-//! Served where the server serves changes at all ([`Listen`](crate::catalog::Listen)):
+//! Served where the server serves changes at all ([`Subscriptions`](crate::catalog::Subscriptions)):
 //! `initialize` then declares `listChanged` and resources' `subscribe`. The changes are
 //! those a `subscriptions/listen` stream hears, through the same place among the streams
 //! (`dispatch::Hearing`: same pool, same share per client, same fanout across instances),
@@ -23,7 +23,7 @@ use crate::routes::catalog::{Change, RequestView};
 use crate::Error;
 
 /// Answers `resources/subscribe` and `resources/unsubscribe`: the session keeps at most
-/// `Listen::max_resource_subscriptions` URIs. Whether it may read one is decided when an
+/// `Subscriptions::max_resource_subscriptions` URIs. Whether it may read one is decided when an
 /// update comes, as for a listen stream, so a hidden resource reads as one that never changes.
 pub(crate) fn subscribe(
     server: &Engine,
@@ -39,7 +39,7 @@ pub(crate) fn subscribe(
         session.subscriptions().remove(uri);
         return Ok(json!({}));
     }
-    let most = server.live_config.listen.as_ref().map_or(0, |listen| listen.max_resource_subscriptions);
+    let most = server.catalog_config.listen.as_ref().map_or(0, |listen| listen.max_subscribed_resources);
     let mut subscriptions = session.subscriptions();
     if !subscriptions.contains(uri) && subscriptions.len() >= most {
         return Err(Error::invalid_params(format!(
@@ -93,7 +93,7 @@ fn note(
 /// What carries a session's changes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Carrier {
-    /// An HTTP `GET`: it lasts `Listen::max_lifetime`, and ends when its client falls
+    /// An HTTP `GET`: it lasts `Subscriptions::max_lifetime`, and ends when its client falls
     /// behind; the client opens another.
     Get,
     /// The session's own pipe (stdio), for as long as the session lasts: a client that

@@ -5,7 +5,7 @@
 //! meanwhile, a few hundred unanswered questions would turn every request of every client
 //! away. So the call gives its slot back while it waits ([`Parked`]) and takes one again
 //! to run the next round. The waits have a pool of their own, with a total and a share
-//! per client ([`Limits::max_bridge_waits`](crate::http::Limits::max_bridge_waits)); when it is
+//! per client ([`HttpLimits::max_bridge_waits`](crate::http::HttpLimits::max_bridge_waits)); when it is
 //! full, the client holding the most gives way: its oldest wait ends with an error that
 //! says so, and its questions are withdrawn.
 

@@ -29,14 +29,14 @@ use crate::bounds::shutdown::{self, Drain, Draining, Signal};
 use crate::dispatch::Engine;
 use crate::intake::envelope::size::{self, MAX_JSON_VALUES};
 use crate::intake::envelope::{check_version, classify, Era, Incoming, Request, RequestMeta};
-use crate::mrtr::context::Transport;
+use crate::mrtr::context::Delivery;
 use crate::protocol::{Method, Outgoing, RequestId, ResultJson};
 use crate::transport::legacy::{self, Session, SessionBridge, Sessions};
 use crate::{Error, Server};
 
 /// The process's stdin and stdout, one JSON-RPC message per line: how desktop and CLI
 /// hosts (Claude Code, Claude Desktop, editors) launch a server. Serve with
-/// `server.serve(Stdio::new())`; [`Stdio::over`] serves any other byte stream the same way.
+/// `server.serve(Stdio::new())`; [`Pipe::new`] serves any other byte stream the same way.
 ///
 /// Serving ends when stdin closes or on SIGTERM or Ctrl-C (or the signal given to
 /// [`Serve::with_graceful_shutdown`](crate::serve::Serve::with_graceful_shutdown)). Then
@@ -115,14 +115,23 @@ impl Stdio {
         self.settings.max_json_values = max;
         self
     }
+}
 
+/// A byte stream pair served as stdio: [`Pipe::new`].
+pub struct Pipe<R, W> {
+    reader: R,
+    writer: W,
+    settings: Settings,
+}
+
+impl<R, W> Pipe<R, W> {
     /// Newline-delimited JSON-RPC on any byte stream pair (a pipe, a socket, an in-memory
-    /// duplex in a test), served as stdio is, until the reader ends. Nothing stops it on a
+    /// duplex in a test), served as [`Stdio`] is, until the reader ends. Nothing stops it on a
     /// signal unless [`Serve::with_graceful_shutdown`](crate::serve::Serve::with_graceful_shutdown)
     /// says so.
     ///
     /// ```
-    /// use mcp_mrtr::{stdio::Stdio, Server};
+    /// use mcp_mrtr::{stdio::Pipe, Server};
     /// use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     ///
     /// # #[tokio::main(flavor = "current_thread")]
@@ -130,7 +139,7 @@ impl Stdio {
     /// let (client, server_side) = tokio::io::duplex(64 * 1024);
     /// let (reader, writer) = tokio::io::split(server_side);
     /// let server = Server::new("hello", "1.0.0");
-    /// let serving = tokio::spawn(async move { server.serve(Stdio::over(reader, writer)).await });
+    /// let serving = tokio::spawn(async move { server.serve(Pipe::new(reader, writer)).await });
     ///
     /// let (client_reader, mut client_writer) = tokio::io::split(client);
     /// client_writer.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n").await?;
@@ -142,23 +151,14 @@ impl Stdio {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn over<R, W>(reader: R, writer: W) -> Pipe<R, W>
+    pub fn new(reader: R, writer: W) -> Self
     where
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        Pipe { reader, writer, settings: Settings::default() }
+        Self { reader, writer, settings: Settings::default() }
     }
-}
 
-/// A byte stream pair served as stdio: see [`Stdio::over`].
-pub struct Pipe<R, W> {
-    reader: R,
-    writer: W,
-    settings: Settings,
-}
-
-impl<R, W> Pipe<R, W> {
     /// How many requests may run at once: see [`Stdio::max_requests`].
     #[must_use]
     pub fn max_requests(mut self, max: usize) -> Self {
@@ -344,7 +344,7 @@ impl StdioSession {
             session.map(|session| Arc::new(SessionBridge::new(session)) as Arc<dyn crate::mrtr::context::Bridge>);
         let (note_tx, mut note_rx) = mpsc::channel(16);
         let handler_timeout = self.server.handler_timeout(Some(STDIO_HANDLER_TIMEOUT));
-        let transport = Transport {
+        let transport = Delivery {
             notifier: Some(note_tx),
             headers: None,
             extensions: self.extensions.clone(),
@@ -418,7 +418,7 @@ impl StdioSession {
         let (notifier, mut notes) = mpsc::channel(16);
         self.tasks.spawn(async move {
             let meta = legacy::stream_meta(&session);
-            let transport = Transport { extensions: extensions.clone(), ..Transport::default() };
+            let transport = Delivery { extensions: extensions.clone(), ..Delivery::default() };
             let view = crate::routes::catalog::RequestView::new(&meta, &transport);
             let ended = session.open_stream();
             let stop = async move {
@@ -512,7 +512,7 @@ mod tests {
         let server = crate::transport::testing::with_own_keys(Server::new("cut", "0").tool(endless));
         let (mut input, server_in) = tokio::io::duplex(4096);
         let (server_out, _output) = tokio::io::duplex(4096);
-        let serving = tokio::spawn(async move { server.serve(Stdio::over(server_in, server_out)).await });
+        let serving = tokio::spawn(async move { server.serve(Pipe::new(server_in, server_out)).await });
         let meta = json!({ "io.modelcontextprotocol/protocolVersion": crate::protocol::PROTOCOL_VERSION,
             "io.modelcontextprotocol/clientCapabilities": {} });
         let call = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",

@@ -9,7 +9,7 @@ use tokio::task::JoinHandle;
 
 use super::TestClient;
 use crate::intake::envelope::{Request, RequestMeta, PROTOCOL_VERSION};
-use crate::mrtr::context::Transport;
+use crate::mrtr::context::Delivery;
 use crate::protocol::{Method, Outgoing, Prompt, RequestId, Resource, ResourceTemplate, Tool};
 use crate::Error;
 
@@ -63,13 +63,13 @@ impl TestClient {
     /// Opens a `subscriptions/listen` stream asking for `notifications` (the filter, such
     /// as `{"toolsListChanged": true}` or `{"resourceSubscriptions": ["file:///a"]}`), and
     /// returns once the server acknowledged it. The server must serve
-    /// [`Listen`](crate::catalog::Listen); it honours only what it has (no tools, no tool list
+    /// [`Subscriptions`](crate::catalog::Subscriptions); it honours only what it has (no tools, no tool list
     /// changes): see [`ListenStream::acknowledged`]. The stream ends when dropped.
     ///
     /// ```
     /// use mcp_mrtr::prelude::*;
     /// use mcp_mrtr::testing::TestClient;
-    /// use mcp_mrtr::{catalog::Listen, protocol::Tool};
+    /// use mcp_mrtr::{catalog::Subscriptions, protocol::Tool};
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
@@ -78,8 +78,8 @@ impl TestClient {
     ///         Ok::<_, ToolError>("here")
     ///     })
     /// };
-    /// let server = Server::new("live", "1").tool(tool("first")).listen(Listen::default());
-    /// let handle = server.server_handle();
+    /// let server = Server::new("live", "1").tool(tool("first")).subscriptions(Subscriptions::default());
+    /// let handle = server.catalog();
     /// let client = TestClient::new(server);
     /// // The server has tools, so it honours (and acknowledges) the tools filter.
     /// let mut stream = client.listen(serde_json::json!({ "toolsListChanged": true })).await.unwrap();
@@ -100,7 +100,7 @@ impl TestClient {
         let request = Request::new(RequestId::from(1), Method::Listen.name().into(), Some(params));
         let (notifier, mut notes) = mpsc::channel(64);
         let transport =
-            Transport { notifier: Some(notifier), extensions: self.extensions.clone(), ..Transport::default() };
+            Delivery { notifier: Some(notifier), extensions: self.extensions.clone(), ..Delivery::default() };
         let server = self.server.clone();
         let mut stream =
             tokio::spawn(async move { server.handle(request, Arc::new(meta), transport).await.outcome.map(drop) });

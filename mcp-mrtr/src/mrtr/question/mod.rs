@@ -1,11 +1,12 @@
-//! The questions a handler can ask with `ask!`: typed builders for the three embedded
-//! requests, and how each decodes the client's answer.
+//! Asking: the questions a handler can ask with `ask!` (typed builders for the three
+//! embedded requests, and how each decodes the client's answer), and [`Ask`], the future
+//! of one.
 //!
 //! Reach for them directly in a helper that several handlers share: `ask!(elicit …)`
 //! is [`Ctx::ask`](crate::Ctx::ask) with an [`Elicit`] under a key.
 //!
 //! ```
-//! use mcp_mrtr::ask::Elicit;
+//! use mcp_mrtr::question::Elicit;
 //! use mcp_mrtr::prelude::*;
 //! use mcp_mrtr::testing::{answer, TestClient};
 //!
@@ -64,6 +65,9 @@ use crate::protocol::{
     JsonObject, ListRootsResult, ModelHint, ModelPreferences, Root, SamplingMessage, Tool, ToolChoice,
 };
 use crate::Error;
+
+mod ask;
+pub use self::ask::Ask;
 
 /// A question a handler can ask the client.
 pub trait Question {

@@ -1,4 +1,4 @@
-//! What the transport knows about a request besides its JSON ([`Transport`]), the revision
+//! What the transport knows about a request besides its JSON ([`Delivery`]), the revision
 //! it is served in, and [`Bridge`]: the door a 2025-11-25 request asks its client through.
 
 use std::collections::BTreeMap;
@@ -12,7 +12,7 @@ use crate::{Caller, Error};
 
 /// What the transport knows about a request besides its JSON.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Transport {
+pub(crate) struct Delivery {
     /// Where notifications go; `None` when the client cannot receive them.
     pub(crate) notifier: Option<Notifier>,
     /// The HTTP request headers (none on stdio).
@@ -51,7 +51,7 @@ pub(crate) trait Bridge: Send + Sync + std::fmt::Debug {
     fn url_complete(&self, key: &str) -> Option<Notification>;
 }
 
-impl Transport {
+impl Delivery {
     /// The revision the request is served in: 2025-11-25 when it came with a bridge.
     pub(crate) fn era(&self) -> Era {
         if self.bridge.is_some() {
