@@ -61,6 +61,23 @@ impl Filter {
         self
     }
 
+    /// The filter a listen request's params ask for.
+    fn of(params: &Value) -> Result<Self, Error> {
+        match params.get("notifications") {
+            Some(filter @ Value::Object(_)) => Self::deserialize(filter)
+                .map_err(|e| Error::invalid_params(format!("Invalid params: notifications: {e}"))),
+            _ => Err(Error::invalid_params("subscriptions/listen needs params.notifications (an object)")),
+        }
+    }
+
+    /// The first message of the stream: what it will hear, under the subscription's id.
+    fn acknowledgement(&self, id: &RequestId) -> Notification {
+        Notification {
+            method: "notifications/subscriptions/acknowledged".into(),
+            params: json!({ "_meta": { SUBSCRIPTION_ID: id }, "notifications": self.to_json() }),
+        }
+    }
+
     fn to_json(&self) -> Value {
         let mut honoured = JsonObject::new();
         for (key, on) in [
@@ -154,20 +171,11 @@ async fn serve_listen(
         .notifier
         .as_ref()
         .ok_or_else(|| Error::invalid_request("subscriptions/listen needs a client that accepts text/event-stream"))?;
-    let filter = match params.get("notifications") {
-        Some(filter @ Value::Object(_)) => Filter::deserialize(filter)
-            .map_err(|e| Error::invalid_params(format!("Invalid params: notifications: {e}")))?,
-        _ => return Err(Error::invalid_params("subscriptions/listen needs params.notifications (an object)")),
-    };
+    let filter = Filter::of(&params)?.honoured(server, view);
     // Read once: not kept for the hours the stream may last.
     drop(params);
-    let filter = filter.honoured(server, view);
     let mut hearing = server.hear(&ClientId::of(&transport.extensions))?.ok_or_else(not_served)?;
-    let ack = Notification {
-        method: "notifications/subscriptions/acknowledged".into(),
-        params: json!({ "_meta": { SUBSCRIPTION_ID: id }, "notifications": filter.to_json() }),
-    };
-    notifier.send(Box::new(Outgoing::Notification(ack))).await.map_err(|_| gone())?;
+    notifier.send(Box::new(Outgoing::Notification(filter.acknowledgement(id)))).await.map_err(|_| gone())?;
     tracing::debug!(
         listeners = server.catalog.listeners(),
         keep_alive_s = listen.keep_alive.as_secs(),

@@ -9,17 +9,18 @@ use axum::http::{header, HeaderMap, HeaderName, HeaderValue};
 use axum::response::Response;
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 use super::endpoint::Endpoint;
 use super::sse::{error_response, json_response, respond};
 use super::{connections, handoff, legacy, slots};
-use crate::bounds::fair::ClientId;
+use crate::bounds::fair::{ClientId, Held};
 use crate::dispatch::{Engine, Reply};
 use crate::intake::envelope::{Era, Request, RequestMeta};
-use crate::mrtr::context::Delivery;
+use crate::mrtr::context::{Bridge, Delivery};
 use crate::protocol::Method;
 use crate::transport::error_message;
+use crate::transport::legacy::SlotLease;
 use crate::Error;
 
 /// How long one run of a handler may take over HTTP unless
@@ -37,25 +38,10 @@ pub(super) async fn serve_request(
     meta: Arc<RequestMeta>,
     session: Option<Arc<crate::transport::legacy::Session>>,
 ) -> Response {
-    if session.as_ref().is_some_and(|session| session.in_flight.len() >= endpoint.sessions.limits().max_calls) {
-        let error = Error::internal("too many requests running on this session; wait for one to finish");
-        return error_response(Era::Legacy, Some(request.id), &error);
-    }
     let listen = request.known == Some(Method::Listen);
-    // A `subscriptions/listen` stream idles for hours: it holds a connection (bounded by
-    // `max_connections`), not one of the handler slots meant for work.
-    let slot = if listen {
-        None
-    } else {
-        match endpoint.slots.take(&ClientId::of(&head.extensions), session.is_some()).await {
-            Ok(slot) => Some(slot),
-            Err(error) => return busy(request.id, session.is_some(), &error),
-        }
-    };
-    // A modern request may be asked to give way to another client's (see `slots`).
-    let (slot, place) = match slot {
-        Some(slots::Slot { permit, place }) => (Some(permit), place),
-        None => (None, None),
+    let Admission { held, place, bridge } = match Admission::take(endpoint, head, &request, session.as_ref()).await {
+        Ok(admitted) => admitted,
+        Err(refused) => return refused,
     };
     // A client that cannot read SSE gets JSON, and so no notifications; nor does a modern
     // call that asked for neither progress nor logs, which has none to get.
@@ -66,45 +52,89 @@ pub(super) async fn serve_request(
     } else {
         (None, None)
     };
-    // A legacy call shares its slot with its bridge, which gives it back while the client
-    // answers (see `legacy::bridge`); the lease frees it when the call ends.
-    let (slot, lease, bridge) = match &session {
-        Some(session) => {
-            let (bridge, lease) = legacy::bridge(endpoint, head, session, slot);
-            (None, lease, Some(bridge))
-        }
-        None => (slot, None, None),
-    };
-    // A stuck handler holds a slot many clients share: bounded unless the server says not.
-    let handler_timeout = endpoint.server.handler_timeout(Some(HTTP_HANDLER_TIMEOUT));
     let transport = Delivery {
         notifier,
         headers: Some(if listen { owned(&head.headers) } else { head.headers.clone() }),
         extensions: head.extensions.clone(),
-        bridge: bridge.map(|bridge| bridge as Arc<dyn crate::mrtr::context::Bridge>),
-        handler_timeout,
+        bridge,
+        // A stuck handler holds a slot many clients share: bounded unless the server says not.
+        handler_timeout: endpoint.server.handler_timeout(Some(HTTP_HANDLER_TIMEOUT)),
     };
-    let id = request.id.clone();
     let server = endpoint.server.clone();
     let keep_alive = server.keep_alive();
     if listen && session.is_none() {
         let (reply, handoff) = listen_reply(head, server, request, meta, transport);
         return respond(Era::Modern, reply, notes, keep_alive, handoff).await;
     }
-    let reply_id = id.clone();
-    let reply = async move {
-        let handled = run_holding((slot, lease), server.handle(request, meta, transport));
-        let Some(place) = place else { return handled.await };
-        tokio::select! {
-            reply = handled => reply,
-            () = place.give_way() => Reply { id: reply_id, outcome: Err(slots::gave_way()) },
-        }
-    };
+    let id = request.id.clone();
+    let reply = run(server, request, meta, transport, held, place);
     match session {
         None => respond(Era::Modern, Box::pin(reply.map(Some)), notes, keep_alive, None).await,
         Some(session) => {
             respond(Era::Legacy, Box::pin(session.in_flight.track(id, reply)), notes, keep_alive, None).await
         }
+    }
+}
+
+/// What a request holds while it runs, once admitted.
+struct Admission {
+    /// Its handler slot, or for a legacy call the lease its bridge shares (the bridge
+    /// gives the slot back while the client answers); freed when the call ends.
+    held: (Option<OwnedSemaphorePermit>, Option<SlotLease>),
+    /// Where a modern request learns it must give way to another client's (see `slots`).
+    place: Option<Held>,
+    /// A legacy call's way to ask its client.
+    bridge: Option<Arc<dyn Bridge>>,
+}
+
+impl Admission {
+    /// Admits a request: within its session's bound on calls, and with a handler slot
+    /// unless it is a listen stream, which idles for hours and so holds a connection
+    /// (bounded by `max_connections`), not one of the slots meant for work. The refusal is
+    /// the response to send.
+    async fn take(
+        endpoint: &Endpoint,
+        head: &Head,
+        request: &Request,
+        session: Option<&Arc<crate::transport::legacy::Session>>,
+    ) -> Result<Self, Response> {
+        if session.is_some_and(|session| session.in_flight.len() >= endpoint.sessions.limits().max_calls) {
+            let error = Error::internal("too many requests running on this session; wait for one to finish");
+            return Err(error_response(Era::Legacy, Some(request.id.clone()), &error));
+        }
+        let slot = if request.known == Some(Method::Listen) {
+            None
+        } else {
+            let taken = endpoint.slots.take(&ClientId::of(&head.extensions), session.is_some()).await;
+            Some(taken.map_err(|error| busy(request.id.clone(), session.is_some(), &error))?)
+        };
+        let (permit, place) = slot.map_or((None, None), |slots::Slot { permit, place }| (Some(permit), place));
+        Ok(match session {
+            Some(session) => {
+                let (bridge, lease) = legacy::bridge(endpoint, head, session, permit);
+                Self { held: (None, lease), place, bridge: Some(bridge as Arc<dyn Bridge>) }
+            }
+            None => Self { held: (permit, None), place, bridge: None },
+        })
+    }
+}
+
+/// Runs the request's handler holding what it was admitted with; a modern one ends with
+/// a "make room" error if it must give way.
+async fn run(
+    server: Arc<Engine>,
+    request: Request,
+    meta: Arc<RequestMeta>,
+    transport: Delivery,
+    held: (Option<OwnedSemaphorePermit>, Option<SlotLease>),
+    place: Option<Held>,
+) -> Reply {
+    let id = request.id.clone();
+    let handled = run_holding(held, server.handle(request, meta, transport));
+    let Some(place) = place else { return handled.await };
+    tokio::select! {
+        reply = handled => reply,
+        () = place.give_way() => Reply { id, outcome: Err(slots::gave_way()) },
     }
 }
 
