@@ -28,7 +28,7 @@ redis="${SOAK_REDIS:-standalone}"
 echo "soak: ${seconds} s, seed ${seed} (SOAK_SEED=${seed} repeats the schedule), redis ${redis}, output in ${out}"
 
 status=0
-target/debug/soak --seconds "$seconds" --instances 3 --seed "$seed" --out "$out" --faults default --redis "$redis" \
+"${CARGO_TARGET_DIR:-target}"/debug/soak --seconds "$seconds" --instances 3 --seed "$seed" --out "$out" --faults default --redis "$redis" \
   || status=$?
 if [ "$status" -ne 0 ]; then
   echo "soak: FAILED (exit $status); the history of each operation named above is in ${out}/history.jsonl" >&2

@@ -52,18 +52,17 @@ impl Guard {
                 return Err("Origin not allowed");
             }
         }
-        let answered = |host: &str| match &self.hosts {
-            HostPolicy::Only(allowed) => is_listed(allowed, host),
-            // Not bound to an address yet (a router): what a loopback address answers.
-            HostPolicy::ByAddress => is_listed(&LOOPBACK, host),
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).map(strip_port);
+        let answered = match &self.hosts {
             HostPolicy::Any => true,
+            HostPolicy::Only(allowed) => host.is_some_and(|host| is_listed(allowed, host)),
+            // Not bound to an address yet (a router): what a loopback address answers.
+            HostPolicy::ByAddress => host.is_some_and(|host| is_listed(&LOOPBACK, host)),
         };
-        if self.hosts == HostPolicy::Any {
-            return Ok(());
-        }
-        match headers.get(header::HOST).and_then(|h| h.to_str().ok()) {
-            Some(host) if answered(strip_port(host)) => Ok(()),
-            _ => Err("Host not allowed"),
+        if answered {
+            Ok(())
+        } else {
+            Err("Host not allowed")
         }
     }
 
