@@ -68,12 +68,13 @@
 //! | `opentelemetry` | request and task-run spans placed in the client's OpenTelemetry trace, parented on `_meta.traceparent` (tracing-opentelemetry 0.34 with opentelemetry 0.33; the application installs the exporter) | 1.85 |
 //!
 //! The [`guide`] has one chapter per task, in reading order: [your first
-//! server](guide::first_server), [how a handler runs across rounds](guide::replay), [the
-//! request state](guide::request_state), [client capabilities](guide::capabilities),
-//! [coming from another SDK](guide::other_sdks) (rounds built by hand), [testing](guide::testing), [tasks](guide::tasks), [authorization](guide::auth),
-//! [serving over HTTP](guide::serving), [many instances](guide::many_instances),
-//! [extensions](guide::extensions) (skills, methods of your own) and [the
-//! wire](guide::wire), driven by hand with curl.
+//! server](guide::first_server), [how a handler runs across rounds](guide::replay),
+//! [testing](guide::testing), [client capabilities](guide::capabilities), [the request
+//! state](guide::request_state), [serving over HTTP](guide::serving),
+//! [authorization](guide::auth), [tasks](guide::tasks), [many instances](guide::many_instances),
+//! [extensions](guide::extensions) (skills, methods of your own), [coming from another
+//! SDK](guide::other_sdks) (rounds built by hand) and [the wire](guide::wire), driven by
+//! hand with curl.
 
 // The docs link what each feature adds; built without one of them those links have no
 // target. docs.rs builds with every feature, and CI checks that build with every link
@@ -473,29 +474,29 @@ macro_rules! resources {
 
 /// The guide: one chapter per task, in reading order, each with runnable examples.
 pub mod guide {
-    #[doc = include_str!("../docs/first-server.md")]
+    #[doc = include_str!(concat!(env!("OUT_DIR"), "/guide/first-server.md"))]
     pub mod first_server {}
-    #[doc = include_str!("../docs/replay.md")]
+    #[doc = include_str!(concat!(env!("OUT_DIR"), "/guide/replay.md"))]
     pub mod replay {}
-    #[doc = include_str!("../docs/request-state.md")]
-    pub mod request_state {}
-    #[doc = include_str!("../docs/capabilities.md")]
-    pub mod capabilities {}
-    #[doc = include_str!("../docs/other-sdks.md")]
-    pub mod other_sdks {}
-    #[doc = include_str!("../docs/testing.md")]
+    #[doc = include_str!(concat!(env!("OUT_DIR"), "/guide/testing.md"))]
     pub mod testing {}
-    #[doc = include_str!("../docs/tasks.md")]
-    pub mod tasks {}
-    #[doc = include_str!("../docs/auth.md")]
-    pub mod auth {}
-    #[doc = include_str!("../docs/serving.md")]
+    #[doc = include_str!(concat!(env!("OUT_DIR"), "/guide/capabilities.md"))]
+    pub mod capabilities {}
+    #[doc = include_str!(concat!(env!("OUT_DIR"), "/guide/request-state.md"))]
+    pub mod request_state {}
+    #[doc = include_str!(concat!(env!("OUT_DIR"), "/guide/serving.md"))]
     pub mod serving {}
-    #[doc = include_str!("../docs/many-instances.md")]
+    #[doc = include_str!(concat!(env!("OUT_DIR"), "/guide/auth.md"))]
+    pub mod auth {}
+    #[doc = include_str!(concat!(env!("OUT_DIR"), "/guide/tasks.md"))]
+    pub mod tasks {}
+    #[doc = include_str!(concat!(env!("OUT_DIR"), "/guide/many-instances.md"))]
     pub mod many_instances {}
-    #[doc = include_str!("../docs/extensions.md")]
+    #[doc = include_str!(concat!(env!("OUT_DIR"), "/guide/extensions.md"))]
     pub mod extensions {}
-    #[doc = include_str!("../docs/wire.md")]
+    #[doc = include_str!(concat!(env!("OUT_DIR"), "/guide/other-sdks.md"))]
+    pub mod other_sdks {}
+    #[doc = include_str!(concat!(env!("OUT_DIR"), "/guide/wire.md"))]
     pub mod wire {}
 }
 
