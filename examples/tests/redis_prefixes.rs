@@ -24,7 +24,7 @@ async fn servers_whose_prefixes_nest_never_share_a_key() {
     };
     let (outer, inner) = (connect("app:").await, connect("app:task:x").await);
     let client = TestClient::new(
-        Server::new("inner", "0").tool(quick).tasks(mcp_mrtr::tasks::TaskConfig::new().store(inner.task_store())),
+        Server::new("inner", "0").tool(quick).tasks(mcp_mrtr::tasks::TaskConfig::default().store(inner.task_store())),
     );
     let created = client.call_tool("quick", json!({})).start().await;
     let id = created.task_id().expect("a task");

@@ -97,7 +97,7 @@ async fn a_task_flow_reads_once_per_poll_and_writes_once_per_change() {
     let Some(redis) = Redis::start() else { return };
     let store = mcp_mrtr::redis::Redis::connect(&redis.url()).await.expect("connect to redis");
     let client = TestClient::new(
-        Server::new("trips", "0").tool(approve).tasks(mcp_mrtr::tasks::TaskConfig::new().store(store.task_store())),
+        Server::new("trips", "0").tool(approve).tasks(mcp_mrtr::tasks::TaskConfig::default().store(store.task_store())),
     );
     // The first flow loads the scripts into Redis (a `SCRIPT LOAD` and a retry each).
     flow(&client).await;

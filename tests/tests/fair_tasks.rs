@@ -41,7 +41,9 @@ async fn quick(
 }
 
 fn server(limits: TaskLimits) -> Server {
-    Server::new("fair-tasks", "0").tools(tools![hold, quick]).tasks(mcp_mrtr::tasks::TaskConfig::new().limits(limits))
+    Server::new("fair-tasks", "0")
+        .tools(tools![hold, quick])
+        .tasks(mcp_mrtr::tasks::TaskConfig::default().limits(limits))
 }
 
 fn call(name: &str, arguments: Value) -> Rpc {
@@ -213,7 +215,7 @@ async fn a_run_past_its_time_limit_fails_the_task_and_a_tool_can_have_its_own() 
     let server = Server::new("timeouts", "0")
         .tool(sleeper("stuck", 60_000, runs.clone()))
         .tool(sleeper("patient", 400, runs.clone()).task_timeout(Duration::from_secs(30)))
-        .tasks(mcp_mrtr::tasks::TaskConfig::new().limits(limits));
+        .tasks(mcp_mrtr::tasks::TaskConfig::default().limits(limits));
     let server = TestServer::start(server).await;
 
     let stuck = create(&server, HONEST, &call("stuck", json!({}))).await.unwrap();
@@ -232,7 +234,7 @@ async fn runs_past_the_limit_wait_their_turn() {
     let server = Server::new("queue", "0")
         .tool(sleeper("slow", 300, runs.clone()))
         .tool(sleeper("fast", 1, runs.clone()))
-        .tasks(mcp_mrtr::tasks::TaskConfig::new().limits(TaskLimits::default().max_runs(1)));
+        .tasks(mcp_mrtr::tasks::TaskConfig::default().limits(TaskLimits::default().max_runs(1)));
     let server = TestServer::start(server).await;
     let slow = create(&server, HONEST, &call("slow", json!({}))).await.unwrap();
     let fast = create(&server, HONEST, &call("fast", json!({}))).await.expect("created, not refused");

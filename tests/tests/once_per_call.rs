@@ -229,7 +229,7 @@ async fn siblings_that_become_tasks_take_the_step_once() {
     let server = TestServer::start(
         Server::new("once-per-call", "0")
             .tools(tools![escalating])
-            .tasks(mcp_mrtr::tasks::TaskConfig::new())
+            .tasks(mcp_mrtr::tasks::TaskConfig::default())
             .request_state(StateConfig::new(KeyRing::new(StateKey::random())).single_use(MemoryGuard::new())),
     )
     .await;

@@ -56,7 +56,7 @@ fn server(ttl: Option<Duration>) -> (Server, mpsc::UnboundedReceiver<TaskEnd>) {
     let server = Server::new("deploys", "1")
         .tool(deploy)
         .with_state(Holds::default())
-        .tasks(mcp_mrtr::tasks::TaskConfig::new().ttl(ttl).on_end(hook));
+        .tasks(mcp_mrtr::tasks::TaskConfig::default().ttl(ttl).on_end(hook));
     (server, ended)
 }
 

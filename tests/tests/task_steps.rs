@@ -35,7 +35,7 @@ async fn charge_after_a_stall(ctx: &Ctx) -> Result<String, ToolError> {
 async fn a_run_that_stalled_past_its_lease_does_not_take_its_next_step() {
     let server = Server::new("steps", "0")
         .tools(tools![charge_after_a_stall])
-        .tasks(mcp_mrtr::tasks::TaskConfig::new().lease(LEASE));
+        .tasks(mcp_mrtr::tasks::TaskConfig::default().lease(LEASE));
     let server = TestServer::start(server).await;
     let created = server.call(&Rpc::call_tool("charge_after_a_stall", json!({})).caps(task_caps())).await;
     let id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {created}")).to_owned();

@@ -284,7 +284,7 @@ async fn progress_shows_as_the_status_message() {
 #[tokio::test]
 async fn records_expire_after_their_ttl() {
     let server =
-        TestServer::start(server().tasks(mcp_mrtr::tasks::TaskConfig::new().ttl(Some(Duration::from_millis(300)))))
+        TestServer::start(server().tasks(mcp_mrtr::tasks::TaskConfig::default().ttl(Some(Duration::from_millis(300)))))
             .await;
     let created = server.call(&call("confirm_only", json!({}))).await;
     assert_eq!(created["result"]["ttlMs"], 300);
@@ -330,7 +330,7 @@ async fn an_instance_that_has_served_nothing_takes_over_a_task_handed_back() {
     let instance = || {
         server()
             .tool(nap)
-            .tasks(mcp_mrtr::tasks::TaskConfig::new().store(store.clone()).lease(Duration::from_millis(300)))
+            .tasks(mcp_mrtr::tasks::TaskConfig::default().store(store.clone()).lease(Duration::from_millis(300)))
     };
     let first = instance();
     let serving_first = TestServer::start(first.clone()).await;
@@ -363,7 +363,7 @@ async fn serve_router_hands_the_tasks_of_the_app_back_at_shutdown() {
 
     let store = std::sync::Arc::new(MemoryTaskStore::new());
     let instance = || {
-        let tasks = mcp_mrtr::tasks::TaskConfig::new().store(store.clone()).lease(Duration::from_mins(1));
+        let tasks = mcp_mrtr::tasks::TaskConfig::default().store(store.clone()).lease(Duration::from_mins(1));
         mcp_mrtr::testing::with_own_keys(server().tool(long_nap).tasks(tasks))
     };
     let mcp = instance().into_router(mcp_mrtr::http::HttpConfig::default()).expect("a router");
@@ -391,8 +391,9 @@ async fn an_answer_that_lands_on_a_closing_instance_is_run_elsewhere() {
     use mcp_mrtr::{tasks::MemoryTaskStore, tasks::TaskStatus, tasks::TaskStore};
 
     let store = std::sync::Arc::new(MemoryTaskStore::new());
-    let instance =
-        || server().tasks(mcp_mrtr::tasks::TaskConfig::new().store(store.clone()).lease(Duration::from_millis(300)));
+    let instance = || {
+        server().tasks(mcp_mrtr::tasks::TaskConfig::default().store(store.clone()).lease(Duration::from_millis(300)))
+    };
     let closing = instance();
     let serving = TestServer::start(closing.clone()).await;
     let id = create(&serving, &call("confirm_only", json!({}))).await;
@@ -413,7 +414,7 @@ async fn an_answer_that_lands_on_a_closing_instance_is_run_elsewhere() {
 #[tokio::test]
 async fn an_answer_after_another_instance_answered_is_decided_on_the_store() {
     let store = std::sync::Arc::new(mcp_mrtr::tasks::MemoryTaskStore::new());
-    let instance = || TestServer::start(server().tasks(mcp_mrtr::tasks::TaskConfig::new().store(store.clone())));
+    let instance = || TestServer::start(server().tasks(mcp_mrtr::tasks::TaskConfig::default().store(store.clone())));
     let (first, second) = (instance().await, instance().await);
     let id = create(&first, &call("confirm_only", json!({}))).await;
     wait_for(&first, &id, "input_required").await;
@@ -429,7 +430,7 @@ async fn an_answer_after_another_instance_answered_is_decided_on_the_store() {
 #[tokio::test]
 async fn an_answer_to_a_task_expired_since_its_poll_is_an_unknown_task() {
     let ttl = Duration::from_millis(300);
-    let server = TestServer::start(server().tasks(mcp_mrtr::tasks::TaskConfig::new().ttl(Some(ttl)))).await;
+    let server = TestServer::start(server().tasks(mcp_mrtr::tasks::TaskConfig::default().ttl(Some(ttl)))).await;
     let id = create(&server, &call("confirm_only", json!({}))).await;
     wait_for(&server, &id, "input_required").await;
     tokio::time::sleep(ttl + Duration::from_millis(100)).await;

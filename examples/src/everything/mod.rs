@@ -62,7 +62,7 @@ fn skills() -> mcp_mrtr::skills::Skills {
 /// only (see [`round_trip`]).
 pub async fn from_env(mut server: Server) -> anyhow::Result<Server> {
     use anyhow::Context as _;
-    let mut tasks = mcp_mrtr::tasks::TaskConfig::new();
+    let mut tasks = mcp_mrtr::tasks::TaskConfig::default();
     if let Ok(lease) = std::env::var("MCP_MRTR_TASK_LEASE_MS") {
         let millis: u64 = lease.parse().with_context(|| format!("MCP_MRTR_TASK_LEASE_MS: not a number: {lease:?}"))?;
         tasks = tasks.lease(Duration::from_millis(millis));

@@ -12,6 +12,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -118,19 +119,32 @@ pub(crate) struct Drain {
     afterwards: Arc<Afterwards>,
 }
 
-/// What runs once the drain is over, once per key.
-#[derive(Default)]
-struct Afterwards(Mutex<Vec<(usize, BoxFuture<'static, ()>)>>);
+/// What runs once the drain is over, once per endpoint (keyed by its [`LeftWith`]).
+struct Afterwards {
+    /// This drain among every drain of the process: what a [`LeftWith`] remembers.
+    id: u64,
+    work: Mutex<Vec<(usize, BoxFuture<'static, ()>)>>,
+}
+
+/// Where an endpoint notes the drain it last left work with, so that every request after
+/// the first reads one atomic instead of taking the drain's lock.
+#[derive(Debug, Default)]
+pub(crate) struct LeftWith(AtomicU64);
+
+/// Drain ids: unique in the process, so a drain made later at a freed drain's address is
+/// never mistaken for it.
+static DRAINS: AtomicU64 = AtomicU64::new(1);
 
 impl fmt::Debug for Afterwards {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Afterwards(..)")
+        f.debug_struct("Afterwards").field("id", &self.id).finish_non_exhaustive()
     }
 }
 
 impl Drain {
     pub(crate) fn new() -> Self {
-        Self { started: watch::channel(false).0, afterwards: Arc::default() }
+        let afterwards = Afterwards { id: DRAINS.fetch_add(1, Ordering::Relaxed), work: Mutex::default() };
+        Self { started: watch::channel(false).0, afterwards: Arc::new(afterwards) }
     }
 
     /// What requests carry to learn that the drain started.
@@ -144,7 +158,7 @@ impl Drain {
 
     /// Runs, one after the other, what the requests left for after the drain.
     pub(crate) async fn run_afterwards(&self) {
-        let work = std::mem::take(&mut *self.afterwards.0.lock().unwrap_or_else(PoisonError::into_inner));
+        let work = std::mem::take(&mut *self.afterwards.work.lock().unwrap_or_else(PoisonError::into_inner));
         for (_, work) in work {
             work.await;
         }
@@ -175,13 +189,20 @@ impl Draining {
         }
     }
 
-    /// Leaves `work` to run once the drain is over, unless work was left under `key`
-    /// already (by an earlier request to the same endpoint): `work` is only called then.
-    pub(crate) fn after_drain(&self, key: usize, work: impl FnOnce() -> BoxFuture<'static, ()>) {
-        let mut afterwards = self.afterwards.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if !afterwards.iter().any(|(left, _)| *left == key) {
+    /// Leaves `work` to run once the drain is over, unless the endpoint `left` notes left
+    /// its work with this drain already (an earlier request did): `work` is only called
+    /// then.
+    pub(crate) fn after_drain(&self, left: &LeftWith, work: impl FnOnce() -> BoxFuture<'static, ()>) {
+        if left.0.load(Ordering::Acquire) == self.afterwards.id {
+            return;
+        }
+        let key = std::ptr::from_ref(left) as usize;
+        let mut afterwards = self.afterwards.work.lock().unwrap_or_else(PoisonError::into_inner);
+        // Two first requests may race here: the lock lets one in.
+        if !afterwards.iter().any(|(endpoint, _)| *endpoint == key) {
             afterwards.push((key, work()));
         }
+        left.0.store(self.afterwards.id, Ordering::Release);
     }
 }
 
@@ -239,17 +260,22 @@ mod tests {
     async fn work_left_for_after_the_drain_runs_once_per_key_and_only_when_asked() {
         let ran = Arc::new(Mutex::new(Vec::new()));
         let drain = Drain::new();
-        let leave = |key: usize, name: &'static str| {
+        let (first, second) = (LeftWith::default(), LeftWith::default());
+        let leave = |endpoint: &LeftWith, name: &'static str| {
             let ran = ran.clone();
-            drain.watch().after_drain(key, move || Box::pin(async move { ran.lock().unwrap().push(name) }));
+            drain.watch().after_drain(endpoint, move || Box::pin(async move { ran.lock().unwrap().push(name) }));
         };
-        leave(1, "first endpoint");
-        leave(1, "first endpoint again");
-        leave(2, "second endpoint");
+        leave(&first, "first endpoint");
+        leave(&first, "first endpoint again");
+        leave(&second, "second endpoint");
         assert!(ran.lock().unwrap().is_empty(), "nothing runs before the drain is over");
         drain.run_afterwards().await;
         assert_eq!(*ran.lock().unwrap(), ["first endpoint", "second endpoint"]);
         drain.run_afterwards().await;
         assert_eq!(ran.lock().unwrap().len(), 2, "each runs once");
+        // Served again by a later drain, the endpoint leaves its work with that one.
+        let later = Drain::new();
+        later.watch().after_drain(&first, || Box::pin(async {}));
+        assert_eq!(later.afterwards.work.lock().unwrap().len(), 1);
     }
 }

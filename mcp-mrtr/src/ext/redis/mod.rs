@@ -12,7 +12,7 @@
 //! let redis = Redis::connect("redis://127.0.0.1:6379/").await?;
 //! let server = Server::new("app", "1.0.0")
 //!     .request_state(StateConfig::default().single_use(redis.state_guard()))
-//!     .tasks(TaskConfig::new().store(redis.task_store()))
+//!     .tasks(TaskConfig::default().store(redis.task_store()))
 //!     .subscriptions(Subscriptions::default().fanout(redis.change_fanout().await?));
 //! # let _ = server;
 //! # Ok(())

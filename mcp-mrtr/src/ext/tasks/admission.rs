@@ -288,7 +288,7 @@ mod tests {
     #[tokio::test]
     async fn refusals_name_the_bound_and_stale_counts_are_checked_against_the_store() {
         let limits = TaskLimits::default().max_live_tasks_per_client(1).creation_rate(0.0, 3).max_live_tasks(100);
-        let tasks = Tasks::default().configured(super::super::TaskConfig::new().limits(limits));
+        let tasks = Tasks::default().configured(super::super::TaskConfig::default().limits(limits));
         let store = Arc::new(MemoryTaskStore::new());
         let tasks = Tasks { store: store.clone(), ..tasks };
         let mut ended = record("ended-elsewhere", None);

@@ -19,7 +19,7 @@ use super::{MemoryTaskStore, TaskEnd, TaskLimits, TaskStore, DEFAULT_TTL};
 /// use mcp_mrtr::tasks::{MemoryTaskStore, TaskConfig, TaskLimits, TaskStatus};
 /// use mcp_mrtr::Server;
 ///
-/// let tasks = TaskConfig::new()
+/// let tasks = TaskConfig::default()
 ///     .store(MemoryTaskStore::new()) // the `redis` feature's RedisTaskStore for a fleet
 ///     .ttl(Some(Duration::from_secs(2 * 3600)))
 ///     .limits(TaskLimits::default().max_live_tasks_per_client(4))
@@ -42,6 +42,7 @@ pub struct TaskConfig {
 }
 
 impl Default for TaskConfig {
+    /// Records in memory for an hour, 10 s leases, [`TaskLimits::default`], no end hook.
     fn default() -> Self {
         Self {
             store: Arc::new(MemoryTaskStore::new()),
@@ -54,12 +55,6 @@ impl Default for TaskConfig {
 }
 
 impl TaskConfig {
-    /// The defaults: records in memory for an hour, 10 s leases, [`TaskLimits::default`],
-    /// no end hook.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// Where task records live (default: a [`MemoryTaskStore`], for one instance).
     /// Several instances serving the same tasks need a store they share (the `redis`
     /// feature's `RedisTaskStore`).

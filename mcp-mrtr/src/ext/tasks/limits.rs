@@ -69,7 +69,7 @@ use crate::Error;
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// let limits = TaskLimits::default().max_live_tasks_per_client(1).run_timeout(Some(Duration::from_secs(7200)));
-/// let client = TestClient::new(Server::new("search", "1.0.0").tasks(TaskConfig::new().limits(limits)).tool(reindex));
+/// let client = TestClient::new(Server::new("search", "1.0.0").tasks(TaskConfig::default().limits(limits)).tool(reindex));
 /// let first = client.call_tool("reindex", serde_json::json!({})).start().await;
 /// assert!(first.task_id().is_some());
 /// // The first still runs: this client holds its share.

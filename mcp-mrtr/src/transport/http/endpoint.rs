@@ -20,7 +20,7 @@ use super::serve::{self, App};
 use super::sse::json_response;
 use super::{legacy, slots, HttpConfig, ListenerLimits};
 use crate::bounds::fair::ClientAddr;
-use crate::bounds::shutdown::{Draining, Signal};
+use crate::bounds::shutdown::{Draining, LeftWith, Signal};
 use crate::dispatch::Engine;
 use crate::transport::error_message;
 use crate::transport::serve::sealed::Sealed;
@@ -35,6 +35,8 @@ pub(super) struct Endpoint {
     pub(super) slots: slots::Slots,
     /// The resource server checking bearer tokens, when [`HttpConfig::auth`] set one.
     pub(super) gate: Option<Arc<crate::ext::auth::Gate>>,
+    /// The drain of `serve_router` this endpoint's tasks are handed back after.
+    handed_back: LeftWith,
 }
 
 impl Server {
@@ -105,7 +107,8 @@ impl Server {
         // Every HTTP door comes through here: from now on this instance takes over the
         // tasks of instances that died, before any request reaches it.
         engine.start();
-        Ok(Arc::new(Endpoint { server: Arc::new(engine), config, sessions, slots, gate }))
+        let handed_back = LeftWith::default();
+        Ok(Arc::new(Endpoint { server: Arc::new(engine), config, sessions, slots, gate, handed_back }))
     }
 }
 
@@ -258,7 +261,7 @@ async fn answer(endpoint: &Endpoint, mut request: HttpRequest) -> Response {
     if let Some(draining) = request.extensions().get::<Draining>() {
         // Served by `serve_router`: the tasks running here are handed back after its drain.
         let engine = &endpoint.server;
-        draining.after_drain(Arc::as_ptr(engine) as usize, || {
+        draining.after_drain(&endpoint.handed_back, || {
             let engine = engine.clone();
             Box::pin(async move { engine.hand_back_tasks().await })
         });
