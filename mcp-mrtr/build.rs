@@ -1,10 +1,20 @@
-//! Copies the guide's chapters (`docs/*.md`) to `OUT_DIR` for rustdoc, with their links to
-//! one another rewritten as intra-doc links. The chapters link as files (`replay.md`,
-//! `replay.md#keys`, `../../README.md#guide`), which GitHub follows and rustdoc cannot;
-//! rustdoc reads `crate::guide::replay#keys` and `crate::guide`, and checks each one.
+//! Copies the guide's chapters (`docs/*.md`) to `OUT_DIR` for rustdoc, with their links
+//! rewritten as intra-doc links, which rustdoc resolves and checks. The chapters are read as
+//! Markdown too (on GitHub), so they link as files and as docs.rs pages:
+//!
+//! - `replay.md`, `replay.md#keys` become `crate::guide::replay`, `crate::guide::replay#keys`,
+//!   and `../../README.md#guide` becomes `crate::guide`;
+//! - `https://docs.rs/mcp-mrtr/latest/mcp_mrtr/http/struct.HttpConfig.html#method.limits`
+//!   becomes `method@crate::http::HttpConfig::limits`. The page's kind becomes the link's
+//!   disambiguator, so a URL that names an item of the wrong kind fails the docs build, as
+//!   one naming no item does. A docs.rs URL of this crate that is not an item's page stops
+//!   the build.
 
 use std::path::Path;
 use std::{env, fs};
+
+/// Where the chapters link an item of this crate (the newest release's docs).
+const DOCS_RS: &str = "https://docs.rs/mcp-mrtr/latest/mcp_mrtr/";
 
 fn main() {
     let out = Path::new(&env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("guide");
@@ -17,38 +27,91 @@ fn main() {
         }
         println!("cargo:rerun-if-changed={}", path.display());
         let chapter = fs::read_to_string(&path).expect("a chapter is UTF-8");
-        fs::write(out.join(path.file_name().expect("a file")), for_rustdoc(&chapter)).expect("OUT_DIR is writable");
+        let rewritten = for_rustdoc(&chapter)
+            .unwrap_or_else(|url| panic!("{}: {url} is not the docs.rs page of an item of mcp_mrtr", path.display()));
+        fs::write(out.join(path.file_name().expect("a file")), rewritten).expect("OUT_DIR is writable");
     }
 }
 
-/// The chapter with `](name.md…` and `](../../README.md#guide)` pointing into `crate::guide`.
-fn for_rustdoc(chapter: &str) -> String {
+/// The chapter with each `](target)` that [`intra_doc`] knows rewritten; `Err` names a
+/// docs.rs URL of this crate that it cannot rewrite.
+fn for_rustdoc(chapter: &str) -> Result<String, &str> {
     let mut out = String::with_capacity(chapter.len());
     let mut rest = chapter;
     while let Some(at) = rest.find("](") {
         let (before, link) = rest.split_at(at + 2);
         out.push_str(before);
         let target = &link[..link.find(')').unwrap_or(link.len())];
-        let (file, anchor) = target.split_once('#').map_or((target, ""), |(file, anchor)| (file, anchor));
         rest = link;
-        if file == "../../README.md" && anchor == "guide" {
-            out.push_str("crate::guide");
-            rest = &link[target.len()..];
-        } else if let Some(stem) = file.strip_suffix(".md").filter(|stem| is_chapter(stem)) {
-            out.push_str("crate::guide::");
-            out.push_str(&stem.replace('-', "_"));
-            if !anchor.is_empty() {
-                out.push('#');
-                out.push_str(anchor);
-            }
+        if let Some(path) = intra_doc(target)? {
+            out.push_str(&path);
             rest = &link[target.len()..];
         }
     }
     out.push_str(rest);
-    out
+    Ok(out)
+}
+
+/// The intra-doc link for a link to a chapter, to the guide, or to an item's docs.rs page;
+/// `None` for any other link, which stays as written.
+fn intra_doc(target: &str) -> Result<Option<String>, &str> {
+    if let Some(page) = target.strip_prefix(DOCS_RS) {
+        return item(page).map(Some).ok_or(target);
+    }
+    let (file, anchor) = target.split_once('#').map_or((target, None), |(file, anchor)| (file, Some(anchor)));
+    if file == "../../README.md" && anchor == Some("guide") {
+        return Ok(Some("crate::guide".to_owned()));
+    }
+    let Some(stem) = file.strip_suffix(".md").filter(|stem| is_chapter(stem)) else { return Ok(None) };
+    let module = format!("crate::guide::{}", stem.replace('-', "_"));
+    Ok(Some(anchor.map_or_else(|| module.clone(), |anchor| format!("{module}#{anchor}"))))
 }
 
 /// A chapter's file name: lower-case words joined by `-`, and nothing else.
 fn is_chapter(stem: &str) -> bool {
     !stem.is_empty() && stem.bytes().all(|byte| byte.is_ascii_lowercase() || byte == b'-')
+}
+
+/// The intra-doc link for a page under [`DOCS_RS`], as rustdoc names its files:
+/// `a/b/index.html` or `a/b/` (a module), `a/kind.Name.html` (an item), each with an optional
+/// `#fragment` (`method.x`, `variant.X`, … for a member; anything else for a section).
+fn item(page: &str) -> Option<String> {
+    let (file, fragment) = page.split_once('#').map_or((page, None), |(file, fragment)| (file, Some(fragment)));
+    let (modules, name) = file.rsplit_once('/').unwrap_or(("", file));
+    let mut path = String::from("crate");
+    for module in modules.split('/').filter(|module| !module.is_empty()) {
+        path = format!("{path}::{module}");
+    }
+    if name.is_empty() || name == "index.html" {
+        return Some(section(&format!("mod@{path}"), fragment));
+    }
+    let (kind, name) = name.strip_suffix(".html")?.split_once('.')?;
+    path = format!("{path}::{name}");
+    // A member of the item: `method@` also covers a trait's required methods.
+    if let Some((member_kind, member)) = fragment.and_then(|fragment| fragment.split_once('.')) {
+        let disambiguator = match member_kind {
+            "method" | "tymethod" => "method",
+            "variant" => "variant",
+            "structfield" => "field",
+            "associatedtype" => "type",
+            "associatedconstant" => "const",
+            _ => return None,
+        };
+        return (!member.contains('.')).then(|| format!("{disambiguator}@{path}::{member}"));
+    }
+    let link = match kind {
+        "struct" | "enum" | "union" | "trait" | "fn" | "static" | "derive" => format!("{kind}@{path}"),
+        "constant" => format!("const@{path}"),
+        "type" => format!("type@{path}"),
+        // `name!` is a function-like macro only; rustdoc has no disambiguator for attributes.
+        "macro" => format!("{path}!"),
+        "attr" => format!("macro@{path}"),
+        _ => return None,
+    };
+    Some(section(&link, fragment))
+}
+
+/// `link`, and `#fragment` when the page's section is named.
+fn section(link: &str, fragment: Option<&str>) -> String {
+    fragment.map_or_else(|| link.to_owned(), |fragment| format!("{link}#{fragment}"))
 }

@@ -1,11 +1,17 @@
 //! The guide read as Markdown (on GitHub, from the README's links) works as it does on
 //! docs.rs: every relative link in the README, the CHANGELOG, ARCHITECTURE.md and the
 //! chapters names a file that exists and, with `#anchor`, a heading in it; and every chapter
-//! ends with a previous/next line in the order `lib.rs`'s `guide` module gives.
-//! (rustdoc checks the same links after `build.rs` rewrites them; this checks them as files.)
+//! ends with a previous/next line in the order `lib.rs`'s `guide` module gives. A chapter
+//! links an item by its docs.rs page, never by a rustdoc path (dead text on GitHub).
+//! (rustdoc checks the same links after `build.rs` rewrites them, the docs.rs pages as
+//! intra-doc paths; this checks them as files.)
 
 use std::fs;
 use std::path::{Path, PathBuf};
+
+/// Where a chapter links an item of the crate: `build.rs` turns these pages into intra-doc
+/// paths, which rustdoc checks.
+const DOCS_RS: &str = "https://docs.rs/mcp-mrtr/latest/mcp_mrtr/";
 
 /// The workspace root: the runtime crate's parent.
 fn root() -> PathBuf {
@@ -84,9 +90,11 @@ fn anchors(markdown: &str) -> Vec<String> {
 
 /// Why `target`, linked from `from`, does not resolve; `None` when it does.
 fn broken(from: &Path, target: &str) -> Option<String> {
-    let external = ["http://", "https://", "mailto:", "crate::", "mod@", "super::", "self::"];
-    if external.iter().any(|prefix| target.starts_with(prefix)) || target.contains("::") {
+    if ["http://", "https://", "mailto:"].iter().any(|scheme| target.starts_with(scheme)) {
         return None;
+    }
+    if target.contains("::") || target.contains('@') {
+        return Some(format!("{target}: a rustdoc path, dead text on GitHub (link the item's page under {DOCS_RS})"));
     }
     let (file, anchor) = target.split_once('#').map_or((target, None), |(file, anchor)| (file, Some(anchor)));
     let path = if file.is_empty() { from.to_path_buf() } else { from.parent().expect("a folder").join(file) };
@@ -123,6 +131,21 @@ fn every_relative_link_names_a_file_and_a_heading_that_exist() {
 }
 
 #[test]
+fn every_docs_rs_link_of_a_chapter_is_one_rustdoc_checks() {
+    let mut unchecked = Vec::new();
+    for chapter in chapter_order() {
+        let text = fs::read_to_string(root().join(format!("mcp-mrtr/docs/{chapter}.md"))).expect("a chapter");
+        for target in links(&text) {
+            let ours = ["docs.rs/mcp-mrtr", "docs.rs/mcp_mrtr", "docs.rs/crate/mcp-mrtr"];
+            if ours.iter().any(|page| target.contains(page)) && !target.starts_with(DOCS_RS) {
+                unchecked.push(format!("{chapter}.md: {target}"));
+            }
+        }
+    }
+    assert!(unchecked.is_empty(), "link items under {DOCS_RS}, which build.rs rewrites:\n{}", unchecked.join("\n"));
+}
+
+#[test]
 fn every_chapter_is_in_the_guide_module_and_ends_with_its_neighbours() {
     let order = chapter_order();
     let on_disk = fs::read_dir(root().join("mcp-mrtr/docs")).expect("docs/").count();
@@ -150,6 +173,8 @@ fn a_broken_link_or_anchor_is_found() {
     assert_eq!(broken(&readme, "CHANGELOG.md#changelog"), None);
     assert!(broken(&readme, "mcp-mrtr/docs/no-such-chapter.md").is_some());
     assert!(broken(&readme, "mcp-mrtr/docs/replay.md#no-such-heading").is_some());
+    assert!(broken(&readme, "crate::Server").is_some());
+    assert_eq!(broken(&readme, "https://docs.rs/mcp-mrtr/latest/mcp_mrtr/struct.Server.html"), None);
     assert_eq!(links("see [a](a.md) and `[b](b.md)`\n```\n[c](c.md)\n```\n"), ["a.md"]);
     assert_eq!(slug(" `ask!` in a helper, and keys"), "ask-in-a-helper-and-keys");
 }
