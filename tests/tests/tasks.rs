@@ -347,11 +347,12 @@ async fn an_instance_that_has_served_nothing_takes_over_a_task_handed_back() {
     panic!("the idle instance never took the task over");
 }
 
-/// Sleeps long enough that only a hand-back lets another instance finish it soon: its
-/// lease, in the test below, is a minute.
+/// Sleeps long enough to be still running when its server has shut down, on a slow
+/// machine too, and short enough to finish well within the lease (a minute, in the test
+/// below), so only a hand-back lets another instance finish it in time.
 #[tool(task = "optional")]
 async fn long_nap() -> Result<String, ToolError> {
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
     Ok("rested".into())
 }
 
@@ -380,8 +381,17 @@ async fn serve_router_hands_the_tasks_of_the_app_back_at_shutdown() {
     assert_eq!(record.status(), TaskStatus::Working, "handed back unfinished");
     assert_eq!(record.lease_expires_at(), Some(std::time::UNIX_EPOCH), "its lease released at shutdown");
     let other = TestServer::start(instance()).await;
-    let done = wait_for(&other, &id, "completed").await;
-    assert_eq!(done["result"]["content"][0]["text"], "rested", "{done}");
+    // Taken over at its next look, then five seconds of nap: 20 s at most, far below the lease.
+    for _ in 0..1000 {
+        let record = store.get(&id).await.unwrap().expect("the task's record");
+        if record.status() == TaskStatus::Completed {
+            let done = get(&other, &id).await;
+            assert_eq!(done["result"]["result"]["content"][0]["text"], "rested", "{done}");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the other instance never finished the task handed back");
 }
 
 /// Audit B15: an instance that is shutting down starts no run when the last answer of a
