@@ -44,10 +44,15 @@ pub(crate) struct Args {
     /// Form types the handler asks for through helpers, `forms = [Target]`: checked at
     /// registration like the forms its own `ask!`s name.
     pub(crate) forms: Vec<syn::Type>,
+    /// `app = "ui://…"`: the MCP App that shows the tool's result.
+    pub(crate) app: Option<LitStr>,
+    /// `visibility = "app"`: who may call the tool, as a `Visibility` variant.
+    pub(crate) visibility: Option<Ident>,
 }
 
-const TOOL_KEYS: &str =
-    "name, title, icon, description, read_only, destructive, idempotent, open_world, task, scopes, forms, crate";
+const TOOL_KEYS: &str = "name, title, icon, description, read_only, destructive, idempotent, open_world, task, scopes, forms, app, visibility, crate";
+/// `visibility = "…"`: each value and the `Visibility` variant it names.
+const VISIBILITIES: &[(&str, &str)] = &[("app", "App"), ("model", "Model"), ("model_and_app", "ModelAndApp")];
 const PROMPT_KEYS: &str = "name, title, icon, description, scopes, forms, crate";
 const RESOURCE_KEYS: &str = "uri, name, title, icon, description, mime_type, scopes, forms, crate";
 pub(crate) const HINTS: &[&str] = &["read_only", "destructive", "idempotent", "open_world"];
@@ -93,6 +98,31 @@ impl Args {
                 Ok(())
             }
             (Kind::Tool, "task") => set(&mut self.task, meta),
+            (Kind::Tool, "app") => {
+                set(&mut self.app, meta)?;
+                let uri = self.app.as_ref().expect("set above");
+                match uri.value().strip_prefix("ui://") {
+                    Some(rest) if !rest.is_empty() => Ok(()),
+                    _ => Err(syn::Error::new(uri.span(), "`app` names a ui:// resource: app = \"ui://deploy/review\"")),
+                }
+            }
+            (Kind::Tool, "visibility") => {
+                let mut given = None;
+                set(&mut given, meta)?;
+                let given = given.expect("set above");
+                if self.visibility.is_some() {
+                    return Err(meta.error("`visibility` is given twice: keep one"));
+                }
+                let Some((_, variant)) = VISIBILITIES.iter().find(|(value, _)| given.value() == *value) else {
+                    let expected = VISIBILITIES.iter().map(|(value, _)| format!("\"{value}\"")).collect::<Vec<_>>();
+                    return Err(syn::Error::new(
+                        given.span(),
+                        format!("`visibility` is one of {}", expected.join(", ")),
+                    ));
+                };
+                self.visibility = Some(Ident::new(variant, given.span()));
+                Ok(())
+            }
             (Kind::Resource, "uri") => set(&mut self.uri, meta),
             (Kind::Resource, "mime_type") => set(&mut self.mime_type, meta),
             _ => {

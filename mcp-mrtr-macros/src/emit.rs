@@ -259,6 +259,14 @@ pub(crate) fn route(
         Some(src) => quote!((#route).icon(#private::Icon::new(#src))),
         None => route,
     };
+    let route = match &args_attr.app {
+        Some(uri) => quote!((#route).app(#uri)),
+        None => route,
+    };
+    let route = match &args_attr.visibility {
+        Some(variant) => quote!((#route).visibility(#private::Visibility::#variant)),
+        None => route,
+    };
     let route = with_state_needs(handler, &private, route);
     let route = check::template(handler, &private, route);
     with_form_checks(handler, &private, &prepared.form_types, route)

@@ -101,7 +101,7 @@ pub use ext::redis;
 pub use ext::{auth, skills, tasks};
 pub use intake::request_state;
 pub use mrtr::{context, extract, question};
-pub use routes::{catalog, handler};
+pub use routes::{apps, catalog, handler};
 pub use transport::testing;
 // Entry points for `mcp-mrtr/fuzz` (cargo-fuzz sets `--cfg fuzzing`); absent from every other build.
 #[cfg(fuzzing)]

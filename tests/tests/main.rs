@@ -10,6 +10,7 @@
 
 mod access;
 mod app_state;
+mod apps;
 mod ask_keys;
 mod audit_http;
 mod audit_third;

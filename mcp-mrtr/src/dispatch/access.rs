@@ -27,7 +27,7 @@ use crate::mrtr::context::{Delivery, Readable, ResourceAccess};
 use crate::protocol::JsonObject;
 use crate::routes::catalog::{Catalog, Item, RequestView};
 use crate::routes::handler::{MethodRoute, PromptRoute, ResourceRoute, ToolRoute};
-use crate::Error;
+use crate::{Capability, Error};
 
 /// Why a request may not reach a route.
 #[derive(Debug)]
@@ -111,8 +111,20 @@ impl Engine {
 
     /// The tool `name` if the request may call it, else the error `tools/call` answers:
     /// "Unknown tool" (for a hidden one too), or the `403` of a missing scope.
+    /// A tool only an app may call is refused (as unknown, with the reason) to a client
+    /// that renders no apps: no app of its own can be calling it.
     pub(crate) fn callable_tool(&self, view: &RequestView<'_>, name: &str) -> Result<Arc<ToolRoute>, Error> {
-        self.reach_tool(view, name).map_err(|refused| refused.or_unknown(|| Error::unknown("tool", name)))
+        let route =
+            self.reach_tool(view, name).map_err(|refused| refused.or_unknown(|| Error::unknown("tool", name)))?;
+        if crate::routes::apps::app_only(&route.tool) && !Capability::Apps.is_declared_in(view.client_capabilities()) {
+            let why = format!(
+                "{}: only an app may call it, and this client did not declare the {} extension",
+                Error::unknown("tool", name).message(),
+                crate::apps::EXTENSION
+            );
+            return Err(Error::invalid_params(why));
+        }
+        Ok(route)
     }
 
     /// The enabled prompt `name`, if the request may get it.

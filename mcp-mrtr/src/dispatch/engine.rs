@@ -225,6 +225,11 @@ impl Engine {
                 if self.serves_tasks() {
                     extensions.insert(crate::protocol::TASKS_EXTENSION.into(), serde_json::json!({}));
                 }
+                // Apps, and (SEP-3118) asks an app renders: any ask may name an app, and
+                // is sent it only where the client declared the same.
+                if crate::routes::apps::serves_apps(&catalog) {
+                    extensions.insert(crate::apps::EXTENSION.into(), serde_json::json!({ "elicitation": {} }));
+                }
                 (!extensions.is_empty()).then_some(extensions)
             },
             ..ServerCapabilities::default()

@@ -6,6 +6,7 @@
 //! list that changes meanwhile sends no entry twice and skips none that existed
 //! throughout.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -17,11 +18,12 @@ use serde_json::Value;
 use super::Engine;
 use crate::intake::envelope::SUPPORTED_VERSIONS;
 use crate::protocol::{DiscoverResult, Era, ListParams};
+use crate::routes::apps;
 use crate::routes::catalog::{
-    is_set, mask, BodyKey, Catalog, Item, Kind, List, PreparedBody, RequestView, DEFAULT_KEEP_ALIVE,
+    is_set, mask, BodyKey, Catalog, Item, Kind, List, PreparedBody, RequestView, ToolsFor, DEFAULT_KEEP_ALIVE,
 };
 use crate::routes::handler::{PromptRoute, ResourceRoute, TaskSupport, ToolRoute};
-use crate::Error;
+use crate::{Capability, Error};
 
 impl Engine {
     /// The catalog as it stands: read it once per request.
@@ -44,32 +46,39 @@ impl Engine {
         self.catalog_config.visible.is_some()
     }
 
-    /// The `tools/list` page the request asked for, as prepared bytes. A 2025-11-25
-    /// session cannot run a task, so where tasks are served its list leaves out the tools
-    /// that run only as one (a call of one by name is answered `-32601`, as that revision
-    /// says): a model is never offered a tool that cannot work for it.
+    /// The `tools/list` page the request asked for, as prepared bytes. A model is never
+    /// offered a tool that cannot work for it: a 2025-11-25 session cannot run a task, so
+    /// where tasks are served its list leaves out the tools that run only as one (a call
+    /// of one by name is answered `-32601`, as that revision says); a client that renders
+    /// no apps is shown no tool only an app may call, and the others without `_meta.ui`.
     pub(crate) fn list_tools(&self, params: &Value, view: &RequestView<'_>, era: Era) -> Result<PreparedBody, Error> {
-        if era == Era::Legacy && self.tasks.is_some() {
-            return self.page::<ToolRoute, _>(List::SessionTools, params, view, |r| {
-                (r.task != TaskSupport::Required).then_some((Item::Tool(&r.tool), &r.tool))
-            });
-        }
-        self.page::<ToolRoute, _>(List::Tools, params, view, |r| Some((Item::Tool(&r.tool), &r.tool)))
+        let shown = ToolsFor {
+            session: era == Era::Legacy && self.tasks.is_some(),
+            apps: Capability::Apps.is_declared_in(view.client_capabilities()),
+        };
+        self.page::<ToolRoute, _>(List::Tools(shown), params, view, |r| {
+            let runs = !shown.session || r.task != TaskSupport::Required;
+            let callable = shown.apps || !apps::app_only(&r.tool);
+            let tool = if shown.apps { Cow::Borrowed(&r.tool) } else { apps::without_app(&r.tool) };
+            (runs && callable).then_some((Item::Tool(&r.tool), tool))
+        })
     }
 
     pub(crate) fn list_prompts(&self, params: &Value, view: &RequestView<'_>) -> Result<PreparedBody, Error> {
-        self.page::<PromptRoute, _>(List::Prompts, params, view, |r| Some((Item::Prompt(&r.prompt), &r.prompt)))
+        self.page::<PromptRoute, _>(List::Prompts, params, view, |r| {
+            Some((Item::Prompt(&r.prompt), Cow::Borrowed(&r.prompt)))
+        })
     }
 
     pub(crate) fn list_resources(&self, params: &Value, view: &RequestView<'_>) -> Result<PreparedBody, Error> {
         self.page::<ResourceRoute, _>(List::Resources, params, view, |r| {
-            r.kind.as_static().map(|resource| (r.kind.item(), resource))
+            r.kind.as_static().map(|resource| (r.kind.item(), Cow::Borrowed(resource)))
         })
     }
 
     pub(crate) fn list_templates(&self, params: &Value, view: &RequestView<'_>) -> Result<PreparedBody, Error> {
         self.page::<ResourceRoute, _>(List::Templates, params, view, |r| {
-            r.kind.as_template().map(|template| (r.kind.item(), template))
+            r.kind.as_template().map(|template| (r.kind.item(), Cow::Borrowed(template)))
         })
     }
 
@@ -90,12 +99,12 @@ impl Engine {
     /// One page of a list: the visible entries after the cursor's position, and the
     /// cursor of the next page when there is more. Built once per catalog generation,
     /// cursor and visible set; a request with a filter pays one filter call per entry.
-    fn page<K: Kind, T: Serialize>(
+    fn page<K: Kind, T: Serialize + Clone>(
         &self,
         list: List,
         params: &Value,
         view: &RequestView<'_>,
-        pick: impl for<'e> Fn(&'e K) -> Option<(Item<'e>, &'e T)>,
+        pick: impl for<'e> Fn(&'e K) -> Option<(Item<'e>, Cow<'e, T>)>,
     ) -> Result<PreparedBody, Error> {
         let ListParams { cursor } =
             ListParams::deserialize(params).map_err(|e| Error::invalid_params(format!("Invalid params: {e}")))?;
@@ -119,7 +128,7 @@ impl Engine {
                 .enumerate()
                 .filter(|(index, entry)| entry.enabled && entry.seq > after && visible_at(*index))
                 .filter_map(|(_, entry)| pick(&entry.route).map(|(_, value)| (entry.seq, value)));
-            let page: Vec<(u64, &T)> = shown.by_ref().take(self.catalog_config.page_size.max(1)).collect();
+            let page: Vec<(u64, Cow<'_, T>)> = shown.by_ref().take(self.catalog_config.page_size.max(1)).collect();
             let more = shown.next().is_some();
             let next_cursor = page.last().filter(|_| more).map(|(seq, _)| encode_cursor(list.cursor_name(), *seq));
             let entries = page.into_iter().map(|(_, value)| value).collect();
@@ -129,13 +138,13 @@ impl Engine {
 }
 
 /// A list result's body: its entries under the list's member, and the next cursor.
-struct Page<'a, T> {
+struct Page<'a, T: Clone> {
     member: &'static str,
-    entries: Vec<&'a T>,
+    entries: Vec<Cow<'a, T>>,
     next_cursor: Option<String>,
 }
 
-impl<T: Serialize> Serialize for Page<'_, T> {
+impl<T: Serialize + Clone> Serialize for Page<'_, T> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry(self.member, &self.entries)?;

@@ -6,6 +6,9 @@
 
 use serde_json::{json, Map, Value};
 
+use std::collections::BTreeMap;
+
+use crate::protocol::apps::{self, Declared};
 use crate::protocol::{ClientCapabilities, ElicitParams, InputRequest};
 use crate::Error;
 
@@ -41,6 +44,13 @@ pub enum Capability {
     Roots,
     /// The tasks extension: `extensions["io.modelcontextprotocol/tasks"]`.
     Tasks,
+    /// MCP Apps: `extensions["io.modelcontextprotocol/ui"]` with `text/html;profile=mcp-app`
+    /// among its `mimeTypes`. Such a client is shown tools' apps ([`apps`](crate::apps)).
+    Apps,
+    /// Elicitations rendered as apps (SEP-3118, a draft): [`Apps`](Self::Apps) with
+    /// `elicitation: {}` inside the extension, and form elicitation. Such a client is sent
+    /// the app an ask names ([`Elicit::app`](crate::question::Elicit::app)); any other, the form.
+    AppElicitation,
 }
 
 impl Capability {
@@ -55,6 +65,8 @@ impl Capability {
             Self::SamplingTools => caps.sampling.as_ref().is_some_and(|s| s.tools.is_some()),
             Self::Roots => caps.roots.is_some(),
             Self::Tasks => caps.extensions.as_ref().is_some_and(|e| e.contains_key(crate::protocol::TASKS_EXTENSION)),
+            Self::Apps => Declared::by(caps).apps,
+            Self::AppElicitation => Declared::by(caps).elicitation,
         }
     }
 
@@ -67,6 +79,11 @@ impl Capability {
             Self::SamplingTools => json!({ "sampling": { "tools": {} } }),
             Self::Roots => json!({ "roots": {} }),
             Self::Tasks => json!({ "extensions": { crate::protocol::TASKS_EXTENSION: {} } }),
+            Self::Apps => json!({ "extensions": { apps::EXTENSION: { "mimeTypes": [apps::MIME_TYPE] } } }),
+            Self::AppElicitation => json!({
+                "elicitation": { "form": {} },
+                "extensions": { apps::EXTENSION: { "mimeTypes": [apps::MIME_TYPE], "elicitation": {} } }
+            }),
         }
     }
 }
@@ -81,6 +98,24 @@ pub(crate) fn required_for(request: &InputRequest) -> Capability {
         }
         InputRequest::Sample(_) => Capability::Sampling,
         InputRequest::ListRoots(_) => Capability::Roots,
+    }
+}
+
+/// The requests of a round as this client can take them: an elicitation's app (SEP-3118)
+/// only for a client that renders elicitations as apps; any other gets the form alone.
+pub(crate) fn rendered_for(caps: &ClientCapabilities, requests: &mut BTreeMap<String, InputRequest>) {
+    let mut declared = None;
+    for request in requests.values_mut() {
+        let InputRequest::Elicit(ElicitParams::Form { meta: meta @ Some(_), .. }) = request else { continue };
+        if *declared.get_or_insert_with(|| Declared::by(caps).elicitation) {
+            continue;
+        }
+        if let Some(object) = meta.as_mut() {
+            object.remove("ui");
+            if object.is_empty() {
+                *meta = None;
+            }
+        }
     }
 }
 

@@ -66,6 +66,10 @@ pub enum ElicitParams {
         message: String,
         /// A flat object schema of primitive properties.
         requested_schema: FormSchema,
+        /// Metadata: `ui.resourceUri` names the app a host that renders elicitations as
+        /// apps shows instead of the form (SEP-3118, a draft).
+        #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+        meta: Option<JsonObject>,
     },
     /// A URL the user opens to complete the interaction out of band.
     Url {

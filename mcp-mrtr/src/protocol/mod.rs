@@ -26,6 +26,7 @@
 /// 2025-11-25 to older ones).
 pub const PROTOCOL_VERSION: &str = "2026-07-28";
 
+pub(crate) mod apps;
 mod cache;
 mod capabilities;
 mod completion;

@@ -13,6 +13,7 @@ pub use {schemars, serde, serde_json};
 
 pub use crate::mrtr::context::Ctx;
 pub use crate::mrtr::extract::FromCtx;
+pub use crate::protocol::apps::Visibility;
 pub use crate::protocol::Icon;
 pub use crate::routes::handler::{PromptRoute, ResourceRoute, Routes, TaskSupport, ToolRoute, Toolbox};
 // What lib.rs's `macro_rules!` (`tools!`, `ask!`, `require_client_capability!`) name, so

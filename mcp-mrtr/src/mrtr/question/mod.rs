@@ -183,13 +183,30 @@ fn form<T: ElicitForm>() -> Result<Arc<Form>, Error> {
 /// `elicitation/create` in form mode, asking for a `T`.
 pub struct Elicit<T> {
     message: String,
+    app: Option<String>,
     form: PhantomData<fn() -> T>,
 }
 
 impl<T> Elicit<T> {
     /// A form with this message.
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into(), form: PhantomData }
+        Self { message: message.into(), app: None, form: PhantomData }
+    }
+
+    /// Asks through an app: the `ui://` resource (an [`App`](crate::apps::App) the server
+    /// serves) that a host rendering elicitations as apps shows instead of the form
+    /// (SEP-3118, **experimental**: the draft may change). `ask!(elicit "…", app = "ui://…")`
+    /// calls it.
+    ///
+    /// Only a client that declares it (`elicitation` inside its
+    /// `io.modelcontextprotocol/ui` extension, besides form elicitation) is sent the app;
+    /// every other client gets the same question as a form. Either way the answer is the
+    /// form's: the app's `content` is read as a `T`, a decline or cancel stays a value.
+    /// A URI that is not `ui://…` fails the call (`-32603`) naming it.
+    #[must_use]
+    pub fn app(mut self, uri: impl Into<String>) -> Self {
+        self.app = Some(uri.into());
+        self
     }
 }
 
@@ -198,10 +215,13 @@ impl<T: ElicitForm> Question for Elicit<T> {
 
     fn request(&self) -> Result<InputRequest, Error> {
         let schema = form::<T>()?.schema.clone();
-        Ok(InputRequest::Elicit(ElicitParams::Form { message: self.message.clone(), requested_schema: schema }))
+        let meta = self.app.as_deref().map(app_meta).transpose()?;
+        Ok(InputRequest::Elicit(ElicitParams::Form { message: self.message.clone(), requested_schema: schema, meta }))
     }
 
     /// Of the message and the form's cached digest: the schema is not written out again.
+    /// The app is left out: an answer from the app and one from the form it falls back
+    /// to answer the same question.
     fn digest(&self) -> Result<String, Error> {
         let form = form::<T>()?;
         let mut hasher = Sha256::new();
@@ -233,6 +253,16 @@ impl<T: ElicitForm> Question for Elicit<T> {
             ElicitAction::Cancel => Some(Err(Declined::Cancel)),
         }
     }
+}
+
+/// `_meta` naming the app that renders an elicitation.
+fn app_meta(uri: &str) -> Result<JsonObject, Error> {
+    if !uri.starts_with(crate::protocol::apps::SCHEME) || uri.len() == crate::protocol::apps::SCHEME.len() {
+        return Err(Error::internal(format!("an elicitation's app must be a ui:// resource, not {uri:?}")));
+    }
+    let mut meta = JsonObject::new();
+    meta.insert("ui".into(), serde_json::json!({ "resourceUri": uri }));
+    Ok(meta)
 }
 
 /// `elicitation/create` in url mode: the user completes something at a URL.

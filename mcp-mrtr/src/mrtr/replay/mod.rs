@@ -534,7 +534,8 @@ pub(crate) async fn step<F: Future + ?Sized>(
             None => error,
         },
     )?;
-    let (requests, next) = round.close();
+    let (mut requests, next) = round.close();
+    capability::rendered_for(caps, &mut requests);
     Ok(Step::Round(Outcome::InputRequired(requests, Box::new(next))))
 }
 

@@ -34,7 +34,7 @@ pub(crate) use self::handle::WeakHandle;
 pub use self::handle::{CatalogError, CatalogHandle, Entries};
 pub(crate) use self::listen::DEFAULT_KEEP_ALIVE;
 pub use self::listen::{Change, ChangeFanout, MemoryFanout, Subscriptions};
-pub(crate) use self::prepared::{is_set, mask, BodyKey, List, Prepared, PreparedBody};
+pub(crate) use self::prepared::{is_set, mask, BodyKey, List, Prepared, PreparedBody, ToolsFor};
 pub use self::shared::CatalogEdit;
 pub(crate) use self::shared::Reach;
 use self::shared::{Action, Relay};

@@ -56,20 +56,29 @@ pub(crate) struct BodyKey {
 /// The bodies that are prepared.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum List {
-    Tools,
-    /// The tools a 2025-11-25 session may call: none that runs only as a task.
-    SessionTools,
+    /// The tools, as one kind of client is shown them.
+    Tools(ToolsFor),
     Prompts,
     Resources,
     Templates,
     Discover,
 }
 
+/// Which tools a client is shown, and how.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct ToolsFor {
+    /// A 2025-11-25 session, of a server that serves tasks: no tool that runs only as one.
+    pub(crate) session: bool,
+    /// A client that renders apps: every tool with its `_meta.ui`. Any other is shown
+    /// tools without it, and none that only an app may call.
+    pub(crate) apps: bool,
+}
+
 impl List {
     /// The result member holding the entries.
     pub(crate) fn member(self) -> &'static str {
         match self {
-            Self::Tools | Self::SessionTools => "tools",
+            Self::Tools(_) => "tools",
             Self::Prompts => "prompts",
             Self::Resources => "resources",
             Self::Templates => "resourceTemplates",
@@ -81,7 +90,7 @@ impl List {
     pub(crate) fn cursor_name(self) -> &'static str {
         match self {
             // One list's positions: a cursor of either serves the other.
-            Self::Tools | Self::SessionTools => "tools",
+            Self::Tools(_) => "tools",
             Self::Prompts => "prompts",
             Self::Resources => "resources",
             Self::Templates => "templates",
@@ -144,7 +153,7 @@ mod tests {
     use super::*;
 
     fn key(after: u64) -> BodyKey {
-        BodyKey { list: List::Tools, after, visible: None }
+        BodyKey { list: List::Tools(ToolsFor::default()), after, visible: None }
     }
 
     #[test]
