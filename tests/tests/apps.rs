@@ -24,7 +24,9 @@ struct Approval {
 /// Deploys a service, once approved.
 #[tool(app = "ui://deploy/status")]
 async fn deploy(service: String) -> Result<String, ToolError> {
-    match ask!(key = "approval", elicit format!("Deploy {service}?"), app = "ui://deploy/approve") {
+    let context = json!({ "service": service, "changes": ["image"] });
+    match ask!(key = "approval", elicit format!("Deploy {service}?"), app = "ui://deploy/approve", app_context = context)
+    {
         Ok(Approval { approve: true }) => Ok(format!("deployed {service}")),
         Ok(_) | Err(Declined::Decline) => Ok("not deployed".into()),
         Err(Declined::Cancel) => Err(ToolError::cancelled()),
@@ -171,7 +173,14 @@ async fn an_ask_names_its_app_only_to_clients_that_render_one() {
     let server = TestServer::start(server()).await;
     let first = first_round(&server, apps_caps(true)).await;
     let params = &first["inputRequests"]["approval"]["params"];
-    assert_eq!(params["_meta"], json!({ "ui": { "resourceUri": "ui://deploy/approve" } }), "{params}");
+    assert_eq!(
+        params["_meta"],
+        json!({
+            "ui": { "resourceUri": "ui://deploy/approve" },
+            "mcp-mrtr/appContext": { "service": "checkout", "changes": ["image"] }
+        }),
+        "{params}"
+    );
     assert_eq!((&params["mode"], &params["message"]), (&json!("form"), &json!("Deploy checkout?")));
     assert_eq!(params["requestedSchema"]["properties"]["approve"]["type"], "boolean", "the form stays whole");
 
@@ -237,4 +246,59 @@ async fn uris_that_are_not_ui_are_refused() {
     let failed = server.call(&Rpc::call_tool("bad_ask", json!({})).caps(apps_caps(true))).await;
     assert_eq!(failed["error"]["code"], -32603, "{failed}");
     assert!(failed["error"]["message"].as_str().unwrap().contains("\"approve.html\""), "{failed}");
+}
+
+/// Asks through the app from inside a task.
+#[tool(task = "required")]
+async fn deploy_later(ctx: &Ctx, service: String) -> Result<String, ToolError> {
+    ctx.continue_as_task().await;
+    let approval: Approval = ask!(elicit format!("Deploy {service} tonight?"), app = "ui://deploy/approve")?;
+    Ok(format!("{service}: {}", if approval.approve { "scheduled" } else { "left alone" }))
+}
+
+#[tokio::test]
+async fn a_task_asks_through_the_app_and_reads_the_answer_as_the_forms() {
+    use mcp_mrtr::testing::TestClient;
+    let mut caps = apps_caps(true);
+    caps["extensions"]["io.modelcontextprotocol/tasks"] = json!({});
+    let server = server().tool(deploy_later).tasks(mcp_mrtr::tasks::TaskConfig::default());
+    let client = TestClient::new(server).with_capabilities(caps);
+    let created = client.call_tool("deploy_later", json!({ "service": "billing" })).start().await;
+    let task = client.task(created.task_id().unwrap_or_else(|| panic!("a task: {created:?}")));
+    task.wait_for("input_required", 500).await;
+    let questions = task.questions().await.unwrap();
+    let asked = serde_json::to_value(&questions["approval"]).unwrap();
+    assert_eq!(asked["params"]["_meta"]["ui"]["resourceUri"], "ui://deploy/approve", "{asked}");
+    task.update([("approval", answer::accept(json!({ "approve": true })))]).await.unwrap();
+    let done = task.wait_for("completed", 500).await;
+    assert!(done.to_string().contains("billing: scheduled"), "{done}");
+}
+
+static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A plan that changes between rounds, as when someone edits it meanwhile.
+#[tool]
+async fn shifting_plan() -> Result<String, ToolError> {
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let approval: Approval =
+        ask!(elicit "Approve the plan?", app = "ui://deploy/approve", app_context = json!({ "revision": run }))?;
+    Ok(format!("{}", approval.approve))
+}
+
+#[tokio::test]
+async fn an_answer_is_pinned_to_the_context_the_app_showed() {
+    let server = TestServer::start(server().tool(shifting_plan)).await;
+    let rpc = Rpc::call_tool("shifting_plan", json!({})).caps(apps_caps(true));
+    let first = server.call(&rpc).await["result"].clone();
+    let shown = first["inputRequests"]["approval"]["params"]["_meta"]["mcp-mrtr/appContext"]["revision"].clone();
+    let again = server
+        .call(
+            &rpc.clone()
+                .param("inputResponses", json!({ "approval": answer::accept(json!({ "approve": true })) }))
+                .param("requestState", first["requestState"].clone()),
+        )
+        .await["result"]
+        .clone();
+    assert_eq!(again["resultType"], "input_required", "the plan changed: approve it again: {again}");
+    assert_ne!(again["inputRequests"]["approval"]["params"]["_meta"]["mcp-mrtr/appContext"]["revision"], shown);
 }

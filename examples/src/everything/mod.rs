@@ -2,6 +2,7 @@
 //! that the official MCP conformance suite calls by name, with the behaviour each
 //! scenario describes.
 
+pub mod apps;
 pub mod bridge;
 pub mod live;
 pub mod mrtr;
@@ -43,6 +44,7 @@ pub fn server() -> Server {
     let server = bridge::register(server);
     let server = live::register(server);
     let server = tasks::register(server);
+    let server = apps::register(server);
     let server = server.skills(skills());
     resources(server)
 }

@@ -102,7 +102,8 @@ pub(crate) fn required_for(request: &InputRequest) -> Capability {
 }
 
 /// The requests of a round as this client can take them: an elicitation's app (SEP-3118)
-/// only for a client that renders elicitations as apps; any other gets the form alone.
+/// and the app's context only for a client that renders elicitations as apps; any other
+/// gets the form alone.
 pub(crate) fn rendered_for(caps: &ClientCapabilities, requests: &mut BTreeMap<String, InputRequest>) {
     let mut declared = None;
     for request in requests.values_mut() {
@@ -112,6 +113,7 @@ pub(crate) fn rendered_for(caps: &ClientCapabilities, requests: &mut BTreeMap<St
         }
         if let Some(object) = meta.as_mut() {
             object.remove("ui");
+            object.remove(apps::CONTEXT);
             if object.is_empty() {
                 *meta = None;
             }

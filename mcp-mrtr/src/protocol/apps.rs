@@ -15,6 +15,11 @@ pub const EXTENSION: &str = "io.modelcontextprotocol/ui";
 /// The MIME type of an app's HTML: the only one the 2026-01-26 revision defines.
 pub const MIME_TYPE: &str = "text/html;profile=mcp-app";
 
+/// The `_meta` key of an elicitation under which an app that renders it finds what it
+/// shows besides the message ([`Elicit::app_context`](crate::question::Elicit::app_context)).
+/// This toolkit's own key: the extension leaves what an app is given to the server.
+pub const CONTEXT: &str = "mcp-mrtr/appContext";
+
 /// The URI scheme every app resource uses.
 pub(crate) const SCHEME: &str = "ui://";
 

@@ -45,7 +45,7 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 
 use crate::protocol::apps::SCHEME;
-pub use crate::protocol::apps::{Csp, Permissions, UiResourceMeta, Visibility, EXTENSION, MIME_TYPE};
+pub use crate::protocol::apps::{Csp, Permissions, UiResourceMeta, Visibility, CONTEXT, EXTENSION, MIME_TYPE};
 use crate::protocol::{JsonObject, ReadResourceResult, Resource, ResourceContents, Tool};
 use crate::routes::catalog::Catalog;
 use crate::routes::handler::{ResourceKind, ResourceRoute, ToolRoute};

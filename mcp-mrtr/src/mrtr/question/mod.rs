@@ -184,13 +184,14 @@ fn form<T: ElicitForm>() -> Result<Arc<Form>, Error> {
 pub struct Elicit<T> {
     message: String,
     app: Option<String>,
+    context: Option<Value>,
     form: PhantomData<fn() -> T>,
 }
 
 impl<T> Elicit<T> {
     /// A form with this message.
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into(), app: None, form: PhantomData }
+        Self { message: message.into(), app: None, context: None, form: PhantomData }
     }
 
     /// Asks through an app: the `ui://` resource (an [`App`](crate::apps::App) the server
@@ -208,6 +209,18 @@ impl<T> Elicit<T> {
         self.app = Some(uri.into());
         self
     }
+
+    /// What the app needs to show besides the message: the plan to approve, the files to
+    /// pick from. It travels in the request's `_meta` under
+    /// [`apps::CONTEXT`](crate::apps::CONTEXT), which hosts hand the app unchanged; only
+    /// clients sent the app get it. An answer is pinned to it: if the context changes
+    /// between rounds, the question is asked again. `ask!(elicit "…", app = "ui://…",
+    /// app_context = json!({…}))` calls it.
+    #[must_use]
+    pub fn app_context(mut self, context: impl serde::Serialize) -> Self {
+        self.context = Some(serde_json::to_value(context).unwrap_or(Value::Null));
+        self
+    }
 }
 
 impl<T: ElicitForm> Question for Elicit<T> {
@@ -215,13 +228,13 @@ impl<T: ElicitForm> Question for Elicit<T> {
 
     fn request(&self) -> Result<InputRequest, Error> {
         let schema = form::<T>()?.schema.clone();
-        let meta = self.app.as_deref().map(app_meta).transpose()?;
+        let meta = self.app.as_deref().map(|uri| app_meta(uri, self.context.as_ref())).transpose()?;
         Ok(InputRequest::Elicit(ElicitParams::Form { message: self.message.clone(), requested_schema: schema, meta }))
     }
 
-    /// Of the message and the form's cached digest: the schema is not written out again.
-    /// The app is left out: an answer from the app and one from the form it falls back
-    /// to answer the same question.
+    /// Of the message, the form's cached digest (the schema is not written out again) and
+    /// the app's context. The app itself is left out: an answer from the app and one from
+    /// the form it falls back to answer the same question.
     fn digest(&self) -> Result<String, Error> {
         let form = form::<T>()?;
         let mut hasher = Sha256::new();
@@ -229,6 +242,10 @@ impl<T: ElicitForm> Question for Elicit<T> {
         hasher.update((self.message.len() as u64).to_be_bytes());
         hasher.update(self.message.as_bytes());
         hasher.update(form.digest);
+        if let Some(context) = &self.context {
+            hasher.update(b"\0app context\0");
+            hasher.update(serde_json::to_vec(context).unwrap_or_default());
+        }
         Ok(hex_digest(hasher.finalize()))
     }
 
@@ -255,13 +272,16 @@ impl<T: ElicitForm> Question for Elicit<T> {
     }
 }
 
-/// `_meta` naming the app that renders an elicitation.
-fn app_meta(uri: &str) -> Result<JsonObject, Error> {
+/// `_meta` naming the app that renders an elicitation, and what the app is given.
+fn app_meta(uri: &str, context: Option<&Value>) -> Result<JsonObject, Error> {
     if !uri.starts_with(crate::protocol::apps::SCHEME) || uri.len() == crate::protocol::apps::SCHEME.len() {
         return Err(Error::internal(format!("an elicitation's app must be a ui:// resource, not {uri:?}")));
     }
     let mut meta = JsonObject::new();
     meta.insert("ui".into(), serde_json::json!({ "resourceUri": uri }));
+    if let Some(context) = context {
+        meta.insert(crate::protocol::apps::CONTEXT.into(), context.clone());
+    }
     Ok(meta)
 }
 
