@@ -72,7 +72,8 @@
 //! [testing](guide::testing), [client capabilities](guide::capabilities), [the request
 //! state](guide::request_state), [serving over HTTP](guide::serving),
 //! [authorization](guide::auth), [tasks](guide::tasks), [many instances](guide::many_instances),
-//! [extensions](guide::extensions) (skills, methods of your own), [coming from another
+//! [extensions](guide::extensions) (skills, methods of your own), [interfaces](guide::interfaces)
+//! (MCP Apps, and asks an app renders), [coming from another
 //! SDK](guide::other_sdks) (rounds built by hand) and [the wire](guide::wire), driven by
 //! hand with curl.
 
@@ -494,6 +495,8 @@ pub mod guide {
     pub mod many_instances {}
     #[doc = include_str!(concat!(env!("OUT_DIR"), "/guide/extensions.md"))]
     pub mod extensions {}
+    #[doc = include_str!(concat!(env!("OUT_DIR"), "/guide/interfaces.md"))]
+    pub mod interfaces {}
     #[doc = include_str!(concat!(env!("OUT_DIR"), "/guide/other-sdks.md"))]
     pub mod other_sdks {}
     #[doc = include_str!(concat!(env!("OUT_DIR"), "/guide/wire.md"))]
