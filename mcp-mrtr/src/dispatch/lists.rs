@@ -56,30 +56,47 @@ impl Engine {
             session: era == Era::Legacy && self.tasks.is_some(),
             apps: Capability::Apps.is_declared_in(view.client_capabilities()),
         };
-        self.page::<ToolRoute, _>(List::Tools(shown), params, view, |r| {
-            let runs = !shown.session || r.task != TaskSupport::Required;
-            let callable = shown.apps || !apps::app_only(&r.tool);
-            let tool = if shown.apps { Cow::Borrowed(&r.tool) } else { apps::without_app(&r.tool) };
-            (runs && callable).then_some((Item::Tool(&r.tool), tool))
-        })
+        self.page::<ToolRoute, _>(
+            List::Tools(shown),
+            params,
+            view,
+            |r| {
+                let runs = !shown.session || r.task != TaskSupport::Required;
+                let callable = shown.apps || !apps::app_only(&r.tool);
+                (runs && callable).then_some((Item::Tool(&r.tool), &r.tool))
+            },
+            |tool| if shown.apps { Cow::Borrowed(tool) } else { apps::without_app(tool) },
+        )
     }
 
     pub(crate) fn list_prompts(&self, params: &Value, view: &RequestView<'_>) -> Result<PreparedBody, Error> {
-        self.page::<PromptRoute, _>(List::Prompts, params, view, |r| {
-            Some((Item::Prompt(&r.prompt), Cow::Borrowed(&r.prompt)))
-        })
+        self.page::<PromptRoute, _>(
+            List::Prompts,
+            params,
+            view,
+            |r| Some((Item::Prompt(&r.prompt), &r.prompt)),
+            |entry| Cow::Borrowed(entry),
+        )
     }
 
     pub(crate) fn list_resources(&self, params: &Value, view: &RequestView<'_>) -> Result<PreparedBody, Error> {
-        self.page::<ResourceRoute, _>(List::Resources, params, view, |r| {
-            r.kind.as_static().map(|resource| (r.kind.item(), Cow::Borrowed(resource)))
-        })
+        self.page::<ResourceRoute, _>(
+            List::Resources,
+            params,
+            view,
+            |r| r.kind.as_static().map(|resource| (r.kind.item(), resource)),
+            |entry| Cow::Borrowed(entry),
+        )
     }
 
     pub(crate) fn list_templates(&self, params: &Value, view: &RequestView<'_>) -> Result<PreparedBody, Error> {
-        self.page::<ResourceRoute, _>(List::Templates, params, view, |r| {
-            r.kind.as_template().map(|template| (r.kind.item(), Cow::Borrowed(template)))
-        })
+        self.page::<ResourceRoute, _>(
+            List::Templates,
+            params,
+            view,
+            |r| r.kind.as_template().map(|template| (r.kind.item(), template)),
+            |entry| Cow::Borrowed(entry),
+        )
     }
 
     /// The `server/discover` body, as prepared bytes: it changes with the catalog only
@@ -96,15 +113,17 @@ impl Engine {
         })
     }
 
-    /// One page of a list: the visible entries after the cursor's position, and the
-    /// cursor of the next page when there is more. Built once per catalog generation,
-    /// cursor and visible set; a request with a filter pays one filter call per entry.
+    /// One page of a list: the visible entries after the cursor's position (each as `show`
+    /// writes it for this kind of client), and the cursor of the next page when there is
+    /// more. Built once per catalog generation, cursor and visible set; a request with a
+    /// filter pays one filter call per entry.
     fn page<K: Kind, T: Serialize + Clone>(
         &self,
         list: List,
         params: &Value,
         view: &RequestView<'_>,
-        pick: impl for<'e> Fn(&'e K) -> Option<(Item<'e>, Cow<'e, T>)>,
+        pick: impl for<'e> Fn(&'e K) -> Option<(Item<'e>, &'e T)>,
+        show: impl for<'e> Fn(&'e T) -> Cow<'e, T>,
     ) -> Result<PreparedBody, Error> {
         let ListParams { cursor } =
             ListParams::deserialize(params).map_err(|e| Error::invalid_params(format!("Invalid params: {e}")))?;
@@ -127,7 +146,7 @@ impl Engine {
                 .iter()
                 .enumerate()
                 .filter(|(index, entry)| entry.enabled && entry.seq > after && visible_at(*index))
-                .filter_map(|(_, entry)| pick(&entry.route).map(|(_, value)| (entry.seq, value)));
+                .filter_map(|(_, entry)| pick(&entry.route).map(|(_, value)| (entry.seq, show(value))));
             let page: Vec<(u64, Cow<'_, T>)> = shown.by_ref().take(self.catalog_config.page_size.max(1)).collect();
             let more = shown.next().is_some();
             let next_cursor = page.last().filter(|_| more).map(|(seq, _)| encode_cursor(list.cursor_name(), *seq));
