@@ -77,8 +77,12 @@ fn tool<'a>(list: &'a Value, name: &str) -> Option<&'a Value> {
 #[tokio::test]
 async fn apps_are_resources_with_their_sandbox_settings() {
     let server = TestServer::start(server()).await;
-    let listed = server.call(&Rpc::new("resources/list").caps(plain_caps())).await["result"].clone();
+    let listed = server.call(&Rpc::new("resources/list").caps(apps_caps(false))).await["result"].clone();
     let approve = listed["resources"].as_array().unwrap().iter().find(|r| r["uri"] == "ui://deploy/approve").unwrap();
+    // To a client that renders no apps they are not listed (a model could only read them as
+    // text), and still read.
+    let plain = server.call(&Rpc::new("resources/list").caps(plain_caps())).await["result"].clone();
+    assert_eq!(plain["resources"], json!([]), "{plain}");
     assert_eq!(approve["mimeType"], HTML, "{approve}");
     assert_eq!(approve["name"], "deploy/approve");
 
@@ -301,4 +305,24 @@ async fn an_answer_is_pinned_to_the_context_the_app_showed() {
         .clone();
     assert_eq!(again["resultType"], "input_required", "the plan changed: approve it again: {again}");
     assert_ne!(again["inputRequests"]["approval"]["params"]["_meta"]["mcp-mrtr/appContext"]["revision"], shown);
+}
+
+#[tokio::test]
+async fn the_deploy_examples_approval_sent_twice_never_deploys_twice_nor_reads_as_a_failure() {
+    let server = TestServer::start(mcp_mrtr_examples::deploy::server()).await;
+    let rpc = Rpc::call_tool("deploy", json!({ "service": "checkout", "version": "2.4.0" })).caps(apps_caps(true));
+    let first = server.call(&rpc).await["result"].clone();
+    let approved = rpc
+        .clone()
+        .param("inputResponses", json!({ "approval": answer::accept(json!({ "approve": true })) }))
+        .param("requestState", first["requestState"].clone());
+    let done = server.call(&approved).await["result"].clone();
+    assert_eq!(done["structuredContent"]["rollout"], 1, "{done}");
+    // A client that lost the answer sends the same retry: the roll-out is not taken again,
+    // and the client is told why rather than that the deploy failed.
+    let again = server.call(&approved).await;
+    let message = again["error"]["message"].as_str().unwrap_or_else(|| panic!("{again}"));
+    assert!(message.contains("taken already"), "{message}");
+    let status = Rpc::call_tool("service_status", json!({ "service": "checkout" })).caps(apps_caps(false));
+    assert_eq!(server.call(&status).await["result"]["structuredContent"]["rollouts"], 1);
 }

@@ -64,7 +64,7 @@ impl Fleet {
 }
 
 /// The change a deploy makes.
-#[derive(Serialize, JsonSchema)]
+#[derive(Serialize, Deserialize, JsonSchema)]
 pub struct Plan {
     /// The service.
     pub service: String,
@@ -119,7 +119,9 @@ pub struct Deployed {
 /// Deploys a version of a service to production, once a person approves the change.
 #[tool(app = "ui://deploy/status", destructive)]
 async fn deploy(fleet: State<Fleet>, service: String, version: String) -> Result<Json<Deployed>, ToolError> {
-    let plan = plan(&fleet, &service, &version)?;
+    // Planned once: later rounds read the plan the person approves from the request state,
+    // and a retry after the roll-out is not told the service "runs that version already".
+    let plan = once!(plan(&fleet, &service, &version)?);
     let question = format!("Deploy {service} {version} to production (now {}, {} replicas)?", plan.from, plan.replicas);
     // Fresh: a client cannot approve before the person has seen the question.
     match ask!(key = "approval", fresh, elicit question, app = REVIEW, app_context = &plan) {
@@ -132,7 +134,7 @@ async fn deploy(fleet: State<Fleet>, service: String, version: String) -> Result
 }
 
 /// The change deploying `version` of `service` would make: for the review app.
-#[tool(app = "ui://deploy/review", visibility = "app", read_only)]
+#[tool(visibility = "app", read_only)]
 async fn plan_deploy(fleet: State<Fleet>, service: String, version: String) -> Result<Json<Plan>, ToolError> {
     plan(&fleet, &service, &version).map(Json)
 }
@@ -151,7 +153,7 @@ pub struct Status {
 }
 
 /// What `service` runs now: for the status app's refresh button.
-#[tool(app = "ui://deploy/status", visibility = "app", read_only)]
+#[tool(visibility = "app", read_only)]
 async fn service_status(fleet: State<Fleet>, service: String) -> Result<Json<Status>, ToolError> {
     let running = fleet.service(&service)?;
     Ok(Json(Status { service, version: running.version, healthy: running.replicas, rollouts: running.rollouts }))

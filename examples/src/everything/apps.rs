@@ -25,7 +25,7 @@ async fn test_app_tool(name: Option<String>) -> Result<String, ToolError> {
 }
 
 /// Called by the app ui://everything/result only: never offered to a model.
-#[tool(app = "ui://everything/result", visibility = "app", read_only)]
+#[tool(visibility = "app", read_only)]
 async fn test_app_only_tool() -> Result<String, ToolError> {
     Ok("called by the app".into())
 }

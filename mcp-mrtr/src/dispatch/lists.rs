@@ -79,12 +79,18 @@ impl Engine {
         )
     }
 
+    /// The `resources/list` page. Apps are listed only to clients that render them: to any
+    /// other they are pages a model could only read as text (reading one still works).
     pub(crate) fn list_resources(&self, params: &Value, view: &RequestView<'_>) -> Result<PreparedBody, Error> {
+        let apps = Capability::Apps.is_declared_in(view.client_capabilities());
         self.page::<ResourceRoute, _>(
-            List::Resources,
+            List::Resources { apps },
             params,
             view,
-            |r| r.kind.as_static().map(|resource| (r.kind.item(), resource)),
+            |r| {
+                let resource = r.kind.as_static()?;
+                (apps || !apps::is_app(resource)).then_some((r.kind.item(), resource))
+            },
             |entry| Cow::Borrowed(entry),
         )
     }

@@ -15,7 +15,7 @@
 //! }
 //!
 //! /// What the map draws next: for the app, not the model.
-//! #[tool(app = "ui://weather/map", visibility = "app")]
+//! #[tool(visibility = "app")]
 //! async fn radar(city: String) -> Result<String, ToolError> {
 //!     Ok(format!("no rain near {city}"))
 //! }
@@ -33,8 +33,9 @@
 //! A client that declares the extension (`mimeTypes` with `text/html;profile=mcp-app`) is
 //! shown every tool with its `_meta.ui`; any other client is shown the plain tools, without
 //! the app-only ones (which it could not use: it has no app), and calling one of those by
-//! name is answered as for an unknown tool. Every app is listed by `resources/list` and
-//! read by `resources/read`, for every client. The server declares the extension once it
+//! name is answered as for an unknown tool. Apps are listed by `resources/list` to clients
+//! that declare the extension (to others they are pages a model could only read as text),
+//! and read by `resources/read` for any client. The server declares the extension once it
 //! serves an app, or a tool that names one.
 
 use std::borrow::Cow;
@@ -232,11 +233,15 @@ pub(crate) fn without_app(tool: &Tool) -> Cow<'_, Tool> {
     Cow::Owned(plain)
 }
 
+/// Whether `resource` is an app.
+pub(crate) fn is_app(resource: &Resource) -> bool {
+    resource.mime_type.as_deref() == Some(MIME_TYPE)
+}
+
 /// Whether the catalog holds an app, or a tool that names one: the server then declares
 /// the extension.
 pub(crate) fn serves_apps(catalog: &Catalog) -> bool {
-    let app =
-        |entry: &ResourceKind| matches!(entry, ResourceKind::Static(r) if r.mime_type.as_deref() == Some(MIME_TYPE));
+    let app = |entry: &ResourceKind| matches!(entry, ResourceKind::Static(r) if is_app(r));
     catalog.resources.iter().any(|entry| app(&entry.route.kind))
         || catalog.tools.iter().any(|entry| entry.route.tool.meta.as_ref().is_some_and(|meta| meta.contains_key("ui")))
 }

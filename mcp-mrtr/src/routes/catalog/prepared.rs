@@ -59,7 +59,10 @@ pub(crate) enum List {
     /// The tools, as one kind of client is shown them.
     Tools(ToolsFor),
     Prompts,
-    Resources,
+    /// The concrete resources; `apps`: with the apps (for a client that renders them).
+    Resources {
+        apps: bool,
+    },
     Templates,
     Discover,
 }
@@ -80,7 +83,7 @@ impl List {
         match self {
             Self::Tools(_) => "tools",
             Self::Prompts => "prompts",
-            Self::Resources => "resources",
+            Self::Resources { .. } => "resources",
             Self::Templates => "resourceTemplates",
             Self::Discover => "",
         }
@@ -92,7 +95,7 @@ impl List {
             // One list's positions: a cursor of either serves the other.
             Self::Tools(_) => "tools",
             Self::Prompts => "prompts",
-            Self::Resources => "resources",
+            Self::Resources { .. } => "resources",
             Self::Templates => "templates",
             Self::Discover => "discover",
         }
