@@ -4,9 +4,9 @@
 //! Entry points: [`Capability`], [`Ctx::client_supports`](crate::Ctx::client_supports),
 //! and [`required_for`] / [`missing`] used by the replay driver before a round is sent.
 
-use serde_json::{json, Map, Value};
-
 use std::collections::BTreeMap;
+
+use serde_json::{json, Map, Value};
 
 use crate::protocol::apps::{self, Declared};
 use crate::protocol::{ClientCapabilities, ElicitParams, InputRequest};
