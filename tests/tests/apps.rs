@@ -326,3 +326,32 @@ async fn the_deploy_examples_approval_sent_twice_never_deploys_twice_nor_reads_a
     let status = Rpc::call_tool("service_status", json!({ "service": "checkout" })).caps(apps_caps(false));
     assert_eq!(server.call(&status).await["result"]["structuredContent"]["rollouts"], 1);
 }
+
+/// The same approval, in a round built by hand.
+#[tool]
+async fn deploy_by_hand(ctx: &Ctx) -> Result<String, ToolError> {
+    let approval = Elicit::<Approval>::new("Deploy by hand?").app("ui://deploy/approve");
+    match ctx.answer("approval", &approval) {
+        Some(Ok(Approval { approve })) => Ok(format!("approved: {approve}")),
+        Some(Err(declined)) => Ok(format!("{declined}")),
+        None => ctx.input_required(mcp_mrtr::context::InputRequired::new().ask("approval", &approval)).await,
+    }
+}
+
+#[tokio::test]
+async fn a_round_built_by_hand_names_the_app_to_the_same_clients() {
+    let server = TestServer::start(server().tool(deploy_by_hand)).await;
+    for (caps, app) in [(apps_caps(true), true), (apps_caps(false), false), (plain_caps(), false)] {
+        let rpc = Rpc::call_tool("deploy_by_hand", json!({})).caps(caps.clone());
+        let first = server.call(&rpc).await["result"].clone();
+        let params = &first["inputRequests"]["approval"]["params"];
+        assert_eq!(params.get("_meta").is_some(), app, "{caps}: {params}");
+        let done = server
+            .call(
+                &rpc.param("inputResponses", json!({ "approval": answer::accept(json!({ "approve": true })) }))
+                    .param("requestState", first["requestState"].clone()),
+            )
+            .await;
+        assert_eq!(done["result"]["content"][0]["text"], "approved: true", "{done}");
+    }
+}
