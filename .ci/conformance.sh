@@ -7,33 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 eval "$(bash .ci/install-conformance.sh)"
-cargo build --quiet -p mcp-mrtr-examples --bin everything
-
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-URL="http://127.0.0.1:$PORT/mcp"
-RUST_LOG=warn "${CARGO_TARGET_DIR:-target}/debug/everything" --port "$PORT" &
-SERVER_PID=$!
-trap 'kill $SERVER_PID 2>/dev/null || true' EXIT
-
-# Wait (at most 15 s) until the server answers server/discover.
-python3 - "$URL" <<'PY'
-import json, sys, time, urllib.request
-url = sys.argv[1]
-body = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {}}}}).encode()
-headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-           "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"}
-deadline = time.time() + 15
-while True:
-    try:
-        urllib.request.urlopen(urllib.request.Request(url, body, headers), timeout=2).read()
-        break
-    except Exception as e:
-        if time.time() > deadline:
-            sys.exit(f"the everything server did not answer at {url}: {e}")
-        time.sleep(0.2)
-PY
+# The server, on a free port of 127.0.0.1 (sets URL and SERVER_PID).
+source .ci/serve-example.sh everything
 
 # Scenarios the suite does not score (extensions, pending SEPs) that this server
 # implements: the suite's exit code ignores them, so they are checked here.
