@@ -154,6 +154,9 @@ async fn each_client_sees_the_tools_it_can_use() {
     let (session, _) = Legacy::connect(server.addr, plain_caps()).await;
     let listed = session.call(1, "tools/list", json!({})).await["result"].clone();
     assert!(tool(&listed, "deploy_diff").is_none() && tool(&listed, "deploy").unwrap().get("_meta").is_none());
+    let refused =
+        session.call(2, "tools/call", json!({ "name": "deploy_diff", "arguments": { "service": "web" } })).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
 }
 
 /// The first round of `deploy` for a client declaring `caps`.
