@@ -23,6 +23,11 @@ pub const CONTEXT: &str = "mcp-mrtr/appContext";
 /// The URI scheme every app resource uses.
 pub(crate) const SCHEME: &str = "ui://";
 
+/// Whether `uri` names an app: `ui://` and something after it.
+pub(crate) fn is_app_uri(uri: &str) -> bool {
+    uri.len() > SCHEME.len() && uri.starts_with(SCHEME)
+}
+
 /// `_meta.ui` of a `ui://` resource's contents: how the host sandboxes the app.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

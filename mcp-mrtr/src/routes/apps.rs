@@ -45,7 +45,7 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 
-use crate::protocol::apps::SCHEME;
+use crate::protocol::apps::{is_app_uri, SCHEME};
 pub use crate::protocol::apps::{Csp, Permissions, UiResourceMeta, Visibility, CONTEXT, EXTENSION, MIME_TYPE};
 use crate::protocol::{JsonObject, ReadResourceResult, Resource, ResourceContents, Tool};
 use crate::routes::catalog::Catalog;
@@ -177,10 +177,6 @@ impl From<App> for ResourceRoute {
 fn contents_meta(ui: &UiResourceMeta) -> Option<JsonObject> {
     let ui = serde_json::to_value(ui).ok().filter(|ui| ui.as_object().is_some_and(|ui| !ui.is_empty()))?;
     Some(JsonObject::from_iter([("ui".to_owned(), ui)]))
-}
-
-fn is_app_uri(uri: &str) -> bool {
-    uri.len() > SCHEME.len() && uri.starts_with(SCHEME)
 }
 
 impl ToolRoute {

@@ -214,8 +214,8 @@ impl<T> Elicit<T> {
     /// pick from. It travels in the request's `_meta` under
     /// [`apps::CONTEXT`](crate::apps::CONTEXT), which hosts hand the app unchanged; only
     /// clients sent the app get it. An answer is pinned to it: if the context changes
-    /// between rounds, the question is asked again. `ask!(elicit "…", app = "ui://…",
-    /// app_context = json!({…}))` calls it.
+    /// between rounds, the question is asked again. Without [`app`](Self::app) it is not
+    /// sent. `ask!(elicit "…", app = "ui://…", app_context = json!({…}))` calls it.
     #[must_use]
     pub fn app_context(mut self, context: impl serde::Serialize) -> Self {
         self.context = Some(serde_json::to_value(context).unwrap_or(Value::Null));
@@ -274,7 +274,7 @@ impl<T: ElicitForm> Question for Elicit<T> {
 
 /// `_meta` naming the app that renders an elicitation, and what the app is given.
 fn app_meta(uri: &str, context: Option<&Value>) -> Result<JsonObject, Error> {
-    if !uri.starts_with(crate::protocol::apps::SCHEME) || uri.len() == crate::protocol::apps::SCHEME.len() {
+    if !crate::protocol::apps::is_app_uri(uri) {
         return Err(Error::internal(format!("an elicitation's app must be a ui:// resource, not {uri:?}")));
     }
     let mut meta = JsonObject::new();
