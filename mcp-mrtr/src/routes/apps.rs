@@ -70,6 +70,16 @@ enum Html {
     Made(Arc<dyn Fn(Ctx) -> BoxFuture<'static, Result<String, ToolError>> + Send + Sync>),
 }
 
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let html = match &self.html {
+            Html::Fixed(text) => format!("{} bytes", text.len()),
+            Html::Made(_) => "made per read".to_owned(),
+        };
+        f.debug_struct("App").field("resource", &self.resource).field("ui", &self.ui).field("html", &html).finish()
+    }
+}
+
 impl App {
     /// The app at `uri` (`ui://…`), whose document is `html`:
     /// `App::html("ui://deploy/review", include_str!("review.html"))`.
