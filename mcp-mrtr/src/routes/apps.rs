@@ -169,12 +169,8 @@ impl From<App> for ResourceRoute {
                     Html::Fixed(text) => text.to_string(),
                     Html::Made(make) => make(ctx).await?,
                 };
-                let contents = ResourceContents::Text {
-                    uri: uri.to_string(),
-                    mime_type: Some(MIME_TYPE.to_owned()),
-                    text,
-                    meta: meta.clone(),
-                };
+                let contents =
+                    ResourceContents::Text { uri: uri.to_string(), mime_type: Some(MIME_TYPE.to_owned()), text, meta };
                 Ok(ReadResourceResult { contents: vec![contents], meta: None })
             }
         });
