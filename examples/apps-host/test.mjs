@@ -143,6 +143,24 @@ async function appFrame(uri) {
   return frame;
 }
 
+/**
+ * Clicks `selector` in an app as a person would, once the app's iframe has stopped moving:
+ * the host resizes frames and adds transcript lines as answers arrive, and a click aimed at
+ * where the button was a moment ago lands beside it. (Playwright waits for the element to
+ * be still inside its frame, not for the frame to be still in the page.)
+ */
+async function settledClick(frame, selector) {
+  const iframe = await frame.frameElement();
+  let last = null;
+  for (let tries = 0; tries < 50; tries++) {
+    const box = JSON.stringify(await iframe.boundingBox());
+    if (box === last) break;
+    last = box;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  await frame.locator(selector).click();
+}
+
 /** Waits until `selector` in `frame` shows `expected` (a string: exactly; a RegExp: matching). */
 async function expectText(frame, selector, expected) {
   const deadline = Date.now() + WAIT_MS;
@@ -243,7 +261,7 @@ step("deploy checkout 2.4.0: input_required; the review app shows the plan (elic
 
 step("approve: the host validates the answer and retries; the deploy completes", async () => {
   const frame = await appFrame(REVIEW);
-  await frame.locator("#approve").click();
+  await settledClick(frame, "#approve");
   const result = await within(seen.checkout, 20_000, "deploy after approval");
   assert.ok(!result.isError, `deploy failed: ${JSON.stringify(result)}`);
   assert.deepEqual(result.structuredContent, { service: "checkout", from: "2.3.0", to: "2.4.0", rollout: 1 });
@@ -276,7 +294,7 @@ step("the status app shows 2.3.0 → 2.4.0; Refresh calls service_status through
   assert.deepEqual(messages[inputIndex].params, { arguments: { service: "checkout", version: "2.4.0" } });
   assert.deepEqual(messages[resultIndex].params.structuredContent, { service: "checkout", from: "2.3.0", to: "2.4.0", rollout: 1 });
 
-  await frame.locator("#refresh").click();
+  await settledClick(frame, "#refresh");
   await expectText(frame, "#version", "2.4.0");
   await expectText(frame, "#healthy", "3");
   await expectText(frame, "#rollouts", "1");
@@ -303,7 +321,7 @@ step("deploy search 2.0.0, rejected in the review app: 'not approved', search st
   const review = await appFrame(REVIEW);
   await expectText(review, "#from", "1.9.4");
   await expectText(review, "#to", "2.0.0");
-  await review.locator("#reject").click();
+  await settledClick(review, "#reject");
   const result = await within(run, 20_000, "deploy after rejection");
   assert.equal(result.isError, true, "a rejected deploy is an error");
   assert.match(result.content.map((b) => b.text).join("\n"), /not approved/);
@@ -312,7 +330,7 @@ step("deploy search 2.0.0, rejected in the review app: 'not approved', search st
 
   const status = await appFrame(STATUS);
   await expectText(status, "#summary", /not approved/);
-  await status.locator("#refresh").click();
+  await settledClick(status, "#refresh");
   await expectText(status, "#version", "1.9.4");
   await expectText(status, "#rollouts", "0");
 });
