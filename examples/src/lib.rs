@@ -7,5 +7,6 @@ pub mod flows;
 pub mod notes;
 pub mod ported;
 pub mod process;
+pub mod reports;
 pub mod soak;
 pub mod stats;

@@ -65,6 +65,7 @@
 //! |---|---|---|
 //! | `jwt` | [`auth::JwtVerifier`] and [`auth::JwtKeys`]: a ready [`auth::TokenVerifier`] for JWT access tokens (HS256, RSA and EC keys, JWKS), built on jsonwebtoken 12 | 1.88 |
 //! | `redis` | [`redis`]: the single-use guard, task store and change fan-out in Redis, for running several instances, over plain text or TLS (redis 1.8, rustls with *ring*) | 1.88 |
+//! | `lambda` | [`lambda::Lambda`]: serving as an AWS Lambda function behind a Function URL, API Gateway or an ALB (lambda_http 1.3, AWS's Rust runtime) | 1.88 |
 //! | `opentelemetry` | request and task-run spans placed in the client's OpenTelemetry trace, parented on `_meta.traceparent` (tracing-opentelemetry 0.34 with opentelemetry 0.33; the application installs the exporter) | 1.85 |
 //!
 //! The [`guide`] has one chapter per task, in reading order: [your first
@@ -80,7 +81,7 @@
 // The docs link what each feature adds; built without one of them those links have no
 // target. docs.rs builds with every feature, and CI checks that build with every link
 // resolved, so only a build without a feature lets them go.
-#![cfg_attr(not(all(feature = "jwt", feature = "redis")), allow(rustdoc::broken_intra_doc_links))]
+#![cfg_attr(not(all(feature = "jwt", feature = "redis", feature = "lambda")), allow(rustdoc::broken_intra_doc_links))]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
@@ -128,6 +129,14 @@ pub mod serve {
 pub mod stdio {
     pub use crate::intake::envelope::size::MAX_JSON_VALUES;
     pub use crate::transport::stdio::{Pipe, Stdio, MAX_REQUESTS, STDIO_HANDLER_TIMEOUT};
+}
+
+/// AWS Lambda (the `lambda` feature): [`Lambda`](lambda::Lambda) serves a server as a
+/// function behind a Function URL, API Gateway or an ALB.
+#[cfg(feature = "lambda")]
+#[cfg_attr(docsrs, doc(cfg(feature = "lambda")))]
+pub mod lambda {
+    pub use crate::transport::lambda::{Handler, Lambda};
 }
 
 /// Streamable HTTP: the [`Http`](http::Http) transport, the endpoint's settings

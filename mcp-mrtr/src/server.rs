@@ -369,6 +369,35 @@ impl Server {
         self.clone().into_engine()
     }
 
+    /// This server in a function that lives for one request (AWS Lambda): it promises no
+    /// list changes, since no `subscriptions/listen` stream can outlive a request there.
+    #[cfg_attr(not(feature = "lambda"), allow(dead_code))]
+    pub(crate) fn request_scoped(mut self) -> Self {
+        if self.engine.catalog_config.listen.take().is_some() {
+            tracing::warn!(
+                "subscriptions are not served in a function that lives for one request: \
+                 Server::subscriptions is ignored, and listChanged is not declared"
+            );
+        }
+        self
+    }
+
+    /// The engine and the task machinery of a task worker, which runs tasks whatever the
+    /// task config says (it is where front ends that run none leave them).
+    pub(crate) fn into_worker(mut self) -> std::io::Result<(Engine, crate::ext::tasks::Tasks)> {
+        self.tasks.runs_here = true;
+        let tasks = self.tasks.clone();
+        let engine = self.into_engine();
+        engine.check_ready(crate::intake::request_state::Reach::Instances)?;
+        if !engine.serves_tasks() {
+            return Err(std::io::Error::other(
+                "a task worker serves a server with a tool that may run as a task (#[tool(task = \"optional\")]); this one has none",
+            ));
+        }
+        let tasks = crate::ext::tasks::Tasks { app: engine.app.clone(), ..tasks };
+        Ok((engine, tasks))
+    }
+
     /// As [`Server::engine`], taking the builder.
     pub(crate) fn into_engine(self) -> Engine {
         let mut engine = self.engine;

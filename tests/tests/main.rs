@@ -58,6 +58,7 @@ mod tool_schema;
 mod toolbox;
 mod url_elicitation;
 mod user_choice;
+mod workers;
 
 /// Cargo builds only the files this crate names (`autotests = false`): a file left out
 /// would never run, silently.

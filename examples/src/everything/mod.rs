@@ -122,7 +122,7 @@ pub const ENV: [&str; 12] = [
 /// (`MCP_MRTR_REDIS_URL`); `rediss://` for TLS, with the PEM files of `MCP_MRTR_REDIS_CA`
 /// (a private CA, instead of the system's roots) and `MCP_MRTR_REDIS_CERT` with
 /// `MCP_MRTR_REDIS_KEY` (a client certificate).
-fn redis_config() -> anyhow::Result<Option<mcp_mrtr::redis::RedisConfig>> {
+pub(crate) fn redis_config() -> anyhow::Result<Option<mcp_mrtr::redis::RedisConfig>> {
     use anyhow::Context as _;
     use mcp_mrtr::redis::RedisConfig;
     let var = |name: &str| std::env::var(name).ok();

@@ -9,10 +9,13 @@
 #[cfg(fuzzing)]
 pub mod fuzzing;
 pub(crate) mod http;
+#[cfg(feature = "lambda")]
+pub(crate) mod lambda;
 pub(crate) mod legacy;
 pub(crate) mod serve;
 pub(crate) mod stdio;
 pub mod testing;
+mod worker;
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;

@@ -86,6 +86,11 @@ impl KeySpace {
             .collect()
     }
 
+    /// The task workers that said they are alive: a sorted set, each scored by until when.
+    pub(super) fn workers(&self) -> String {
+        format!("{}task-workers", self.prefix)
+    }
+
     /// The fanout's channel.
     pub(super) fn channel(&self) -> String {
         format!("{}changes", self.prefix)

@@ -182,4 +182,37 @@ impl TaskStore for RedisTaskStore {
             Ok(lapsed)
         })
     }
+
+    fn worker_alive(&self, worker: &str, until: SystemTime) -> BoxFuture<'_, Result<(), StoreError>> {
+        let worker = worker.to_owned();
+        Box::pin(async move {
+            let key = self.keys.workers();
+            let now = epoch_ms(SystemTime::now());
+            let until = epoch_ms(until);
+            // Workers that stopped saying so are dropped here, and the set goes with the last.
+            redis::pipe()
+                .zadd(&key, worker, until)
+                .ignore()
+                .zrembyscore(&key, "-inf", now)
+                .ignore()
+                .pexpire(&key, i64::try_from(until.saturating_sub(now)).unwrap_or(i64::MAX).max(1))
+                .ignore()
+                .query_async::<()>(&mut self.connection.clone())
+                .await
+                .map_err(unreachable)
+        })
+    }
+
+    fn workers(&self, now: SystemTime) -> BoxFuture<'_, Result<Option<usize>, StoreError>> {
+        Box::pin(async move {
+            let alive: usize = redis::cmd("ZCOUNT")
+                .arg(self.keys.workers())
+                .arg(format!("({}", epoch_ms(now)))
+                .arg("+inf")
+                .query_async(&mut self.connection.clone())
+                .await
+                .map_err(unreachable)?;
+            Ok(Some(alive))
+        })
+    }
 }

@@ -39,10 +39,12 @@ pub struct TaskConfig {
     pub(crate) lease: Duration,
     pub(crate) limits: TaskLimits,
     pub(crate) on_end: Option<EndHook>,
+    pub(crate) on_workers: bool,
 }
 
 impl Default for TaskConfig {
-    /// Records in memory for an hour, 10 s leases, [`TaskLimits::default`], no end hook.
+    /// Records in memory for an hour, 10 s leases, [`TaskLimits::default`], no end hook,
+    /// tasks run where they are created.
     fn default() -> Self {
         Self {
             store: Arc::new(MemoryTaskStore::new()),
@@ -50,6 +52,7 @@ impl Default for TaskConfig {
             lease: DEFAULT_LEASE,
             limits: TaskLimits::default(),
             on_end: None,
+            on_workers: false,
         }
     }
 }
@@ -93,6 +96,25 @@ impl TaskConfig {
         self
     }
 
+    /// Runs no task work on the instances that serve requests (`true`), and leaves it to
+    /// [`Worker`](crate::tasks::Worker)s: processes serving the same server, sharing its
+    /// task store, that only run tasks. Default `false`: tasks run where they are created
+    /// or answered, and any instance takes over those whose runner died.
+    ///
+    /// For front ends that stop when their response is sent, such as AWS Lambda
+    /// functions. Such a front end still runs each `tools/call` until its handler
+    /// continues as a task (the rounds before it, and their `once!` steps), and still
+    /// answers `tasks/get`, `tasks/update` and `tasks/cancel`; a task it creates or whose
+    /// last question it answers is stored with no runner, and a worker takes it at its next
+    /// look ([`Worker::look_every`](crate::tasks::Worker::look_every)). A task waits as long
+    /// as it lives for a worker; a front end that starts when the store has seen no worker
+    /// alive warns so in the log. The store must be one the workers share (the `redis`
+    /// feature's `RedisTaskStore`, or one [`MemoryTaskStore`] behind an `Arc` in one process).
+    pub fn run_on_workers(mut self, on_workers: bool) -> Self {
+        self.on_workers = on_workers;
+        self
+    }
+
     /// Runs `hook` when a task ends: completed, failed (its handler failed, its run timed
     /// out, or it expired: [`TaskEnd::expired`]) or cancelled. It is where to undo what a
     /// task left half done, since its handler cannot: a cancel drops the handler where it
@@ -120,6 +142,7 @@ impl fmt::Debug for TaskConfig {
             .field("lease", &self.lease)
             .field("limits", &self.limits)
             .field("on_end", &self.on_end.is_some())
+            .field("run_on_workers", &self.on_workers)
             .finish_non_exhaustive()
     }
 }

@@ -78,6 +78,15 @@ async fn create(
     let mut record = TaskRecord::new(new_task_id()?, owner, call, replay.carried(), tasks.ttl);
     record.lease = Some(tasks.lease_for(&run));
     let admitted = admission::admit(tasks, client, record.id(), record.expires_at()).await?;
+    if !tasks.runs_here {
+        // A front end whose tasks run on workers: the task is stored with no runner, and a
+        // worker's next look takes it and replays the handler from the journal, which
+        // holds every answer and `once!` result of the rounds so far.
+        record.lease = None;
+        tasks.store.create(record.clone()).await.map_err(store_error)?;
+        admitted.keep();
+        return Ok(Called::Task(wire::task(&record)));
+    }
     let limit = route.and_then(|route| route.task_timeout).or(tasks.limits.run_timeout);
     // The run is polled once before the record is stored, its writes held back until it
     // is: a handler that asks at once (the common shape: continue as a task, then ask) is

@@ -110,6 +110,11 @@ pub(crate) fn watch(server: &Host<'_>) {
     if watching.swap(true, Ordering::AcqRel) {
         return;
     }
+    if !server.tasks.runs_here {
+        // A front end runs no task: it only says when no worker is there to.
+        runtime.spawn(super::worker::check_for_workers(server.tasks.store.clone()));
+        return;
+    }
     // The loop's engine holds no hook: the tasks' `running` then counts only the
     // engines that serve, and this loop's own clone of the machinery.
     let engine = crate::dispatch::Engine { tasks: None, ..Engine::clone(server) };
@@ -125,18 +130,24 @@ pub(crate) fn watch(server: &Host<'_>) {
             if Arc::strong_count(&server.tasks.running) == 1 || server.tasks.closing.load(Ordering::Acquire) {
                 return;
             }
-            match server.tasks.store.lapsed(SystemTime::now(), TAKE_PER_LOOK).await {
-                Ok(ids) => {
-                    for id in ids {
-                        if let Err(error) = take_over(&server, &id, None).await {
-                            tracing::warn!(task = %id, %error, "could not take over a task");
-                        }
-                    }
-                }
-                Err(error) => tracing::warn!(%error, "could not look for tasks to take over"),
-            }
+            look(&server).await;
         }
     });
+}
+
+/// One look: takes over the tasks whose lease lapsed (or that have none), and ends those
+/// at the end of their lifetime.
+pub(super) async fn look(server: &Host<'_>) {
+    match server.tasks.store.lapsed(SystemTime::now(), TAKE_PER_LOOK).await {
+        Ok(ids) => {
+            for id in ids {
+                if let Err(error) = take_over(server, &id, None).await {
+                    tracing::warn!(task = %id, %error, "could not take over a task");
+                }
+            }
+        }
+        Err(error) => tracing::warn!(%error, "could not look for tasks to take over"),
+    }
 }
 
 /// How often an instance looks for tasks to act on: every half lease, and often enough
@@ -151,7 +162,7 @@ fn look_every(tasks: &Tasks) -> Duration {
 /// can, by compare-and-set) and replays the handler from the journal. `known` is the
 /// record if the caller just read it.
 pub(crate) async fn take_over(server: &Host<'_>, id: &str, known: Option<TaskRecord>) -> Result<(), Error> {
-    if server.tasks.closing.load(Ordering::Acquire) {
+    if server.tasks.leaves_runs() {
         return Ok(());
     }
     let run = new_run()?;

@@ -38,6 +38,8 @@ struct Indexed {
     by_expiry: BTreeSet<(u64, String)>,
     /// `(an instance must act by, id)` of every live record ([`TaskRecord::lease_expires_at`]).
     by_lease: BTreeSet<(u64, String)>,
+    /// Each task worker sharing this store (in this process), and until when it said it lives.
+    workers: HashMap<String, SystemTime>,
 }
 
 impl MemoryTaskStore {
@@ -167,6 +169,20 @@ impl TaskStore for MemoryTaskStore {
         let mut indexed = self.lock();
         indexed.sweep(now, SWEEP_PER_LOOK);
         Box::pin(std::future::ready(Ok(indexed.lapsed(now, limit))))
+    }
+
+    fn worker_alive(&self, worker: &str, until: SystemTime) -> BoxFuture<'_, Result<(), StoreError>> {
+        let mut indexed = self.lock();
+        let now = SystemTime::now();
+        indexed.workers.retain(|_, alive| *alive > now);
+        indexed.workers.insert(worker.to_owned(), until);
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    /// Workers in this process only: a memory store is not shared with any other.
+    fn workers(&self, now: SystemTime) -> BoxFuture<'_, Result<Option<usize>, StoreError>> {
+        let alive = self.lock().workers.values().filter(|alive| **alive > now).count();
+        Box::pin(std::future::ready(Ok(Some(alive))))
     }
 }
 

@@ -84,8 +84,9 @@ pub(crate) async fn serve(
     if record.status().is_terminal() {
         server.tasks.forget(record.id());
     }
-    // A client polling a task whose runner died need not wait for the next look.
-    if record.lease_lapsed(std::time::SystemTime::now()) {
+    // A client polling a task whose runner died need not wait for the next look (unless
+    // tasks run on workers: they look often).
+    if server.tasks.runs_here && record.lease_lapsed(std::time::SystemTime::now()) {
         lease::take_over(server, record.id(), Some(record.clone())).await?;
     }
     match method {
@@ -143,9 +144,10 @@ async fn update(
     // lease in the same write, so exactly one instance runs it.
     let run = lease::new_run()?;
     let answering = super::caller_record(transport);
-    // An instance shutting down runs nothing new: the task is left without a lease (handed
-    // back), and another instance takes it over at its next look (audit B15).
-    let closing = server.tasks.closing.load(std::sync::atomic::Ordering::Acquire);
+    // An instance shutting down runs nothing new, nor does a front end whose tasks run on
+    // workers: the task is left without a lease (handed back), and another instance (a
+    // worker) takes it over at its next look (audit B15).
+    let closing = server.tasks.leaves_runs();
     let answer = |record: &mut TaskRecord| {
         if record.status != TaskStatus::InputRequired {
             return false;

@@ -43,6 +43,7 @@ mod methods;
 mod status;
 mod store;
 mod wire;
+mod worker;
 mod write;
 
 use std::sync::atomic::AtomicBool;
@@ -56,6 +57,8 @@ pub use end::TaskEnd;
 use lease::DEFAULT_LEASE;
 pub use limits::TaskLimits;
 pub use memory::MemoryTaskStore;
+pub(crate) use worker::work;
+pub use worker::Worker;
 
 pub(crate) use store::{CallerRecord, TaskCall};
 pub use store::{StoreError, TaskRecord, TaskStatus, TaskStore};
@@ -88,6 +91,9 @@ pub(crate) struct Tasks {
     pub(crate) watching: Arc<AtomicBool>,
     /// Set by the hand-back at shutdown: this instance takes no task (back) any more.
     pub(crate) closing: Arc<AtomicBool>,
+    /// Whether this instance runs task work: `false` on a front end whose tasks run on
+    /// workers ([`TaskConfig::run_on_workers`]); a [`Worker`] always does.
+    pub(crate) runs_here: bool,
     /// The application's cleanup when a task ends ([`TaskConfig::on_end`]).
     pub(crate) on_end: Option<EndHook>,
     /// The server's application state, for that cleanup: set when serving starts.
@@ -109,6 +115,7 @@ impl Default for Tasks {
             lease: DEFAULT_LEASE,
             watching: Arc::default(),
             closing: Arc::default(),
+            runs_here: true,
             on_end: None,
             app: crate::intake::app_state::AppState::default(),
             asked: Arc::default(),
@@ -120,9 +127,10 @@ impl Tasks {
     /// The same machinery as `config` says, with fresh counts and run slots (a builder
     /// step: nothing is counted before the server serves).
     pub(crate) fn configured(self, config: TaskConfig) -> Self {
-        let TaskConfig { store, ttl, lease, limits, on_end } = config;
+        let TaskConfig { store, ttl, lease, limits, on_end, on_workers } = config;
         Self {
             store,
+            runs_here: !on_workers,
             ttl,
             lease,
             on_end,
@@ -132,6 +140,12 @@ impl Tasks {
             asked: Arc::default(),
             ..self
         }
+    }
+
+    /// Whether a task this instance creates or resumes is left in the store for another
+    /// to run: on a front end whose tasks run on workers, or once it shuts down.
+    pub(crate) fn leaves_runs(&self) -> bool {
+        !self.runs_here || self.closing.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// The task `id` ended, or is gone: it no longer counts against its client.

@@ -345,6 +345,22 @@ pub trait TaskStore: Send + Sync + 'static {
     /// instance asks this now and then and takes the tasks over (or ends them); a record listed here may be taken already (the runtime's
     /// compare-and-set decides), so the answer need not be exact, only complete in time.
     fn lapsed(&self, now: SystemTime, limit: usize) -> BoxFuture<'_, Result<Vec<String>, StoreError>>;
+
+    /// Notes that the task worker `worker` is alive until `until` (a
+    /// [`Worker`](crate::tasks::Worker) says so every few seconds). The default keeps
+    /// nothing: a store that cannot be shared between processes has no workers to count.
+    fn worker_alive(&self, worker: &str, until: SystemTime) -> BoxFuture<'_, Result<(), StoreError>> {
+        let _ = (worker, until);
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    /// How many workers said they are alive past `now`, or `None` when this store does
+    /// not count them (the default). A front end whose tasks run on workers asks this when
+    /// it starts, and warns when no worker is there to run them.
+    fn workers(&self, now: SystemTime) -> BoxFuture<'_, Result<Option<usize>, StoreError>> {
+        let _ = now;
+        Box::pin(std::future::ready(Ok(None)))
+    }
 }
 
 /// A store behind an `Arc` is the same store, so an application can keep a handle on it.
@@ -363,6 +379,14 @@ impl<T: TaskStore + ?Sized> TaskStore for std::sync::Arc<T> {
 
     fn lapsed(&self, now: SystemTime, limit: usize) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
         (**self).lapsed(now, limit)
+    }
+
+    fn worker_alive(&self, worker: &str, until: SystemTime) -> BoxFuture<'_, Result<(), StoreError>> {
+        (**self).worker_alive(worker, until)
+    }
+
+    fn workers(&self, now: SystemTime) -> BoxFuture<'_, Result<Option<usize>, StoreError>> {
+        (**self).workers(now)
     }
 }
 

@@ -40,6 +40,9 @@ pub struct HttpConfig {
     pub(super) auth: Option<crate::ext::auth::ResourceServer>,
     /// Whether a client's address is the last one in `X-Forwarded-For`.
     pub(super) trust_forwarded_for: bool,
+    /// Served in a function that lives for one request at a time (AWS Lambda): no
+    /// 2025-11-25 session, no `subscriptions/listen` stream (see `crate::lambda`).
+    pub(crate) in_function: bool,
 }
 
 impl Default for HttpConfig {
@@ -56,6 +59,7 @@ impl Default for HttpConfig {
             limits: HttpLimits::default(),
             auth: None,
             trust_forwarded_for: false,
+            in_function: false,
         }
     }
 }
@@ -137,6 +141,19 @@ impl HttpConfig {
                 HostPolicy::Any
             };
         }
+        self
+    }
+
+    /// This configuration in a function that serves one request at a time (AWS Lambda):
+    /// hosts left to the address are any host (the function's public name, a Function
+    /// URL's or a custom domain's, is checked by the platform that routed the request to
+    /// it), and nothing that must outlive a request is served.
+    #[cfg_attr(not(feature = "lambda"), allow(dead_code))]
+    pub(crate) fn for_function(mut self) -> Self {
+        if self.guard.hosts == HostPolicy::ByAddress {
+            self.guard.hosts = HostPolicy::Any;
+        }
+        self.in_function = true;
         self
     }
 

@@ -275,6 +275,8 @@ async fn answer(endpoint: &Endpoint, mut request: HttpRequest) -> Response {
     let response = match *request.method() {
         Method::POST => post(endpoint, request).await,
         // Only legacy sessions have anything to GET or DELETE.
+        // In a function, there are none, and no stream outlives a request.
+        Method::GET | Method::DELETE if endpoint.config.in_function => method_not_allowed(),
         Method::GET | Method::DELETE => legacy::session_method(endpoint, request),
         _ => method_not_allowed(),
     };

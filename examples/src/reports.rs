@@ -1,0 +1,113 @@
+//! The reports example (serverless): a server made to run as an AWS Lambda function, with
+//! its task work on workers apart from it.
+//!
+//! `monthly_report {team, month}` asks what the report covers (a form), reserves a report
+//! number (a `once!` step: a real service would insert a row), then continues as a task:
+//! it compiles the report, asks whether to publish it, and publishes it once (`once!`).
+//! A client that declares tasks gets a task, which a worker runs; any other gets the same
+//! questions as rounds of the call, each answered by whichever container AWS picks.
+//!
+//! Each side effect returns a receipt that names the process and the moment it was taken,
+//! so a client (and the tests) can see that no round, container or worker took a step
+//! twice: a replay returns the receipt it journaled.
+//!
+//! ```text
+//! reports_lambda      # the function: run by the Lambda runtime (cargo lambda watch, or AWS)
+//! reports_lambda --port 3003   # the same server over HTTP on 127.0.0.1, outside Lambda
+//! reports_worker      # a task worker: runs the tasks the function creates
+//! ```
+//!
+//! Both read the same environment: `MCP_MRTR_STATE_KEYS` (shared by every container), and
+//! `MCP_MRTR_REDIS_URL` (or a cluster's, a Sentinel's: see `everything::from_env`) for the
+//! single-use guard and the task store they share.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use mcp_mrtr::prelude::*;
+use mcp_mrtr::request_state::StateConfig;
+use mcp_mrtr::tasks::TaskConfig;
+
+/// What a report covers.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Sections {
+    /// Include the month's cloud costs.
+    costs: bool,
+    /// Include the month's incidents.
+    incidents: bool,
+}
+
+/// Whether to publish a compiled report.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Publish {
+    /// Send it to the team now.
+    publish: bool,
+}
+
+/// A compiled report, and the receipts of the steps taken for it.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Report {
+    team: String,
+    month: String,
+    sections: Vec<String>,
+    /// The receipt of the report number's reservation (taken once per call).
+    reserved: String,
+    /// The receipt of its publication, when it was published (taken once).
+    published: Option<String>,
+}
+
+/// A side effect's receipt: which process took the step, and when (no two share one).
+fn receipt(step: &str) -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+    format!("{step}@pid{}#{nanos}", std::process::id())
+}
+
+/// Compiles a team's monthly report: asks what it covers, reserves a report number,
+/// compiles it (as a task, on a worker, for clients that take tasks), asks whether to
+/// publish it, and publishes it.
+#[tool(task = "optional")]
+pub async fn monthly_report(
+    ctx: &Ctx,
+    /// The team, e.g. "payments".
+    team: String,
+    /// The month, e.g. "2026-11".
+    month: String,
+) -> Result<Json<Report>, ToolError> {
+    let sections: Sections = ask!(elicit format!("What should the {month} report for {team} cover?"))?;
+    let reserved = once!(receipt("reserved"));
+    ctx.continue_as_task().await;
+    ctx.progress(1.0, Some(3.0), Some(&format!("{reserved}: compiling"))).await;
+    // Compiling: a real report would query the month's data here.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let sections: Vec<String> = [("costs", sections.costs), ("incidents", sections.incidents)]
+        .into_iter()
+        .filter_map(|(name, wanted)| wanted.then(|| name.to_owned()))
+        .collect();
+    ctx.progress(2.0, Some(3.0), Some(&format!("{reserved}: compiled {}", sections.join(", ")))).await;
+    let publish: Publish = ask!(elicit format!("The {month} report for {team} is ready. Publish it?"))?;
+    let published = if publish.publish { Some(once!(receipt("published"))) } else { None };
+    Ok(Json(Report { team, month, sections, reserved, published }))
+}
+
+/// The server, as every container and worker builds it: tools and nothing else.
+pub fn server() -> Server {
+    Server::new("reports", env!("CARGO_PKG_VERSION")).tool(monthly_report)
+}
+
+/// The server with what its containers and workers share, from the environment: the
+/// single-use guard and the task store in Redis (`MCP_MRTR_REDIS_*`), and task work left
+/// to workers. Without Redis, everything stays in this process (one instance; tasks then
+/// wait for a worker in this process, which there is none of: the log says so).
+pub async fn from_env() -> anyhow::Result<Server> {
+    let server = server();
+    let tasks = TaskConfig::default().run_on_workers(true);
+    Ok(match crate::everything::redis_config()? {
+        Some(config) => {
+            let redis = mcp_mrtr::redis::Redis::connect(config).await.context("Redis (MCP_MRTR_REDIS_*)")?;
+            server
+                .request_state(StateConfig::default().single_use(redis.state_guard()))
+                .tasks(tasks.store(redis.task_store()))
+        }
+        None => server.tasks(tasks),
+    })
+}

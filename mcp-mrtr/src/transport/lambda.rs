@@ -1,0 +1,192 @@
+//! [`Lambda`]: a server served as an AWS Lambda function (the `lambda` feature), behind a
+//! Function URL, API Gateway (HTTP or REST API) or an Application Load Balancer.
+//!
+//! The function runs the same router as [`Server::into_router`], built once per
+//! container when the function starts (its cold start), with the same limits, auth and
+//! `Host`/`Origin` rules as over HTTP; AWS's runtime (`lambda_http`) turns each
+//! invocation's event into the request it answers. What cannot live in a function that
+//! serves one request at a time is refused plainly: 2025-11-25 sessions (`-32022`, naming
+//! 2026-07-28), `subscriptions/listen` (`-32601`, with why), and a session's `GET`/`DELETE`
+//! (405). See the serverless part of the [many instances guide](crate::guide::many_instances).
+
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::task::{Context, Poll};
+
+use axum::extract::ConnectInfo;
+use futures_util::future::BoxFuture;
+use http_body_util::BodyExt;
+use lambda_http::request::RequestContext;
+use lambda_http::{RequestExt, Service};
+
+use crate::bounds::shutdown::Signal;
+use crate::http::HttpConfig;
+use crate::transport::serve::sealed::Sealed;
+use crate::Server;
+
+/// What the Lambda runtime sets in every function's environment: without it, this
+/// process is not a Lambda function (and `lambda_http` would panic).
+const RUNTIME_ENV: [&str; 4] = [
+    "AWS_LAMBDA_RUNTIME_API",
+    "AWS_LAMBDA_FUNCTION_NAME",
+    "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
+    "AWS_LAMBDA_FUNCTION_VERSION",
+];
+
+/// Serves a server as an AWS Lambda function: `server.serve(Lambda::new()).await` in
+/// `main`, built with [cargo-lambda](https://www.cargo-lambda.info) (`cargo lambda build
+/// --release`, `cargo lambda deploy`) and reached through a Function URL, API Gateway or
+/// an ALB. Try it locally with `cargo lambda watch`.
+///
+/// Every request of 2026-07-28 carries what it needs (a round's state is sealed in
+/// `requestState`), so any container answers any round. For more than one container,
+/// share what must be shared: `MCP_MRTR_STATE_KEYS` in the function's environment, and a
+/// Redis for the single-use guard of `once!` and for tasks (the `redis` feature). A
+/// function stops when its response is sent, so it runs no task work: give it
+/// [`TaskConfig::run_on_workers`](crate::tasks::TaskConfig::run_on_workers) and run
+/// [`Worker`](crate::tasks::Worker)s beside it.
+///
+/// Without a [`config`](Self::config), any `Host` is answered (AWS routed the request by
+/// its name) and browser requests only from loopback pages, as over HTTP. Responses are
+/// buffered: a call's progress notifications reach the client with its result.
+///
+/// ```no_run
+/// use mcp_mrtr::lambda::Lambda;
+/// use mcp_mrtr::prelude::*;
+///
+/// /// Says hello.
+/// #[tool]
+/// async fn hello() -> Result<String, ToolError> {
+///     Ok("hello".into())
+/// }
+///
+/// #[tokio::main]
+/// async fn main() -> std::io::Result<()> {
+///     Server::new("hello", "1.0.0").tool(hello).serve(Lambda::new()).await
+/// }
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Lambda {
+    config: Option<HttpConfig>,
+}
+
+impl Lambda {
+    /// A function with the default [`HttpConfig`] (the path `/mcp`, any host).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How the endpoint is mounted and guarded (its path, hosts and origins, limits,
+    /// auth), as for [`Http::config`](crate::http::Http::config). Hosts not named answer
+    /// any `Host`.
+    #[must_use]
+    pub fn config(mut self, config: HttpConfig) -> Self {
+        self.config = Some(config);
+        self
+    }
+}
+
+impl Lambda {
+    /// The function's [`Handler`], without running it: what [`Server::serve`] runs for each
+    /// invocation. For tests that drive it with `lambda_http`'s own types, or for
+    /// running it with `lambda_http::run` yourself (with layers of your own). Refused as
+    /// serving would be: a misconfigured server.
+    pub fn handler(self, server: Server) -> io::Result<Handler> {
+        let config = self.config.unwrap_or_default().for_function();
+        Ok(Handler { router: server.request_scoped().into_router(config)? })
+    }
+}
+
+/// The function's handler: a service from each invocation's request to its response
+/// (buffered, as the runtime sends one payload). Made by [`Lambda::handler`]; cloning it
+/// is cheap, and every clone serves the same server.
+#[derive(Clone, Debug)]
+pub struct Handler {
+    router: axum::Router,
+}
+
+impl Service<lambda_http::Request> for Handler {
+    type Response = lambda_http::Response<lambda_http::Body>;
+    type Error = io::Error;
+    type Future = BoxFuture<'static, io::Result<Self::Response>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: lambda_http::Request) -> Self::Future {
+        let mut router = self.router.clone();
+        Box::pin(async move {
+            let Ok(response) = router.call(with_client_address(request)).await;
+            let (parts, body) = response.into_parts();
+            let bytes = body.collect().await.map_err(io::Error::other)?.to_bytes();
+            // JSON and SSE are text, and go as text; anything else as bytes.
+            let body = match String::from_utf8(bytes.to_vec()) {
+                Ok(text) if text.is_empty() => lambda_http::Body::Empty,
+                Ok(text) => lambda_http::Body::Text(text),
+                Err(binary) => lambda_http::Body::Binary(binary.into_bytes()),
+            };
+            Ok(lambda_http::Response::from_parts(parts, body))
+        })
+    }
+}
+
+impl Sealed for Lambda {
+    fn serve(self, server: Server, shutdown: Option<Signal>) -> BoxFuture<'static, io::Result<()>> {
+        Box::pin(async move {
+            if let Some(missing) = RUNTIME_ENV.iter().find(|name| std::env::var_os(name).is_none()) {
+                return Err(io::Error::other(format!(
+                    "not running as an AWS Lambda function ({missing} is not set): deploy it with cargo lambda, \
+                     or try it locally with `cargo lambda watch`; serve it with Http elsewhere"
+                )));
+            }
+            let function = self.handler(server)?;
+            // The runtime's future is not `Send` (its responses are held by reference
+            // across awaits), and a transport's serving is: it runs on a thread of its own,
+            // on this runtime (handlers and their tasks still spawn onto its workers).
+            let runtime = tokio::runtime::Handle::current();
+            let running = tokio::task::spawn_blocking(move || runtime.block_on(lambda_http::run(function)));
+            let running = async {
+                running.await.unwrap_or_else(|panicked| Err(format!("the Lambda runtime panicked: {panicked}").into()))
+            };
+            let outcome = match shutdown {
+                Some(signal) => tokio::select! {
+                    outcome = running => outcome,
+                    () = signal.received() => Ok(()),
+                },
+                None => running.await,
+            };
+            outcome.map_err(|error| io::Error::other(format!("the Lambda runtime stopped: {error}")))
+        })
+    }
+}
+
+/// The request with the client's address where the endpoint reads a peer's: from the
+/// event's request context (Function URLs and API Gateway say it; behind an ALB, set
+/// [`HttpConfig::trust_forwarded_for`]). It is who a client is for the per-client shares
+/// of [`HttpLimits`](crate::http::HttpLimits) within one container.
+fn with_client_address(mut request: lambda_http::Request) -> lambda_http::Request {
+    let source = match request.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(context)) => context.http.source_ip.as_deref(),
+        Some(RequestContext::ApiGatewayV1(context)) => context.identity.source_ip.as_deref(),
+        _ => None,
+    };
+    if let Some(address) = source.and_then(|ip| ip.parse::<IpAddr>().ok()) {
+        request.extensions_mut().insert(ConnectInfo(SocketAddr::new(address, 0)));
+    }
+    request
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn outside_lambda_serving_says_so_instead_of_panicking() {
+        if RUNTIME_ENV.iter().any(|name| std::env::var_os(name).is_some()) {
+            return;
+        }
+        let error = Server::new("s", "1").serve(Lambda::new()).await.unwrap_err();
+        assert!(error.to_string().contains("not running as an AWS Lambda function"), "{error}");
+    }
+}

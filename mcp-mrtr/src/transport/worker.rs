@@ -1,0 +1,22 @@
+//! [`Worker`] as a way to serve: a server served by it takes no requests and runs task
+//! work from the shared store (`ext::tasks::worker`) until the shutdown signal.
+
+use std::io;
+
+use futures_util::future::BoxFuture;
+
+use crate::bounds::shutdown::{shutdown_signal, Signal};
+use crate::ext::tasks::Worker;
+use crate::transport::serve::sealed::Sealed;
+use crate::Server;
+
+impl Sealed for Worker {
+    fn serve(self, server: Server, shutdown: Option<Signal>) -> BoxFuture<'static, io::Result<()>> {
+        let shutdown = shutdown.unwrap_or_else(|| Signal::new(shutdown_signal()));
+        Box::pin(async move {
+            let (engine, tasks) = server.into_worker()?;
+            Box::pin(crate::ext::tasks::work(engine, tasks, self, shutdown.received())).await;
+            Ok(())
+        })
+    }
+}

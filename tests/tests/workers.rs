@@ -1,0 +1,158 @@
+//! Task workers apart from the front ends (issue 52), over HTTP on 127.0.0.1: a front end
+//! built with `TaskConfig::run_on_workers` runs a call's rounds up to its task and answers
+//! `tasks/*`, and leaves every run to a `Worker` serving the same server from the same
+//! store. Waits are bounded polls.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use mcp_mrtr::prelude::*;
+use mcp_mrtr::tasks::{MemoryTaskStore, TaskConfig, TaskStore, Worker};
+use mcp_mrtr::testing::answer;
+use mcp_mrtr_tests::harness::{task_caps, Rpc, TestServer};
+use serde_json::{json, Value};
+
+/// Where a server runs: its state, so a handler can say which one ran it.
+#[derive(Clone)]
+struct Role(&'static str);
+
+#[derive(Deserialize, JsonSchema)]
+struct Sections {
+    costs: bool,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Publish {
+    publish: bool,
+}
+
+static RESERVED: AtomicUsize = AtomicUsize::new(0);
+
+/// Asks in a round, reserves a number once, continues as a task, says where it runs,
+/// asks again inside the task, and reports.
+#[tool(task = "optional")]
+async fn report(ctx: &Ctx, role: State<Role>, team: String) -> Result<String, ToolError> {
+    let place = role.0 .0;
+    let sections: Sections = ask!(elicit format!("What should {team}'s report cover?"))?;
+    let number = once!(RESERVED.fetch_add(1, Ordering::SeqCst));
+    ctx.continue_as_task().await;
+    ctx.progress(1.0, None, Some(&format!("report {number} compiling on the {place}"))).await;
+    let publish: Publish = ask!(elicit format!("Publish report {number}?"))?;
+    Ok(format!(
+        "report {number} for {team} (costs: {}) ran on the {place}, published: {}",
+        sections.costs, publish.publish
+    ))
+}
+
+/// The same server for both sides, as a deployment builds it: only its role differs.
+fn server(role: &'static str, store: &Arc<MemoryTaskStore>) -> Server {
+    Server::new("reports", "0")
+        .tool(report)
+        .with_state(Role(role))
+        .tasks(TaskConfig::default().store(store.clone()).run_on_workers(true))
+}
+
+fn task_rpc(method: &str, id: &str) -> Rpc {
+    Rpc::new(method).param("taskId", json!(id)).caps(task_caps())
+}
+
+async fn get(front: &TestServer, id: &str) -> Value {
+    front.call(&task_rpc("tasks/get", id)).await["result"].clone()
+}
+
+/// Polls `tasks/get` every 20 ms, at most 250 times, until the task has `status`.
+async fn wait_for(front: &TestServer, id: &str, status: &str) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..250 {
+        last = get(front, id).await;
+        if last["status"] == status {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("task {id} did not become {status}: {last}");
+}
+
+/// A worker serving `server` until the returned sender is dropped.
+fn start_worker(server: Server) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<std::io::Result<()>>) {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = Worker::new().look_every(Duration::from_millis(20));
+    let running = tokio::spawn(server.serve(worker).with_graceful_shutdown(async move {
+        let _ = stopped.await;
+    }));
+    (stop, running)
+}
+
+#[tokio::test]
+async fn a_front_end_runs_no_task_a_worker_runs_it_and_its_ask_is_answered_through_the_front_end() {
+    let store = Arc::new(MemoryTaskStore::new());
+    let front = TestServer::start(server("front end", &store)).await;
+
+    // The round before the task runs on the front end, as any round does.
+    let call = Rpc::call_tool("report", json!({ "team": "payments" })).caps(task_caps());
+    let asked = front.call(&call).await["result"].clone();
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let retry = call
+        .param("inputResponses", json!({ "sections": answer::accept(json!({ "costs": true })) }))
+        .param("requestState", asked["requestState"].clone());
+    let created = front.call(&retry).await["result"].clone();
+    assert_eq!(created["resultType"], "task", "{created}");
+    let id = created["taskId"].as_str().unwrap().to_owned();
+
+    // No worker yet: the task waits, unrun (its handler never reached the progress line).
+    assert_eq!(store.workers(SystemTime::now()).await.unwrap(), Some(0));
+    for _ in 0..5 {
+        let waiting = get(&front, &id).await;
+        assert_eq!(waiting["status"], "working", "{waiting}");
+        assert!(waiting.get("statusMessage").is_none(), "the front end ran the task: {waiting}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // A worker comes: it takes the task, and its ask parks it for the front end to answer.
+    let (stop, running) = start_worker(server("worker", &store));
+    let parked = wait_for(&front, &id, "input_required").await;
+    assert_eq!(parked["inputRequests"]["publish"]["params"]["message"], "Publish report 0?", "{parked}");
+    assert_eq!(parked["statusMessage"], "report 0 compiling on the worker", "{parked}");
+    assert_eq!(store.workers(SystemTime::now()).await.unwrap(), Some(1), "the worker says it is alive");
+
+    let update = task_rpc("tasks/update", &id)
+        .param("inputResponses", json!({ "publish": answer::accept(json!({ "publish": true })) }));
+    assert_eq!(front.call(&update).await["result"]["resultType"], "complete");
+    let done = wait_for(&front, &id, "completed").await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "report 0 for payments (costs: true) ran on the worker, published: true",
+        "{done}"
+    );
+    // Reserved once, on the front end's round: the worker's two replays read it from the journal.
+    assert_eq!(RESERVED.load(Ordering::SeqCst), 1);
+
+    drop(stop);
+    running.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn a_worker_needs_a_tool_that_runs_as_a_task() {
+    /// Says hello.
+    #[tool]
+    async fn hello() -> Result<String, ToolError> {
+        Ok("hello".into())
+    }
+    let error = Server::new("plain", "0").tool(hello).serve(Worker::new()).await.unwrap_err();
+    assert!(error.to_string().contains("a task worker serves a server with a tool that may run as a task"), "{error}");
+}
+
+#[tokio::test]
+async fn workers_say_they_are_alive_in_a_store_they_share() {
+    let store = Arc::new(MemoryTaskStore::new());
+    let now = SystemTime::now();
+    store.worker_alive("a", now + Duration::from_secs(15)).await.unwrap();
+    store.worker_alive("b", now + Duration::from_secs(15)).await.unwrap();
+    store.worker_alive("gone", now - Duration::from_secs(1)).await.unwrap();
+    assert_eq!(store.workers(now).await.unwrap(), Some(2));
+    assert_eq!(
+        store.workers(now + Duration::from_secs(20)).await.unwrap(),
+        Some(0),
+        "a worker that stops saying so is not counted"
+    );
+}
