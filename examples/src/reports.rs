@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use mcp_mrtr::prelude::*;
+use mcp_mrtr::redis::RedisConfig;
 use mcp_mrtr::request_state::StateConfig;
 use mcp_mrtr::tasks::TaskConfig;
 
@@ -95,19 +96,24 @@ pub fn server() -> Server {
 }
 
 /// The server with what its containers and workers share, from the environment: the
-/// single-use guard and the task store in Redis (`MCP_MRTR_REDIS_*`), and task work left
-/// to workers. Without Redis, everything stays in this process (one instance; tasks then
-/// wait for a worker in this process, which there is none of: the log says so).
+/// request-state keys (`MCP_MRTR_STATE_KEYS`), the single-use guard and the task store in
+/// Redis (`MCP_MRTR_REDIS_*`), and task work left to workers. Without Redis, everything
+/// stays in this process (one instance, whose tasks wait for a worker in this process,
+/// which there is none of: the log says so).
 pub async fn from_env() -> anyhow::Result<Server> {
-    let server = server();
+    // The default reads `MCP_MRTR_STATE_KEYS` when serving starts.
+    configured(StateConfig::default(), crate::everything::redis_config()?).await
+}
+
+/// The server with these request-state settings and this Redis, its task work left to
+/// workers.
+pub async fn configured(state: StateConfig, redis: Option<RedisConfig>) -> anyhow::Result<Server> {
     let tasks = TaskConfig::default().run_on_workers(true);
-    Ok(match crate::everything::redis_config()? {
+    Ok(match redis {
         Some(config) => {
             let redis = mcp_mrtr::redis::Redis::connect(config).await.context("Redis (MCP_MRTR_REDIS_*)")?;
-            server
-                .request_state(StateConfig::default().single_use(redis.state_guard()))
-                .tasks(tasks.store(redis.task_store()))
+            server().request_state(state.single_use(redis.state_guard())).tasks(tasks.store(redis.task_store()))
         }
-        None => server.tasks(tasks),
+        None => server().request_state(state).tasks(tasks),
     })
 }

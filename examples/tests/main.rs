@@ -18,6 +18,7 @@ mod redis_forgets;
 mod redis_prefixes;
 mod redis_round_trips;
 mod redis_tls;
+mod serverless;
 mod shared_catalog;
 mod weather;
 

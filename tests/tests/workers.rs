@@ -35,7 +35,11 @@ static RESERVED: AtomicUsize = AtomicUsize::new(0);
 async fn report(ctx: &Ctx, role: State<Role>, team: String) -> Result<String, ToolError> {
     let place = role.0 .0;
     let sections: Sections = ask!(elicit format!("What should {team}'s report cover?"))?;
+    // Its own work before the task (a lookup, say): on a front end it runs in the request,
+    // since the task it becomes is run elsewhere, from the journal.
+    tokio::time::sleep(Duration::from_millis(20)).await;
     let number = once!(RESERVED.fetch_add(1, Ordering::SeqCst));
+    let reserved_on = once!(place.to_owned());
     ctx.continue_as_task().await;
     ctx.progress(1.0, None, Some(&format!("report {number} compiling on the {place}"))).await;
     let publish: Publish = ask!(elicit format!("Publish report {number}?"))?;

@@ -48,7 +48,13 @@ pub(crate) async fn call(
     replay: Arc<Replay>,
     mut handler: ToolFuture,
 ) -> Result<Called, Error> {
-    replay.allow_task();
+    // A task made here is run elsewhere when tasks run on workers: the handler is dropped
+    // where it stands, so it must stand where it asked to continue as a task.
+    if server.tasks.runs_here {
+        replay.allow_task();
+    } else {
+        replay.allow_task_on_request();
+    }
     let caps = call.client_capabilities.clone();
     match replay::step(&replay, &caps, handler.as_mut()).await? {
         Step::Round(outcome) => Ok(Called::Round(outcome)),

@@ -128,6 +128,10 @@ enum Escalation {
     /// A tool that supports tasks, called by a client that declared them: the call
     /// becomes a task when the handler asks for it or waits on work.
     Allowed,
+    /// The same, where the task will run elsewhere (a front end whose tasks run on
+    /// workers): only when the handler asks for it, since a handler waiting on its own
+    /// work (a `once!` step's claim, say) is dropped where it stands when the task is made.
+    OnRequest,
     /// The call runs as a task.
     InTask,
 }
@@ -219,6 +223,12 @@ impl Replay {
         self.lock().escalation = Escalation::Allowed;
     }
 
+    /// Lets this call turn into a task only where its handler asks to
+    /// (`Ctx::continue_as_task`): its own work before that runs in the request.
+    pub(crate) fn allow_task_on_request(&self) {
+        self.lock().escalation = Escalation::OnRequest;
+    }
+
     /// Marks this call as running as a task: asks suspend the task, not a round.
     ///
     /// From here on an answer counts only for a question the task asked: answers the
@@ -242,7 +252,7 @@ impl Replay {
         let mut round = self.lock();
         match round.escalation {
             Escalation::Never | Escalation::InTask => Poll::Ready(()),
-            Escalation::Allowed => {
+            Escalation::Allowed | Escalation::OnRequest => {
                 round.phase.advance(Phase::Escalating);
                 Poll::Pending
             }
