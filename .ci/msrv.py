@@ -28,7 +28,7 @@ import tempfile
 # MSRVs above the declared `rust-version` that the crate docs state, per feature: the
 # "Feature flags" table in each crate's src/lib.rs, which is checked against this.
 DOCUMENTED = {
-    "mcp-mrtr": {"jwt": "1.88", "redis": "1.88"},
+    "mcp-mrtr": {"jwt": "1.88", "redis": "1.88", "lambda": "1.88"},
 }
 # A row of that table: | `feature` | what it adds | MSRV |
 FEATURE_ROW = re.compile(r"^//! \| `([\w-]+)` \|.*\| (\d+\.\d+(?:\.\d+)?) \|\s*$")

@@ -82,7 +82,8 @@ pub async fn monthly_report(
     tokio::time::sleep(Duration::from_millis(200)).await;
     let sections: Vec<String> = [("costs", sections.costs), ("incidents", sections.incidents)]
         .into_iter()
-        .filter_map(|(name, wanted)| wanted.then(|| name.to_owned()))
+        .filter(|(_, wanted)| *wanted)
+        .map(|(name, _)| name.to_owned())
         .collect();
     ctx.progress(2.0, Some(3.0), Some(&format!("{reserved}: compiled {}", sections.join(", ")))).await;
     let publish: Publish = ask!(elicit format!("The {month} report for {team} is ready. Publish it?"))?;

@@ -130,12 +130,13 @@ async fn invoke(handler: &Handler, headers: &[(String, String)], message: &Value
 
 /// `message` POSTed to the emulator's function URL.
 fn post(addr: SocketAddr, path: &str, headers: &[(String, String)], message: &Value) -> (u16, Vec<Value>) {
+    use std::fmt::Write as _;
     use std::io::{Read, Write};
     let body = message.to_string();
     let mut head =
         format!("POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
     for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
+        let _ = write!(head, "{name}: {value}\r\n");
     }
     let mut socket = std::net::TcpStream::connect(addr).expect("connect to the emulator");
     socket.set_read_timeout(Some(TIMEOUT)).unwrap();

@@ -58,7 +58,7 @@
 //! # Feature flags
 //!
 //! No feature is on by default, and the default build needs Rust 1.85 (the crate's
-//! `rust-version`). Each feature adds one optional dependency family; two of them need a
+//! `rust-version`). Each feature adds one optional dependency family; three of them need a
 //! newer compiler, because their dependencies do.
 //!
 //! | feature | what it adds | MSRV |

@@ -44,7 +44,7 @@ async fn report(ctx: &Ctx, role: State<Role>, team: String) -> Result<String, To
     ctx.progress(1.0, None, Some(&format!("report {number} compiling on the {place}"))).await;
     let publish: Publish = ask!(elicit format!("Publish report {number}?"))?;
     Ok(format!(
-        "report {number} for {team} (costs: {}) ran on the {place}, published: {}",
+        "report {number} for {team} (costs: {}) reserved on the {reserved_on}, ran on the {place}, published: {}",
         sections.costs, publish.publish
     ))
 }
@@ -125,7 +125,8 @@ async fn a_front_end_runs_no_task_a_worker_runs_it_and_its_ask_is_answered_throu
     assert_eq!(front.call(&update).await["result"]["resultType"], "complete");
     let done = wait_for(&front, &id, "completed").await;
     assert_eq!(
-        done["result"]["content"][0]["text"], "report 0 for payments (costs: true) ran on the worker, published: true",
+        done["result"]["content"][0]["text"],
+        "report 0 for payments (costs: true) reserved on the front end, ran on the worker, published: true",
         "{done}"
     );
     // Reserved once, on the front end's round: the worker's two replays read it from the journal.
