@@ -57,7 +57,10 @@ impl Function {
     /// HTTP status and the JSON-RPC messages of the answer.
     async fn send(&self, n: usize, message: &Value, extra: &[(&str, &str)]) -> (u16, Vec<Value>) {
         let mut headers = mcp_headers(message);
-        headers.extend(extra.iter().map(|(name, value)| ((*name).to_owned(), (*value).to_owned())));
+        for (name, value) in extra {
+            headers.retain(|(known, _)| known != name);
+            headers.push(((*name).to_owned(), (*value).to_owned()));
+        }
         match self {
             Self::Containers(containers) => invoke(&containers[n % containers.len()], &headers, message).await,
             Self::Emulator { addr, path } => {

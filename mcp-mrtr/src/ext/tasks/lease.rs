@@ -173,7 +173,9 @@ pub(crate) async fn take_over(server: &Host<'_>, id: &str, known: Option<TaskRec
         super::end::finishing(tasks, id, known, |record| claim(record, tasks.lease_for(&run), now, keep)).await?;
     match claimed {
         Some((record, true)) if record.status == TaskStatus::Working => {
-            tracing::info!(task = %id, takeovers = record.takeovers, "taking over a task whose runner stopped");
+            // `takeovers` counts runners that died; a task handed back, or left for workers
+            // by a front end, has none to replace.
+            tracing::info!(task = %id, takeovers = record.takeovers, "taking over a task with no live runner");
             driver::start(server, &record, run).await?;
         }
         Some((record, true)) => {

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The reports example as an AWS Lambda function in a real Lambda runtime on this machine:
+# cargo-lambda's emulator (`cargo lambda watch`, from PyPI) serves `reports_lambda` on
+# 127.0.0.1, a `reports_worker` runs its tasks, both share a redis-server of this stage's
+# own, and examples/tests/serverless.rs drives its flows over HTTP through the emulator's
+# Function URL (MCP_MRTR_LAMBDA_URL). `cargo test` runs the same flows in-process.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TARGET="$(mkdir -p "${CARGO_TARGET_DIR:-target}" && cd "${CARGO_TARGET_DIR:-target}" && pwd)"
+export CARGO_TARGET_DIR="$TARGET"
+
+# cargo-lambda in a venv of its own. `watch` needs no zig (only `cargo lambda build`
+# cross-compiles with it), so its 100 MB wheel is left out.
+VENV="$TARGET/cargo-lambda"
+if [ ! -x "$VENV/bin/cargo-lambda" ]; then
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps cargo-lambda==1.9.2
+fi
+
+# Built before the emulator's first invoke, which would otherwise build them (its `cargo run`
+# then finds them fresh).
+cargo build --quiet --locked -p mcp-mrtr-examples --bin reports_lambda --bin reports_worker
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+REDIS_PORT=$(free_port)
+LAMBDA_PORT=$(free_port)
+KEY="k1:$(python3 -c 'import base64, os; print(base64.b64encode(os.urandom(32)).decode())')"
+REDIS_URL="redis://127.0.0.1:$REDIS_PORT/"
+URL="http://127.0.0.1:$LAMBDA_PORT/lambda-url/reports_lambda/mcp"
+LOG="$TARGET/lambda"
+mkdir -p "$LOG"
+
+PIDS=()
+trap 'kill "${PIDS[@]}" 2>/dev/null || true; wait 2>/dev/null || true' EXIT
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no >"$LOG/redis.log" 2>&1 &
+PIDS+=($!)
+"$VENV/bin/cargo-lambda" lambda watch -A 127.0.0.1 -P "$LAMBDA_PORT" --ignore-changes --locked \
+  -p mcp-mrtr-examples --bin reports_lambda \
+  --env-var "MCP_MRTR_STATE_KEYS=$KEY" --env-var "MCP_MRTR_REDIS_URL=$REDIS_URL" --env-var RUST_LOG=info \
+  >"$LOG/emulator.log" 2>&1 &
+PIDS+=($!)
+MCP_MRTR_STATE_KEYS="$KEY" MCP_MRTR_REDIS_URL="$REDIS_URL" RUST_LOG=info \
+  "$TARGET/debug/reports_worker" >"$LOG/worker.log" 2>&1 &
+PIDS+=($!)
+
+# The function starts at its first invoke: wait (at most 120 s) until it answers.
+python3 - "$URL" <<'PY' || { tail -n 40 "$LOG/emulator.log" "$LOG/worker.log"; exit 1; }
+import json, sys, time, urllib.request
+url = sys.argv[1]
+body = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {}}}}).encode()
+headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+           "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"}
+deadline = time.time() + 120
+while True:
+    try:
+        answer = json.loads(urllib.request.urlopen(urllib.request.Request(url, body, headers), timeout=60).read())
+        if "result" not in answer:
+            sys.exit(f"the function's answer to server/discover: {answer}")
+        print("lambda: the function answered server/discover through the emulator")
+        break
+    except Exception as e:
+        if time.time() > deadline:
+            sys.exit(f"the function did not answer at {url}: {e}")
+        time.sleep(0.5)
+PY
+
+MCP_MRTR_LAMBDA_URL="$URL" cargo test --quiet -p mcp-mrtr-examples --test integration -- serverless:: \
+  || { tail -n 40 "$LOG/emulator.log" "$LOG/worker.log"; exit 1; }
+grep -q "running tasks from the task store" "$LOG/worker.log"
+echo "lambda: the serverless flows passed through cargo-lambda's emulator (logs in $LOG)"
