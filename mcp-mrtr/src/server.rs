@@ -370,9 +370,19 @@ impl Server {
     }
 
     /// This server in a function that lives for one request (AWS Lambda): it promises no
-    /// list changes, since no `subscriptions/listen` stream can outlive a request there.
+    /// list changes, since no `subscriptions/listen` stream can outlive a request there,
+    /// and says so when its tasks would run where the function is frozen between requests.
     #[cfg_attr(not(feature = "lambda"), allow(dead_code))]
     pub(crate) fn request_scoped(mut self) -> Self {
+        let task_tools =
+            self.engine.catalog().tools.iter().any(|t| t.route.task != crate::handler::TaskSupport::Forbidden);
+        if task_tools && self.tasks.runs_here {
+            tracing::warn!(
+                "tasks run in this function, which is frozen once its response is sent: a task stops there until \
+                 the next request, and a container that is reclaimed loses it until its lease lapses; \
+                 set TaskConfig::run_on_workers(true) and run tasks::Worker beside it"
+            );
+        }
         if self.engine.catalog_config.listen.take().is_some() {
             tracing::warn!(
                 "subscriptions are not served in a function that lives for one request: \

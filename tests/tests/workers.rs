@@ -3,7 +3,7 @@
 //! `tasks/*`, and leaves every run to a `Worker` serving the same server from the same
 //! store. Waits are bounded polls.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -11,6 +11,7 @@ use mcp_mrtr::prelude::*;
 use mcp_mrtr::tasks::{MemoryTaskStore, TaskConfig, TaskStore, Worker};
 use mcp_mrtr::testing::answer;
 use mcp_mrtr_tests::harness::{task_caps, Rpc, TestServer};
+use mcp_mrtr_tests::DropFlag;
 use serde_json::{json, Value};
 
 /// Where a server runs: its state, so a handler can say which one ran it.
@@ -49,12 +50,53 @@ async fn report(ctx: &Ctx, role: State<Role>, team: String) -> Result<String, To
     ))
 }
 
+/// Works for `seconds`, saying where.
+#[tool(task = "required")]
+async fn long_job(ctx: &Ctx, role: State<Role>, seconds: u64) -> Result<String, ToolError> {
+    let place = role.0 .0;
+    ctx.continue_as_task().await;
+    ctx.progress(0.0, None, Some(&format!("working on the {place}"))).await;
+    tokio::time::sleep(Duration::from_secs(seconds)).await;
+    Ok(format!("done on the {place}"))
+}
+
+static CANCELLED_DROPPED: AtomicBool = AtomicBool::new(false);
+
+/// Works for a minute, unless its future is dropped (which it notes).
+#[tool(task = "required")]
+async fn cancellable_job(ctx: &Ctx) -> Result<String, ToolError> {
+    ctx.continue_as_task().await;
+    let _dropped = DropFlag(&CANCELLED_DROPPED);
+    ctx.progress(0.0, None, Some("working")).await;
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    Ok("done".into())
+}
+
 /// The same server for both sides, as a deployment builds it: only its role differs.
+/// Short leases, so a cancel reaches a worker's run within 100 ms.
 fn server(role: &'static str, store: &Arc<MemoryTaskStore>) -> Server {
-    Server::new("reports", "0")
-        .tool(report)
-        .with_state(Role(role))
-        .tasks(TaskConfig::default().store(store.clone()).run_on_workers(true))
+    let tasks = TaskConfig::default().store(store.clone()).run_on_workers(true).lease(Duration::from_millis(300));
+    Server::new("reports", "0").tools(tools![report, long_job, cancellable_job]).with_state(Role(role)).tasks(tasks)
+}
+
+/// Creates a task of `tool` on `front` and returns its id.
+async fn create(front: &TestServer, tool: &str, arguments: Value) -> String {
+    let created = front.call(&Rpc::call_tool(tool, arguments).caps(task_caps())).await["result"].clone();
+    assert_eq!(created["resultType"], "task", "{created}");
+    created["taskId"].as_str().unwrap().to_owned()
+}
+
+/// Polls `tasks/get` every 20 ms, at most 250 times, until `check` holds.
+async fn wait_until(front: &TestServer, id: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..250 {
+        last = get(front, id).await;
+        if check(&last) {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("task {id}: never {what}: {last}");
 }
 
 fn task_rpc(method: &str, id: &str) -> Rpc {
@@ -65,17 +107,9 @@ async fn get(front: &TestServer, id: &str) -> Value {
     front.call(&task_rpc("tasks/get", id)).await["result"].clone()
 }
 
-/// Polls `tasks/get` every 20 ms, at most 250 times, until the task has `status`.
+/// Polls `tasks/get` until the task has `status`.
 async fn wait_for(front: &TestServer, id: &str, status: &str) -> Value {
-    let mut last = Value::Null;
-    for _ in 0..250 {
-        last = get(front, id).await;
-        if last["status"] == status {
-            return last;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("task {id} did not become {status}: {last}");
+    wait_until(front, id, &format!("became {status}"), |task| task["status"] == status).await
 }
 
 /// A worker serving `server` until the returned sender is dropped.
@@ -134,6 +168,43 @@ async fn a_front_end_runs_no_task_a_worker_runs_it_and_its_ask_is_answered_throu
 
     drop(stop);
     running.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn a_worker_that_stops_hands_its_task_back_and_another_worker_finishes_it() {
+    let store = Arc::new(MemoryTaskStore::new());
+    let front = TestServer::start(server("front end", &store)).await;
+    let id = create(&front, "long_job", json!({ "seconds": 2 })).await;
+    let (stop, running) = start_worker(server("first worker", &store));
+    wait_until(&front, &id, "ran on the first worker", |task| task["statusMessage"] == "working on the first worker")
+        .await;
+    drop(stop);
+    running.await.unwrap().unwrap();
+    let handed_back = get(&front, &id).await;
+    assert_eq!(handed_back["status"], "working", "{handed_back}");
+
+    let (_stop, _running) = start_worker(server("second worker", &store));
+    let done = wait_for(&front, &id, "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "done on the second worker", "{done}");
+}
+
+#[tokio::test]
+async fn a_cancel_through_the_front_end_stops_the_workers_run() {
+    let store = Arc::new(MemoryTaskStore::new());
+    let front = TestServer::start(server("front end", &store)).await;
+    let (_stop, _running) = start_worker(server("worker", &store));
+    let id = create(&front, "cancellable_job", json!({})).await;
+    wait_until(&front, &id, "ran", |task| task["statusMessage"] == "working").await;
+    let cancelled = front.call(&task_rpc("tasks/cancel", &id)).await;
+    assert!(cancelled.get("result").is_some(), "{cancelled}");
+    for _ in 0..250 {
+        if CANCELLED_DROPPED.load(Ordering::SeqCst) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(CANCELLED_DROPPED.load(Ordering::SeqCst), "the worker still runs the cancelled task");
+    assert_eq!(get(&front, &id).await["status"], "cancelled");
 }
 
 #[tokio::test]
