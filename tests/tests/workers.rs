@@ -62,13 +62,13 @@ async fn long_job(ctx: &Ctx, role: State<Role>, seconds: u64) -> Result<String, 
 
 static CANCELLED_DROPPED: AtomicBool = AtomicBool::new(false);
 
-/// Works for a minute, unless its future is dropped (which it notes).
+/// Works for half a minute, unless its future is dropped (which it notes).
 #[tool(task = "required")]
 async fn cancellable_job(ctx: &Ctx) -> Result<String, ToolError> {
     ctx.continue_as_task().await;
     let _dropped = DropFlag(&CANCELLED_DROPPED);
     ctx.progress(0.0, None, Some("working")).await;
-    tokio::time::sleep(Duration::from_secs(60)).await;
+    tokio::time::sleep(Duration::from_secs(30)).await;
     Ok("done".into())
 }
 
