@@ -36,7 +36,7 @@ const MAX_TAKEOVERS: u32 = 3;
 
 /// Lapsed tasks taken over per look, per instance: the others wait for the next look
 /// (or another instance), so one instance does not take on a dead one's whole load at once.
-const TAKE_PER_LOOK: usize = 32;
+pub(super) const TAKE_PER_LOOK: usize = 32;
 
 impl Lease {
     /// A lease of `length` for `run`, from now.
@@ -130,15 +130,15 @@ pub(crate) fn watch(server: &Host<'_>) {
             if Arc::strong_count(&server.tasks.running) == 1 || server.tasks.closing.load(Ordering::Acquire) {
                 return;
             }
-            look(&server).await;
+            look(&server, TAKE_PER_LOOK).await;
         }
     });
 }
 
-/// One look: takes over the tasks whose lease lapsed (or that have none), and ends those
-/// at the end of their lifetime.
-pub(super) async fn look(server: &Host<'_>) {
-    match server.tasks.store.lapsed(SystemTime::now(), TAKE_PER_LOOK).await {
+/// One look: takes over at most `limit` tasks whose lease lapsed (or that have none), and
+/// ends those at the end of their lifetime.
+pub(super) async fn look(server: &Host<'_>, limit: usize) {
+    match server.tasks.store.lapsed(SystemTime::now(), limit).await {
         Ok(ids) => {
             for id in ids {
                 if let Err(error) = take_over(server, &id, None).await {

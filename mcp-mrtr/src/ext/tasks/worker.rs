@@ -94,7 +94,14 @@ pub(crate) async fn work(engine: Engine, tasks: Tasks, worker: Worker, stop: imp
         tokio::select! {
             () = &mut stop => break,
             _ = beats.tick() => say_alive(&*tasks.store, &id).await,
-            _ = looks.tick() => lease::look(&host).await,
+            _ = looks.tick() => {
+                // As many as it has run slots free: a task taken beyond them would hold its
+                // lease waiting here while another worker sits idle.
+                let free = tasks.runs.available_permits();
+                if free > 0 {
+                    lease::look(&host, free.min(lease::TAKE_PER_LOOK)).await;
+                }
+            }
         }
     }
     tasks.hand_back().await;
