@@ -44,27 +44,8 @@ MCP_MRTR_STATE_KEYS="$KEY" MCP_MRTR_REDIS_URL="$REDIS_URL" RUST_LOG=info \
 PIDS+=($!)
 
 # The function starts at its first invoke: wait (at most 120 s) until it answers.
-python3 - "$URL" <<'PY' || { tail -n 40 "$LOG/emulator.log" "$LOG/worker.log"; exit 1; }
-import json, sys, time, urllib.request
-url = sys.argv[1]
-body = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {}}}}).encode()
-headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-           "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"}
-deadline = time.time() + 120
-while True:
-    try:
-        answer = json.loads(urllib.request.urlopen(urllib.request.Request(url, body, headers), timeout=60).read())
-        if "result" not in answer:
-            sys.exit(f"the function's answer to server/discover: {answer}")
-        print("lambda: the function answered server/discover through the emulator")
-        break
-    except Exception as e:
-        if time.time() > deadline:
-            sys.exit(f"the function did not answer at {url}: {e}")
-        time.sleep(0.5)
-PY
+python3 .ci/await-discover.py "$URL" reports_lambda 120 || { tail -n 40 "$LOG/emulator.log" "$LOG/worker.log"; exit 1; }
+echo "lambda: the function answered server/discover through the emulator"
 
 MCP_MRTR_LAMBDA_URL="$URL" cargo test --quiet -p mcp-mrtr-examples --test integration -- serverless:: \
   || { tail -n 40 "$LOG/emulator.log" "$LOG/worker.log"; exit 1; }

@@ -9,21 +9,4 @@ RUST_LOG=warn "${CARGO_TARGET_DIR:-target}/debug/$1" --port "$PORT" &
 SERVER_PID=$!
 trap 'kill $SERVER_PID 2>/dev/null || true' EXIT
 
-python3 - "$URL" "$1" <<'PY'
-import json, sys, time, urllib.request
-url, name = sys.argv[1], sys.argv[2]
-body = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {}}}}).encode()
-headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-           "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"}
-deadline = time.time() + 15
-while True:
-    try:
-        urllib.request.urlopen(urllib.request.Request(url, body, headers), timeout=2).read()
-        break
-    except Exception as e:
-        if time.time() > deadline:
-            sys.exit(f"the {name} server did not answer at {url}: {e}")
-        time.sleep(0.2)
-PY
+python3 "$(dirname "${BASH_SOURCE[0]}")/await-discover.py" "$URL" "$1" 15

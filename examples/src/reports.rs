@@ -29,6 +29,8 @@ use mcp_mrtr::redis::RedisConfig;
 use mcp_mrtr::request_state::StateConfig;
 use mcp_mrtr::tasks::TaskConfig;
 
+use crate::everything::tasks::receipt;
+
 /// What a report covers.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct Sections {
@@ -55,12 +57,6 @@ pub struct Report {
     reserved: String,
     /// The receipt of its publication, when it was published (taken once).
     published: Option<String>,
-}
-
-/// A side effect's receipt: which process took the step, and when (no two share one).
-fn receipt(step: &str) -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
-    format!("{step}@pid{}#{nanos}", std::process::id())
 }
 
 /// Compiles a team's monthly report: asks what it covers, reserves a report number,

@@ -123,7 +123,7 @@ pub struct Approval {
 }
 
 /// A side effect's receipt: which process took the step, and a number no other step shares.
-fn receipt(step: &str) -> String {
+pub(crate) fn receipt(step: &str) -> String {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
     format!("{step}@pid{}#{nanos}", std::process::id())
 }
