@@ -13,7 +13,14 @@ export CARGO_TARGET_DIR="$TARGET"
 # cross-compiles with it), so its 100 MB wheel is left out.
 VENV="$TARGET/cargo-lambda"
 if [ ! -x "$VENV/bin/cargo-lambda" ]; then
-  python3 -m venv "$VENV"
+  # Debian's python3 makes venvs only with python3-venv installed.
+  python3 -m venv "$VENV" 2>/dev/null || {
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y --no-install-recommends python3-venv >/dev/null \
+      || { apt-get update >/dev/null && apt-get install -y --no-install-recommends python3-venv >/dev/null; }
+    rm -rf "$VENV"
+    python3 -m venv "$VENV"
+  }
   "$VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps cargo-lambda==1.9.2
 fi
 
