@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The reports example as an AWS Lambda function in a real Lambda runtime on this machine:
-# cargo-lambda's emulator (`cargo lambda watch`, from PyPI) serves `reports_lambda` on
-# 127.0.0.1, a `reports_worker` runs its tasks, both share a redis-server of this stage's
-# own, and examples/tests/serverless.rs drives its flows over HTTP through the emulator's
-# Function URL (MCP_MRTR_LAMBDA_URL). `cargo test` runs the same flows in-process.
+# Servers as AWS Lambda functions in a real Lambda runtime on this machine: cargo-lambda's
+# emulator (`cargo lambda watch`, from PyPI) serves the examples' functions on 127.0.0.1.
+# 1. The reports example: a `reports_worker` runs its tasks, both share a redis-server of
+#    this stage's own, and examples/tests/serverless.rs drives its flows over HTTP through
+#    the emulator's Function URL (MCP_MRTR_LAMBDA_URL). `cargo test` runs the same in-process.
+# 2. The conformance fixture as a function: the official suite (2026-07-28) through it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TARGET="$(mkdir -p "${CARGO_TARGET_DIR:-target}" && cd "${CARGO_TARGET_DIR:-target}" && pwd)"
@@ -26,7 +27,7 @@ fi
 
 # Built before the emulator's first invoke, which would otherwise build them (its `cargo run`
 # then finds them fresh).
-cargo build --quiet --locked -p mcp-mrtr-examples --bin reports_lambda --bin reports_worker
+cargo build --quiet --locked -p mcp-mrtr-examples --bin reports_lambda --bin reports_worker --bin everything
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 REDIS_PORT=$(free_port)
@@ -41,8 +42,8 @@ PIDS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null || true; wait 2>/dev/null || true' EXIT
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no >"$LOG/redis.log" 2>&1 &
 PIDS+=($!)
-"$VENV/bin/cargo-lambda" lambda watch -A 127.0.0.1 -P "$LAMBDA_PORT" --ignore-changes --locked \
-  -p mcp-mrtr-examples --bin reports_lambda \
+# Every binary of the package is a function at /lambda-url/<bin>/ (each started at its first invoke).
+"$VENV/bin/cargo-lambda" lambda watch -A 127.0.0.1 -P "$LAMBDA_PORT" --ignore-changes --locked -p mcp-mrtr-examples \
   --env-var "MCP_MRTR_STATE_KEYS=$KEY" --env-var "MCP_MRTR_REDIS_URL=$REDIS_URL" --env-var RUST_LOG=info \
   >"$LOG/emulator.log" 2>&1 &
 PIDS+=($!)
@@ -58,3 +59,20 @@ MCP_MRTR_LAMBDA_URL="$URL" cargo test --quiet -p mcp-mrtr-examples --test integr
   || { tail -n 40 "$LOG/emulator.log" "$LOG/worker.log"; exit 1; }
 grep -q "running tasks from the task store" "$LOG/worker.log"
 echo "lambda: the serverless flows passed through cargo-lambda's emulator (logs in $LOG)"
+
+# The fixture as a function (its tasks run in it: the emulator does not freeze it between
+# invokes), sharing the Redis: every check of the 2026-07-28 suite, scored or not, must pass.
+FIXTURE="http://127.0.0.1:$LAMBDA_PORT/lambda-url/everything/mcp"
+python3 .ci/await-discover.py "$FIXTURE" everything 120 || { tail -n 40 "$LOG/emulator.log"; exit 1; }
+eval "$(bash .ci/install-conformance.sh)"
+"$NODE" "$CLI" server --url "$FIXTURE" --requirements 2026-07-28 -o "$LOG/conformance" >"$LOG/conformance.log" 2>&1 \
+  || { tail -n 60 "$LOG/conformance.log"; exit 1; }
+python3 - "$LOG/conformance" <<'PY'
+import glob, json, sys
+runs = glob.glob(f"{sys.argv[1]}/*/checks.json")
+bad = [f"{run.split('/')[-2]}: {c.get('id')} {c.get('status')}: {c.get('errorMessage', '')}"
+       for run in runs for c in json.load(open(run)) if c.get("status") in ("FAILURE", "WARNING")]
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad or not runs else 0)
+PY
+echo "lambda: conformance 2026-07-28 through the fixture as a function: $(grep -E '^Total' "$LOG/conformance.log"), every unscored check passed too"

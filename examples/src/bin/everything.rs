@@ -3,10 +3,12 @@
 //! ```text
 //! everything --port 3000     # Streamable HTTP on http://127.0.0.1:3000/mcp
 //! everything --stdio         # newline-delimited JSON-RPC on stdin/stdout
+//! everything                 # run by the AWS Lambda runtime (cargo lambda watch): a function
 //! ```
 
 use anyhow::{bail, Context as _};
 use mcp_mrtr::http::{Http, ListenerLimits};
+use mcp_mrtr::lambda::Lambda;
 use mcp_mrtr::stdio::Stdio;
 
 const USAGE: &str = "usage: everything --port N | everything --stdio
@@ -14,6 +16,7 @@ const USAGE: &str = "usage: everything --port N | everything --stdio
   --port N   serve Streamable HTTP on http://127.0.0.1:N/mcp
   --stdio    serve newline-delimited JSON-RPC on stdin/stdout
   --help     print this and exit
+  (no argument, with AWS_LAMBDA_RUNTIME_API set: serve as an AWS Lambda function)
 
 environment:
   MCP_MRTR_STATE_KEYS     the key ring sealing request states (instances share it)
@@ -60,6 +63,8 @@ async fn serve(args: &[String]) -> anyhow::Result<()> {
             }
             server.serve(http).await?;
         }
+        // As a Lambda function (`cargo lambda watch`): the conformance suite through the runtime.
+        [] if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() => server.serve(Lambda::new()).await?,
         ["--help" | "-h"] => println!("{USAGE}"),
         _ => bail!("{USAGE}"),
     }
