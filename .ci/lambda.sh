@@ -36,6 +36,8 @@ KEY="k1:$(python3 -c 'import base64, os; print(base64.b64encode(os.urandom(32)).
 REDIS_URL="redis://127.0.0.1:$REDIS_PORT/"
 URL="http://127.0.0.1:$LAMBDA_PORT/lambda-url/reports_lambda/mcp"
 LOG="$TARGET/lambda"
+# Fresh each run: the conformance check reads every result folder under it.
+rm -rf "$LOG"
 mkdir -p "$LOG"
 
 PIDS=()
@@ -65,9 +67,11 @@ echo "lambda: the serverless flows passed through cargo-lambda's emulator (logs 
 FIXTURE="http://127.0.0.1:$LAMBDA_PORT/lambda-url/everything/mcp"
 python3 .ci/await-discover.py "$FIXTURE" everything 120 || { tail -n 40 "$LOG/emulator.log"; exit 1; }
 eval "$(bash .ci/install-conformance.sh)"
-"$NODE" "$CLI" server --url "$FIXTURE" --requirements 2026-07-28 -o "$LOG/conformance" >"$LOG/conformance.log" 2>&1 \
-  || { tail -n 60 "$LOG/conformance.log"; exit 1; }
-python3 - "$LOG/conformance" <<'PY'
+# One run of the suite into $LOG/$1: it passes when every check of every scenario does.
+conformance() {
+  "$NODE" "$CLI" server --url "$FIXTURE" --requirements 2026-07-28 -o "$LOG/$1" >"$LOG/$1.log" 2>&1 \
+    || { tail -n 60 "$LOG/$1.log"; return 1; }
+  python3 - "$LOG/$1" <<'PY'
 import glob, json, sys
 runs = glob.glob(f"{sys.argv[1]}/*/checks.json")
 bad = [f"{run.split('/')[-2]}: {c.get('id')} {c.get('status')}: {c.get('errorMessage', '')}"
@@ -75,4 +79,16 @@ bad = [f"{run.split('/')[-2]}: {c.get('id')} {c.get('status')}: {c.get('errorMes
 print("\n".join(bad), file=sys.stderr)
 sys.exit(1 if bad or not runs else 0)
 PY
-echo "lambda: conformance 2026-07-28 through the fixture as a function: $(grep -E '^Total' "$LOG/conformance.log"), every unscored check passed too"
+}
+# Once (of some fifteen runs here) the emulator itself answered two tools/list calls with its
+# own 500 page; not reproduced since. A failed run prints all it saw and the emulator's log,
+# and is run once more: the stage passes only on a clean second run, and says so.
+RUN=conformance
+if ! conformance "$RUN"; then
+  echo "lambda: FLAKY? the first conformance run through the emulator failed (above); the emulator's log:" >&2
+  tail -n 60 "$LOG/emulator.log" >&2
+  RUN=conformance-again
+  conformance "$RUN" || exit 1
+  echo "lambda: the second conformance run passed clean"
+fi
+echo "lambda: conformance 2026-07-28 through the fixture as a function: $(grep -E '^Total' "$LOG/$RUN.log"), every unscored check passed too"

@@ -128,7 +128,7 @@ async fn invoke(handler: &Handler, headers: &[(String, String)], message: &Value
     assert_eq!(response["isBase64Encoded"], false, "{response}");
     let status = u16::try_from(response["statusCode"].as_u64().expect("statusCode")).unwrap();
     let content_type = response["headers"]["content-type"].as_str().unwrap_or_default().to_owned();
-    (status, messages(&content_type, response["body"].as_str().unwrap_or_default()))
+    (status, instance::messages(&content_type, response["body"].as_str().unwrap_or_default()))
 }
 
 /// `message` POSTed to the emulator's function URL.
@@ -148,24 +148,8 @@ fn post(addr: SocketAddr, path: &str, headers: &[(String, String)], message: &Va
     socket.read_to_string(&mut seen).expect("the emulator's answer");
     let status = seen.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("no status: {seen}"));
     let (head, body) = seen.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no head: {seen}"));
-    let content_type = head
-        .lines()
-        .find_map(|line| line.split_once(':').filter(|(name, _)| name.eq_ignore_ascii_case("content-type")))
-        .map(|(_, value)| value.trim().to_owned())
-        .unwrap_or_default();
     assert!(!head.to_ascii_lowercase().contains("transfer-encoding: chunked"), "a buffered function answers whole");
-    (status, messages(&content_type, body))
-}
-
-/// The JSON-RPC messages of a body: the JSON, or each SSE `data:` line.
-fn messages(content_type: &str, body: &str) -> Vec<Value> {
-    if content_type.starts_with("text/event-stream") {
-        body.lines().filter_map(|l| l.strip_prefix("data:")).map(|d| serde_json::from_str(d.trim()).unwrap()).collect()
-    } else if body.is_empty() {
-        Vec::new()
-    } else {
-        vec![serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))]
-    }
+    (status, instance::messages(head, body))
 }
 
 fn caps(tasks: bool) -> Value {

@@ -193,14 +193,19 @@ pub(crate) fn finish(mut socket: TcpStream, mut seen: String) -> (u16, Vec<Value
     socket.read_to_string(&mut seen).expect("read the answer to its end");
     let status = seen.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("no status: {seen}"));
     let (head, body) = seen.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no head: {seen}"));
-    let messages = if head.to_ascii_lowercase().contains("text/event-stream") {
+    (status, messages(head, body))
+}
+
+/// The JSON-RPC messages of an answer's `body`: each SSE `data:` line when `head` (the
+/// response's head, or its content type) says `text/event-stream`, else the JSON body.
+pub(crate) fn messages(head: &str, body: &str) -> Vec<Value> {
+    if head.to_ascii_lowercase().contains("text/event-stream") {
         body.lines().filter_map(|l| l.strip_prefix("data:")).map(|d| serde_json::from_str(d.trim()).unwrap()).collect()
     } else if body.is_empty() {
         Vec::new()
     } else {
         vec![serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))]
-    };
-    (status, messages)
+    }
 }
 
 /// Sends `message` and returns the JSON-RPC reply, expecting HTTP 200.
