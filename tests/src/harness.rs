@@ -39,6 +39,20 @@ pub fn task_caps() -> Value {
     caps
 }
 
+/// One [`MemoryGuard`](mcp_mrtr::request_state::MemoryGuard) that several servers share,
+/// as instances share a Redis: give each a clone.
+#[derive(Clone, Default)]
+pub struct SharedGuard(pub std::sync::Arc<mcp_mrtr::request_state::MemoryGuard>);
+
+impl mcp_mrtr::request_state::StateGuard for SharedGuard {
+    fn consume<'a>(
+        &'a self,
+        claim: &'a mcp_mrtr::request_state::Claim,
+    ) -> futures_util::future::BoxFuture<'a, mcp_mrtr::request_state::Consumed> {
+        self.0.consume(claim)
+    }
+}
+
 /// A server serving HTTP on an OS-chosen loopback port; stopped when dropped.
 pub struct TestServer {
     /// Where it listens.

@@ -10,7 +10,7 @@ use mcp_mrtr::context::InputRequired;
 use mcp_mrtr::prelude::*;
 use mcp_mrtr::request_state::{KeyRing, MemoryGuard, StateConfig, StateGuard, StateKey};
 use mcp_mrtr::testing::answer;
-use mcp_mrtr_tests::harness::{Rpc, TestServer, USED};
+use mcp_mrtr_tests::harness::{Rpc, SharedGuard, TestServer, USED};
 use serde_json::{json, Value};
 
 /// How often each call took each step.
@@ -62,19 +62,6 @@ fn server(key: &StateKey, guard: impl StateGuard) -> Server {
     Server::new("once-per-call", "0")
         .tools(tools![chain, handoff])
         .request_state(StateConfig::new(KeyRing::new(key.clone())).single_use(guard))
-}
-
-/// A [`StateGuard`] two servers share, as two instances share a Redis.
-#[derive(Clone)]
-struct Shared(Arc<MemoryGuard>);
-
-impl StateGuard for Shared {
-    fn consume<'a>(
-        &'a self,
-        claim: &'a mcp_mrtr::request_state::Claim,
-    ) -> futures_util::future::BoxFuture<'a, mcp_mrtr::request_state::Consumed> {
-        self.0.consume(claim)
-    }
 }
 
 fn call(name: &str, id: &str) -> Rpc {
@@ -157,7 +144,7 @@ async fn siblings_presented_in_parallel_take_the_step_once() {
 /// not take on the other the step the first took.
 #[tokio::test]
 async fn across_instances_a_sibling_does_not_take_the_step_again() {
-    let (key, guard) = (StateKey::random(), Shared(Arc::new(MemoryGuard::new())));
+    let (key, guard) = (StateKey::random(), SharedGuard::default());
     let a = TestServer::start(server(&key, guard.clone())).await;
     let b = TestServer::start(server(&key, guard)).await;
     let rpc = call("chain", "two-instances");
@@ -317,7 +304,7 @@ impl Rng {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_presentations_of_one_calls_states_never_take_a_step_twice() {
     let key = StateKey::random();
-    let guard = Shared(Arc::new(MemoryGuard::new()));
+    let guard = SharedGuard::default();
     let instances =
         [TestServer::start(server(&key, guard.clone())).await, TestServer::start(server(&key, guard)).await];
     for seed in 1..=40u64 {

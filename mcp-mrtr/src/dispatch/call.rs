@@ -46,18 +46,27 @@ pub(super) struct Target<'a> {
     pub(super) binding: Binding<'a>,
     /// The binding's digest, computed once for the open and the seal of a round.
     digest: OnceLock<BindingDigest>,
+    /// How long past the call's end a task made from it may take steps: zero unless the
+    /// target is a tool that may run as a task (see `Carried::end`).
+    pub(super) horizon: Duration,
 }
 
 impl<'a> Target<'a> {
     /// Digested when a state is first opened or sealed: calls that do neither never are.
     pub(super) fn new(binding: Binding<'a>) -> Self {
-        Self { binding, digest: OnceLock::new() }
+        Self { binding, digest: OnceLock::new(), horizon: Duration::ZERO }
     }
 
     /// A target whose binding was digested already (with the arguments it no longer
     /// holds).
     pub(super) fn digested(binding: Binding<'a>, digest: BindingDigest) -> Self {
-        Self { binding, digest: OnceLock::from(digest) }
+        Self { binding, digest: OnceLock::from(digest), horizon: Duration::ZERO }
+    }
+
+    /// The target of a call that may continue as a task living `horizon` past the call.
+    pub(super) fn outlived_by(mut self, horizon: Duration) -> Self {
+        self.horizon = horizon;
+        self
     }
 
     pub(super) fn digest(&self) -> &BindingDigest {

@@ -24,7 +24,7 @@ use crate::protocol::{
 };
 use crate::routes::catalog::RequestView;
 use crate::routes::handler::{
-    declined_prompt, declined_read, MethodRoute, PromptRoute, ResourceKind, ResourceRoute, ToolRoute,
+    declined_prompt, declined_read, MethodRoute, PromptRoute, ResourceKind, ResourceRoute, TaskSupport, ToolRoute,
 };
 
 use crate::{base::deadline, Ctx, Error};
@@ -206,17 +206,24 @@ impl Engine {
         Self::preflight(&call, &route.requires)?;
         call.limit = route.timeout.or(call.limit);
         let legacy = call.transport.era() == Era::Legacy;
+        // Whoever presents a state of the call, and whatever it declares, a task made from
+        // another state of it may run this long past its end: its claims are kept as long.
+        let horizon = match &self.tasks {
+            Some(tasks) if route.task != TaskSupport::Forbidden => tasks.horizon(),
+            _ => std::time::Duration::ZERO,
+        };
         let tasks = match &self.tasks {
             Some(tasks) if task_hook::may_become_task(route.task, &call.meta.client_capabilities, legacy)? => tasks,
             _ => {
-                let target = self.target_digested(&call, Method::ToolsCall.name(), name, &arguments);
+                let target =
+                    self.target_digested(&call, Method::ToolsCall.name(), name, &arguments).outlived_by(horizon);
                 let arguments = Arguments::new(arguments, call.transport.bridge.is_some());
                 let round = |replay: &Arc<Replay>| route.run(self.ctx(&call, replay), arguments.take());
                 return self.rounds(&target, &call, input, round).await;
             }
         };
         // A task keeps its arguments in its record, to run again anywhere.
-        let target = self.target(&call, Method::ToolsCall.name(), name, Some(&arguments));
+        let target = self.target(&call, Method::ToolsCall.name(), name, Some(&arguments)).outlived_by(horizon);
         let replay = self.open_replay(&target, input, &call.transport.extensions, &call.meta.trace)?;
         let handler = route.run(self.ctx(&call, &replay), arguments.clone());
         let request = TaskRequest { tool: name, arguments: &arguments, meta: &call.meta, transport: &call.transport };

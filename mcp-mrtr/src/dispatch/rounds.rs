@@ -21,7 +21,7 @@ use crate::intake::capability;
 use crate::intake::envelope::{RequestMeta, TraceContext};
 use crate::intake::request_state::{Binding, Presented, SingleUse};
 use crate::mrtr::context::Delivery;
-use crate::mrtr::replay::{self, CallId, Carried, Outcome, Replay};
+use crate::mrtr::replay::{self, CallEnd, CallId, Carried, Outcome, Replay};
 use crate::protocol::{InputRequiredResult, JsonObject, RequestId};
 use crate::routes::handler::Requires;
 use crate::{base::deadline, Ctx, Error};
@@ -128,20 +128,21 @@ impl Engine {
         if let Some(origin) = carried.origin() {
             crate::intake::telemetry::continues_flow(&tracing::Span::current(), origin);
         }
-        // No state of a call opens past its lifetime, and its claims are kept until then:
-        // a state sealed late in the call (a sibling of a sibling) still meets the claims
-        // of steps taken early. A state of an earlier release names no call; it and every
-        // state sealed after it are marked so, and take no step (see `SingleUse`).
-        let ends = carried.begun().map_or(expires, |begun| {
-            let begun = std::time::UNIX_EPOCH + std::time::Duration::from_millis(begun);
-            begun.checked_add(sealer.call_lifetime()).unwrap_or(expires)
-        });
-        if ends <= SystemTime::now() {
+        // No state of a call opens past its end, sealed with its first state, and its
+        // claims are kept longer still, while a task made from it may run: a state sealed
+        // late in the call (a sibling of a sibling) still meets the claims of steps taken
+        // early. A state of an earlier release names no call; it and every state sealed
+        // after it are marked so, and take no step (see `SingleUse`).
+        let end = carried
+            .end(sealer.call_lifetime(), target.horizon)
+            .unwrap_or_else(|| CallEnd::new(expires, target.horizon));
+        if end.opens_until <= SystemTime::now() {
             tracing::debug!(target = %target.binding.target, "rejected a requestState: its call's lifetime is over");
             return Err(Presented::expired());
         }
         let call = carried.call_or(|| CallId::EARLIER_RELEASE);
-        let single_use = self.state.guard().map(|guard| SingleUse::new(guard, call.0, carried.owner(), ends, issued));
+        let single_use =
+            self.state.guard().map(|guard| SingleUse::new(guard, call.0, carried.owner(), end.kept_until, issued));
         Ok(Arc::new(Replay::opened(carried, responses, single_use)))
     }
 
@@ -212,7 +213,7 @@ impl Engine {
             Outcome::Complete(result) => Ok(Body::Complete(Text::of(&result?)?)),
             Outcome::InputRequired(requests, mut carried) => {
                 let now = SystemTime::now();
-                carried.stamp(now)?;
+                carried.stamp(now, self.sealer()?.call_lifetime(), target.horizon)?;
                 let payload = serde_json::to_vec(&carried).map_err(|e| Error::internal(e.to_string()))?;
                 let state = self.sealer()?.seal(target.digest(), &payload, now).map_err(|error| {
                     error.log(target.binding.target);

@@ -42,8 +42,14 @@ pub(crate) trait TaskHook: Send + Sync {
     /// Starts looking for other instances' tasks to take over; later calls do nothing.
     fn watch(&self, engine: &Engine);
 
-    /// Gives back the tasks running here: their handlers stop, their leases are released.
+    /// Gives back the tasks running here: runs inside a `once!` step finish it first (for
+    /// at most the tasks' stop grace), then their handlers stop and their leases are
+    /// released.
     fn hand_back(&self) -> BoxFuture<'_, ()>;
+
+    /// How long past a call's end a task made from it may still run (its TTL, bounded):
+    /// the claims of a call that may become a task are kept that much longer.
+    fn horizon(&self) -> std::time::Duration;
 
     /// Answers one of the extension's methods; the body is stamped by dispatch.
     fn serve<'a>(

@@ -37,19 +37,21 @@ pub struct TaskConfig {
     pub(crate) store: Arc<dyn TaskStore>,
     pub(crate) ttl: Option<Duration>,
     pub(crate) lease: Duration,
+    pub(crate) stop_grace: Duration,
     pub(crate) limits: TaskLimits,
     pub(crate) on_end: Option<EndHook>,
     pub(crate) on_workers: bool,
 }
 
 impl Default for TaskConfig {
-    /// Records in memory for an hour, 10 s leases, [`TaskLimits::default`], no end hook,
-    /// tasks run where they are created.
+    /// Records in memory for an hour, 10 s leases, 10 s for a stop to let steps finish,
+    /// [`TaskLimits::default`], no end hook, tasks run where they are created.
     fn default() -> Self {
         Self {
             store: Arc::new(MemoryTaskStore::new()),
             ttl: Some(DEFAULT_TTL),
             lease: DEFAULT_LEASE,
+            stop_grace: super::running::DEFAULT_GRACE,
             limits: TaskLimits::default(),
             on_end: None,
             on_workers: false,
@@ -85,6 +87,25 @@ impl TaskConfig {
     /// store writes (one per running task per renewal).
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease.max(MIN_LEASE);
+        self
+    }
+
+    /// How long a graceful stop (SIGTERM, a rolling deploy,
+    /// [`Serve::with_graceful_shutdown`](crate::serve::Serve::with_graceful_shutdown),
+    /// [`Server::hand_back_tasks`](crate::Server::hand_back_tasks)) waits for task runs
+    /// inside a `once!` step to finish the step and record its result before their tasks
+    /// are handed back (default 10 s). Runs between steps stop at once; a run in a step
+    /// starts no other, and is stopped when its step's result is stored, so the instance
+    /// that takes its task over replays the result instead of taking the step again.
+    ///
+    /// A step still running when this is up is cut off, as a crash would cut it: the
+    /// next run takes it again (see [`Ctx::step_key`](crate::Ctx::step_key) for the shape
+    /// a step needs to survive that). Over HTTP this wait comes after the requests' drain
+    /// ([`ListenerLimits::shutdown_timeout`](crate::http::ListenerLimits::shutdown_timeout)),
+    /// so keep both together under the platform's kill deadline (Kubernetes'
+    /// `terminationGracePeriodSeconds`, 30 s by default).
+    pub fn stop_grace(mut self, grace: Duration) -> Self {
+        self.stop_grace = grace;
         self
     }
 
@@ -140,6 +161,7 @@ impl fmt::Debug for TaskConfig {
         f.debug_struct("TaskConfig")
             .field("ttl", &self.ttl)
             .field("lease", &self.lease)
+            .field("stop_grace", &self.stop_grace)
             .field("limits", &self.limits)
             .field("on_end", &self.on_end.is_some())
             .field("run_on_workers", &self.on_workers)

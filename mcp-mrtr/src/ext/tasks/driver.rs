@@ -1,8 +1,9 @@
 //! Running tasks: turning a `tools/call` into a task, driving its handler until it
 //! finishes or waits for a person, and replaying it when the answers arrive.
 //!
-//! A task's handler runs in a spawned tokio task registered in [`Running`], so
-//! `tasks/cancel` can drop it wherever it stands. When it suspends on questions its
+//! A task's handler runs in a spawned tokio task registered in
+//! [`Running`](super::Running), so `tasks/cancel` can drop it wherever it stands, and a
+//! graceful stop can let it finish its step first. When it suspends on questions its
 //! future is dropped and only the record remains; [`start`] runs it again from the
 //! journal, on whichever instance. Every write is a compare-and-set [`transition`], and
 //! every write of a run is fenced by its lease (see `lease`): a handler finishing after
@@ -12,18 +13,16 @@
 //! cut to what the tool reads and capped, and its client admitted (`admission`). Each
 //! run waits for one of the instance's run slots and is stopped at its time limit.
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt as _;
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
-use tokio::task::AbortHandle;
 
+use super::running::Gate;
 use super::status::StatusWriter;
 use super::store::{Lease, TaskCall, TaskRecord, TaskStatus};
 use super::write::RunWrites;
@@ -32,7 +31,8 @@ use super::{admission, lease, new_task_id, store_error, wire, Tasks};
 use crate::bounds::fair::ClientId;
 use crate::dispatch::{Called, ToolFuture};
 use crate::intake::envelope::RequestMeta;
-use crate::mrtr::replay::{self, Carried, Outcome, Replay, Step, TaskLog};
+use crate::intake::request_state::SingleUse;
+use crate::mrtr::replay::{self, CallEnd, Carried, Outcome, Replay, Step, TaskLog};
 use crate::protocol::{ClientCapabilities, InputRequest, RequestId};
 use crate::{Ctx, Error};
 
@@ -81,7 +81,9 @@ async fn create(
     super::limits::check_arguments(&tasks.limits, &call.arguments)?;
     let caps = call.client_capabilities.clone();
     let run = lease::new_run()?;
-    let mut record = TaskRecord::new(new_task_id()?, owner, call, replay.carried(), tasks.ttl);
+    let journal = replay.hand_to_task().await?;
+    let ttl = ttl_within_call(server, &journal, tasks.ttl)?;
+    let mut record = TaskRecord::new(new_task_id()?, owner, call, journal, ttl);
     record.lease = Some(tasks.lease_for(&run));
     let admitted = admission::admit(tasks, client, record.id(), record.expires_at()).await?;
     if !tasks.runs_here {
@@ -135,16 +137,51 @@ pub(crate) async fn start(server: &Host<'_>, record: &TaskRecord, run: String) -
         tasks.forget(record.id());
         return Ok(());
     };
-    let (replay, handler) = replay_of(server, record, &route);
+    let (replay, handler) = replay_of(server, record, &route)?;
     let limit = route.task_timeout.or(tasks.limits.run_timeout);
     launch(tasks, record, run, limit, record.call.client_capabilities.clone(), replay, handler);
     Ok(())
 }
 
+/// How long a task made from a call whose states clients hold may live: its TTL, but
+/// never past the moment the call's claims are forgotten (see [`ledger`]), which only a
+/// TTL changed since the call began (or none at all) reaches.
+fn ttl_within_call(server: &Host<'_>, journal: &Carried, ttl: Option<Duration>) -> Result<Option<Duration>, Error> {
+    if !journal.held_by_client() || server.state.guard().is_none() {
+        return Ok(ttl);
+    }
+    let end = journal.end(server.sealer()?.call_lifetime(), server.tasks.horizon());
+    let Some(left) = end.map(|end| end.kept_until.duration_since(SystemTime::now()).unwrap_or_default()) else {
+        return Ok(ttl);
+    };
+    Ok(Some(ttl.map_or(left, |ttl| ttl.min(left))))
+}
+
+/// The claims of the call `journal` continues, when clients hold states of it: every run
+/// of the task claims each step there before taking it, as a round presenting one of
+/// those states would, so no step is taken both in a task and in a round, or in two tasks
+/// made from one call (the sixth audit's E1).
+fn ledger(server: &Host<'_>, journal: &Carried) -> Result<Option<SingleUse>, Error> {
+    let (Some(guard), Some(call)) = (server.state.guard(), journal.call()) else { return Ok(None) };
+    if !journal.held_by_client() {
+        return Ok(None);
+    }
+    let horizon = server.tasks.horizon();
+    let now = SystemTime::now();
+    let end = journal.end(server.sealer()?.call_lifetime(), horizon).unwrap_or_else(|| CallEnd::new(now, horizon));
+    let issued = journal.sealed_at().map_or(UNIX_EPOCH, |millis| UNIX_EPOCH + Duration::from_millis(millis));
+    Ok(Some(SingleUse::new(guard, call.0, journal.owner(), end.kept_until, issued)))
+}
+
 /// The handler of `record`'s task, to replay from the top with its journal and the
 /// answers received.
-fn replay_of(server: &Host<'_>, record: &TaskRecord, route: &crate::ToolRoute) -> (Arc<Replay>, ToolFuture) {
-    let replay = Arc::new(Replay::new(Some(record.journal.clone()), record.input_responses.clone()));
+fn replay_of(
+    server: &Host<'_>,
+    record: &TaskRecord,
+    route: &crate::ToolRoute,
+) -> Result<(Arc<Replay>, ToolFuture), Error> {
+    let ledger = ledger(server, &record.journal)?;
+    let replay = Arc::new(Replay::of_task(record.journal.clone(), record.input_responses.clone(), ledger));
     let meta = Arc::new(RequestMeta {
         protocol_version: record.call.protocol_version.clone(),
         client_capabilities: record.call.client_capabilities.clone(),
@@ -155,7 +192,7 @@ fn replay_of(server: &Host<'_>, record: &TaskRecord, route: &crate::ToolRoute) -
     let transport = super::transport_for(record.call.caller.as_ref());
     let ctx = Ctx::new(id, meta, transport, server.logging, replay.clone(), server.app.clone());
     let handler = route.run(ctx, record.call.arguments.clone());
-    (replay, handler)
+    Ok((replay, handler))
 }
 
 /// Stores the last answers to a task's questions and replays its handler, as the run
@@ -180,7 +217,7 @@ pub(crate) async fn answer(
         return Ok(false);
     }
     let Some(route) = server.find_tool(&answered.call.tool) else { return Ok(false) };
-    let (replay, handler) = replay_of(server, &answered, &route);
+    let (replay, handler) = replay_of(server, &answered, &route)?;
     let limit = route.task_timeout.or(tasks.limits.run_timeout);
     let caps = answered.call.client_capabilities.clone();
     let (writes, stored) = RunWrites::before_stored(tasks.store.clone(), &answered, &run);
@@ -237,6 +274,8 @@ struct Run {
     settling: BoxFuture<'static, Settled>,
     writes: Arc<RunWrites>,
     status: Arc<StatusWriter>,
+    /// Where the run stands with its `once!` steps, for a graceful stop.
+    gate: Arc<Gate>,
     span: tracing::Span,
 }
 
@@ -255,7 +294,8 @@ impl Run {
         handler: ToolFuture,
     ) -> Self {
         let status = StatusWriter::new(writes.clone());
-        let log = StoreLog { writes: writes.clone(), status: status.clone(), lease: tasks.lease };
+        let gate = Gate::new();
+        let log = StoreLog { writes: writes.clone(), status: status.clone(), lease: tasks.lease, gate: gate.clone() };
         // One span per run, outliving the request that created the task, in the trace of
         // the flow it continues.
         let span = crate::intake::telemetry::task_run_span(record.id(), run, replay.carried().origin());
@@ -263,18 +303,19 @@ impl Run {
         let runs = tasks.runs.clone();
         let settling = async move { in_slot(&runs, limit, self::run(&replay, &caps, handler)).await };
         let settling = Box::pin(tracing::Instrument::instrument(settling, span.clone()));
-        Self { settling, writes, status, span }
+        Self { settling, writes, status, gate, span }
     }
 
     /// Runs the rest in a task of its own, keeping the lease meanwhile, and writes how it
     /// ended.
     fn spawn(self, tasks: &Tasks, record: &TaskRecord, run: String) {
-        let Self { settling, writes, status, span } = self;
+        let Self { settling, writes, status, gate, span } = self;
         let id = record.id();
         let (tasks_here, task_id, holder) = (tasks.clone(), id.to_owned(), run.clone());
         tasks.running.spawn(
             id,
             run,
+            gate,
             tracing::Instrument::instrument(
                 async move {
                     let settled = tokio::select! {
@@ -381,6 +422,8 @@ struct StoreLog {
     status: Arc<StatusWriter>,
     /// How long a lease lasts: a claim renews it.
     lease: Duration,
+    /// The steps under way, which a graceful stop lets finish.
+    gate: Arc<Gate>,
 }
 
 impl StoreLog {
@@ -406,7 +449,17 @@ impl TaskLog for StoreLog {
     }
 
     fn journal(&self, journal: Carried) -> BoxFuture<'static, bool> {
-        self.write(move |record| record.journal = journal.clone())
+        let (written, gate) = (self.write(move |record| record.journal = journal.clone()), self.gate.clone());
+        Box::pin(async move {
+            let written = written.await;
+            // Stored or not, the step is over: a stop may drop the run now.
+            gate.end_step();
+            written
+        })
+    }
+
+    fn begin_step(&self) -> bool {
+        self.gate.begin_step()
     }
 
     fn claim(&self, journal: Carried) -> BoxFuture<'static, bool> {
@@ -432,64 +485,5 @@ impl TaskLog for StoreLog {
                 }
             }
         })
-    }
-}
-
-/// The tasks whose handlers run in this process, so `tasks/cancel` can stop them.
-#[derive(Debug, Default)]
-pub(crate) struct Running {
-    handles: Mutex<HashMap<String, Handle>>,
-    generation: AtomicU64,
-}
-
-#[derive(Debug)]
-struct Handle {
-    generation: u64,
-    run: String,
-    abort: AbortHandle,
-}
-
-impl Running {
-    fn spawn(self: &Arc<Self>, id: &str, run: String, task: impl Future<Output = ()> + Send + 'static) {
-        let generation = self.generation.fetch_add(1, Ordering::Relaxed);
-        let (running, key) = (self.clone(), id.to_owned());
-        // Held across the spawn, so the handle is registered before the run can end
-        // and unregister itself.
-        let mut handles = self.lock();
-        let spawned = tokio::spawn(async move {
-            task.await;
-            running.finished(&key, generation);
-        });
-        handles.insert(id.to_owned(), Handle { generation, run, abort: spawned.abort_handle() });
-    }
-
-    fn finished(&self, id: &str, generation: u64) {
-        let mut handles = self.lock();
-        if handles.get(id).is_some_and(|handle| handle.generation == generation) {
-            handles.remove(id);
-        }
-    }
-
-    /// Drops the task's handler where it stands, if it runs here.
-    pub(super) fn abort(&self, id: &str) {
-        if let Some(handle) = self.lock().remove(id) {
-            handle.abort.abort();
-        }
-    }
-
-    /// Drops every task handler running here; the tasks and the runs that held them.
-    pub(super) fn abort_all(&self) -> Vec<(String, String)> {
-        let stopped: Vec<_> = self.lock().drain().collect();
-        stopped
-            .into_iter()
-            .map(|(id, handle)| {
-                handle.abort.abort();
-                (id, handle.run)
-            })
-            .collect()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Handle>> {
-        self.handles.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

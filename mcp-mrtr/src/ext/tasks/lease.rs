@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime};
 
 use super::driver;
 use super::store::{now_ms, Lease, TaskRecord, TaskStatus};
-use super::write::{fenced, RunWrites};
+use super::write::RunWrites;
 use super::Host;
 use super::{new_task_id, Tasks};
 use crate::dispatch::Engine;
@@ -55,21 +55,6 @@ impl Tasks {
     /// A lease for `run`, from now.
     pub(crate) fn lease_for(&self, run: &str) -> Lease {
         Lease::new(run, self.lease)
-    }
-
-    /// Gives back the tasks running in this process, for a graceful shutdown: their
-    /// handlers are dropped where they stand and their leases released, so another
-    /// instance takes them over at its next look instead of waiting for them to lapse.
-    pub(crate) async fn hand_back(&self) {
-        // First, so this instance's own look cannot take a released task straight back.
-        self.closing.store(true, Ordering::Release);
-        for (id, run) in self.running.abort_all() {
-            let released = fenced(&*self.store, &id, &run, |record| record.lease = None).await;
-            match released {
-                Ok(_) => tracing::info!(task = %id, "handed a running task back to the store"),
-                Err(error) => tracing::warn!(task = %id, %error, "could not release a task's lease"),
-            }
-        }
     }
 }
 

@@ -40,6 +40,7 @@ mod lease;
 mod limits;
 mod memory;
 mod methods;
+mod running;
 mod status;
 mod store;
 mod wire;
@@ -51,12 +52,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use config::TaskConfig;
-pub(crate) use driver::Running;
 pub(crate) use end::EndHook;
 pub use end::TaskEnd;
 use lease::DEFAULT_LEASE;
 pub use limits::TaskLimits;
 pub use memory::MemoryTaskStore;
+pub(crate) use running::Running;
 pub(crate) use worker::work;
 pub use worker::Worker;
 
@@ -73,6 +74,11 @@ const DEFAULT_TTL: Duration = Duration::from_secs(60 * 60);
 /// How often clients are told to poll `tasks/get`.
 const POLL_INTERVAL_MS: u64 = 500;
 
+/// How long past its call's end a task with no TTL (`TaskConfig::ttl(None)`) made from a
+/// call whose states clients hold may run: the call's claims are kept this much longer,
+/// and such a task lives no longer (see `driver::ledger`).
+const HORIZON_WITHOUT_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
 /// The server's task machinery: where records live, how long, which tasks run here,
 /// and how long a run's lease on its task lasts.
 #[derive(Clone)]
@@ -87,6 +93,9 @@ pub(crate) struct Tasks {
     /// waiting for one start in the order they came.
     pub(crate) runs: Arc<tokio::sync::Semaphore>,
     pub(crate) lease: Duration,
+    /// How long a graceful stop waits for runs inside a `once!` step to finish it
+    /// ([`TaskConfig::stop_grace`]).
+    pub(crate) stop_grace: Duration,
     /// Whether this server already looks for tasks to take over (see `lease::watch`).
     pub(crate) watching: Arc<AtomicBool>,
     /// Set by the hand-back at shutdown: this instance takes no task (back) any more.
@@ -113,6 +122,7 @@ impl Default for Tasks {
             admission: Arc::new(admission::Admission::new(&limits)),
             runs: Arc::new(tokio::sync::Semaphore::new(limits.max_runs)),
             lease: DEFAULT_LEASE,
+            stop_grace: running::DEFAULT_GRACE,
             watching: Arc::default(),
             closing: Arc::default(),
             runs_here: true,
@@ -127,12 +137,13 @@ impl Tasks {
     /// The same machinery as `config` says, with fresh counts and run slots (a builder
     /// step: nothing is counted before the server serves).
     pub(crate) fn configured(self, config: TaskConfig) -> Self {
-        let TaskConfig { store, ttl, lease, limits, on_end, on_workers } = config;
+        let TaskConfig { store, ttl, lease, stop_grace, limits, on_end, on_workers } = config;
         Self {
             store,
             runs_here: !on_workers,
             ttl,
             lease,
+            stop_grace,
             on_end,
             limits,
             admission: Arc::new(admission::Admission::new(&limits)),
@@ -146,6 +157,12 @@ impl Tasks {
     /// to run: on a front end whose tasks run on workers, or once it shuts down.
     pub(crate) fn leaves_runs(&self) -> bool {
         !self.runs_here || self.closing.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// How long past its call's end a task made from it may still run: its TTL, or a day
+    /// for tasks that have none.
+    pub(crate) fn horizon(&self) -> Duration {
+        self.ttl.unwrap_or(HORIZON_WITHOUT_TTL)
     }
 
     /// The task `id` ended, or is gone: it no longer counts against its client.
@@ -218,6 +235,10 @@ impl TaskHook for Tasks {
 
     fn hand_back(&self) -> futures_util::future::BoxFuture<'_, ()> {
         Box::pin(Tasks::hand_back(self))
+    }
+
+    fn horizon(&self) -> Duration {
+        Tasks::horizon(self)
     }
 
     fn serve<'a>(

@@ -143,12 +143,18 @@ impl Ctx {
     /// can prevent: a client that starts the call over, without a state, runs it again,
     /// like any new call.
     ///
-    /// In a task, the run claims the step in the task's record before it runs, in a write
-    /// that lands only while the run holds its lease: a run that stalled past its lease (a
-    /// blocking call, CPU-bound work, a paused VM) or was cancelled stops there, and the
-    /// run that took over takes the step once. Only a step cut off mid-way (the process
-    /// died, or the run stalled inside the step itself) runs again. Handlers must not block
-    /// the runtime: put blocking or CPU-heavy work in `tokio::task::spawn_blocking`.
+    /// In a task, the run claims the step for the call in the same guard (when the client
+    /// holds states of the call, which a round could present again), then in the task's
+    /// record, in a write that lands only while the run holds its lease: a run that stalled
+    /// past its lease (a blocking call, CPU-bound work, a paused VM) or was cancelled stops
+    /// there, and the run that took over takes the step once. A graceful stop (SIGTERM)
+    /// lets a run finish the step it is in and record it before its task is handed back
+    /// ([`TaskConfig::stop_grace`](crate::tasks::TaskConfig::stop_grace)). Only a step cut
+    /// off mid-way (the process was killed or crashed, or the run stalled inside the step
+    /// itself) runs again: give the service the step calls its
+    /// [`step_key`](Self::step_key), so that it can tell the second attempt from a new
+    /// request. Handlers must not block the runtime: put blocking or CPU-heavy work in
+    /// `tokio::task::spawn_blocking`.
     ///
     /// Inside a `#[tool]`, [`once!`](crate::once) is the same, keyed by the `let` it binds.
     ///
@@ -196,6 +202,41 @@ impl Ctx {
             }
             Err(halted) => halted.await,
         }
+    }
+
+    /// An idempotency key for the `once` step `key` of this call: the same in every round,
+    /// task run and takeover of the call (on any instance sharing its keys), and different
+    /// in every other call. Pass it to the service the step calls (a payment API's
+    /// `Idempotency-Key`, a database's unique request id), so that a step cut off mid-way
+    /// and taken again (the only way `once!` runs a step twice: a process killed or
+    /// crashed inside it) is recognised there as the same request. `key` is the step's
+    /// key: the name of the `let` a [`once!`](crate::once) is bound to.
+    ///
+    /// 32 hex digits, derived from the call's id (128 random bits, sealed in its states or
+    /// kept in its task's journal) and `key`; it reveals neither. A call that starts over
+    /// without a state is a new call, with new keys. Fails only when the system has no
+    /// randomness to draw a new call's id from.
+    ///
+    /// ```
+    /// use mcp_mrtr::prelude::*;
+    ///
+    /// # async fn charge(_cents: u32, _idempotency_key: &str) -> std::io::Result<String> { Ok("ch_1".into()) }
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Receipt { email: String }
+    ///
+    /// /// Charges the card once, even when the process dies halfway through the charge.
+    /// #[tool]
+    /// async fn pay(ctx: &Ctx, cents: u32) -> Result<String, ToolError> {
+    ///     let key = ctx.step_key("charge")?;
+    ///     // Taken again only if cut off mid-way; the payment API dedupes on the key.
+    ///     let charge = once!(charge(cents, &key).await?);
+    ///     let receipt: Receipt = ask!(elicit "Where should the receipt go?")?;
+    ///     Ok(format!("{charge}: receipt sent to {}", receipt.email))
+    /// }
+    /// # let _ = Server::new("shop", "1.0.0").tool(pay);
+    /// ```
+    pub fn step_key(&self, key: &str) -> Result<String, Error> {
+        self.inner.replay.step_key(key)
     }
 
     /// Where the `once` step `key` stands: `Ok(Some)` with its recorded result; `Ok(None)`

@@ -2,6 +2,7 @@
 //! the wire format of the replay's memory, kept apart from the bookkeeping that fills it.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -61,9 +62,21 @@ pub(crate) struct Carried {
     #[serde(rename = "i", default, skip_serializing_if = "Option::is_none")]
     call: Option<CallId>,
     /// When the call's first state was sealed (unix milliseconds): no state of the call
-    /// opens past this plus the call lifetime, and its claims are kept until then.
+    /// opens past this plus its lifetime, and its claims are kept until that plus its horizon.
     #[serde(rename = "b", default, skip_serializing_if = "Option::is_none")]
     begun: Option<u64>,
+    /// The call's lifetime, in milliseconds, as the server was configured when its first
+    /// state was sealed: a later change of `StateConfig::call_lifetime` (a rolling deploy
+    /// that raises it) moves only new calls, so a late state never opens past the claims
+    /// made under the old one. Absent in states of earlier releases, which take today's.
+    #[serde(rename = "l", default, skip_serializing_if = "Option::is_none")]
+    lifetime: Option<u64>,
+    /// How long past its lifetime a task made from the call may still take its steps, in
+    /// milliseconds (the task TTL, when the tool may run as a task): the call's claims are
+    /// kept that much longer, so a task never takes a step a round took before the call
+    /// ended. Absent (zero) for a call that cannot become a task.
+    #[serde(rename = "z", default, skip_serializing_if = "Option::is_none")]
+    horizon: Option<u64>,
     /// When the state was sealed (unix milliseconds): a guard whose memory began later
     /// refuses it. Absent in states of earlier releases, which read it from the expiry.
     #[serde(rename = "w", default, skip_serializing_if = "Option::is_none")]
@@ -92,27 +105,91 @@ impl Carried {
         *self.call.get_or_insert_with(legacy)
     }
 
+    /// The call this state belongs to, if it is named yet.
+    pub(crate) fn call(&self) -> Option<CallId> {
+        self.call
+    }
+
     /// When this state was sealed, in unix milliseconds, if it says (see `sealed_at`).
     pub(crate) fn sealed_at(&self) -> Option<u64> {
         self.sealed_at
     }
 
-    /// When the call's first state was sealed, in unix milliseconds, if it says.
-    pub(crate) fn begun(&self) -> Option<u64> {
-        self.begun
+    /// When the call's states stop opening and when its claims may be forgotten, as its
+    /// first state sealed them; `lifetime` and `horizon` stand in for what a state of an
+    /// earlier release does not say. `None` for a state that does not say when its call
+    /// began (its own expiry is then all there is).
+    pub(crate) fn end(&self, lifetime: Duration, horizon: Duration) -> Option<CallEnd> {
+        let begun = UNIX_EPOCH.checked_add(Duration::from_millis(self.begun?)).unwrap_or_else(far);
+        let (lifetime, horizon) = match self.lifetime {
+            Some(lifetime) => (Duration::from_millis(lifetime), Duration::from_millis(self.horizon.unwrap_or(0))),
+            None => (lifetime, horizon),
+        };
+        Some(CallEnd::new(begun.checked_add(lifetime).unwrap_or_else(far), horizon))
     }
 
-    /// Readies the state to be sealed `now`: the call's id and start drawn if this is the
-    /// call's first state, and the moment it is sealed.
-    pub(crate) fn stamp(&mut self, now: std::time::SystemTime) -> Result<(), crate::Error> {
-        let millis = now.duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis();
-        let millis = u64::try_from(millis).unwrap_or(u64::MAX);
-        if self.call.is_none() {
-            self.call = Some(CallId::random()?);
+    /// Whether a state of this call was ever sealed for a client, which could present it
+    /// (or a sibling) again: then every step of the call is claimed in the single-use
+    /// guard, wherever it runs. A call that became a task in its first round never was.
+    pub(crate) fn held_by_client(&self) -> bool {
+        self.sealed_at.is_some() || self.call == Some(CallId::EARLIER_RELEASE)
+    }
+
+    /// The call's id, drawn now if it has none yet (a first round, or a task made from
+    /// one): what a step's idempotency key is derived from.
+    pub(crate) fn call_id(&mut self) -> Result<CallId, crate::Error> {
+        if let Some(call) = self.call {
+            return Ok(call);
+        }
+        let call = CallId::random()?;
+        self.call = Some(call);
+        Ok(call)
+    }
+
+    /// Readies the state to be sealed `now`: the call's id drawn if it has none, its start,
+    /// `lifetime` and `horizon` if this is its first state, and the moment it is sealed.
+    pub(crate) fn stamp(&mut self, now: SystemTime, lifetime: Duration, horizon: Duration) -> Result<(), crate::Error> {
+        let millis = unix_millis(now);
+        let call = self.call_id()?;
+        // A call of an earlier release keeps saying so: none of its states takes a step.
+        if self.begun.is_none() && call != CallId::EARLIER_RELEASE {
             self.begun = Some(millis);
+            self.lifetime = Some(whole_millis(lifetime));
+            self.horizon = (!horizon.is_zero()).then(|| whole_millis(horizon));
         }
         self.sealed_at = Some(millis);
         Ok(())
+    }
+}
+
+/// The end of the year 9999, for ends past it (as sealed expiries are cut there).
+fn far() -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(253_402_300_799)
+}
+
+fn unix_millis(at: SystemTime) -> u64 {
+    whole_millis(at.duration_since(UNIX_EPOCH).unwrap_or_default())
+}
+
+fn whole_millis(span: Duration) -> u64 {
+    u64::try_from(span.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// When a call ends: its states stop opening, and later its claims may be forgotten.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CallEnd {
+    /// No state of the call opens from then on.
+    pub(crate) opens_until: SystemTime,
+    /// Every claim of the call's steps is kept until then: its end, plus the horizon of a
+    /// task made from it (see [`Carried::end`]).
+    pub(crate) kept_until: SystemTime,
+}
+
+impl CallEnd {
+    /// The end of a call whose states stop opening at `opens_until`, and whose task, if it
+    /// becomes one, may take steps for `horizon` more.
+    pub(crate) fn new(opens_until: SystemTime, horizon: Duration) -> Self {
+        Self { opens_until, kept_until: opens_until.checked_add(horizon).unwrap_or_else(far) }
     }
 }
 
@@ -186,10 +263,11 @@ mod tests {
     /// after; it reads back as it was written.
     #[test]
     fn a_call_keeps_the_id_its_first_state_drew() {
+        let hour = Duration::from_secs(3600);
         let mut carried = Carried::default();
-        carried.stamp(std::time::SystemTime::now()).unwrap();
+        carried.stamp(SystemTime::now(), hour, Duration::ZERO).unwrap();
         let (drawn, begun) = (carried.call.unwrap(), carried.begun);
-        carried.stamp(std::time::SystemTime::now() + std::time::Duration::from_secs(5)).unwrap();
+        carried.stamp(SystemTime::now() + Duration::from_secs(5), hour, Duration::ZERO).unwrap();
         assert_eq!((carried.call, carried.begun), (Some(drawn), begun));
         let read: Carried = serde_json::from_slice(&serde_json::to_vec(&carried).unwrap()).unwrap();
         assert_eq!(read.call, Some(drawn));
@@ -198,5 +276,45 @@ mod tests {
         assert_eq!(legacy.call_or(|| CallId([7; 16])), CallId([7; 16]));
         assert_eq!(legacy.call_or(|| CallId([8; 16])), CallId([7; 16]), "named once, then inherited");
         assert!(serde_json::from_value::<Carried>(json!({"r": 1, "i": "00"})).is_err());
+    }
+
+    /// A call's end is sealed with its start (the audit's N1): a server configured with
+    /// another lifetime or task horizon later still ends the call where its first state
+    /// said; a state of an earlier release, which says only when it began, takes today's.
+    #[test]
+    fn a_calls_end_is_the_one_its_first_state_sealed() {
+        let (minute, hour) = (Duration::from_secs(60), Duration::from_secs(3600));
+        let now = UNIX_EPOCH + Duration::from_secs(1_000);
+        let mut carried = Carried::default();
+        assert_eq!(carried.end(hour, hour), None, "not begun");
+        carried.stamp(now, minute, hour).unwrap();
+        let sealed = CallEnd { opens_until: now + minute, kept_until: now + minute + hour };
+        assert_eq!(carried.end(hour, Duration::ZERO), Some(sealed), "the sealed lifetime, not today's");
+        carried.stamp(now + Duration::from_secs(30), hour, Duration::ZERO).unwrap();
+        assert_eq!(carried.end(hour, Duration::ZERO), Some(sealed), "a sibling keeps the first state's end");
+        let written = serde_json::to_value(&carried).unwrap();
+        assert_eq!((written["l"].clone(), written["z"].clone()), (json!(60_000), json!(3_600_000)));
+
+        let earlier: Carried = serde_json::from_value(json!({"r": 1, "b": 1_000_000})).unwrap();
+        assert_eq!(earlier.end(hour, minute), Some(CallEnd::new(now + hour, minute)));
+        let mut no_task = Carried::default();
+        no_task.stamp(now, minute, Duration::ZERO).unwrap();
+        assert!(serde_json::to_value(&no_task).unwrap().get("z").is_none(), "no horizon, no bytes");
+    }
+
+    /// Whether clients hold states of a call: only once one was sealed (or it is a call of
+    /// an earlier release, which must take no step anywhere).
+    #[test]
+    fn a_call_is_held_by_a_client_once_a_state_of_it_is_sealed() {
+        let mut carried = Carried::default();
+        carried.call_id().unwrap();
+        assert!(!carried.held_by_client(), "an id drawn for a step key, or a task, is not a state");
+        carried.stamp(SystemTime::now(), Duration::from_secs(60), Duration::ZERO).unwrap();
+        assert!(carried.held_by_client());
+        let mut earlier = Carried::default();
+        earlier.call_or(|| CallId::EARLIER_RELEASE);
+        assert!(earlier.held_by_client());
+        earlier.stamp(SystemTime::now(), Duration::from_secs(60), Duration::ZERO).unwrap();
+        assert_eq!(earlier.begun, None, "a call of an earlier release never says it began");
     }
 }

@@ -9,10 +9,11 @@ impl Replay {
     /// May the `once` step `key` take its side effect now? `false` (the call failed, or
     /// the run must stop) when it may not.
     ///
-    /// - In a task, the run claims the step in the task's record, fenced on a live lease
-    ///   ([`TaskLog::claim`](super::TaskLog::claim)): a run that stalled past its lease, or was cancelled, finds
-    ///   out here, before the step, never after it. A task that a round from a presented
-    ///   state became claims the step for the call too, as the round would have.
+    /// - In a task, the run claims the step for the call in the single-use guard when
+    ///   clients hold states of the call (every run, wherever it runs), then in the task's
+    ///   record, fenced on a live lease ([`TaskLog::claim`](super::TaskLog::claim)): a run
+    ///   that stalled past its lease, or was cancelled, finds out here, before the step,
+    ///   never after it. A run being handed back starts no step.
     /// - In an MRTR round, the round claims the step for its call (every state of one
     ///   call shares its id), atomically with every other request presenting a state of
     ///   the call: another took it first, or it cannot be recorded, and the round fails
@@ -21,6 +22,11 @@ impl Replay {
     ///   reusable states.
     pub(crate) async fn claim_step(&self, key: &str) -> bool {
         if let Some(log) = self.task_log() {
+            if !log.begin_step() {
+                // The run is being handed back: no step starts now, and the run waits
+                // here until it is dropped. The task goes on elsewhere, from its journal.
+                return false;
+            }
             let (journal, again) = {
                 let mut round = self.lock();
                 let again = !round.carried.started.insert(key.to_owned());
@@ -29,9 +35,11 @@ impl Replay {
                 }
                 (round.carried.clone(), again)
             };
-            // A task begun here from a state a client presented: a sibling of that state
-            // could take the step in a round (or a task) of its own, so the step is claimed
-            // for the call too, unless an earlier run of this task claimed it.
+            // A task of a call whose states clients hold: a round presenting one of them
+            // (or another task made from one) could take the step too, so it is claimed
+            // for the call in the guard first, the one ledger of the call's steps, unless an
+            // earlier run of this task claimed it (the guard's claim comes first, so a
+            // step the journal says was started is the task's own).
             if let (Some(single_use), false) = (&self.single_use, again) {
                 if let Err(error) = single_use.claim_step(key).await {
                     self.fail(error);

@@ -44,7 +44,7 @@ mod notify;
 
 pub(crate) use by_hand::HandBuilt;
 use carried::Stored;
-pub(crate) use carried::{CallId, Carried};
+pub(crate) use carried::{CallEnd, CallId, Carried};
 
 /// Rounds after which a multi-round call is abandoned as a loop.
 const MAX_ROUNDS: u32 = 32;
@@ -118,6 +118,12 @@ pub(crate) trait TaskLog: Send + Sync {
     /// and renews it. `false` when it did not land (cancelled, taken over, lapsed, or the
     /// store is down): the step must not run, and the run must stop.
     fn claim(&self, journal: Carried) -> BoxFuture<'static, bool>;
+
+    /// Whether a `once` step may start now: `false` once a graceful stop has asked the run
+    /// to stop between steps (its task is handed back, and the run waits where it stands
+    /// until it is dropped). On `true` the step is under way until its result is journaled
+    /// ([`journal`](Self::journal)), and a stop waits for it.
+    fn begin_step(&self) -> bool;
 }
 
 /// Whether a call may turn into a task (see the tasks guide: where a call becomes a task).
@@ -211,6 +217,14 @@ impl Replay {
         Self { single_use, presented: true, ..Self::new(Some(carried), responses) }
     }
 
+    /// The replay of a task's run, from its journal: wherever it runs (a worker, a
+    /// takeover, after `tasks/update`), its `once` steps are claimed for the call in
+    /// `ledger` as well as in the task's record, when clients hold states of the call
+    /// (see [`Carried::held_by_client`]).
+    pub(crate) fn of_task(journal: Carried, responses: JsonObject, ledger: Option<SingleUse>) -> Self {
+        Self { single_use: ledger, ..Self::new(Some(journal), responses) }
+    }
+
     /// A replay for a request that cannot answer `input_required`: any ask fails it.
     pub(crate) fn disabled() -> Self {
         let replay = Self::new(None, JsonObject::new());
@@ -262,6 +276,36 @@ impl Replay {
     /// The answers and `once` results gathered so far, for a task's journal.
     pub(crate) fn carried(&self) -> Carried {
         self.lock().carried.clone()
+    }
+
+    /// The journal of the task this call continues as. The task owns the call from here
+    /// on: a single-use state the round opened is spent now (another presentation of it
+    /// reads it no more, even where the task never reads it), and the call's id is drawn
+    /// if it has none, so every run of the task derives the same step keys.
+    pub(crate) async fn hand_to_task(&self) -> Result<Carried, Error> {
+        let single = {
+            let round = self.lock();
+            round.carried.app.is_some() && round.carried.single
+        };
+        if single {
+            self.spend_state().await?;
+        }
+        let mut round = self.lock();
+        round.carried.call_id()?;
+        Ok(round.carried.clone())
+    }
+
+    /// The idempotency key of the `once` step `key` of this call (see `Ctx::step_key`):
+    /// the same in every round, task run and takeover of the call, different in any
+    /// other call. Drawing the call's id, if it has none yet, may fail.
+    pub(crate) fn step_key(&self, key: &str) -> Result<String, Error> {
+        use sha2::{Digest, Sha256};
+        let call = self.lock().carried.call_id()?;
+        let mut hash = Sha256::new();
+        hash.update(b"mcp-mrtr step key\0");
+        hash.update(call.0);
+        hash.update(key.as_bytes());
+        Ok(crate::base::hex::encode(&hash.finalize()[..16]))
     }
 
     fn lock(&self) -> MutexGuard<'_, Round> {
