@@ -9,7 +9,12 @@
 //!
 //! Each side effect returns a receipt that names the process and the moment it was taken,
 //! so a client (and the tests) can see that no round, container or worker took a step
-//! twice: a replay returns the receipt it journaled.
+//! twice: a replay returns the receipt it journaled. Publishing sends the report (a real
+//! service would mail it) and waits a moment for the mail service to confirm; with
+//! `REPORTS_OUTBOX` set, each sending is also appended to that file, outside the process,
+//! with the step's idempotency key (`Ctx::step_key`), as a mail service would see it. A
+//! worker stopped by a deploy while sending finishes the sending before it hands the task
+//! back.
 //!
 //! ```text
 //! reports_lambda      # the function: run by the Lambda runtime (cargo lambda watch, or AWS)
@@ -83,8 +88,32 @@ pub async fn monthly_report(
         .collect();
     ctx.progress(2.0, Some(3.0), Some(&format!("{reserved}: compiled {}", sections.join(", ")))).await;
     let publish: Publish = ask!(elicit format!("The {month} report for {team} is ready. Publish it?"))?;
-    let published = if publish.publish { Some(once!(receipt("published"))) } else { None };
+    let published = if publish.publish {
+        let key = ctx.step_key("published")?;
+        Some(once!(send(&key, &format!("the {month} report for {team}")).await?))
+    } else {
+        None
+    };
     Ok(Json(Report { team, month, sections, reserved, published }))
+}
+
+/// How long the mail service takes to confirm a sending.
+const SENDING: Duration = Duration::from_millis(500);
+
+/// Sends `what` to the team, as the sending `key`: hands it to the mail service (the file
+/// `REPORTS_OUTBOX` names, when set), then waits for the service to confirm. The receipt.
+async fn send(key: &str, what: &str) -> Result<String, ToolError> {
+    let receipt = receipt("published");
+    if let Some(outbox) = std::env::var_os("REPORTS_OUTBOX") {
+        let line = format!("{key} {receipt} {what}\n");
+        let append = move || {
+            use std::io::Write as _;
+            std::fs::OpenOptions::new().create(true).append(true).open(outbox)?.write_all(line.as_bytes())
+        };
+        tokio::task::spawn_blocking(append).await.map_err(std::io::Error::other)??;
+    }
+    tokio::time::sleep(SENDING).await;
+    Ok(receipt)
 }
 
 /// The server, as every container and worker builds it: tools and nothing else.

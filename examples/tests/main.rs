@@ -19,6 +19,7 @@ mod redis_prefixes;
 mod redis_round_trips;
 mod redis_tls;
 mod serverless;
+mod serverless_once;
 mod shared_catalog;
 mod weather;
 

@@ -26,14 +26,14 @@ use serde_json::{json, Value};
 use crate::instance::{self, Redis, TIMEOUT};
 
 /// Where the requests go: containers in this process, or a function served by the emulator.
-enum Function {
+pub(crate) enum Function {
     Containers(Vec<Handler>),
     Emulator { addr: SocketAddr, path: String },
 }
 
 impl Function {
     /// Two containers of the reports function sharing `redis` and one key ring.
-    async fn start(redis: Option<&Redis>) -> Self {
+    pub(crate) async fn start(redis: Option<&Redis>) -> Self {
         let state = StateConfig::new(KeyRing::new(StateKey::random()));
         let mut containers = Vec::new();
         for _ in 0..2 {
@@ -46,7 +46,7 @@ impl Function {
     }
 
     /// The emulator's function, when `MCP_MRTR_LAMBDA_URL` names one.
-    fn emulated() -> Option<Self> {
+    pub(crate) fn emulated() -> Option<Self> {
         let url = std::env::var("MCP_MRTR_LAMBDA_URL").ok()?;
         let rest = url.strip_prefix("http://").expect("MCP_MRTR_LAMBDA_URL is http://host:port/path");
         let (host, path) = rest.split_once('/').expect("a path");
@@ -55,7 +55,7 @@ impl Function {
 
     /// Sends `message` (with its MCP headers, and `extra` ones) to container `n`; the
     /// HTTP status and the JSON-RPC messages of the answer.
-    async fn send(&self, n: usize, message: &Value, extra: &[(&str, &str)]) -> (u16, Vec<Value>) {
+    pub(crate) async fn send(&self, n: usize, message: &Value, extra: &[(&str, &str)]) -> (u16, Vec<Value>) {
         let mut headers = mcp_headers(message);
         for (name, value) in extra {
             headers.retain(|(known, _)| known != name);
@@ -71,7 +71,7 @@ impl Function {
     }
 
     /// The result of `message` on container `n`, which must answer 200 with one.
-    async fn result(&self, n: usize, message: &Value) -> Value {
+    pub(crate) async fn result(&self, n: usize, message: &Value) -> Value {
         let (status, mut messages) = self.send(n, message, &[]).await;
         let reply = messages.pop().unwrap_or_else(|| panic!("no reply ({status})"));
         assert_eq!(status, 200, "{reply}");
@@ -152,7 +152,7 @@ fn post(addr: SocketAddr, path: &str, headers: &[(String, String)], message: &Va
     (status, instance::messages(head, body))
 }
 
-fn caps(tasks: bool) -> Value {
+pub(crate) fn caps(tasks: bool) -> Value {
     if tasks {
         json!({ "elicitation": { "form": {} }, "extensions": { "io.modelcontextprotocol/tasks": {} } })
     } else {
@@ -160,7 +160,7 @@ fn caps(tasks: bool) -> Value {
     }
 }
 
-fn report_call(tasks: bool) -> Value {
+pub(crate) fn report_call(tasks: bool) -> Value {
     instance::request(
         "tools/call",
         json!({ "name": "monthly_report", "arguments": { "team": "payments", "month": "2026-11" } }),
@@ -169,23 +169,23 @@ fn report_call(tasks: bool) -> Value {
 }
 
 /// `call` retried with these answers and `state`.
-fn retry(call: &Value, answers: Value, state: &Value) -> Value {
+pub(crate) fn retry(call: &Value, answers: Value, state: &Value) -> Value {
     let mut retry = call.clone();
     retry["params"]["inputResponses"] = answers;
     retry["params"]["requestState"] = state.clone();
     retry
 }
 
-fn sections() -> Value {
+pub(crate) fn sections() -> Value {
     json!({ "sections": answer::accept(json!({ "costs": true, "incidents": false })) })
 }
 
-fn publish(yes: bool) -> Value {
+pub(crate) fn publish(yes: bool) -> Value {
     json!({ "publish": answer::accept(json!({ "publish": yes })) })
 }
 
 /// Redis for the containers' guard and task store.
-fn redis() -> Option<Redis> {
+pub(crate) fn redis() -> Option<Redis> {
     let redis = Redis::start();
     if redis.is_none() {
         eprintln!("skipped: no redis-server");
@@ -275,13 +275,13 @@ async fn what_cannot_live_in_a_function_is_refused_plainly() {
 }
 
 /// A child process of the example, its log lines forwarded.
-struct Process {
-    child: Child,
+pub(crate) struct Process {
+    pub(crate) child: Child,
     log: Receiver<String>,
 }
 
 impl Process {
-    fn start(exe: &str, args: &[&str], env: &[(&str, String)]) -> Self {
+    pub(crate) fn start(exe: &str, args: &[&str], env: &[(&str, String)]) -> Self {
         let mut command = Command::new(exe);
         command.args(args).env("RUST_LOG", "info");
         for name in mcp_mrtr_examples::everything::ENV {
@@ -299,7 +299,7 @@ impl Process {
     }
 
     /// Waits for a log line containing `text`; the lines read meanwhile.
-    fn wait_for(&self, text: &str) -> Vec<String> {
+    pub(crate) fn wait_for(&self, text: &str) -> Vec<String> {
         let deadline = Instant::now() + TIMEOUT;
         let mut seen = Vec::new();
         loop {
@@ -385,7 +385,7 @@ async fn tasks(function: &Function, redis: Option<&Redis>) {
 }
 
 /// Polls `tasks/get` every 50 ms until the task has `status`, for at most [`TIMEOUT`].
-async fn poll(function: &Function, get: &Value, status: &str) -> Value {
+pub(crate) async fn poll(function: &Function, get: &Value, status: &str) -> Value {
     let deadline = Instant::now() + TIMEOUT;
     loop {
         let task = function.result(0, get).await;

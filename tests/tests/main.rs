@@ -36,6 +36,7 @@ mod live;
 mod mount;
 mod mrtr_http;
 mod observability;
+mod once_anywhere;
 mod once_in_tasks;
 mod once_per_call;
 mod opentelemetry;

@@ -285,6 +285,34 @@ async fn a_sibling_sealed_after_the_claiming_state_expired_still_meets_the_claim
     assert_eq!(over["error"]["message"], mcp_mrtr_tests::harness::REJECTED, "{over}");
 }
 
+/// A call's end is sealed with its start (the sixth audit's N1): a rolling deploy that
+/// raises the call lifetime does not let a late sibling of a call begun before it open
+/// past the end its claims were kept for, and take a step again.
+#[tokio::test]
+async fn a_longer_call_lifetime_after_a_deploy_does_not_reopen_a_call_begun_before() {
+    use std::time::Duration;
+    let (key, guard) = (StateKey::random(), SharedGuard::default());
+    let config = |lifetime| {
+        StateConfig::new(KeyRing::new(key.clone()))
+            .ttl(Duration::from_secs(3))
+            .call_lifetime(lifetime)
+            .single_use(guard.clone())
+    };
+    let serve = |lifetime| Server::new("once-per-call", "0").tools(tools![chain]).request_state(config(lifetime));
+    let before = TestServer::start(serve(Duration::from_secs(1))).await;
+    let rpc = call("chain", "raised-lifetime");
+    let s1 = state_of(&before.call(&rpc).await);
+    state_of(&before.call(&present(&rpc, &s1, Some(json!({ "first": ok() })))).await);
+    let sibling = state_of(&before.call(&present(&rpc, &s1, None)).await);
+    // The deploy: the same keys and guard, an hour's lifetime. The call's claims were
+    // kept for its one second, and that second is over.
+    let after = TestServer::start(serve(Duration::from_hours(1))).await;
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let late = after.call(&present(&rpc, &sibling, Some(json!({ "first": ok() })))).await;
+    assert_eq!(late["error"]["message"], mcp_mrtr_tests::harness::REJECTED, "{late}");
+    assert_eq!(taken("raised-lifetime", 'b'), 1);
+}
+
 /// A small deterministic generator (xorshift64*), so a failing sequence can be named by
 /// its seed and run again.
 struct Rng(u64);

@@ -73,6 +73,11 @@ impl TaskConfig {
     /// knows the task. A task that finished is kept for a shorter time, within this:
     /// [`TaskLimits::keep_finished`]. A live task expires shortly before its record does
     /// (a tenth of this, at most a minute), and fails with `error.data.expired`.
+    ///
+    /// A task made from a call that asked in rounds first (so its client holds states of
+    /// the call) lives at most until the call's `once!` claims are forgotten: the call's
+    /// lifetime plus this TTL, as both were when the call began (a day, with `None`). Only a
+    /// TTL raised since the call began, or `None`, makes that shorter than the TTL.
     pub fn ttl(mut self, ttl: Option<Duration>) -> Self {
         self.ttl = ttl;
         self
