@@ -188,7 +188,7 @@ where
 {
     fn serve(self, server: Server, shutdown: Option<Signal>) -> BoxFuture<'static, io::Result<()>> {
         let settings = self.settings;
-        let open = move || Ok((Input::Stream(BufReader::new(self.reader)), lines::stream_output(self.writer)));
+        let open = move || Ok((Input::stream(BufReader::new(self.reader)), lines::stream_output(self.writer)));
         Box::pin(async move {
             match shutdown {
                 Some(signal) => serve_lines(server, open, signal.received(), settings).await,
