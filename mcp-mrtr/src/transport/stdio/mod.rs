@@ -3,6 +3,12 @@
 //! `notifications/cancelled`. A client that starts with `initialize` gets a legacy
 //! (2025-11-25) session, and the bridge's requests go out on stdout too.
 //!
+//! Requests for a handler run at most `max_requests` at once, each holding a slot; a
+//! line is read before it takes one, so what needs no handler (the client's answers to
+//! the bridge's questions, cancellations, `ping`) is served even when every slot is
+//! taken, and a request read then waits for a slot while the reading goes on up to the
+//! next request (see `StdioSession::read_until`).
+//!
 //! Serving ends when stdin closes or the shutdown signal comes: requests still running
 //! get a bound to finish (listen streams end with their result at once), the rest are
 //! cut, and the tasks running here are handed back.
@@ -33,9 +39,12 @@ use crate::Server;
 /// [`Serve::with_graceful_shutdown`](crate::serve::Serve::with_graceful_shutdown)). Then
 /// requests still running get 10 s to finish (`subscriptions/listen` streams end at once
 /// with their result), the rest are cut, and the tasks running here are handed back.
-/// At most [`max_requests`](Self::max_requests) requests run at once (64 by default): at
-/// the bound stdin is not read until one finishes, so a client that sends faster than it
-/// reads the answers is held back by its own pipe, and the server's memory stays bounded.
+/// At most [`max_requests`](Self::max_requests) requests run a handler at once (64 by
+/// default). At the bound the next request waits for one to finish and stdin is read on
+/// only up to the request after it, so a client that sends faster than it reads the
+/// answers is held back by its own pipe, and the server's memory stays bounded; the
+/// client's answers to the server's questions, `notifications/cancelled` and `ping` never
+/// wait for a slot.
 /// Unless [`Server::handler_timeout`](crate::Server::handler_timeout) says otherwise, one
 /// run of a handler may take 5 minutes ([`STDIO_HANDLER_TIMEOUT`]).
 /// Logs must go to stderr: stdout is the protocol's. Stdin and stdout each have a thread
@@ -90,10 +99,12 @@ impl Stdio {
         Self { settings: Settings::default() }
     }
 
-    /// How many requests may run at once (default [`MAX_REQUESTS`], at least 1). At the
-    /// bound, stdin is not read until a request finishes: answers to the server's own
-    /// questions and cancellations wait behind it too, so keep it above the number of
-    /// calls a host keeps open at once.
+    /// How many requests may run a handler at once (default [`MAX_REQUESTS`], at least 1).
+    /// At the bound, one more request waits for a slot while the lines after it are still
+    /// read (answers to the server's own questions, cancellations, `ping` and the other
+    /// requests answered without a handler); a second request read meanwhile stops the
+    /// reading until the first runs. A host waiting on the server's questions in every
+    /// slot is still heard, unless it sends two more calls before it answers.
     pub fn max_requests(mut self, max: usize) -> Self {
         self.settings.max_requests = max.max(1);
         self

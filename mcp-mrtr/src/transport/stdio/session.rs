@@ -1,5 +1,6 @@
 //! One stdio connection: its lines read and served, the requests running (each holding a
-//! slot), and the legacy session opened on it.
+//! slot), the one waiting for a slot, and the legacy session opened on it. Why a line is
+//! read before it takes a slot, and how much is read at the bound: [`StdioSession::read_until`].
 
 use std::future::Future;
 use std::io;
@@ -40,9 +41,18 @@ pub(super) struct StdioSession {
     /// waiting; every request carries its watcher in `extensions`.
     drain: Drain,
     extensions: Arc<Extensions>,
-    /// A permit per request running: the next line is read only once one is free.
+    /// A permit per request running a handler.
     slots: Arc<Semaphore>,
+    /// The request read while every slot was taken, until one frees (see `read_until`).
+    waiting: Option<Waiting>,
     max_json_values: usize,
+}
+
+/// A request for a handler, its envelope open, that waits for a slot to run.
+struct Waiting {
+    request: Request,
+    meta: Arc<RequestMeta>,
+    session: Option<Arc<Session>>,
 }
 
 impl StdioSession {
@@ -60,13 +70,25 @@ impl StdioSession {
             drain,
             extensions: Arc::new(extensions),
             slots: Arc::new(Semaphore::new(settings.max_requests)),
+            waiting: None,
             max_json_values: settings.max_json_values,
         }
     }
 
-    /// Serves lines until the reader ends or fails, or `shutdown` resolves. A line is
-    /// read only once a request could run: at the bound the pipe fills and holds the
-    /// client back (the fifth audit's D4: 20,000 lines read at once held 346 MiB).
+    /// Serves lines until the reader ends or fails, or `shutdown` resolves.
+    ///
+    /// A line is read before it takes a slot, and only a request for a handler takes one:
+    /// the client's answers to the bridge's questions, `notifications/cancelled`, `ping`
+    /// and the other requests answered at once never wait for a slot (the sixth audit's
+    /// E3: 64 calls waiting for answers held every slot, and the answers were never read).
+    ///
+    /// The bound on what is read stays (the fifth audit's D4: 20,000 lines read at once
+    /// held 346 MiB). When every slot is taken, the request read waits in `waiting`, and
+    /// the lines after it are still read; a second request read meanwhile stops the
+    /// reading until the first has a slot. So at the bound at most two requests are held
+    /// beyond those running, the pipe fills and holds the client back, and only a client
+    /// that sends two requests more than the bound before it answers what it was asked
+    /// waits on its own answers (until the bridge's timeout frees a slot).
     pub(super) async fn read_until<R: AsyncBufRead + Unpin>(
         &mut self,
         mut input: Input<R>,
@@ -74,48 +96,86 @@ impl StdioSession {
     ) -> io::Result<()> {
         tokio::pin!(shutdown);
         loop {
-            let slot = tokio::select! {
+            let slots = self.slots.clone();
+            let next = tokio::select! {
                 biased;
                 () = &mut shutdown => return Ok(()),
-                slot = self.slots.clone().acquire_owned() => slot.expect("the session never closes its slots"),
+                slot = slots.acquire_owned(), if self.waiting.is_some() => {
+                    Next::Slot(slot.expect("the session never closes its slots"))
+                }
+                // Dropped when a slot frees first: `Input::next` is cancel-safe.
+                line = input.next() => Next::Line(line?),
             };
-            let line = tokio::select! {
-                biased;
-                () = &mut shutdown => return Ok(()),
-                line = input.next() => line?,
+            let slot = match next {
+                Next::Slot(slot) => slot,
+                // The end of input: a request that waits still runs, as it would have had
+                // it been read after a slot freed; then serving drains.
+                Next::Line(None) if self.waiting.is_some() => match self.slot(&mut shutdown).await {
+                    Some(slot) => slot,
+                    None => return Ok(()),
+                },
+                Next::Line(None) => return Ok(()),
+                Next::Line(Some(line)) => {
+                    let Some(request) = self.on_line(line).await else { continue };
+                    if self.waiting.is_some() {
+                        // A second request: nothing more is read until the first runs.
+                        let Some(slot) = self.slot(&mut shutdown).await else { return Ok(()) };
+                        self.start_waiting(slot);
+                    }
+                    // Run at the next turn, at once when a slot is free.
+                    self.waiting = Some(request);
+                    continue;
+                }
             };
-            match line {
-                Some(line) => self.on_line(line, slot).await,
-                None => return Ok(()),
-            }
+            self.start_waiting(slot);
         }
     }
 
-    /// Serves one line; a request runs holding `slot`, anything else gives it back.
-    async fn on_line(&mut self, line: Line, slot: OwnedSemaphorePermit) {
+    /// A free slot, waiting for one; `None` when `shutdown` comes first.
+    async fn slot(&self, shutdown: &mut (impl Future<Output = ()> + Unpin)) -> Option<OwnedSemaphorePermit> {
+        tokio::select! {
+            biased;
+            () = shutdown => None,
+            slot = self.slots.clone().acquire_owned() => Some(slot.expect("the session never closes its slots")),
+        }
+    }
+
+    /// Runs the request that waits, if it was not cancelled meanwhile, holding `slot`.
+    fn start_waiting(&mut self, slot: OwnedSemaphorePermit) {
+        if let Some(waiting) = self.waiting.take() {
+            self.start(waiting, slot);
+        }
+    }
+
+    /// Serves one line; a request for a handler is returned, to run once it has a slot.
+    async fn on_line(&mut self, line: Line) -> Option<Waiting> {
         let bytes = match line {
-            Line::Message(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => return,
+            Line::Message(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => return None,
             Line::Message(bytes) => bytes,
             Line::TooLong => {
                 let error = Error::invalid_request(format!("message longer than {MAX_LINE_BYTES} bytes"));
-                return self.send(error_message(None, &error)).await;
+                self.send(error_message(None, &error)).await;
+                return None;
             }
         };
         if let Err(error) = size::check(&bytes, self.max_json_values) {
-            return self.send(error_message(None, &error)).await;
+            self.send(error_message(None, &error)).await;
+            return None;
         }
         // Every byte of the line is read inside the boundary: a parser's panic costs this
         // line an error answer, and the server reads the next one.
-        if contain(self.on_message(&bytes, slot)).await.is_none() {
+        let request = contain(self.on_message(&bytes)).await;
+        if request.is_none() {
             self.send(panicked(&bytes)).await;
         }
+        request.flatten()
     }
 
-    async fn on_message(&mut self, bytes: &[u8], slot: OwnedSemaphorePermit) {
+    async fn on_message(&mut self, bytes: &[u8]) -> Option<Waiting> {
         match read_message(bytes) {
             Err((id, error)) => self.send(error_message(id, &error)).await,
             Ok(Incoming::Notification { method, params }) => self.on_notification(&method, params.as_ref()),
-            Ok(Incoming::Request(request)) => self.on_request(request, slot).await,
+            Ok(Incoming::Request(request)) => return self.on_request(request).await,
             // Answers to the legacy bridge's requests.
             Ok(Incoming::Response { id, outcome }) => {
                 if !self.legacy.as_ref().is_some_and(|session| session.deliver(&id, outcome)) {
@@ -123,16 +183,28 @@ impl StdioSession {
                 }
             }
         }
+        None
     }
 
-    async fn on_request(&mut self, request: Request, slot: OwnedSemaphorePermit) {
-        let (meta, session) = match self.open_envelope(&request) {
-            Ok(Opened::Dispatch(meta, session)) => (meta, session),
+    /// Opens a request's envelope. What is answered without a handler (`initialize`, a
+    /// session's `ping` and other utilities, a refusal) is answered now, holding no slot:
+    /// it keeps nothing once answered, and its answer waits only for room on the way out,
+    /// so a flood of them is held back by the client's own reading like the rest. A
+    /// request for a handler is returned, to wait for a slot.
+    async fn on_request(&mut self, request: Request) -> Option<Waiting> {
+        match self.open_envelope(&request) {
+            Ok(Opened::Dispatch(meta, session)) => return Some(Waiting { request, meta, session }),
             Ok(Opened::Answered(result)) => {
-                return self.send(Outgoing::Result { id: request.id, result: ResultJson::from_value(&result) }).await;
+                self.send(Outgoing::Result { id: request.id, result: ResultJson::from_value(&result) }).await;
             }
-            Err(error) => return self.send(error_message(Some(request.id), &error)).await,
-        };
+            Err(error) => self.send(error_message(Some(request.id), &error)).await,
+        }
+        None
+    }
+
+    /// Runs a request's handler, holding `slot` until its answer is queued.
+    fn start(&mut self, waiting: Waiting, slot: OwnedSemaphorePermit) {
+        let Waiting { request, meta, session } = waiting;
         let (server, out, id) = (self.server.clone(), self.out.clone(), request.id.clone());
         let bridge =
             session.map(|session| Arc::new(SessionBridge::new(session)) as Arc<dyn crate::mrtr::context::Bridge>);
@@ -230,14 +302,19 @@ impl StdioSession {
         });
     }
 
-    /// `notifications/cancelled` stops the named request; it then answers nothing. A
-    /// cancellation of an unknown or finished request is ignored.
+    /// `notifications/cancelled` stops the named request, or drops it while it waits for
+    /// a slot; it then answers nothing. A cancellation of an unknown or finished request
+    /// is ignored.
     fn on_notification(&mut self, method: &str, params: Option<&serde_json::Value>) {
         if method != "notifications/cancelled" {
             return;
         }
-        let id = params.and_then(|p| p.get("requestId")).and_then(RequestId::from_value);
-        if !id.is_some_and(|id| self.in_flight.cancel(&id)) {
+        let Some(id) = params.and_then(|p| p.get("requestId")).and_then(RequestId::from_value) else {
+            return tracing::debug!("a cancellation that names no request");
+        };
+        if self.waiting.as_ref().is_some_and(|waiting| waiting.request.id == id) {
+            self.waiting = None;
+        } else if !self.in_flight.cancel(&id) {
             tracing::debug!("a cancellation for no running request (unknown, or already answered)");
         }
     }
@@ -265,10 +342,102 @@ impl StdioSession {
     }
 }
 
+/// What the read loop turned to first.
+enum Next {
+    /// A slot for the request that waits.
+    Slot(OwnedSemaphorePermit),
+    /// A line, or the end of input.
+    Line(Option<Line>),
+}
+
 /// What the envelope check decided.
 enum Opened {
     /// Dispatch with this envelope (and, for legacy requests, the session).
     Dispatch(Arc<RequestMeta>, Option<Arc<Session>>),
     /// Already answered (`initialize`, a legacy utility).
     Answered(serde_json::Value),
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use serde_json::{json, Map, Value};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+    use tokio::sync::Notify;
+
+    use crate::protocol::Tool;
+    use crate::transport::stdio::Pipe;
+    use crate::{Server, ToolError};
+
+    async fn send(input: &mut DuplexStream, message: &Value) {
+        input.write_all(format!("{message}\n").as_bytes()).await.unwrap();
+    }
+
+    /// The next line the server writes within a second (of paused time), as JSON.
+    async fn next(output: &mut Lines<BufReader<DuplexStream>>) -> Option<Value> {
+        let line = tokio::time::timeout(Duration::from_secs(1), output.next_line()).await.ok()?;
+        Some(serde_json::from_str(&line.unwrap().expect("still serving")).unwrap())
+    }
+
+    fn call(id: i64) -> Value {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "held", "arguments": {}}})
+    }
+
+    fn cancel(id: i64) -> Value {
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}})
+    }
+
+    /// The bound of the sixth audit's E3 fix: with every slot taken, one request waits and
+    /// the lines after it are read (a `ping` is answered, a cancellation drops the waiting
+    /// request); a second request stops the reading until the first runs.
+    #[tokio::test(start_paused = true)]
+    async fn at_the_bound_one_request_waits_and_the_lines_after_it_are_read_up_to_the_next_request() {
+        let gate = Arc::new(Notify::new());
+        let opens = gate.clone();
+        let held = Tool::new("held").handler(move |_ctx, _args: Map<String, Value>| {
+            let gate = opens.clone();
+            async move {
+                gate.notified().await;
+                Ok::<_, ToolError>("released")
+            }
+        });
+        let server = crate::transport::testing::with_own_keys(Server::new("bound", "0").tool(held));
+        let (mut input, server_in) = tokio::io::duplex(1 << 16);
+        let (server_out, output) = tokio::io::duplex(1 << 16);
+        tokio::spawn(server.serve(Pipe::new(server_in, server_out).max_requests(1)));
+        let mut output = BufReader::new(output).lines();
+        let ping = |id: i64| json!({"jsonrpc": "2.0", "id": id, "method": "ping"});
+
+        send(
+            &mut input,
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}),
+        )
+        .await;
+        assert_eq!(next(&mut output).await.expect("initialized")["id"], 0);
+        // Call 1 takes the one slot, call 2 waits for it; a ping is read and answered.
+        for message in [call(1), call(2), ping(3)] {
+            send(&mut input, &message).await;
+        }
+        assert_eq!(next(&mut output).await.expect("the ping is answered")["id"], 3);
+        // A cancellation is read too, and drops call 2 before it ever runs.
+        send(&mut input, &cancel(2)).await;
+        // Call 4 waits; call 5 stops the reading until call 4 runs: this ping is not read.
+        for message in [call(4), call(5), ping(6)] {
+            send(&mut input, &message).await;
+        }
+        assert_eq!(next(&mut output).await, None, "read past the second request beyond the bound");
+        // Call 1 ends: call 4 runs, call 5 waits, and the reading goes on.
+        gate.notify_one();
+        let mut ids: Vec<Value> = vec![next(&mut output).await.unwrap()["id"].clone()];
+        ids.push(next(&mut output).await.expect("the ping is read once call 4 runs")["id"].clone());
+        assert_eq!(ids, [json!(1), json!(6)]);
+        for id in [4, 5] {
+            gate.notify_one();
+            assert_eq!(next(&mut output).await.expect("the waiting calls run in turn")["id"], id);
+        }
+        assert_eq!(next(&mut output).await, None, "the cancelled call never ran");
+    }
 }
