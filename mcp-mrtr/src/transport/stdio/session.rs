@@ -286,7 +286,7 @@ impl StdioSession {
             let meta = legacy::stream_meta(&session);
             let transport = Delivery { extensions: extensions.clone(), ..Delivery::default() };
             let view = crate::routes::catalog::RequestView::new(&meta, &transport);
-            let ended = session.open_stream();
+            let ended = session.open_stream(hearing.release_early());
             let stop = async move {
                 tokio::select! { () = ended => {}, () = Draining::of(&extensions) => {} }
             };
