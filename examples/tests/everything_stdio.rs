@@ -3,7 +3,9 @@
 
 use crate::common;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -193,4 +195,58 @@ fn a_client_that_does_not_read_its_answers_is_held_back_by_its_pipe() {
     writer.join().unwrap();
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// The sixth audit's E3: a request slot was taken before a line was read, so calls that
+/// wait for their client's answers, one per slot, left no slot to read the answers with;
+/// `notifications/cancelled` and `ping` went unread too, and every call hung until the
+/// bridge's 5-minute timeout. Now a line is read first, and only a request for a handler
+/// takes a slot.
+#[test]
+fn with_every_slot_held_by_a_call_that_asks_answers_cancellations_and_pings_get_through() {
+    const PROMPTLY: Duration = Duration::from_secs(10);
+    let slots = i64::try_from(mcp_mrtr::stdio::MAX_REQUESTS).unwrap();
+    let mut server = common::Server::start(everything(None));
+    server.send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "host", "version": "1"}}}));
+    assert_eq!(server.next()["id"], 0);
+    server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    for id in 1..=slots {
+        server.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "test_elicitation", "arguments": {"message": format!("call {id}")}}}));
+    }
+    // Every call asks its question, and holds its slot while it waits for the answer.
+    let mut questions = BTreeMap::new();
+    for _ in 1..=slots {
+        let asked = server.next();
+        assert_eq!(asked["method"], "elicitation/create", "{asked}");
+        let message = asked["params"]["message"].as_str().expect("the question's message");
+        questions.insert(message.strip_prefix("call ").unwrap().parse::<i64>().unwrap(), asked);
+    }
+
+    server.send(&json!({"jsonrpc": "2.0", "id": "ping", "method": "ping"}));
+    assert_eq!(server.next_within(PROMPTLY), json!({"jsonrpc": "2.0", "id": "ping", "result": {}}));
+    // The cancellation is read: call 1 ends without a word, and its slot serves a listing.
+    server.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 1, "reason": "the user gave up"}}));
+    server.send(&json!({"jsonrpc": "2.0", "id": "list", "method": "tools/list"}));
+    let listed = server.next_within(PROMPTLY);
+    assert!(listed["id"] == "list" && listed["result"]["tools"].is_array(), "{listed}");
+    // Every other call's answer is read, and its call completes.
+    let content = json!({"username": "ada", "email": "ada@example.com"});
+    for asked in questions.values().skip(1) {
+        server.send(&json!({"jsonrpc": "2.0", "id": asked["id"],
+            "result": {"action": "accept", "content": content}}));
+    }
+    let mut completed = BTreeSet::new();
+    for _ in 2..=slots {
+        let reply = server.next_within(PROMPTLY);
+        let text = reply["result"]["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(text.starts_with("User response: action=accept"), "{reply}");
+        completed.insert(reply["id"].as_i64().expect("a call's reply"));
+    }
+    assert_eq!(completed, (2..=slots).collect());
+    let (succeeded, rest, stderr) = server.finish();
+    assert!(succeeded && rest.is_empty(), "the cancelled call said nothing: {rest:?} {stderr}");
 }

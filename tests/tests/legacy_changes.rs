@@ -8,8 +8,9 @@ use mcp_mrtr::catalog::Subscriptions;
 use mcp_mrtr::protocol::PromptMessage;
 use mcp_mrtr::protocol::{Resource, ResourceContents, Tool};
 use mcp_mrtr::{Ctx, Server, ToolError};
-use mcp_mrtr_tests::harness::TestServer;
+use mcp_mrtr_tests::harness::{Rpc, TestServer};
 use mcp_mrtr_tests::legacy::Legacy;
+use mcp_mrtr_tests::listen::ListenStream;
 use mcp_mrtr_tests::pipe::Pipe;
 use mcp_mrtr_tests::schema;
 use serde_json::{json, Map, Value};
@@ -125,6 +126,50 @@ async fn a_newer_get_ends_the_older_and_the_end_of_the_session_ends_the_last() {
     let deleted = mcp_mrtr_tests::client::send(server.addr, "DELETE", &headers, b"").await;
     assert_eq!(deleted.status, 200);
     assert_eq!(newer.rest().await, Vec::<Value>::new(), "the session's end ended its stream");
+}
+
+/// The sixth audit's E6: a newer `GET` ended the older only once admitted, so a session
+/// whose client held its whole share of streams (32, `GET`s and listen streams together;
+/// every client behind one NAT shares them) was refused its reconnecting `GET` with 503
+/// until the server noticed the old stream was dead. A session holds one place now: the
+/// newer takes over the older's. A stream of another session still needs a place of its own,
+/// and a `GET` on a session that ended is still refused.
+#[tokio::test]
+async fn a_session_at_its_clients_share_of_streams_reconnects_its_get_and_the_older_ends() {
+    let server = live_server();
+    let handle = server.catalog();
+    let server = TestServer::start(server).await;
+    let (session, _) = Legacy::connect(server.addr, json!({})).await;
+    let (mut older, head) = session.changes().await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    // The rest of the client's share: other hosts' listen streams, behind the same address.
+    let listen = Rpc::new("subscriptions/listen").param("notifications", json!({"toolsListChanged": true}));
+    let mut others = Vec::new();
+    for _ in 1..32 {
+        let mut stream = ListenStream::open(server.addr, None, &listen).await;
+        assert!(stream.read_until("notifications/subscriptions/acknowledged").await, "{}", stream.seen());
+        others.push(stream);
+    }
+    let (another, _) = Legacy::connect(server.addr, json!({})).await;
+    let (_refused, head) = another.changes().await;
+    assert!(head.starts_with("HTTP/1.1 503"), "another session's stream needs a place of its own: {head}");
+
+    let (mut newer, head) = session.changes().await;
+    assert!(head.starts_with("HTTP/1.1 200"), "the reconnecting GET takes over its older stream's place: {head}");
+    assert_eq!(older.rest().await, Vec::<Value>::new(), "the older stream ended");
+    handle.tools().disable("add");
+    let note = newer.next().await.expect("the newer stream hears changes");
+    assert_eq!(note["method"], "notifications/tools/list_changed", "{note}");
+    let (_refused, head) = another.changes().await;
+    assert!(head.starts_with("HTTP/1.1 503"), "the client still holds its whole share: {head}");
+
+    let deleted = mcp_mrtr_tests::client::send(server.addr, "DELETE", &session.headers("application/json"), b"").await;
+    assert_eq!(deleted.status, 200);
+    assert_eq!(newer.rest().await, Vec::<Value>::new(), "the session's end ended its stream");
+    let ended = mcp_mrtr_tests::client::send(server.addr, "GET", &session.headers("text/event-stream")[1..], b"").await;
+    assert_eq!(ended.status, 404, "a session that ended has no stream: {}", ended.body);
+    let (_admitted, head) = another.changes().await;
+    assert!(head.starts_with("HTTP/1.1 200"), "the ended session's place is free: {head}");
 }
 
 #[tokio::test]

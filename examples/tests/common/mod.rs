@@ -51,7 +51,12 @@ impl Server {
 
     /// The next line the child writes, as JSON.
     pub(crate) fn next(&self) -> Value {
-        let line = self.lines.recv_timeout(TIMEOUT).expect("the server wrote a line in time");
+        self.next_within(TIMEOUT)
+    }
+
+    /// The next line the child writes within `wait`, as JSON.
+    pub(crate) fn next_within(&self, wait: Duration) -> Value {
+        let line = self.lines.recv_timeout(wait).unwrap_or_else(|_| panic!("the server wrote no line within {wait:?}"));
         serde_json::from_str(&line).unwrap()
     }
 

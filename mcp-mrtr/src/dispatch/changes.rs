@@ -7,6 +7,9 @@
 //! down, the stream reaches its lifetime, its client holds the most and another needs the
 //! place, or it does not keep up. What a change becomes on the stream (tagged with a
 //! listen request's id, or not; filtered by what the client asked for) is the caller's.
+//! A session holds one place: its older stream's place is released
+//! ([`Hearing::release_early`]) before its newer stream is admitted, so a client
+//! reconnecting at its share takes over its own place instead of being refused.
 
 use std::future::Future;
 use std::time::Duration;
@@ -15,7 +18,7 @@ use tokio::sync::broadcast;
 use tokio::sync::mpsc::error::TrySendError;
 
 use super::Engine;
-use crate::bounds::fair::{ClientId, Held, Refused};
+use crate::bounds::fair::{ClientId, Held, Refused, Release};
 use crate::protocol::{Notification, Notifier, Outgoing};
 use crate::routes::catalog::{Change, ListenerGuard, RequestView};
 use crate::Error;
@@ -76,6 +79,12 @@ impl Engine {
 }
 
 impl Hearing {
+    /// What frees this stream's place before the stream ends: a 2025-11-25 session's
+    /// newer stream takes over the place of its older one, which is still ending.
+    pub(crate) fn release_early(&self) -> Release {
+        self.place.release_early()
+    }
+
     /// Sends `notifier` what `note` makes of each change, until `stop` resolves, the server
     /// shuts down (`draining`), `lifetime` passes (`None`: never), the place must give way,
     /// or the stream cannot keep up. Never waits on the client: a full channel ends it.

@@ -19,4 +19,4 @@ mod pool;
 
 pub(crate) use bucket::RateLimit;
 pub(crate) use client::{ClientAddr, ClientId};
-pub(crate) use pool::{FairPool, Held, Refused};
+pub(crate) use pool::{FairPool, Held, Refused, Release};

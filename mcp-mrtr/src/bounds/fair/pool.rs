@@ -72,6 +72,19 @@ pub(crate) struct Held {
     give_way: Arc<Notify>,
 }
 
+/// The right to hand a [`Held`] place back before its holder ends: [`Held::release_early`].
+pub(crate) struct Release {
+    pool: Arc<Inner>,
+    client: ClientId,
+    ticket: u64,
+}
+
+impl fmt::Debug for Release {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Release").field("client", &self.client).field("ticket", &self.ticket).finish_non_exhaustive()
+    }
+}
+
 impl fmt::Debug for Held {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Held").field("client", &self.client).field("ticket", &self.ticket).finish_non_exhaustive()
@@ -137,6 +150,19 @@ impl Inner {
 }
 
 impl Holders {
+    /// Frees `client`'s place `ticket`, if it still holds it: a place is freed once,
+    /// whether its holder dropped it, gave it way, or it was released early.
+    fn free(&mut self, client: &ClientId, ticket: u64) {
+        let Some(held) = self.by_client.get_mut(client) else { return };
+        if let Some(at) = held.iter().position(|holder| holder.ticket == ticket) {
+            held.remove(at);
+            self.count -= 1;
+            if held.is_empty() {
+                self.by_client.remove(client);
+            }
+        }
+    }
+
     /// Frees `client`'s oldest place and tells its holder to end.
     fn evict_oldest(&mut self, client: &ClientId) {
         let Some(held) = self.by_client.get_mut(client) else { return };
@@ -156,21 +182,26 @@ impl Held {
     pub(crate) async fn give_way(&self) {
         self.give_way.notified().await;
     }
+
+    /// What frees this place before its holder ends: for a holder that is being ended
+    /// (asynchronously) to make room for its own successor, which must find the place
+    /// free at once (a session's newer `GET` stream takes over its older one's place).
+    pub(crate) fn release_early(&self) -> Release {
+        Release { pool: self.pool.clone(), client: self.client.clone(), ticket: self.ticket }
+    }
+}
+
+impl Release {
+    /// Frees the place now, if it is still held; its holder, when it ends, frees nothing more.
+    pub(crate) fn release(self) {
+        self.pool.lock().free(&self.client, self.ticket);
+    }
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        let mut holders = self.pool.lock();
-        let Some(held) = holders.by_client.get_mut(&self.client) else { return };
-        // Gone already when it was evicted.
-        if let Some(at) = held.iter().position(|holder| holder.ticket == self.ticket) {
-            held.remove(at);
-            let now_empty = held.is_empty();
-            holders.count -= 1;
-            if now_empty {
-                holders.by_client.remove(&self.client);
-            }
-        }
+        // Nothing when it was freed already (evicted, or released early).
+        self.pool.lock().free(&self.client, self.ticket);
     }
 }
 
@@ -203,6 +234,21 @@ mod tests {
         assert_eq!(pool.len(), 2, "an evicted place is not freed twice");
         drop((light, newcomer));
         assert_eq!(pool.len(), 0);
+    }
+
+    #[test]
+    fn a_place_released_early_is_free_at_once_and_freed_once() {
+        let pool = FairPool::new(4, 2);
+        let client = ClientId::loopback(1);
+        let (older, _other) = (pool.admit(&client).unwrap(), pool.admit(&client).unwrap());
+        assert_eq!(pool.admit(&client).unwrap_err(), Refused::Share);
+        older.release_early().release();
+        let newer = pool.admit(&client).expect("the released place is free while its holder still ends");
+        older.release_early().release();
+        drop(older);
+        assert_eq!((pool.len(), pool.held_by(&client)), (2, 2), "the older place is not freed twice");
+        drop(newer);
+        assert_eq!(pool.len(), 1);
     }
 
     #[test]

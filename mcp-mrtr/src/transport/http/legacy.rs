@@ -149,6 +149,12 @@ pub(super) fn session_method(endpoint: &Endpoint, request: HttpRequest) -> Respo
 /// The session's `GET` stream: the changes it hears (`legacy::relay`) as SSE, until the
 /// session ends, a newer `GET` of it opens, the server shuts down or the stream reaches
 /// its lifetime; 405 where the server serves no changes.
+///
+/// A session holds one place among the streams: its older `GET` ends, and hands its place
+/// back, before the newer is admitted. A client reconnecting after a network failure,
+/// its old stream still thought alive, then takes over that place even at its share
+/// (streams of all the clients behind one NAT count together) instead of getting `503`.
+/// Streams of distinct sessions still count one each.
 fn changes(endpoint: &Endpoint, session: &Arc<Session>, request: HttpRequest) -> Response {
     let (parts, _) = request.into_parts();
     if !super::call::accepts_event_stream(&parts.headers) {
@@ -156,6 +162,7 @@ fn changes(endpoint: &Endpoint, session: &Arc<Session>, request: HttpRequest) ->
         return json_response(406, error_message(None, &error));
     }
     let server = endpoint.server.clone();
+    session.end_stream();
     let hearing = match server.hear(&ClientId::of(&parts.extensions)) {
         Ok(Some(hearing)) => hearing,
         Ok(None) => return method_not_allowed(),
@@ -171,7 +178,7 @@ fn changes(endpoint: &Endpoint, session: &Arc<Session>, request: HttpRequest) ->
         extensions: Arc::new(parts.extensions),
         ..Delivery::default()
     };
-    let ended = session.open_stream();
+    let ended = session.open_stream(hearing.release_early());
     let stream = async move {
         let _listening = listening;
         let meta = legacy::stream_meta(&session);

@@ -11,7 +11,7 @@ use tokio::sync::oneshot;
 
 use super::table::SessionLimits;
 use crate::base::inflight::InFlight;
-use crate::bounds::fair::ClientId;
+use crate::bounds::fair::{ClientId, Release};
 use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel, RequestId};
 use crate::Error;
 
@@ -47,9 +47,26 @@ pub(crate) struct Session {
     last_used: Mutex<Instant>,
     /// The resources the client subscribed to (`updates`).
     subscriptions: Mutex<BTreeSet<String>>,
-    /// Ends the stream of changes open now (an HTTP `GET`'s), when it is dropped; `None`
-    /// once the session ended.
-    stream: Mutex<Option<oneshot::Sender<()>>>,
+    /// The stream of changes open now (an HTTP `GET`'s); `None` once the session ended.
+    stream: Mutex<Option<OpenStream>>,
+}
+
+/// A session's stream of changes, as the session holds it: what ends it, and what frees
+/// its place among the streams (a session holds one place).
+#[derive(Debug, Default)]
+struct OpenStream {
+    /// Ends the stream when dropped.
+    _end: Option<oneshot::Sender<()>>,
+    place: Option<Release>,
+}
+
+impl OpenStream {
+    /// Ends the stream and frees its place now, while the stream itself still ends.
+    fn close(self) {
+        if let Some(place) = self.place {
+            place.release();
+        }
+    }
 }
 
 impl Session {
@@ -75,7 +92,7 @@ impl Session {
             used: AtomicBool::new(false),
             last_used: Mutex::new(now),
             subscriptions: Mutex::default(),
-            stream: Mutex::new(Some(oneshot::channel().0)),
+            stream: Mutex::new(Some(OpenStream::default())),
         })
     }
 
@@ -132,14 +149,25 @@ impl Session {
         lock(&self.subscriptions)
     }
 
-    /// Opens the session's stream of changes: the one open before ends now, and this one
-    /// ends (the future resolves) when a newer one opens or the session ends.
-    pub(crate) fn open_stream(&self) -> impl std::future::Future<Output = ()> {
+    /// Ends the session's stream of changes open now, if any, and frees its place at once:
+    /// called before a newer stream is admitted, which then takes that place (the sixth
+    /// audit's E6: a client at its share of streams reconnecting its `GET` was refused
+    /// while its old stream was still thought alive).
+    pub(crate) fn end_stream(&self) {
+        if let Some(open) = lock(&self.stream).as_mut() {
+            std::mem::take(open).close();
+        }
+    }
+
+    /// Opens the session's stream of changes, whose place `place` frees early: the one open
+    /// before ends now (and frees its place), and this one ends (the future resolves) when
+    /// a newer one opens or the session ends.
+    pub(crate) fn open_stream(&self, place: Release) -> impl std::future::Future<Output = ()> {
         let (tx, rx) = oneshot::channel();
         let mut stream = lock(&self.stream);
-        if stream.is_some() {
+        if let Some(open) = stream.as_mut() {
             // Dropping the older sender ends the older stream.
-            *stream = Some(tx);
+            std::mem::replace(open, OpenStream { _end: Some(tx), place: Some(place) }).close();
         }
         async move {
             let _ = rx.await;
@@ -148,7 +176,9 @@ impl Session {
 
     /// Ends the session's stream of changes, and any it would open later.
     pub(crate) fn end(&self) {
-        lock(&self.stream).take();
+        if let Some(open) = lock(&self.stream).take() {
+            open.close();
+        }
     }
 
     /// A fresh id for a server-to-client request, and where its answer will arrive.
@@ -182,4 +212,36 @@ pub(super) fn random_id() -> Result<String, Error> {
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::bounds::fair::{FairPool, Refused};
+    use crate::transport::legacy::LATEST;
+
+    #[tokio::test]
+    async fn a_newer_stream_takes_over_the_place_of_the_older_which_ends() {
+        let (pool, client) = (FairPool::new(4, 1), ClientId::loopback(1));
+        let opener = Opener { owner: None, client: client.clone() };
+        let session = Session::new(LATEST.into(), ClientCapabilities::default(), None, opener, Instant::now()).unwrap();
+        let older = pool.admit(&client).unwrap();
+        let older_ended = session.open_stream(older.release_early());
+        assert_eq!(pool.admit(&client).unwrap_err(), Refused::Share);
+
+        session.end_stream();
+        let newer = pool.admit(&client).expect("the older stream's place is free once it is told to end");
+        tokio::time::timeout(Duration::from_secs(1), older_ended).await.expect("the older stream ends");
+        let newer_ended = session.open_stream(newer.release_early());
+        drop(older);
+        assert_eq!(pool.held_by(&client), 1, "the older stream's end frees nothing more");
+
+        session.end();
+        assert_eq!(pool.len(), 0, "the session's end frees its stream's place at once");
+        tokio::time::timeout(Duration::from_secs(1), newer_ended)
+            .await
+            .expect("the newer stream ends with the session");
+    }
 }

@@ -9,8 +9,9 @@
 //! (`dispatch::Hearing`: same pool, same share per client, same fanout across instances),
 //! and a resource update reaches only a session that may read the resource now. Over stdio
 //! they go on the pipe from `initialize` on; over HTTP on the session's `GET` stream, one
-//! per session (a newer `GET` ends the older: a client reconnecting after a network failure
-//! is not refused while its old stream is still thought alive).
+//! per session, holding one place: a newer `GET` ends the older and takes over its place
+//! before it is admitted, so a client reconnecting after a network failure is not refused
+//! while its old stream is still thought alive, even at its share of streams.
 
 use std::future::Future;
 

@@ -27,26 +27,33 @@ pub(super) enum Line {
 
 /// Where a session's lines come from.
 pub(super) enum Input<R> {
-    /// Read on the runtime.
-    Stream(R),
+    /// Read on the runtime, with what was read so far of the next line.
+    Stream(R, Partial),
     /// Read by the stdin thread.
     Thread(mpsc::Receiver<io::Result<Line>>),
 }
 
 impl<R: AsyncBufRead + Unpin> Input<R> {
+    /// Lines read from `reader` on the runtime.
+    pub(super) fn stream(reader: R) -> Self {
+        Self::Stream(reader, Partial::default())
+    }
+
     /// The next line, or `None` at the end of input.
+    ///
+    /// Cancel-safe: the session drops this future when a request slot frees first, and
+    /// the part of a line read by then is kept in `self`, not in the future, so the next
+    /// call goes on from there. (`fill_buf` consumes nothing, and what it returned is
+    /// taken and consumed with no wait in between.)
     pub(super) async fn next(&mut self) -> io::Result<Option<Line>> {
         match self {
-            Self::Stream(reader) => {
-                let mut partial = Partial::default();
-                loop {
-                    let (taken, done) = partial.take(reader.fill_buf().await?);
-                    reader.consume(taken);
-                    if let Read::Done(line) = done {
-                        return Ok(line);
-                    }
+            Self::Stream(reader, partial) => loop {
+                let (taken, done) = partial.take(reader.fill_buf().await?);
+                reader.consume(taken);
+                if let Read::Done(line) = done {
+                    return Ok(line);
                 }
-            }
+            },
             Self::Thread(lines) => lines.recv().await.transpose(),
         }
     }
@@ -100,7 +107,7 @@ enum Read {
 
 /// A line being read: what was kept of it so far.
 #[derive(Default)]
-struct Partial {
+pub(super) struct Partial {
     line: Vec<u8>,
     too_long: bool,
 }
@@ -227,5 +234,22 @@ mod tests {
         input.extend(vec![b'y'; MAX_LINE_BYTES + 1]);
         let reader = io::BufReader::with_capacity(64 * 1024, &input[..]);
         assert_eq!(lines(reader), [None, Some(b"next".to_vec()), None]);
+    }
+
+    /// The session drops a read when a request slot frees first (`StdioSession::read_until`).
+    #[tokio::test(start_paused = true)]
+    async fn a_read_dropped_mid_line_loses_nothing_of_it() {
+        use tokio::io::AsyncWriteExt;
+
+        let (mut client, server) = tokio::io::duplex(64);
+        let mut input = Input::stream(tokio::io::BufReader::new(server));
+        client.write_all(b"{\"a\":").await.unwrap();
+        let waited = tokio::time::timeout(std::time::Duration::from_secs(1), input.next()).await;
+        assert!(waited.is_err(), "half a line is no line");
+        client.write_all(b"1}\n").await.unwrap();
+        match input.next().await.unwrap() {
+            Some(Line::Message(bytes)) => assert_eq!(bytes, b"{\"a\":1}"),
+            Some(Line::TooLong) | None => panic!("the whole line"),
+        }
     }
 }
