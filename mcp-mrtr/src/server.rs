@@ -285,10 +285,12 @@ impl Server {
         self
     }
 
-    /// Gives back the tasks running on this instance, as a graceful shutdown does: their
-    /// handlers are dropped and their leases released, so another instance sharing the
-    /// task store takes them over at once, replaying them from their journals. After it,
-    /// this server takes no task over. [`Server::serve`] calls it after
+    /// Gives back the tasks running on this instance, as a graceful shutdown does: each run
+    /// finishes the `once!` step it is in and records it (for at most
+    /// [`TaskConfig::stop_grace`](crate::tasks::TaskConfig::stop_grace)), then its handler
+    /// is dropped and its lease released, so another instance sharing the task store takes
+    /// it over at once, replaying it from its journal. After it, this server takes no task
+    /// over. [`Server::serve`] calls it after
     /// their drain; call it yourself when you serve the router another way.
     pub async fn hand_back_tasks(&self) {
         self.tasks.hand_back().await;

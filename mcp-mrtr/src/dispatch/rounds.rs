@@ -116,15 +116,12 @@ impl Engine {
         // When the state was sealed, for a guard that remembers less. A state of an
         // earlier release does not say: it lived `ttl`, so its expiry less that (an
         // endless ttl, its expiry clamped, tells nothing: then it counts as sealed now).
-        let issued = carried.sealed_at().map_or_else(
-            || {
-                expires
-                    .checked_sub(sealer.lifetime())
-                    .filter(|at| *at > std::time::UNIX_EPOCH)
-                    .unwrap_or_else(SystemTime::now)
-            },
-            |millis| std::time::UNIX_EPOCH + std::time::Duration::from_millis(millis),
-        );
+        let issued = carried.sealed_at().unwrap_or_else(|| {
+            expires
+                .checked_sub(sealer.lifetime())
+                .filter(|at| *at > std::time::UNIX_EPOCH)
+                .unwrap_or_else(SystemTime::now)
+        });
         if let Some(origin) = carried.origin() {
             crate::intake::telemetry::continues_flow(&tracing::Span::current(), origin);
         }

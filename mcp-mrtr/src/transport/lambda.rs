@@ -140,6 +140,8 @@ impl Sealed for Lambda {
                      or try it locally with `cargo lambda watch`; serve it with Http elsewhere"
                 )));
             }
+            // A clone shares the server's task runs: what a stop hands back.
+            let tasks = server.clone();
             let function = self.handler(server)?;
             // The runtime's future is not `Send` (its responses are held by reference
             // across awaits), and a transport's serving is: it runs on a thread of its own,
@@ -152,7 +154,12 @@ impl Sealed for Lambda {
             let outcome = match shutdown {
                 Some(signal) => tokio::select! {
                     outcome = running => outcome,
-                    () = signal.received() => Ok(()),
+                    () = signal.received() => {
+                        // A function whose tasks run in it (not the way to deploy one, and
+                        // it says so at start-up) lets them finish their step first.
+                        tasks.hand_back_tasks().await;
+                        Ok(())
+                    }
                 },
                 None => running.await,
             };

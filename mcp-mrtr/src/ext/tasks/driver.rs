@@ -143,34 +143,37 @@ pub(crate) async fn start(server: &Host<'_>, record: &TaskRecord, run: String) -
     Ok(())
 }
 
-/// How long a task made from a call whose states clients hold may live: its TTL, but
-/// never past the moment the call's claims are forgotten (see [`ledger`]), which only a
-/// TTL changed since the call began (or none at all) reaches.
-fn ttl_within_call(server: &Host<'_>, journal: &Carried, ttl: Option<Duration>) -> Result<Option<Duration>, Error> {
+/// The end of the call `journal` continues, when its task's steps are claimed for the
+/// call (see [`ledger`]) and the call says when it began.
+fn claimed_end(server: &Host<'_>, journal: &Carried) -> Result<Option<CallEnd>, Error> {
     if !journal.held_by_client() || server.state.guard().is_none() {
-        return Ok(ttl);
+        return Ok(None);
     }
-    let end = journal.end(server.sealer()?.call_lifetime(), server.tasks.horizon());
-    let Some(left) = end.map(|end| end.kept_until.duration_since(SystemTime::now()).unwrap_or_default()) else {
-        return Ok(ttl);
-    };
+    Ok(journal.end(server.sealer()?.call_lifetime(), server.tasks.horizon()))
+}
+
+/// How long a task made from a call whose states clients hold may live: its TTL, but
+/// never past the moment the call's claims are forgotten, which only a TTL changed since
+/// the call began (or none at all) reaches.
+fn ttl_within_call(server: &Host<'_>, journal: &Carried, ttl: Option<Duration>) -> Result<Option<Duration>, Error> {
+    let Some(end) = claimed_end(server, journal)? else { return Ok(ttl) };
+    let left = end.kept_until.duration_since(SystemTime::now()).unwrap_or_default();
     Ok(Some(ttl.map_or(left, |ttl| ttl.min(left))))
 }
 
 /// The claims of the call `journal` continues, when clients hold states of it: every run
 /// of the task claims each step there before taking it, as a round presenting one of
 /// those states would, so no step is taken both in a task and in a round, or in two tasks
-/// made from one call (the sixth audit's E1).
+/// made from one call (the sixth audit's E1). A call of an earlier release, which says
+/// neither when it began nor when its state was sealed, takes no step there anyway.
 fn ledger(server: &Host<'_>, journal: &Carried) -> Result<Option<SingleUse>, Error> {
     let (Some(guard), Some(call)) = (server.state.guard(), journal.call()) else { return Ok(None) };
     if !journal.held_by_client() {
         return Ok(None);
     }
-    let horizon = server.tasks.horizon();
-    let now = SystemTime::now();
-    let end = journal.end(server.sealer()?.call_lifetime(), horizon).unwrap_or_else(|| CallEnd::new(now, horizon));
-    let issued = journal.sealed_at().map_or(UNIX_EPOCH, |millis| UNIX_EPOCH + Duration::from_millis(millis));
-    Ok(Some(SingleUse::new(guard, call.0, journal.owner(), end.kept_until, issued)))
+    let kept_until = claimed_end(server, journal)?.map_or_else(SystemTime::now, |end| end.kept_until);
+    let issued = journal.sealed_at().unwrap_or(UNIX_EPOCH);
+    Ok(Some(SingleUse::new(guard, call.0, journal.owner(), kept_until, issued)))
 }
 
 /// The handler of `record`'s task, to replay from the top with its journal and the

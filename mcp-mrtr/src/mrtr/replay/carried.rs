@@ -110,9 +110,9 @@ impl Carried {
         self.call
     }
 
-    /// When this state was sealed, in unix milliseconds, if it says (see `sealed_at`).
-    pub(crate) fn sealed_at(&self) -> Option<u64> {
-        self.sealed_at
+    /// When this state was sealed, if it says (see `sealed_at`).
+    pub(crate) fn sealed_at(&self) -> Option<SystemTime> {
+        self.sealed_at.map(|millis| UNIX_EPOCH.checked_add(Duration::from_millis(millis)).unwrap_or_else(far))
     }
 
     /// When the call's states stop opening and when its claims may be forgotten, as its
