@@ -1,6 +1,8 @@
-//! Where a `once!` step asks whether it may run: a task claims it in its record under a
-//! live lease, a round of a presented state claims it for its call in the single-use
-//! guard, and a call's first round, which no one can present again, claims nothing.
+//! Where a `once!` step asks whether it may run: a task claims it for its call in the
+//! single-use guard (when clients hold states of the call) and in its record under a live
+//! lease, a round of a presented state claims it for its call in the guard, and a call's
+//! first round, which no one can present again, claims nothing. And the idempotency key a
+//! step runs under, the same wherever it runs.
 
 use super::Replay;
 use crate::Error;
@@ -68,5 +70,18 @@ impl Replay {
                 false
             }
         }
+    }
+
+    /// The idempotency key of the `once` step `key` of this call (see `Ctx::step_key`):
+    /// the same in every round, task run and takeover of the call, different in any
+    /// other call. Drawing the call's id, if it has none yet, may fail.
+    pub(crate) fn step_key(&self, key: &str) -> Result<String, Error> {
+        use sha2::{Digest, Sha256};
+        let call = self.lock().carried.call_id()?;
+        let mut hash = Sha256::new();
+        hash.update(b"mcp-mrtr step key\0");
+        hash.update(call.0);
+        hash.update(key.as_bytes());
+        Ok(crate::base::hex::encode(&hash.finalize()[..16]))
     }
 }

@@ -17,7 +17,8 @@
 //! handler runs: no handler code runs on a state that does not open.
 //!
 //! Beside the bookkeeping here: `carried` is the sealed state's wire format, `by_hand`
-//! the rounds a handler builds itself (`Ctx::input_required`), and `notify` what keeps
+//! the rounds a handler builds itself (`Ctx::input_required`), `claim` what a `once!`
+//! step claims before it runs, `task` a replay as a task runs it, and `notify` what keeps
 //! progress and log notifications to one per call.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,7 +28,6 @@ use std::pin::{pin, Pin};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Poll;
 
-use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tracing::Instrument as _;
 
@@ -41,10 +41,12 @@ mod by_hand;
 mod carried;
 mod claim;
 mod notify;
+mod task;
 
 pub(crate) use by_hand::HandBuilt;
 use carried::Stored;
 pub(crate) use carried::{CallEnd, CallId, Carried};
+pub(crate) use task::TaskLog;
 
 /// Rounds after which a multi-round call is abandoned as a loop.
 const MAX_ROUNDS: u32 = 32;
@@ -88,42 +90,7 @@ struct Round {
     next_single: bool,
     escalation: Escalation,
     /// Where a task's status messages and journal go (tasks only).
-    task_log: Option<Log>,
-}
-
-#[derive(Clone)]
-struct Log(Arc<dyn TaskLog>);
-
-impl std::fmt::Debug for Log {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("TaskLog")
-    }
-}
-
-/// Where a task's running handler writes what must outlive this run (tasks only).
-pub(crate) trait TaskLog: Send + Sync {
-    /// The task's id.
-    fn task_id(&self) -> &str;
-
-    /// Records a status message (`statusMessage` on `tasks/get`).
-    fn status(&self, message: String) -> BoxFuture<'static, ()>;
-
-    /// Stores the journal after a `once` step, before the handler goes on, so a run
-    /// that takes the task over does not take the step again. `false` when it could not
-    /// be stored (the store is down, or this run lost the task): the run must stop.
-    fn journal(&self, journal: Carried) -> BoxFuture<'static, bool>;
-
-    /// Claims a `once` step before it runs: stores the journal (the step marked started)
-    /// in one write that lands only while this run holds a lease that has not lapsed,
-    /// and renews it. `false` when it did not land (cancelled, taken over, lapsed, or the
-    /// store is down): the step must not run, and the run must stop.
-    fn claim(&self, journal: Carried) -> BoxFuture<'static, bool>;
-
-    /// Whether a `once` step may start now: `false` once a graceful stop has asked the run
-    /// to stop between steps (its task is handed back, and the run waits where it stands
-    /// until it is dropped). On `true` the step is under way until its result is journaled
-    /// ([`journal`](Self::journal)), and a stop waits for it.
-    fn begin_step(&self) -> bool;
+    task_log: Option<task::Log>,
 }
 
 /// Whether a call may turn into a task (see the tasks guide: where a call becomes a task).
@@ -217,95 +184,11 @@ impl Replay {
         Self { single_use, presented: true, ..Self::new(Some(carried), responses) }
     }
 
-    /// The replay of a task's run, from its journal: wherever it runs (a worker, a
-    /// takeover, after `tasks/update`), its `once` steps are claimed for the call in
-    /// `ledger` as well as in the task's record, when clients hold states of the call
-    /// (see [`Carried::held_by_client`]).
-    pub(crate) fn of_task(journal: Carried, responses: JsonObject, ledger: Option<SingleUse>) -> Self {
-        Self { single_use: ledger, ..Self::new(Some(journal), responses) }
-    }
-
     /// A replay for a request that cannot answer `input_required`: any ask fails it.
     pub(crate) fn disabled() -> Self {
         let replay = Self::new(None, JsonObject::new());
         replay.lock().enabled = false;
         replay
-    }
-
-    /// Lets this call turn into a task (a task tool and a client that declared tasks).
-    pub(crate) fn allow_task(&self) {
-        self.lock().escalation = Escalation::Allowed;
-    }
-
-    /// Lets this call turn into a task only where its handler asks to
-    /// (`Ctx::continue_as_task`): its own work before that runs in the request.
-    pub(crate) fn allow_task_on_request(&self) {
-        self.lock().escalation = Escalation::OnRequest;
-    }
-
-    /// Marks this call as running as a task: asks suspend the task, not a round.
-    ///
-    /// From here on an answer counts only for a question the task asked: answers the
-    /// client sent with its first request, before anything was asked, reach no ask inside
-    /// the task (a person must see a task's question before anyone can answer it).
-    pub(crate) fn enter_task(&self, log: Arc<dyn TaskLog>) {
-        let mut round = self.lock();
-        round.escalation = Escalation::InTask;
-        round.task_log = Some(Log(log));
-        round.has_state = true;
-    }
-
-    /// Where the task this call runs as keeps its status and journal; `None` outside tasks.
-    pub(crate) fn task_log(&self) -> Option<Arc<dyn TaskLog>> {
-        self.lock().task_log.as_ref().map(|log| log.0.clone())
-    }
-
-    /// `Ready` when the handler may go on where it stands; `Pending` (recorded) when the
-    /// round must end so the rest runs as a task.
-    pub(crate) fn continue_as_task(&self) -> Poll<()> {
-        let mut round = self.lock();
-        match round.escalation {
-            Escalation::Never | Escalation::InTask => Poll::Ready(()),
-            Escalation::Allowed | Escalation::OnRequest => {
-                round.phase.advance(Phase::Escalating);
-                Poll::Pending
-            }
-        }
-    }
-
-    /// The answers and `once` results gathered so far, for a task's journal.
-    pub(crate) fn carried(&self) -> Carried {
-        self.lock().carried.clone()
-    }
-
-    /// The journal of the task this call continues as. The task owns the call from here
-    /// on: a single-use state the round opened is spent now (another presentation of it
-    /// reads it no more, even where the task never reads it), and the call's id is drawn
-    /// if it has none, so every run of the task derives the same step keys.
-    pub(crate) async fn hand_to_task(&self) -> Result<Carried, Error> {
-        let single = {
-            let round = self.lock();
-            round.carried.app.is_some() && round.carried.single
-        };
-        if single {
-            self.spend_state().await?;
-        }
-        let mut round = self.lock();
-        round.carried.call_id()?;
-        Ok(round.carried.clone())
-    }
-
-    /// The idempotency key of the `once` step `key` of this call (see `Ctx::step_key`):
-    /// the same in every round, task run and takeover of the call, different in any
-    /// other call. Drawing the call's id, if it has none yet, may fail.
-    pub(crate) fn step_key(&self, key: &str) -> Result<String, Error> {
-        use sha2::{Digest, Sha256};
-        let call = self.lock().carried.call_id()?;
-        let mut hash = Sha256::new();
-        hash.update(b"mcp-mrtr step key\0");
-        hash.update(call.0);
-        hash.update(key.as_bytes());
-        Ok(crate::base::hex::encode(&hash.finalize()[..16]))
     }
 
     fn lock(&self) -> MutexGuard<'_, Round> {
