@@ -10,11 +10,11 @@
 //! Each side effect returns a receipt that names the process and the moment it was taken,
 //! so a client (and the tests) can see that no round, container or worker took a step
 //! twice: a replay returns the receipt it journaled. Publishing sends the report (a real
-//! service would mail it) and waits a moment for the mail service to confirm; with
-//! `REPORTS_OUTBOX` set, each sending is also appended to that file, outside the process,
-//! with the step's idempotency key (`Ctx::step_key`), as a mail service would see it. A
-//! worker stopped by a deploy while sending finishes the sending before it hands the task
-//! back.
+//! service would mail it) and waits a moment for the mail service to confirm; with an
+//! outbox (`REPORTS_OUTBOX` names the file), each sending is also appended to it, outside
+//! the process, with the step's idempotency key (`Ctx::step_key`), as a mail service would
+//! see it. A worker stopped by a deploy while sending finishes the sending before it hands
+//! the task back.
 //!
 //! ```text
 //! reports_lambda      # the function: run by the Lambda runtime (cargo lambda watch, or AWS)
@@ -70,6 +70,7 @@ pub struct Report {
 #[tool(task = "optional")]
 pub async fn monthly_report(
     ctx: &Ctx,
+    State(outbox): State<Outbox>,
     /// The team, e.g. "payments".
     team: String,
     /// The month, e.g. "2026-11".
@@ -90,7 +91,7 @@ pub async fn monthly_report(
     let publish: Publish = ask!(elicit format!("The {month} report for {team} is ready. Publish it?"))?;
     let published = if publish.publish {
         let key = ctx.step_key("published")?;
-        Some(once!(send(&key, &format!("the {month} report for {team}")).await?))
+        Some(once!(send(&outbox, &key, &format!("the {month} report for {team}")).await?))
     } else {
         None
     };
@@ -100,11 +101,15 @@ pub async fn monthly_report(
 /// How long the mail service takes to confirm a sending.
 const SENDING: Duration = Duration::from_millis(500);
 
-/// Sends `what` to the team, as the sending `key`: hands it to the mail service (the file
-/// `REPORTS_OUTBOX` names, when set), then waits for the service to confirm. The receipt.
-async fn send(key: &str, what: &str) -> Result<String, ToolError> {
+/// Where sendings are recorded, outside the process: a file a line per sending, if any.
+#[derive(Clone, Debug, Default)]
+pub struct Outbox(pub Option<std::path::PathBuf>);
+
+/// Sends `what` to the team, as the sending `key`: hands it to the mail service (and the
+/// outbox), then waits for the service to confirm. The receipt.
+async fn send(outbox: &Outbox, key: &str, what: &str) -> Result<String, ToolError> {
     let receipt = receipt("published");
-    if let Some(outbox) = std::env::var_os("REPORTS_OUTBOX") {
+    if let Some(outbox) = outbox.0.clone() {
         let line = format!("{key} {receipt} {what}\n");
         let append = move || {
             use std::io::Write as _;
@@ -116,9 +121,15 @@ async fn send(key: &str, what: &str) -> Result<String, ToolError> {
     Ok(receipt)
 }
 
-/// The server, as every container and worker builds it: tools and nothing else.
+/// The server, as every container and worker builds it: its tool, sending to the outbox
+/// `REPORTS_OUTBOX` names, if it names one.
 pub fn server() -> Server {
-    Server::new("reports", env!("CARGO_PKG_VERSION")).tool(monthly_report)
+    sending_to(Outbox(std::env::var_os("REPORTS_OUTBOX").map(Into::into)))
+}
+
+/// The server, sending to `outbox`.
+pub fn sending_to(outbox: Outbox) -> Server {
+    Server::new("reports", env!("CARGO_PKG_VERSION")).tool(monthly_report).with_state(outbox)
 }
 
 /// The server with what its containers and workers share, from the environment: the

@@ -15,6 +15,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use mcp_mrtr::lambda::Lambda;
+use mcp_mrtr::request_state::{KeyRing, StateConfig, StateKey};
+use mcp_mrtr::tasks::TaskConfig;
+use mcp_mrtr_examples::reports;
+
 use crate::instance::{self, Redis, TIMEOUT};
 use crate::serverless::{caps, poll, publish, redis, report_call, retry, sections, Function, Process};
 
@@ -93,6 +98,26 @@ async fn publish_through(function: &Function, id: &str) -> Value {
     }
 }
 
+/// Two instances of the reports server that run their own tasks (not a function and
+/// its workers): the same guard and task store in `redis`, one key ring, sending to
+/// `outbox`.
+async fn instances_running_their_tasks(redis: &Redis, outbox: &Outbox) -> Function {
+    let state = StateConfig::new(KeyRing::new(StateKey::random()));
+    let mut instances = Vec::new();
+    for _ in 0..2 {
+        let shared = mcp_mrtr::redis::Redis::connect(redis.config()).await.expect("redis");
+        let server = mcp_mrtr_examples::reports::sending_to(reports::Outbox(Some(outbox.0.clone())))
+            .request_state(state.clone().single_use(shared.state_guard()))
+            .tasks(TaskConfig::default().store(shared.task_store()));
+        instances.push(Lambda::new().handler(server).expect("a configured server"));
+    }
+    // A guard begins its memory in Redis as it starts, before its instance seals anything
+    // (a fresh Redis has none): a state sealed before would be refused as sealed before
+    // the guard could remember. Instances take a moment to start; so do these.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    Function::Containers(instances)
+}
+
 /// The audit's repro, on the reports function: a call asked in rounds whether to publish
 /// (its client did not declare tasks), and that last state presented again three ways.
 #[tokio::test]
@@ -104,7 +129,23 @@ async fn a_report_its_task_published_is_published_by_no_round_and_no_second_task
     let outbox = Outbox::new("e1");
     let function = Function::start(Some(&redis)).await;
     let _worker = worker(&redis, &outbox);
+    published_once(&function, &outbox).await;
+}
 
+/// The same where the instances run their own tasks, on the Redis guard: each run of the
+/// task (its first, and the one after `tasks/update`) claims in the guard.
+#[tokio::test]
+async fn on_instances_running_their_own_tasks_a_report_is_published_once() {
+    if Function::emulated().is_some() {
+        return;
+    }
+    let Some(redis) = redis() else { return };
+    let outbox = Outbox::new("e1-instances");
+    let function = instances_running_their_tasks(&redis, &outbox).await;
+    published_once(&function, &outbox).await;
+}
+
+async fn published_once(function: &Function, outbox: &Outbox) {
     let rounds = report_call(false);
     let asked = function.result(0, &rounds).await;
     let ready = function.result(1, &retry(&rounds, sections(), &asked["requestState"])).await;
@@ -116,8 +157,8 @@ async fn a_report_its_task_published_is_published_by_no_round_and_no_second_task
 
     // Presented by a client that declares tasks: a task, which the worker runs and publishes.
     let tasks = report_call(true);
-    let first = task_from(&function, &tasks, &state).await;
-    let done = publish_through(&function, &first).await;
+    let first = task_from(function, &tasks, &state).await;
+    let done = publish_through(function, &first).await;
     assert_eq!(done["status"], "completed", "{done}");
     let published = done["result"]["structuredContent"]["published"].as_str().unwrap().to_owned();
     assert_eq!(outbox.sendings().len(), 1);
@@ -128,8 +169,8 @@ async fn a_report_its_task_published_is_published_by_no_round_and_no_second_task
     assert!(message.contains("taken already"), "{message}");
 
     // As a second task: it fails at the publication.
-    let second = task_from(&function, &tasks, &state).await;
-    let failed = publish_through(&function, &second).await;
+    let second = task_from(function, &tasks, &state).await;
+    let failed = publish_through(function, &second).await;
     assert_eq!(failed["status"], "failed", "a second task published again: {failed}");
 
     let sendings = outbox.sendings();
