@@ -17,6 +17,7 @@ mod redis_deployments;
 mod redis_forgets;
 mod redis_prefixes;
 mod redis_round_trips;
+mod redis_shares;
 mod redis_tls;
 mod serverless;
 mod shared_catalog;
