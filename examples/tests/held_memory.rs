@@ -10,13 +10,6 @@ use serde_json::json;
 
 use crate::instance::{self, Instance};
 
-/// The process's resident memory, in KiB.
-fn resident_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the process's status");
-    let line = status.lines().find(|line| line.starts_with("VmRSS:")).expect("VmRSS");
-    line.split_whitespace().nth(1).and_then(|kib| kib.parse().ok()).expect("a number of KiB")
-}
-
 fn slow_call(pad: usize) -> serde_json::Value {
     // `slow_compute` reads `seconds` and `label`; `pad` is what it never reads.
     let arguments = json!({ "seconds": 30, "pad": vec![0u8; pad] });
@@ -31,10 +24,10 @@ fn a_held_call_keeps_what_its_handler_reads_not_its_unused_arguments() {
     // One call first, so what serving a call allocates once is in the baseline.
     drop(instance::open(server.addr, &call));
     std::thread::sleep(Duration::from_millis(500));
-    let before = resident_kib(server.pid());
+    let before = server.resident_kib();
     let held: Vec<TcpStream> = (0..32).map(|_| instance::open(server.addr, &call)).collect();
     std::thread::sleep(Duration::from_secs(3));
-    let grown_mib = resident_kib(server.pid()).saturating_sub(before) / 1024;
+    let grown_mib = server.resident_kib().saturating_sub(before) / 1024;
     eprintln!("32 held calls with 180 KB of unused arguments: {grown_mib} MiB more");
     // Each held call keeps its body (until it ends), its handler's few bytes and its
     // connection's buffers: about 6 MiB for the 32, where their trees were 200 MiB.

@@ -184,42 +184,6 @@ fn an_edit_sealed_before_an_instance_started_does_not_reach_it_replayed() {
     assert!(calls(c_addr, "hello"));
 }
 
-/// A 2025-11-25 session on `addr`: its `Mcp-Session-Id`.
-fn legacy_session(addr: SocketAddr) -> String {
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "host", "version": "1"}}});
-    let (head, _) = legacy_exchange(addr, None, "POST", &init.to_string());
-    let header = head.lines().find(|line| line.to_ascii_lowercase().starts_with("mcp-session-id:"));
-    let (_, id) = header.and_then(|line| line.split_once(':')).unwrap_or_else(|| panic!("a session id: {head}"));
-    id.trim().to_owned()
-}
-
-/// Sends one request of `session` and reads the whole answer: (head, body).
-fn legacy_exchange(addr: SocketAddr, session: Option<&str>, method: &str, body: &str) -> (String, String) {
-    use std::io::Read as _;
-    let mut socket = legacy_open(addr, session, method, body);
-    let mut seen = String::new();
-    socket.read_to_string(&mut seen).expect("the answer");
-    let (head, body) = seen.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no head: {seen}"));
-    (head.to_owned(), body.to_owned())
-}
-
-fn legacy_open(addr: SocketAddr, session: Option<&str>, method: &str, body: &str) -> std::net::TcpStream {
-    use std::io::Write as _;
-    let session = session.map(|id| format!("Mcp-Session-Id: {id}\r\nMCP-Protocol-Version: 2025-06-18\r\n"));
-    let head = format!(
-        "{method} /mcp HTTP/1.1\r\nHost: localhost:{}\r\nConnection: close\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\n{}Content-Length: {}\r\n\r\n",
-        addr.port(),
-        session.unwrap_or_default(),
-        body.len()
-    );
-    let mut socket = std::net::TcpStream::connect(addr).expect("connect");
-    socket.set_read_timeout(Some(instance::TIMEOUT)).unwrap();
-    socket.write_all(format!("{head}{body}").as_bytes()).expect("send");
-    socket
-}
-
 /// A host of the 2025 era on instance B hears, on its session's `GET` stream, an edit made
 /// on instance A (issue 49), and its next list and call on B see it.
 #[test]
@@ -228,8 +192,8 @@ fn a_2025_session_on_one_instance_hears_an_edit_made_on_another() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let (a, _) = serve(&runtime, &redis.url(), true);
     let (_b, b_addr) = serve(&runtime, &redis.url(), true);
-    let session = legacy_session(b_addr);
-    let mut stream = legacy_open(b_addr, Some(&session), "GET", "");
+    let session = instance::LegacySession::open(b_addr, "2025-06-18");
+    let mut stream = session.send("GET", "");
     let mut seen = String::new();
     instance::read_until(&mut stream, &mut seen, "\r\n\r\n");
     assert!(seen.starts_with("HTTP/1.1 200"), "{seen}");
@@ -239,13 +203,13 @@ fn a_2025_session_on_one_instance_hears_an_edit_made_on_another() {
 
     assert!(a.tools().disable("deploy"));
     heard(&mut stream, &mut seen, 1);
-    let (_, listed) = legacy_exchange(b_addr, Some(&session), "POST", &list);
+    let (_, listed) = session.exchange("POST", &list);
     assert!(!listed.contains("\"deploy\""), "B lists it no more: {listed}");
 
     assert!(a.tools().enable("deploy"));
     heard(&mut stream, &mut seen, 2);
-    let (_, listed) = legacy_exchange(b_addr, Some(&session), "POST", &list);
+    let (_, listed) = session.exchange("POST", &list);
     assert!(listed.contains("\"deploy\""), "{listed}");
-    let (_, called) = legacy_exchange(b_addr, Some(&session), "POST", &call.to_string());
+    let (_, called) = session.exchange("POST", &call.to_string());
     assert!(called.contains("deployed"), "{called}");
 }

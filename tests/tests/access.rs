@@ -286,6 +286,43 @@ async fn listen_honours_and_delivers_only_resources_the_caller_may_read() {
     assert_eq!(bob.updated().await, "r://other");
 }
 
+/// A 2025-11-25 session's `resources/subscribe` decides as `resources/read` does (the sixth
+/// audit's E2): a resource the caller may not see is refused exactly as one that does not
+/// exist, and one it lacks the scopes for with the same 403.
+#[tokio::test]
+async fn a_2025_session_subscribes_only_to_resources_its_caller_may_read() {
+    let (addr, resource, _) = serve().await;
+    let bob = format!("Bearer {}", token("bob", "", &resource));
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let headers = [("content-type", "application/json"), ("authorization", bob.as_str())];
+    let opened = client::send(addr, "POST", &headers, init.to_string().as_bytes()).await;
+    let session = opened.header("mcp-session-id").unwrap_or_else(|| panic!("a session: {opened:?}")).to_owned();
+    let on_session = [
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", "2025-11-25"),
+        ("mcp-session-id", session.as_str()),
+        ("authorization", bob.as_str()),
+    ];
+    let subscribe = |uri: &str| {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": uri}});
+        let headers = on_session;
+        async move {
+            let response = client::send(addr, "POST", &headers, body.to_string().as_bytes()).await;
+            (response.status, response.reply())
+        }
+    };
+    assert_eq!(subscribe("r://public").await, (200, json!({"jsonrpc": "2.0", "id": 1, "result": {}})));
+    for (hidden, unknown) in [("r://hidden", "r://nothing"), ("vault://k", "nowhere://k")] {
+        let answer = subscribe(hidden).await;
+        assert_eq!(answer.1["error"]["code"], -32602, "{answer:?}");
+        assert_eq!(renamed(&answer, hidden, unknown), subscribe(unknown).await, "{hidden}");
+    }
+    let (status, refused) = subscribe("note://plan").await;
+    assert_eq!((status, &refused["error"]["data"]["requiredScopes"]), (403, &json!(["notes:read"])), "{refused}");
+}
+
 fn task_rpc(method: &str, id: &str) -> Rpc {
     Rpc::new(method).param("taskId", json!(id)).caps(task_caps())
 }

@@ -1,15 +1,17 @@
 //! `everything` processes for the tests of running several instances: a child serving
 //! HTTP on a port of its own choosing (read back from its log), SIGTERM sent with
 //! `kill`, a `redis-server` of a test's own (`redis`), and a deliberately small blocking
-//! HTTP/1.1 client for 2026-07-28 requests. Every wait is bounded, and a child still
+//! HTTP/1.1 client for 2026-07-28 requests (and 2025 sessions: `legacy`). Every wait is bounded, and a child still
 //! running when its test ends is killed.
 
 mod cluster;
+mod legacy;
 mod redis;
 pub(crate) mod sentinel;
 mod tls;
 
 pub(crate) use self::cluster::Cluster;
+pub(crate) use self::legacy::LegacySession;
 pub(crate) use self::redis::Redis;
 pub(crate) use self::sentinel::Sentinels;
 
@@ -79,6 +81,13 @@ impl Instance {
     /// The process id.
     pub(crate) fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Its resident memory, in KiB.
+    pub(crate) fn resident_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).expect("the process's status");
+        let line = status.lines().find(|line| line.starts_with("VmRSS:")).expect("VmRSS");
+        line.split_whitespace().nth(1).and_then(|kib| kib.parse().ok()).expect("a number of KiB")
     }
 
     /// Kills it with SIGKILL: no drain, no hand-back, as when its machine dies.

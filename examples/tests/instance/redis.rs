@@ -127,7 +127,7 @@ const ACL_PASSWORD: &str = "the-fleet-only";
 /// allow, and no others, so a store that needs one more fails these tests.
 const ACL_USER: &str =
     "mcp-mrtr on >the-fleet-only ~mcp-mrtr:* &mcp-mrtr:* -@all +ping +get +set +exists +hget +hset +zadd +zrem \
-                        +zrangebyscore +zremrangebyscore +zrange +zcard +zpopmin +pexpireat +publish +subscribe \
+                        +zrangebyscore +zremrangebyscore +zrange +zcard +zscore +zpopmin +incrby +pexpireat +publish +subscribe \
                         +eval +evalsha +script +info +time +config|get";
 
 /// `config` with the CA and client certificate of `tls`, when there is one.

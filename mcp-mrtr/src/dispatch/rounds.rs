@@ -108,7 +108,8 @@ impl Engine {
         let responses = input_responses(input.responses)?;
         let Some(token) = input.state else {
             let origin = trace.traceparent().map(|parent| parent.as_str().to_owned());
-            return Ok(Arc::new(Replay::new_call(responses, ClientId::of(extensions).owner_key(), origin)));
+            let owner = self.sealer()?.owner_of(&ClientId::of(extensions));
+            return Ok(Arc::new(Replay::new_call(responses, owner, origin)));
         };
         let sealer = self.sealer()?;
         let presented = Presented { token: &token, sealer, binding: target.digest(), target: target.binding.target };

@@ -38,10 +38,18 @@ use crate::{
     protocol::Tool, protocol::PROTOCOL_VERSION, Ctx, ErrorCode, Server, ToolError,
 };
 
-/// One message body, as HTTP and stdio read it: framing, era, `_meta`, version. Where the
+/// One message body, as HTTP and stdio read it: its JSON values counted, framing, era,
+/// `_meta`, version. The count is never below the values the parser makes; where the
 /// fast reader accepts, the general one must read the same request and envelope
 /// (`envelope/fast.rs` promises it; only then may HTTP skip the general path).
 pub fn envelope(bytes: &[u8]) {
+    // The count a body is refused by, before it is parsed, is never below what the parser
+    // makes of it (the sixth audit's N8 fixed an over-count; an under-count would let a
+    // body past the bound).
+    if let Ok(parsed) = serde_json::from_slice::<Value>(bytes) {
+        let counted = crate::intake::envelope::size::values_in(bytes);
+        assert!(counted >= values_of(&parsed), "the value counter counted {counted}, fewer than the parser made");
+    }
     let general = crate::transport::read_message(bytes);
     if let Ok(Incoming::Request(request)) = &general {
         let body_version = meta_of(request).and_then(|meta| meta.get(meta_keys::PROTOCOL_VERSION));
@@ -68,6 +76,15 @@ pub fn envelope(bytes: &[u8]) {
     }
     assert_eq!(fast, request, "the two readers read different requests");
     assert_eq!(*fast_meta, meta, "the two readers read different envelopes");
+}
+
+/// The values a parsed tree holds, itself included.
+fn values_of(value: &Value) -> usize {
+    1 + match value {
+        Value::Array(items) => items.iter().map(values_of).sum(),
+        Value::Object(members) => members.values().map(values_of).sum(),
+        _ => 0,
+    }
 }
 
 fn meta_of(request: &Request) -> Option<&Value> {

@@ -1,11 +1,12 @@
 //! [`ClientId`]: who holds a share of a pool.
 
 use std::fmt;
-use std::hash::{BuildHasher, RandomState};
 use std::net::{IpAddr, Ipv6Addr};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use axum::http::Extensions;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
 
 use crate::Caller;
 
@@ -57,15 +58,34 @@ impl ClientId {
 
 impl ClientId {
     /// A number standing for this client in the single-use guard, sealed into the states
-    /// of the calls it starts: a keyed hash (the key is this process's own), never 0.
-    pub(crate) fn owner_key(&self) -> u32 {
-        static KEY: OnceLock<RandomState> = OnceLock::new();
-        let hashed = KEY.get_or_init(RandomState::new).hash_one(self);
-        // Truncation intended: 32 bits tell thousands of clients apart; two that collide
-        // only share a share.
-        #[allow(clippy::cast_possible_truncation)]
-        let key = hashed as u32;
-        key.max(1)
+    /// of the calls it starts: a keyed hash (HMAC-SHA256) of who the client is, never 0.
+    ///
+    /// Keyed, so that no client can pick an address or a name whose number is another
+    /// client's and push that client's entries out. With `key`, which every instance of
+    /// a server derives alike from the state key ring they share: one client is the same
+    /// number on every instance, so a guard they share (Redis) gives it one share, not
+    /// one per instance it reaches (the sixth audit's N2: the key was each process's own).
+    pub(crate) fn owner_key(&self, key: &[u8; 32]) -> u32 {
+        let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes a key of any length");
+        // Each kind tagged, so that no caller's name reads as an address.
+        match self {
+            Self::Caller(id) => {
+                mac.update(b"c");
+                mac.update(id.as_bytes());
+            }
+            Self::Address(IpAddr::V4(v4)) => {
+                mac.update(b"4");
+                mac.update(&v4.octets());
+            }
+            Self::Address(IpAddr::V6(v6)) => {
+                mac.update(b"6");
+                mac.update(&v6.octets());
+            }
+            Self::Unknown => mac.update(b"u"),
+        }
+        let tag = mac.finalize().into_bytes();
+        // 32 bits tell thousands of clients apart; two that collide only share a share.
+        u32::from_be_bytes([tag[0], tag[1], tag[2], tag[3]]).max(1)
     }
 }
 
@@ -107,5 +127,18 @@ mod tests {
         );
         extensions.insert(Caller::new("alice"));
         assert_eq!(ClientId::of(&extensions), ClientId::Caller("alice".into()));
+    }
+
+    /// One client is one owner number wherever the key is the same (every instance of a
+    /// server derives it from the ring they share), and another under another key.
+    #[test]
+    fn an_owner_number_follows_the_key_not_the_process() {
+        let (key, other) = ([7u8; 32], [8u8; 32]);
+        let alice = ClientId::Caller("alice".into());
+        assert_eq!(alice.owner_key(&key), ClientId::Caller("alice".into()).owner_key(&key));
+        assert_ne!(alice.owner_key(&key), alice.owner_key(&other));
+        assert_ne!(alice.owner_key(&key), ClientId::Caller("bob".into()).owner_key(&key));
+        assert_ne!(ClientId::loopback(1).owner_key(&key), ClientId::loopback(2).owner_key(&key));
+        assert_ne!(ClientId::Unknown.owner_key(&key), 0);
     }
 }

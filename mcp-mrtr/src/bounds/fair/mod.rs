@@ -9,14 +9,19 @@
 //!   a newcomer is refused only when nobody holds more than the newcomer would.
 //! - [`RateLimit`] (in `bucket`): token buckets per client, for pools where holding is
 //!   cheap but creating is the attack (sessions, tasks).
+//! - [`ByteShares`] (in `bytes`): bytes per client against a total and a share, for pools
+//!   whose holders differ in size (a session's resource subscriptions).
 //!
 //! The pools themselves live with what they bound (listen streams in `live`, bridge waits
-//! in `legacy`, tasks in `tasks`); this module is only the policy they share.
+//! and subscriptions in `legacy`, tasks in `tasks`); this module is only the policy they
+//! share.
 
 mod bucket;
+mod bytes;
 mod client;
 mod pool;
 
 pub(crate) use bucket::RateLimit;
+pub(crate) use bytes::ByteShares;
 pub(crate) use client::{ClientAddr, ClientId};
 pub(crate) use pool::{FairPool, Held, Refused, Release};

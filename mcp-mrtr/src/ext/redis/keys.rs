@@ -7,8 +7,9 @@
 //! keys carry a hash tag of [`BUCKETS`] buckets. A task's record and its bucket's lease
 //! index share the tag `{tNN}` (the bucket of its id), so each write is one script on
 //! one shard, and the watcher walks the buckets' indexes. A client's claims and their
-//! bucket's memory share `{sNN}` (the bucket of the client), so the guard's memory follows
-//! each shard's own failovers.
+//! bucket's memory and books (its clients by size and by end, its count of claims) share
+//! `{sNN}` (the bucket of the client), so the guard's memory follows each shard's own
+//! failovers, and its capacity is split evenly over the buckets.
 
 use crate::base::hex;
 
@@ -26,6 +27,16 @@ pub(super) struct ClaimKeys {
     pub(super) floor: String,
     /// When the guard's memory began, in this bucket.
     pub(super) memory: String,
+    /// The bucket's clients holding claims, each scored by how many: the last is the
+    /// heaviest, who gives way when the bucket holds its part of the guard's capacity.
+    pub(super) sizes: String,
+    /// The same clients, each scored by when its set of claims expires (Redis's ms), so
+    /// the books forget a client whose claims Redis dropped.
+    pub(super) ends: String,
+    /// How many claims the bucket holds.
+    pub(super) held: String,
+    /// The client as its keys name it (hex), a member of `sizes` and `ends`.
+    pub(super) owner: String,
 }
 
 /// How many buckets the keys of a Redis Cluster are spread over: enough slots that three
@@ -65,6 +76,19 @@ impl KeySpace {
             claims: format!("{start}claims:{owner}"),
             floor: format!("{start}floor:{owner}"),
             memory: format!("{start}{MEMORY}"),
+            sizes: format!("{start}owners:by-size"),
+            ends: format!("{start}owners:by-end"),
+            held: format!("{start}held"),
+            owner,
+        }
+    }
+
+    /// How many buckets the guard's claims are spread over: one on one Redis.
+    pub(super) fn claim_buckets(&self) -> u8 {
+        if self.sharded {
+            BUCKETS
+        } else {
+            1
         }
     }
 
@@ -119,6 +143,11 @@ mod tests {
         assert_eq!(claims.claims, "mcp-mrtr:state:claims:000000ab");
         assert_eq!(claims.floor, "mcp-mrtr:state:floor:000000ab");
         assert_eq!(claims.memory, "mcp-mrtr:state:since");
+        assert_eq!(
+            (claims.sizes.as_str(), claims.ends.as_str()),
+            ("mcp-mrtr:state:owners:by-size", "mcp-mrtr:state:owners:by-end")
+        );
+        assert_eq!((claims.held.as_str(), claims.owner.as_str()), ("mcp-mrtr:state:held", "000000ab"));
         assert_eq!(keys.memories(), ["mcp-mrtr:state:since"]);
         assert_eq!(keys.task("t1"), ("mcp-mrtr:task:t1".to_owned(), "mcp-mrtr:task-leases".to_owned()));
         assert_eq!(keys.leases(), [("mcp-mrtr:task-leases".to_owned(), "mcp-mrtr:task:".to_owned())]);
@@ -137,6 +166,7 @@ mod tests {
         let claims = keys.claims(0x13);
         assert_eq!((claims.claims.as_str(), tag(&claims.claims)), ("app:{s03}:state:claims:00000013", "s03"));
         assert_eq!((tag(&claims.floor), tag(&claims.memory)), ("s03", "s03"));
+        assert_eq!((tag(&claims.sizes), tag(&claims.ends), tag(&claims.held)), ("s03", "s03", "s03"));
         // A task id with braces of its own does not move its record out of its bucket.
         for id in ["t1", "{x}", "a}b{c", ""] {
             let (record, leases) = keys.task(id);

@@ -11,11 +11,16 @@ use crate::Error;
 pub const MAX_JSON_VALUES: usize = 100_000;
 
 /// The values in `bytes`, read as JSON: one per `,`, `[` and `{` outside strings, and one
-/// more, so never fewer than a parser makes (an empty `[]` or `{}` counts one extra).
-/// One pass, nothing allocated; bytes that are not JSON count as whatever they look like,
-/// and the parser refuses them after.
+/// more, less one per empty `[]` or `{}`, so exactly what a parser makes of valid JSON (a
+/// `[` or `{` counts its first element, which an empty one does not have; the sixth
+/// audit's N8, where 50,001 `[]` were refused as 100,002). Never fewer: a subtraction
+/// needs the opener it undoes just before it, whitespace aside. One pass, nothing
+/// allocated; bytes that are not JSON count as whatever they look like, and the parser
+/// refuses them after.
 pub(crate) fn values_in(bytes: &[u8]) -> usize {
     let (mut values, mut in_string, mut escaped) = (1, false, false);
+    // The last byte outside strings that is not whitespace (`"` for a string).
+    let mut last = 0u8;
     for &byte in bytes {
         if in_string {
             if escaped {
@@ -25,13 +30,17 @@ pub(crate) fn values_in(bytes: &[u8]) -> usize {
             } else if byte == b'"' {
                 in_string = false;
             }
-        } else {
-            match byte {
-                b'"' => in_string = true,
-                b',' | b'[' | b'{' => values += 1,
-                _ => {}
-            }
+            continue;
         }
+        match byte {
+            b'"' => in_string = true,
+            b',' | b'[' | b'{' => values += 1,
+            b']' if last == b'[' => values -= 1,
+            b'}' if last == b'{' => values -= 1,
+            b' ' | b'\t' | b'\n' | b'\r' => continue,
+            _ => {}
+        }
+        last = byte;
     }
     values
 }
@@ -51,9 +60,10 @@ pub(crate) fn check(bytes: &[u8], max: usize) -> Result<(), Error> {
 mod tests {
     use super::*;
 
-    /// Never fewer than the values serde_json makes of the same bytes.
+    /// Exactly the values serde_json makes of the same bytes (an object's duplicate key
+    /// aside, which the parser reads and then drops): never fewer.
     #[test]
-    fn counts_at_least_what_the_parser_makes() {
+    fn counts_what_the_parser_makes() {
         fn parsed(value: &serde_json::Value) -> usize {
             1 + match value {
                 serde_json::Value::Array(items) => items.iter().map(parsed).sum(),
@@ -66,12 +76,39 @@ mod tests {
             r"[0,0,0,0]",
             r#""a string, with [brackets] {and} \"quotes\", counted once""#,
             r#"{"k\\":"v\\","e":[],"o":{}}"#,
+            "[[], {}, [ ], { \n }, [[]], {\"a\": {}}, \"[]\", \"{}\"]",
+            "[]",
+            "{}",
             "7",
         ] {
             let value: serde_json::Value = serde_json::from_str(json).unwrap();
-            let (counted, made) = (values_in(json.as_bytes()), parsed(&value));
-            assert!(counted >= made && counted <= made + 2, "{json}: counted {counted}, parsed {made}");
+            assert_eq!(values_in(json.as_bytes()), parsed(&value), "{json}");
         }
+    }
+
+    /// The sixth audit's N8: an empty `[]` or `{}` counted twice, so 50,001 of them were
+    /// refused under the bound of 100,000. Exactly at the bound, a body of empty arrays is
+    /// taken; one value more is refused.
+    #[test]
+    fn empty_containers_count_once_up_to_the_exact_bound() {
+        let of_empty = |inner: usize| format!("[{}[]]", "[],".repeat(inner - 1));
+        let at_bound = of_empty(MAX_JSON_VALUES - 1);
+        assert_eq!(values_in(at_bound.as_bytes()), MAX_JSON_VALUES, "the outer array and its empty ones");
+        assert!(check(at_bound.as_bytes(), MAX_JSON_VALUES).is_ok());
+        let past = of_empty(MAX_JSON_VALUES);
+        let refused = check(past.as_bytes(), MAX_JSON_VALUES).unwrap_err();
+        assert!(refused.message().starts_with("the request holds 100001 JSON values"), "{}", refused.message());
+        let objects = format!("[{}{{}}]", "{},".repeat(MAX_JSON_VALUES - 2));
+        assert!(check(objects.as_bytes(), MAX_JSON_VALUES).is_ok(), "empty objects count once too");
+    }
+
+    /// What is not JSON is never counted below the openers and commas it holds: each
+    /// closer takes back only the opener right before it.
+    #[test]
+    fn closers_take_back_only_their_own_opener() {
+        assert_eq!(values_in(b"[]]]]"), 1);
+        assert_eq!(values_in(b"[}{]"), 3);
+        assert_eq!(values_in(b"[,]"), 3);
     }
 
     #[test]

@@ -38,6 +38,8 @@ const KDF_SALT: &[u8] = b"mcp-mrtr key derivation v1";
 const REQUEST_STATE_PURPOSE: &[u8] = b"request-state aes-256-gcm-siv v3";
 /// The HKDF info of the key that opens `v2` tokens.
 const REQUEST_STATE_V2_PURPOSE: &[u8] = b"request-state xchacha20poly1305 v2";
+/// The HKDF info of the key that names a client in the single-use guard (`ClientId::owner_key`).
+const GUARD_OWNER_PURPOSE: &[u8] = b"single-use guard owner hmac-sha256 v1";
 
 /// A 256-bit secret with an id (the id travels in the token in clear, to pick the key).
 ///
@@ -64,6 +66,9 @@ pub struct StateKey {
     request_state: Aes256GcmSiv,
     /// The key that opens `v2` tokens, sealed before the upgrade to `v3`.
     request_state_v2: Zeroizing<[u8; 32]>,
+    /// The key of the owner numbers the single-use guard counts clients by: derived once,
+    /// as every call a client starts needs it.
+    guard_owner: Zeroizing<[u8; 32]>,
 }
 
 impl StateKey {
@@ -85,7 +90,8 @@ impl StateKey {
     fn from_parts(id: String, secret: Zeroizing<[u8; 32]>) -> Self {
         let request_state = Aes256GcmSiv::new((&*derive(&secret, REQUEST_STATE_PURPOSE)).into());
         let request_state_v2 = derive(&secret, REQUEST_STATE_V2_PURPOSE);
-        Self { id, secret, request_state, request_state_v2 }
+        let guard_owner = derive(&secret, GUARD_OWNER_PURPOSE);
+        Self { id, secret, request_state, request_state_v2, guard_owner }
     }
 
     /// A fresh random key with an id of the form `r` + 8 hex digits.
@@ -138,6 +144,12 @@ impl StateKey {
     /// The key of `v2` request states, which still open.
     pub(crate) fn request_state_v2_key(&self) -> &[u8; 32] {
         &self.request_state_v2
+    }
+
+    /// The key of the single-use guard's owner numbers: the same on every instance given
+    /// this secret, so one client counts once in a guard they share.
+    pub(crate) fn guard_owner_key(&self) -> &[u8; 32] {
+        &self.guard_owner
     }
 }
 

@@ -75,6 +75,7 @@ pub use guard::{Claim, Consumed, MemoryGuard, StateGuard};
 pub use keys::{KeyError, KeyRing, StateKey};
 pub(crate) use presented::{Presented, SingleUse};
 
+use crate::bounds::fair::ClientId;
 use crate::Error;
 
 /// The one message a client sees for any state that does not open.
@@ -338,6 +339,14 @@ impl Sealer {
     /// change fanout's) derive from them too.
     pub(crate) fn ring(&self) -> &KeyRing {
         &self.keys
+    }
+
+    /// The number `client` is counted under in the single-use guard, sealed into the
+    /// states of the calls it starts: keyed from the sealing key, so every instance
+    /// sharing the ring (and so, the guard) counts one client as one. A rotation gives the
+    /// calls started after it new numbers; calls started before keep theirs.
+    pub(crate) fn owner_of(&self, client: &ClientId) -> u32 {
+        client.owner_key(self.keys.current().guard_owner_key())
     }
 
     /// How long a state opens after it is sealed.

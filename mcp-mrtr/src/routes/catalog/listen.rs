@@ -171,7 +171,8 @@ impl Subscriptions {
     }
 
     /// The most URIs one stream may subscribe to; the acknowledgement lists the ones
-    /// honoured (default 1,024).
+    /// honoured (default 1,024). A 2025-11-25 session keeps as many at most, within the
+    /// bytes [`HttpLimits::max_subscription_bytes_per_session`](crate::http::HttpLimits::max_subscription_bytes_per_session) allows.
     pub fn max_resource_subscriptions(mut self, max: usize) -> Self {
         self.max_subscribed_resources = max;
         self

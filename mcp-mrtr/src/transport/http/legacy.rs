@@ -47,7 +47,9 @@ pub(super) async fn serve(endpoint: &Endpoint, head: &Head, request: Request) ->
         Err((status, error)) => return json_response(status, error_message(Some(request.id), &error)),
     };
     session.mark_used();
-    if let Some(outcome) = legacy::utility(&endpoint.server, &session, &request) {
+    let transport =
+        Delivery { headers: Some(head.headers.clone()), extensions: head.extensions.clone(), ..Delivery::default() };
+    if let Some(outcome) = legacy::utility(&endpoint.server, &endpoint.sessions, &session, &request, &transport) {
         return match outcome {
             Ok(result) => {
                 json_response(200, Outgoing::Result { id: request.id, result: ResultJson::from_value(&result) })

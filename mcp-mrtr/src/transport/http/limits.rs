@@ -26,6 +26,9 @@ use crate::transport::legacy::SessionLimits;
 /// | [`session_opening_rate`](Self::session_opening_rate) | 60 a minute, bursts of 64 | sessions one client opens; past it `initialize` gets 429 with `Retry-After` |
 /// | [`max_bridge_waits`](Self::max_bridge_waits) | 256 | 2025-11-25 calls waiting for their client's answers (they hold no handler slot); a full pool makes room (below) |
 /// | [`max_bridge_waits_per_client`](Self::max_bridge_waits_per_client) | 32 | such calls of one client; past it a call that asks fails with a clear error |
+/// | [`max_subscription_bytes`](Self::max_subscription_bytes) | 32 MiB | resource subscriptions every session keeps together; when full, a heavier client's session is closed (below) |
+/// | [`max_subscription_bytes_per_client`](Self::max_subscription_bytes_per_client) | 1 MiB | such bytes of one client's sessions together |
+/// | [`max_subscription_bytes_per_session`](Self::max_subscription_bytes_per_session) | 128 KiB | such bytes of one session |
 ///
 /// A full session table never turns a new client away because of sessions that are
 /// merely open, and never takes a session from a client holding few: room is made by the
@@ -48,6 +51,17 @@ use crate::transport::legacy::SessionLimits;
 /// most waits gives way: its oldest wait ends with a JSON-RPC error saying so, and its
 /// questions are withdrawn with `notifications/cancelled`. A newcomer is refused only when
 /// no client holds more than one wait beyond what the newcomer would.
+///
+/// A 2025-11-25 session keeps the resources it subscribed to for its life. It subscribes
+/// only to what a resource or template of the server serves it (`resources/read`'s
+/// decision: anything else is `-32602`), by URIs of at most 2 KiB, and each subscription
+/// counts its URI's bytes plus 64 against the session, against its client's share of every
+/// session's, and against the total; past the session's or the client's bound
+/// `resources/subscribe` is refused with `-32602` saying which. When the total is full, the
+/// client holding the most gives way, as for sessions: an expired session holding
+/// subscriptions first, else that client's session holding the most, with no request
+/// running, is closed (its client starts over); a newcomer is refused (`-32603`) only when
+/// nobody holds more than it would.
 ///
 /// ```
 /// use mcp_mrtr::http::{HttpConfig, HttpLimits};
@@ -183,6 +197,35 @@ impl HttpLimits {
     /// one address, and leaves the pool to at least 8 clients.
     pub fn max_bridge_waits_per_client(mut self, max: usize) -> Self {
         self.sessions.max_bridge_waits_per_client = max;
+        self
+    }
+
+    /// The most bytes of resource subscriptions every 2025-11-25 session keeps together
+    /// (default 32 MiB: what they cost in memory, about). A subscription counts its URI's
+    /// bytes plus 64 for keeping it. When the total is full, a client holding more than the
+    /// newcomer would gives way (see above).
+    pub fn max_subscription_bytes(mut self, max: usize) -> Self {
+        self.sessions.max_subscription_bytes = max;
+        self
+    }
+
+    /// The most bytes of resource subscriptions one client's sessions keep together
+    /// (default 1 MiB, at most [`max_subscription_bytes`](Self::max_subscription_bytes)),
+    /// however many sessions it opens: past it that client's `resources/subscribe` is
+    /// refused with `-32602`. A host subscribes to a handful of resources, a few kB; 1 MiB
+    /// is hundreds of such sessions behind one address, and 32 clients at their share fill
+    /// the total.
+    pub fn max_subscription_bytes_per_client(mut self, max: usize) -> Self {
+        self.sessions.max_subscription_bytes_per_client = max;
+        self
+    }
+
+    /// The most bytes of resource subscriptions one session keeps (default 128 KiB):
+    /// past it `resources/subscribe` is refused with `-32602`. 128 KiB holds the 1,024
+    /// subscriptions [`Subscriptions::max_resource_subscriptions`](crate::catalog::Subscriptions::max_resource_subscriptions)
+    /// allows a session, of URIs up to 64 bytes, or 62 of the longest (2 KiB).
+    pub fn max_subscription_bytes_per_session(mut self, max: usize) -> Self {
+        self.sessions.max_subscription_bytes_per_session = max;
         self
     }
 }

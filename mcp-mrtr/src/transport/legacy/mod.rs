@@ -11,6 +11,7 @@
 
 mod room;
 mod session;
+mod subscribed;
 mod table;
 mod updates;
 mod wait;
@@ -30,6 +31,7 @@ use self::wait::Parked;
 pub(crate) use self::wait::{HandlerSlot, SlotLease, WaitBounds};
 use crate::dispatch::Engine;
 use crate::intake::envelope::{self, Request};
+use crate::mrtr::context::Delivery;
 use crate::protocol::{
     meta_keys, InputRequest, JsonObject, LoggingLevel, Method, Notification, Notifier, Outgoing, RequestId,
 };
@@ -97,7 +99,15 @@ fn check_declared_size(params: &Value) -> Result<(), Error> {
 }
 
 /// Answers the methods only legacy sessions have; `None` for everything else.
-pub(crate) fn utility(server: &Engine, session: &Session, request: &Request) -> Option<Result<Value, Error>> {
+/// `transport` is what the request arrived with, for `resources/subscribe`, which decides
+/// as `resources/read` does whether the session may reach the resource.
+pub(crate) fn utility(
+    server: &Engine,
+    sessions: &Sessions,
+    session: &Arc<Session>,
+    request: &Request,
+    transport: &Delivery,
+) -> Option<Result<Value, Error>> {
     let params = request.params.as_ref();
     Some(match request.known? {
         Method::Ping => Ok(json!({})),
@@ -110,7 +120,7 @@ pub(crate) fn utility(server: &Engine, session: &Session, request: &Request) -> 
             })
             .ok_or_else(|| Error::invalid_params("logging/setLevel needs a valid level")),
         Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => {
-            updates::subscribe(server, session, &request.method, params)
+            updates::subscribe(server, sessions, session, request, transport)
         }
         _ => return None,
     })

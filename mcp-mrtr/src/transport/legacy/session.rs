@@ -1,7 +1,8 @@
 //! One legacy session: what `initialize` negotiated, the bridge's requests waiting for
-//! the client's answers, the client's requests in flight, and how recently it was used.
+//! the client's answers, the client's requests in flight, the resources it subscribed to,
+//! and how recently it was used.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
@@ -9,6 +10,7 @@ use std::time::Instant;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use super::subscribed::Subscribed;
 use super::table::SessionLimits;
 use crate::base::inflight::InFlight;
 use crate::bounds::fair::{ClientId, Release};
@@ -45,8 +47,8 @@ pub(crate) struct Session {
     /// Whether the client sent a request after `initialize` (a fresh session has not).
     used: AtomicBool,
     last_used: Mutex<Instant>,
-    /// The resources the client subscribed to (`updates`).
-    subscriptions: Mutex<BTreeSet<String>>,
+    /// The resources the client subscribed to (`updates`), bounded in bytes (`subscribed`).
+    subscriptions: Mutex<Subscribed>,
     /// The stream of changes open now (an HTTP `GET`'s); `None` once the session ended.
     stream: Mutex<Option<OpenStream>>,
 }
@@ -144,8 +146,9 @@ impl Session {
         *lock(&self.log_level) = Some(level);
     }
 
-    /// The resources the client subscribed to.
-    pub(crate) fn subscriptions(&self) -> MutexGuard<'_, BTreeSet<String>> {
+    /// The resources the client subscribed to. Change them through the table
+    /// ([`Sessions::subscribe`](super::Sessions::subscribe)), which counts their bytes.
+    pub(crate) fn subscriptions(&self) -> MutexGuard<'_, Subscribed> {
         lock(&self.subscriptions)
     }
 

@@ -16,7 +16,10 @@
 //! [`SessionLimits::idle_timeout`] without a request.
 //!
 //! [`Sessions`] also holds the endpoint's pool of bridge waits (see `wait`): they are
-//! bounded per endpoint, as sessions are.
+//! bounded per endpoint, as sessions are; and counts the bytes of every session's
+//! resource subscriptions, by client (see `subscriptions`).
+
+mod subscriptions;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -26,7 +29,7 @@ use serde_json::json;
 
 use super::session::Opener;
 use super::{room, Session};
-use crate::bounds::fair::{ClientId, FairPool, RateLimit};
+use crate::bounds::fair::{ByteShares, ClientId, FairPool, RateLimit};
 use crate::protocol::{ClientCapabilities, Implementation};
 use crate::Error;
 
@@ -49,6 +52,12 @@ pub(crate) struct SessionLimits {
     pub(crate) max_bridge_waits: usize,
     /// Of those, how many one client may hold.
     pub(crate) max_bridge_waits_per_client: usize,
+    /// Bytes of resource subscriptions every session keeps together (`subscribed::cost`).
+    pub(crate) max_subscription_bytes: usize,
+    /// Of those, how many one client's sessions keep together.
+    pub(crate) max_subscription_bytes_per_client: usize,
+    /// Of those, how many one session keeps.
+    pub(crate) max_subscription_bytes_per_session: usize,
 }
 
 impl Default for SessionLimits {
@@ -62,6 +71,9 @@ impl Default for SessionLimits {
             opening_burst: 64,
             max_bridge_waits: 256,
             max_bridge_waits_per_client: 32,
+            max_subscription_bytes: 32 << 20,
+            max_subscription_bytes_per_client: 1 << 20,
+            max_subscription_bytes_per_session: 128 << 10,
         }
     }
 }
@@ -86,7 +98,7 @@ impl Default for Sessions {
 impl Sessions {
     pub(crate) fn new(limits: SessionLimits) -> Self {
         Self {
-            table: Mutex::default(),
+            table: Mutex::new(Table::new(&limits)),
             limits,
             opening: RateLimit::new(f64::from(limits.opening_per_minute) / 60.0, limits.opening_burst),
             bridge_waits: FairPool::new(limits.max_bridge_waits, limits.max_bridge_waits_per_client),
@@ -151,8 +163,9 @@ fn opening_too_fast(wait: Duration) -> Error {
     .with_data(json!({ "retryAfterSeconds": seconds }))
 }
 
-/// The open sessions by id and by client, plus the fresh ones in the order they opened.
-#[derive(Debug, Default)]
+/// The open sessions by id and by client, plus the fresh ones in the order they opened,
+/// and the bytes of their subscriptions by client.
+#[derive(Debug)]
 struct Table {
     open: HashMap<String, Arc<Session>>,
     /// Ids of each client's open sessions, for who makes room (see `room`).
@@ -161,9 +174,27 @@ struct Table {
     /// whose session has since been used or closed are skipped (and dropped) when they
     /// reach the front.
     fresh: VecDeque<String>,
+    /// The bytes of the open sessions' subscriptions, by the client that opened each
+    /// (`subscriptions`).
+    subscribed: ByteShares,
+}
+
+impl Default for Table {
+    fn default() -> Self {
+        Self::new(&SessionLimits::default())
+    }
 }
 
 impl Table {
+    fn new(limits: &SessionLimits) -> Self {
+        Self {
+            open: HashMap::new(),
+            by_client: HashMap::new(),
+            fresh: VecDeque::new(),
+            subscribed: ByteShares::new(limits.max_subscription_bytes, limits.max_subscription_bytes_per_client),
+        }
+    }
+
     /// Adds `session`, making room if the table is full.
     fn insert(&mut self, session: Arc<Session>, limits: &SessionLimits, now: Instant) -> Result<(), Error> {
         self.expire_fresh(limits, now);
@@ -188,8 +219,10 @@ impl Table {
 
     fn remove(&mut self, id: &str) -> Option<Arc<Session>> {
         let session = self.open.remove(id)?;
-        // Its stream of changes ends with it.
+        // Its stream of changes ends with it, and its subscriptions: nobody hears them.
         session.end();
+        let freed = session.subscriptions().clear();
+        self.subscribed.give_back(&session.client, freed);
         if let Some(ids) = self.by_client.get_mut(&session.client) {
             ids.remove(id);
             if ids.is_empty() {

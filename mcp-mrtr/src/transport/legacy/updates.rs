@@ -7,47 +7,66 @@
 //! `initialize` then declares `listChanged` and resources' `subscribe`. The changes are
 //! those a `subscriptions/listen` stream hears, through the same place among the streams
 //! (`dispatch::Hearing`: same pool, same share per client, same fanout across instances),
-//! and a resource update reaches only a session that may read the resource now. Over stdio
+//! and a resource update reaches only a session that may read the resource now (a session
+//! subscribes only to what it may read then, within bounds: `subscribed`). Over stdio
 //! they go on the pipe from `initialize` on; over HTTP on the session's `GET` stream, one
 //! per session, holding one place: a newer `GET` ends the older and takes over its place
 //! before it is admitted, so a client reconnecting after a network failure is not refused
 //! while its old stream is still thought alive, even at its share of streams.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::Session;
+use super::subscribed::MAX_URI_BYTES;
+use super::{Session, Sessions};
 use crate::dispatch::{Ended, Engine, Hearing};
+use crate::intake::envelope::Request;
+use crate::mrtr::context::Delivery;
 use crate::protocol::{Notification, Notifier, Outgoing};
 use crate::routes::catalog::{Change, RequestView};
 use crate::Error;
 
-/// Answers `resources/subscribe` and `resources/unsubscribe`: the session keeps at most
-/// `Subscriptions::max_resource_subscriptions` URIs. Whether it may read one is decided when an
-/// update comes, as for a listen stream, so a hidden resource reads as one that never changes.
+/// Answers `resources/subscribe` and `resources/unsubscribe`. A URI is kept only when a
+/// resource or template serves it to this session, as `resources/read` decides (one
+/// hidden from it, or out of its caller's scopes, is refused as `resources/read` refuses
+/// it), only up to `subscribed::MAX_URI_BYTES`, and within the session's
+/// `Subscriptions::max_resource_subscriptions` and the bounds on subscription bytes
+/// (`table/subscriptions.rs`). Whether the session may still read it is decided again when
+/// an update comes, as for a listen stream: a resource hidden since reads as one that
+/// never changes.
 pub(crate) fn subscribe(
     server: &Engine,
-    session: &Session,
-    method: &str,
-    params: Option<&Value>,
+    sessions: &Sessions,
+    session: &Arc<Session>,
+    request: &Request,
+    transport: &Delivery,
 ) -> Result<Value, Error> {
-    let uri = params
+    let method = request.method.as_str();
+    let uri = request
+        .params
+        .as_ref()
         .and_then(|p| p.get("uri"))
         .and_then(Value::as_str)
         .ok_or_else(|| Error::invalid_params(format!("{method} needs a uri")))?;
     if method == "resources/unsubscribe" {
-        session.subscriptions().remove(uri);
+        sessions.unsubscribe(session, uri);
         return Ok(json!({}));
     }
-    let most = server.catalog_config.listen.as_ref().map_or(0, |listen| listen.max_subscribed_resources);
-    let mut subscriptions = session.subscriptions();
-    if !subscriptions.contains(uri) && subscriptions.len() >= most {
+    if uri.len() > MAX_URI_BYTES {
         return Err(Error::invalid_params(format!(
-            "resources/subscribe: this session holds its most subscriptions ({most}); unsubscribe from one first"
+            "resources/subscribe: the uri takes {} bytes; a session subscribes to URIs of at most {MAX_URI_BYTES}",
+            uri.len()
         )));
     }
-    subscriptions.insert(uri.to_owned());
+    let meta = super::meta(session, request);
+    let view = RequestView::new(&meta, transport);
+    server
+        .reach_resource(&server.catalog(), &view, uri)
+        .map_err(|refused| refused.or_unknown(|| Error::resource_not_found(uri)))?;
+    let most = server.catalog_config.listen.as_ref().map_or(0, |listen| listen.max_subscribed_resources);
+    sessions.subscribe(session, uri, most)?;
     Ok(json!({}))
 }
 
@@ -122,7 +141,7 @@ pub(crate) async fn relay(
             return;
         }
         let mut everything = vec![Change::ToolsListChanged, Change::PromptsListChanged, Change::ResourcesListChanged];
-        everything.extend(session.subscriptions().iter().cloned().map(Change::ResourceUpdated));
+        everything.extend(session.subscriptions().uris().cloned().map(Change::ResourceUpdated));
         for change in everything {
             let Some(note) = note(lists, session, server, view, &change) else { continue };
             // Waits for the client: what it missed is told in full, however slowly it reads.

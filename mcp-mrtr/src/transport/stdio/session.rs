@@ -265,7 +265,8 @@ impl StdioSession {
             return Ok(Opened::Answered(result));
         }
         let session = self.legacy.clone().ok_or_else(|| Error::invalid_request("send initialize first"))?;
-        if let Some(outcome) = legacy::utility(&self.server, &session, request) {
+        let transport = Delivery { extensions: self.extensions.clone(), ..Delivery::default() };
+        if let Some(outcome) = legacy::utility(&self.server, &self.sessions, &session, request, &transport) {
             return outcome.map(Opened::Answered);
         }
         Ok(Opened::Dispatch(Arc::new(legacy::meta(&session, request)), Some(session)))
