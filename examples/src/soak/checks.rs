@@ -416,8 +416,12 @@ impl Context<'_> {
 
     /// The fault that explains a failed operation: one that hit the instance its stream
     /// or session was bound to, or its last failed request went to, around then; else a
-    /// Redis outage around then, or since a task's creation.
+    /// Redis outage around then, or since a task's creation. For a task whose steps the
+    /// outbox saw, first a SIGKILL or SIGTERM of a process while it took one.
     fn cause(&self, op: &OpLog) -> String {
+        if let Some(fault) = steps::fault_in_step(op, self.faults) {
+            return format!("{} {}", fault.kind.name(), fault.victim.map(|t| t.to_string()).unwrap_or_default());
+        }
         // A stream or session ends with its instance; any other operation with its last
         // failed request (earlier ones may have been retried elsewhere).
         let failure =

@@ -157,6 +157,29 @@ pub(crate) fn verdict(op: &OpLog, faults: &[FaultLog], outages: &[(u64, u64)]) -
     unavoidable
 }
 
+/// The first SIGKILL or SIGTERM (of an instance or a worker) that hit a process of `op`'s
+/// steps while an attempt that was cut off, or taken again, could be under way.
+pub(crate) fn fault_in_step<'a>(op: &OpLog, faults: &'a [FaultLog]) -> Option<&'a FaultLog> {
+    let by_step = tries(op);
+    // Those never confirmed, and all but the last of each step.
+    let odd: Vec<&Try<'_>> = by_step
+        .values()
+        .flat_map(|attempts| attempts.iter().enumerate().map(move |(n, a)| (n + 1 < attempts.len(), a)))
+        .filter(|(again, a)| *again || a.confirmed.is_none())
+        .map(|(_, a)| a)
+        .collect();
+    let hits = |f: &&FaultLog| matches!(f.kind, FaultKind::Kill | FaultKind::Term | FaultKind::WorkerTerm);
+    faults.iter().filter(hits).find(|f| {
+        let Some(victim) = f.victim else { return false };
+        let during = |a: &&Try<'_>| {
+            a.pid == victim.pid
+                && a.sent <= f.at_ms + SKEW_MS
+                && f.at_ms <= a.confirmed.unwrap_or(a.sent + STEP_MAX_MS) + SKEW_MS
+        };
+        odd.iter().any(during)
+    })
+}
+
 /// A completed task's result: one receipt per step, each the step's last attempt in the
 /// outbox, confirmed (or, when the answer was no, no step at all).
 pub(crate) fn result(op: &OpLog, text: &str) -> Verdict {
@@ -294,6 +317,9 @@ mod tests {
         let finished = vec![attempt("a", 7, 1_000, Some(1_200)), attempt("b", 8, 3_500, Some(3_700))];
         assert!(matches!(judged(finished, &term), Some(Verdict::Duplicated(why)) if why.contains("SIGTERMed")));
         assert_eq!(judged(vec![attempt("a", 7, 1_000, Some(1_200))], &term), None);
+        // The SIGTERM is named as the cause of the cut, not of a step it let finish.
+        assert_eq!(fault_in_step(&op(twice()), &term).map(|f| f.kind), Some(FaultKind::WorkerTerm));
+        assert!(fault_in_step(&op(vec![attempt("a", 7, 1_000, Some(1_200))]), &term).is_none());
     }
 
     #[test]
