@@ -174,8 +174,8 @@ pub const OUTBOX: &str = "EVERYTHING_OUTBOX";
 
 /// Asks whether to go ahead (key `ok`), continues as a task, then takes three `once!`
 /// steps in turn (`reserved`, `charged`, `shipped`), each with an effect outside the
-/// process: it hands the effect to a service (the [`OUTBOX`] file, when set) under the
-/// step's idempotency key ([`Ctx::step_key`]), then waits `confirm_ms` for the service to
+/// process: it hands the effect to a service (the `EVERYTHING_OUTBOX` file, when set) under
+/// the step's idempotency key (`Ctx::step_key`), then waits `confirm_ms` for the service to
 /// confirm it. A process stopped (SIGTERM) inside a step finishes it first; only one
 /// killed inside a step leaves it for the next run to take again. The result names the
 /// three receipts (`step@pid…#…`), one per step, as the runs that took them returned them.
