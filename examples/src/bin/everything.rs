@@ -3,6 +3,7 @@
 //! ```text
 //! everything --port 3000     # Streamable HTTP on http://127.0.0.1:3000/mcp
 //! everything --stdio         # newline-delimited JSON-RPC on stdin/stdout
+//! everything --task-worker   # runs the tasks of the instances sharing its Redis, takes no request
 //! everything                 # run by the AWS Lambda runtime (cargo lambda watch): a function
 //! ```
 
@@ -10,12 +11,15 @@ use anyhow::{bail, Context as _};
 use mcp_mrtr::http::{Http, ListenerLimits};
 use mcp_mrtr::lambda::Lambda;
 use mcp_mrtr::stdio::Stdio;
+use mcp_mrtr::tasks::Worker;
 
-const USAGE: &str = "usage: everything --port N | everything --stdio
+const USAGE: &str = "usage: everything --port N | everything --stdio | everything --task-worker
 
-  --port N   serve Streamable HTTP on http://127.0.0.1:N/mcp
-  --stdio    serve newline-delimited JSON-RPC on stdin/stdout
-  --help     print this and exit
+  --port N        serve Streamable HTTP on http://127.0.0.1:N/mcp
+  --stdio         serve newline-delimited JSON-RPC on stdin/stdout
+  --task-worker   run tasks from the task store in Redis (created or left by instances
+                  sharing it), and take no request, until SIGTERM or Ctrl-C
+  --help          print this and exit
   (no argument, with AWS_LAMBDA_RUNTIME_API set: serve as an AWS Lambda function)
 
 environment:
@@ -30,11 +34,13 @@ environment:
   MCP_MRTR_REDIS_MASTER     service (default mymaster) the stores follow across failovers
   MCP_MRTR_REDIS_CLUSTER  redis://host:port,...: a Redis Cluster's seed nodes instead
   MCP_MRTR_TASK_LEASE_MS  how long a running task's lease lasts (default 10000)
+  MCP_MRTR_TASKS_ON_WORKERS  1: run no task here, leave them to task workers (a front end)
   MCP_MRTR_TASK_RATE      tasks one client may start per second, and hold live at once
                           (for load runs; default 1/s after a burst of 16, 16 live)
   MCP_MRTR_MAX_LISTENERS  listen streams held at once (for load runs; default 1024)
   MCP_MRTR_BENCH_ROUND_TRIP  host:port of a Redis: tasks in memory, one PING to it
-                          before each store call (measuring the wait; not for use)";
+                          before each store call (measuring the wait; not for use)
+  EVERYTHING_OUTBOX       a file test_task_steps appends the effects of its steps to";
 
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
@@ -54,6 +60,7 @@ async fn serve(args: &[String]) -> anyhow::Result<()> {
     let server = mcp_mrtr_examples::everything::from_env(mcp_mrtr_examples::everything::server()).await?;
     match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
         ["--stdio"] => server.serve(Stdio::new()).await?,
+        ["--task-worker"] => server.serve(Worker::new()).await?,
         ["--port", port] => {
             let port: u16 = port.parse().with_context(|| format!("--port takes a number, got {port:?}"))?;
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;

@@ -58,16 +58,22 @@ fn skills() -> mcp_mrtr::skills::Skills {
 }
 
 /// The settings a deployment gives the fixture through its environment: Redis for the
-/// stores that several instances share (`MCP_MRTR_REDIS_URL`), and the task lease
-/// (`MCP_MRTR_TASK_LEASE_MS`). The key ring (`MCP_MRTR_STATE_KEYS`) is read by the
-/// runtime itself when serving starts. `MCP_MRTR_BENCH_ROUND_TRIP` is for measuring
-/// only (see [`round_trip`]).
+/// stores that several instances share (`MCP_MRTR_REDIS_URL`), the task lease
+/// (`MCP_MRTR_TASK_LEASE_MS`), and whether this instance leaves its tasks to task workers
+/// (`MCP_MRTR_TASKS_ON_WORKERS=1`: a front end, as the soak runs one). The key ring
+/// (`MCP_MRTR_STATE_KEYS`) is read by the runtime itself when serving starts.
+/// `MCP_MRTR_BENCH_ROUND_TRIP` is for measuring only (see [`round_trip`]).
 pub async fn from_env(mut server: Server) -> anyhow::Result<Server> {
     use anyhow::Context as _;
     let mut tasks = mcp_mrtr::tasks::TaskConfig::default();
     if let Ok(lease) = std::env::var("MCP_MRTR_TASK_LEASE_MS") {
         let millis: u64 = lease.parse().with_context(|| format!("MCP_MRTR_TASK_LEASE_MS: not a number: {lease:?}"))?;
         tasks = tasks.lease(Duration::from_millis(millis));
+    }
+    match std::env::var("MCP_MRTR_TASKS_ON_WORKERS").as_deref() {
+        Ok("1" | "true") => tasks = tasks.run_on_workers(true),
+        Ok("" | "0" | "false") | Err(_) => {}
+        Ok(other) => anyhow::bail!("MCP_MRTR_TASKS_ON_WORKERS: 1 or 0, got {other:?}"),
     }
     if let Ok(rate) = std::env::var("MCP_MRTR_TASK_RATE") {
         // For load runs: one client (the load client's one address) starting tasks at
@@ -99,9 +105,9 @@ pub async fn from_env(mut server: Server) -> anyhow::Result<Server> {
     Ok(server.tasks(tasks))
 }
 
-/// The environment variables [`from_env`] reads, so a harness starting the fixture can
-/// clear those of its own environment.
-pub const ENV: [&str; 12] = [
+/// The environment variables [`from_env`] reads (and [`tasks::OUTBOX`], which a tool
+/// reads), so a harness starting the fixture can clear those of its own environment.
+pub const ENV: [&str; 14] = [
     "MCP_MRTR_STATE_KEYS",
     "MCP_MRTR_REDIS_URL",
     "MCP_MRTR_REDIS_CLUSTER",
@@ -111,9 +117,11 @@ pub const ENV: [&str; 12] = [
     "MCP_MRTR_REDIS_CERT",
     "MCP_MRTR_REDIS_KEY",
     "MCP_MRTR_TASK_LEASE_MS",
+    "MCP_MRTR_TASKS_ON_WORKERS",
     "MCP_MRTR_TASK_RATE",
     "MCP_MRTR_MAX_LISTENERS",
     "MCP_MRTR_BENCH_ROUND_TRIP",
+    tasks::OUTBOX,
 ];
 
 /// How to reach Redis: a cluster's seed URLs (`MCP_MRTR_REDIS_CLUSTER`,

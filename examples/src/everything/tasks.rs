@@ -1,12 +1,15 @@
 //! The tasks fixture (SEP-2663) and the custom-header tool (SEP-2243): the tools the
 //! `tasks-*` and `http-custom-header-server-validation` scenarios call, written with the
 //! same macros and `ask!`s as the multi-round ones. Whether a call runs in rounds or as
-//! a task is the client's declaration and the tool's `task = …`, not the body's.
+//! a task is the client's declaration and the tool's `task = …`, not the body's. Two are
+//! the soak's: `test_durable_task` (receipts a takeover must replay) and `test_task_steps`
+//! (`once!` steps whose effects leave the process, for task workers stopped mid-step).
 
 use std::time::Duration;
 
 use mcp_mrtr::prelude::*;
 use mcp_mrtr::Error;
+use serde_json::json;
 
 /// A person's name.
 #[derive(Deserialize, JsonSchema)]
@@ -157,6 +160,76 @@ pub async fn test_durable_task(
     Ok(format!("{ticket} {work} {shipped}"))
 }
 
+/// Whether to go ahead (the question `test_task_steps` asks before it becomes a task).
+#[derive(Deserialize, JsonSchema)]
+pub struct Proceed {
+    ok: bool,
+}
+
+/// Where the steps of `test_task_steps` send their effects, outside every process: a
+/// file each step appends a JSON line to (one `write`, so lines never interleave) when it
+/// starts and when the service confirms it, keyed by the step's idempotency key. The soak
+/// reads it to count how often each step was taken, and by which process.
+pub const OUTBOX: &str = "EVERYTHING_OUTBOX";
+
+/// Asks whether to go ahead (key `ok`), continues as a task, then takes three `once!`
+/// steps in turn (`reserved`, `charged`, `shipped`), each with an effect outside the
+/// process: it hands the effect to a service (the `EVERYTHING_OUTBOX` file, when set) under
+/// the step's idempotency key (`Ctx::step_key`), then waits `confirm_ms` for the service to
+/// confirm it. A process stopped (SIGTERM) inside a step finishes it first; only one
+/// killed inside a step leaves it for the next run to take again. The result names the
+/// three receipts (`step@pid…#…`), one per step, as the runs that took them returned them.
+#[tool(task = "required")]
+pub async fn test_task_steps(
+    ctx: &Ctx,
+    /// A name for the call, written with each effect.
+    call: String,
+    /// How long the service takes to confirm each step, in milliseconds (default 200, at most 5000).
+    confirm_ms: Option<u64>,
+) -> Result<String, ToolError> {
+    let confirm = Duration::from_millis(confirm_ms.unwrap_or(200).min(5_000));
+    let proceed: Proceed = ask!(elicit format!("Take the steps of {call}?"))?;
+    if !proceed.ok {
+        return Ok(format!("call {call}: not started"));
+    }
+    ctx.continue_as_task().await;
+    let reserved = once!(effect(&ctx.step_key("reserved")?, &call, "reserved", confirm).await?);
+    let charged = once!(effect(&ctx.step_key("charged")?, &call, "charged", confirm).await?);
+    let shipped = once!(effect(&ctx.step_key("shipped")?, &call, "shipped", confirm).await?);
+    Ok(format!("call {call}: {reserved} {charged} {shipped}"))
+}
+
+/// One step's effect: handed to the service as `key`, confirmed after `confirm`. Its receipt.
+async fn effect(key: &str, call: &str, step: &str, confirm: Duration) -> Result<String, ToolError> {
+    let receipt = receipt(step);
+    let outbox = std::env::var_os(OUTBOX);
+    let pid = std::process::id();
+    if let Some(outbox) = &outbox {
+        let line = json!({ "sent": receipt, "key": key, "call": call, "step": step, "pid": pid, "ms": unix_ms() });
+        append(outbox, line).await?;
+    }
+    tokio::time::sleep(confirm).await;
+    if let Some(outbox) = &outbox {
+        append(outbox, json!({ "confirmed": receipt, "ms": unix_ms() })).await?;
+    }
+    Ok(receipt)
+}
+
+fn unix_ms() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis()
+}
+
+/// Appends `line` to `path` in one write, off the runtime (handlers must not block it).
+async fn append(path: &std::ffi::OsStr, line: serde_json::Value) -> Result<(), ToolError> {
+    let (path, line) = (path.to_owned(), format!("{line}\n"));
+    let write = move || {
+        use std::io::Write as _;
+        std::fs::OpenOptions::new().create(true).append(true).open(path)?.write_all(line.as_bytes())
+    };
+    let written = tokio::task::spawn_blocking(write).await.map_err(std::io::Error::other).and_then(|w| w);
+    written.map_err(|error| ToolError::new(format!("the service did not take the step: {error}")))
+}
+
 /// Echoes `value`, which is mirrored into the `Mcp-Param-Value` header.
 #[tool(read_only)]
 pub async fn test_custom_header(
@@ -178,6 +251,7 @@ pub fn register(server: Server) -> Server {
         multi_input,
         test_tool_with_task,
         test_durable_task,
+        test_task_steps,
         test_custom_header,
     ])
 }

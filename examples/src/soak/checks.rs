@@ -5,7 +5,8 @@
 //!   was served, a cancelled task came back;
 //! - duplicated: two different receipts for one `once!` call, a run number above one, a
 //!   last round reporting more runs than receipts, a task step whose receipt changed, a
-//!   claimed state accepted again (even after an empty Redis restart: the guard notices);
+//!   claimed state accepted again (even after an empty Redis restart: the guard notices),
+//!   a task's step attempted again in the outbox or cut by a SIGTERM (`steps`);
 //! - lost: a task gone ("unknown task") within its TTL, a task that never reached a final
 //!   state, a list change missed by a listener connected through it (changes made around
 //!   a Redis restart count as one: the fanout then says every list may have changed; a
@@ -21,6 +22,7 @@ use super::cluster::Target;
 use super::expect::{self, Answers};
 use super::faults::FaultKind;
 use super::history::{End, Fact, FaultLog, Kind, OpLog, Outcome};
+use super::steps;
 
 /// A trigger must have reached a listener connected this long after it was answered.
 const GRACE_MS: u64 = 3_000;
@@ -94,6 +96,8 @@ struct Context<'a> {
     faults: &'a [FaultLog],
     /// Redis outages: (down, up, how far back it forgot).
     outages: Vec<(u64, u64, u64)>,
+    /// Those a task run's lease may not outlive (`steps::lease_losing`).
+    lease_losing: Vec<(u64, u64)>,
     receipts: Receipts<'a>,
     /// Successful list changes: (sent, answered, instance).
     triggers: Vec<(u64, u64, Target)>,
@@ -118,7 +122,8 @@ fn bump(cell: &Cell<usize>, by: usize) {
     cell.set(cell.get() + by);
 }
 
-pub(crate) fn judge(ops: &[OpLog], faults: &[FaultLog]) -> (Vec<Judged>, Coverage) {
+/// The verdicts of `ops`, given the faults, and the task lease the processes ran with.
+pub(crate) fn judge(ops: &[OpLog], faults: &[FaultLog], lease_ms: u64) -> (Vec<Judged>, Coverage) {
     let outages = faults
         .iter()
         .filter(|f| f.kind == FaultKind::Redis)
@@ -140,7 +145,8 @@ pub(crate) fn judge(ops: &[OpLog], faults: &[FaultLog]) -> (Vec<Judged>, Coverag
         .collect();
     let coverage =
         Coverage { calls: receipts.len(), receipts: receipts.values().map(BTreeMap::len).sum(), ..Coverage::default() };
-    let context = Context { faults, outages, receipts, triggers, coverage };
+    let lease_losing = steps::lease_losing(faults, lease_ms);
+    let context = Context { faults, outages, lease_losing, receipts, triggers, coverage };
     let judged = ops
         .iter()
         .filter(|op| !excluded(op))
@@ -196,6 +202,7 @@ impl Context<'_> {
             Kind::Elicitation | Kind::Sampling | Kind::Roots | Kind::MultiRound => expect::mrtr(op),
             Kind::Once => self.once(op),
             Kind::TaskAsk | Kind::TaskCompute => self.task(op),
+            Kind::TaskSteps => steps::verdict(op, self.faults, &self.lease_losing).unwrap_or_else(|| self.task(op)),
             Kind::Listen => self.listen(op),
             Kind::Trigger => expect::trigger(op),
             Kind::Session => expect::session(op),
@@ -409,8 +416,12 @@ impl Context<'_> {
 
     /// The fault that explains a failed operation: one that hit the instance its stream
     /// or session was bound to, or its last failed request went to, around then; else a
-    /// Redis outage around then, or since a task's creation.
+    /// Redis outage around then, or since a task's creation. For a task whose steps the
+    /// outbox saw, first a SIGKILL or SIGTERM of a process while it took one.
     fn cause(&self, op: &OpLog) -> String {
+        if let Some(fault) = steps::fault_in_step(op, self.faults) {
+            return format!("{} {}", fault.kind.name(), fault.victim.map(|t| t.to_string()).unwrap_or_default());
+        }
         // A stream or session ends with its instance; any other operation with its last
         // failed request (earlier ones may have been retried elsewhere).
         let failure =
@@ -433,7 +444,9 @@ impl Context<'_> {
         {
             return format!("redis_restart @{down}-{up}ms");
         }
-        if matches!(op.kind, Kind::TaskAsk | Kind::TaskCompute) && self.emptied_between(op.start_ms, until) {
+        if matches!(op.kind, Kind::TaskAsk | Kind::TaskCompute | Kind::TaskSteps)
+            && self.emptied_between(op.start_ms, until)
+        {
             return "redis_restart (since creation)".into();
         }
         let stalled =

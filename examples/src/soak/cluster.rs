@@ -1,10 +1,14 @@
-//! The `everything` instances and the spreader in front of them.
+//! The `everything` processes, and the spreader in front of the instances.
 //!
-//! Each instance is a slot; a restart puts a new process (a new generation, on a new
+//! Each process is a slot; a restart puts a new process (a new generation, on a new
 //! port) in the same slot. The spreader hands out live slots round robin, one request at
 //! a time; a slot leaves the rotation when the fault injector retires it (as a load
 //! balancer's health check would, a moment after the process died) and comes back with
 //! its new address when the restarted process listens.
+//!
+//! Three fleets of the same binary share the key ring and Redis, each a `Cluster` of its
+//! [`Role`]: the instances (serving requests and running their tasks), one front end
+//! whose tasks run on workers, and the task workers (no address, no request).
 
 use std::fmt;
 use std::io::Read as _;
@@ -17,9 +21,33 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _};
 use base64::Engine as _;
 
-/// Where one request goes: a slot, the process now in it, and its address.
+/// What the processes of a cluster are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// Serves requests and runs the tasks made or answered there, and any whose runner died.
+    Instance,
+    /// Serves requests; the tasks made there run on workers (`MCP_MRTR_TASKS_ON_WORKERS`).
+    FrontEnd,
+    /// Runs tasks from the store only (`everything --task-worker`): it takes no request.
+    Worker,
+}
+
+impl Role {
+    /// The letter of its targets (`i0.g1`) and the start of its logs' names.
+    fn names(self) -> (char, &'static str) {
+        match self {
+            Role::Instance => ('i', "instance"),
+            Role::FrontEnd => ('f', "front-end"),
+            Role::Worker => ('w', "worker"),
+        }
+    }
+}
+
+/// Where one request goes: a slot, the process now in it, and its address (unspecified,
+/// port 0, for a worker, which listens on none).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Target {
+    pub(crate) role: Role,
     pub(crate) slot: usize,
     pub(crate) generation: u32,
     pub(crate) addr: SocketAddr,
@@ -28,7 +56,7 @@ pub(crate) struct Target {
 
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "i{}.g{}", self.slot, self.generation)
+        write!(f, "{}{}.g{}", self.role.names().0, self.slot, self.generation)
     }
 }
 
@@ -46,6 +74,7 @@ struct State {
 }
 
 pub(crate) struct Cluster {
+    role: Role,
     exe: PathBuf,
     env: Vec<(String, String)>,
     out: PathBuf,
@@ -60,16 +89,21 @@ pub(crate) fn new_key_ring() -> anyhow::Result<String> {
 }
 
 impl Cluster {
-    /// Starts `count` instances of `exe` with `env` and returns once all listen.
+    /// Starts `count` processes of `exe` in `role` with `env` and returns once all listen
+    /// (or, workers, run tasks).
     pub(crate) async fn start(
         exe: &Path,
+        role: Role,
         count: usize,
-        env: Vec<(String, String)>,
+        mut env: Vec<(String, String)>,
         out: &Path,
     ) -> anyhow::Result<Self> {
+        if role == Role::FrontEnd {
+            env.push(("MCP_MRTR_TASKS_ON_WORKERS".to_owned(), "1".to_owned()));
+        }
         let slots = (0..count).map(|_| Slot { child: None, live: None, generation: 0 }).collect();
-        let cluster =
-            Self { exe: exe.to_owned(), env, out: out.to_owned(), state: Mutex::new(State { slots, next: 0 }) };
+        let state = Mutex::new(State { slots, next: 0 });
+        let cluster = Self { role, exe: exe.to_owned(), env, out: out.to_owned(), state };
         for slot in 0..count {
             cluster.spawn(slot, 0).await?;
         }
@@ -156,14 +190,19 @@ impl Cluster {
 
     /// The log (stderr) of the process `target` names.
     pub(crate) fn log_of(&self, target: Target) -> PathBuf {
-        self.out.join(format!("instance-{target}.log"))
+        self.out.join(format!("{}-{target}.log", target.role.names().1))
     }
 
     async fn spawn(&self, slot: usize, generation: u32) -> anyhow::Result<Target> {
-        let log_path = self.out.join(format!("instance-i{slot}.g{generation}.log"));
-        let log = std::fs::File::create(&log_path).context("an instance log")?;
+        let name = Target { role: self.role, slot, generation, addr: NO_ADDR, pid: 0 };
+        let log_path = self.log_of(name);
+        let log = std::fs::File::create(&log_path).context("a process log")?;
         let mut command = Command::new(&self.exe);
-        command.args(["--port", "0"]).env("RUST_LOG", "info").env("NO_COLOR", "1");
+        match self.role {
+            Role::Instance | Role::FrontEnd => command.args(["--port", "0"]),
+            Role::Worker => command.arg("--task-worker"),
+        };
+        command.env("RUST_LOG", "info").env("NO_COLOR", "1");
         for name in crate::everything::ENV {
             command.env_remove(name);
         }
@@ -177,19 +216,25 @@ impl Cluster {
         let started = Instant::now();
         let addr = loop {
             let text = std::fs::read_to_string(&log_path).unwrap_or_default();
-            if let Some(addr) = text.lines().filter(|l| l.contains("serving MCP over HTTP")).find_map(listening_on) {
+            let ready = match self.role {
+                Role::Instance | Role::FrontEnd => {
+                    text.lines().filter(|l| l.contains("serving MCP over HTTP")).find_map(listening_on)
+                }
+                Role::Worker => text.contains("running tasks from the task store").then_some(NO_ADDR),
+            };
+            if let Some(addr) = ready {
                 break addr;
             }
             if let Ok(Some(status)) = child.try_wait() {
-                bail!("instance i{slot}.g{generation} exited before listening ({status}): {text}");
+                bail!("{name} exited before it was ready ({status}): {text}");
             }
             if started.elapsed() > Duration::from_secs(30) {
                 let _ = child.kill();
-                bail!("instance i{slot}.g{generation} did not listen within 30 s: {text}");
+                bail!("{name} was not ready within 30 s: {text}");
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         };
-        let target = Target { slot, generation, addr, pid: child.id() };
+        let target = Target { addr, pid: child.id(), ..name };
         let mut state = self.state();
         let entry = &mut state.slots[slot];
         entry.child = Some(child);
@@ -222,6 +267,9 @@ impl Drop for Cluster {
         }
     }
 }
+
+/// A worker's address: it listens on none.
+const NO_ADDR: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 0);
 
 /// The address in a `serving MCP over HTTP local=127.0.0.1:PORT …` log line.
 fn listening_on(line: &str) -> Option<SocketAddr> {

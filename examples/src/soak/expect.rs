@@ -64,8 +64,8 @@ pub(crate) fn once_text(call_id: &str, ran: usize) -> String {
     format!("call {call_id}: the once step ran {ran} time(s), finished=true")
 }
 
-/// The text a completed task ends with, but for `test_durable_task` (whose receipts the
-/// checks read) and cancelled tasks.
+/// The text a completed task ends with, but for `test_durable_task` and `test_task_steps`
+/// (whose receipts the checks read) and cancelled tasks.
 pub(crate) fn task_text(tool: &str, arguments: &Value, answers: &Answers<'_>) -> Option<String> {
     Some(match tool {
         "slow_compute" => {
@@ -122,6 +122,9 @@ pub(crate) fn mrtr(op: &OpLog) -> Verdict {
 }
 
 pub(crate) fn task_result(op: &OpLog, text: &str) -> Verdict {
+    if tool(op) == "test_task_steps" {
+        return super::steps::result(op, text);
+    }
     if tool(op) != "test_durable_task" {
         return match task_text(tool(op), &op.detail["arguments"], &answers(op)) {
             Some(expected) if expected == text => Verdict::Completed,

@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write as _};
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
@@ -26,6 +26,7 @@ pub(crate) enum Kind {
     Once,
     TaskAsk,
     TaskCompute,
+    TaskSteps,
     Listen,
     Trigger,
     Session,
@@ -34,7 +35,7 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    pub(crate) const ALL: [Kind; 12] = [
+    pub(crate) const ALL: [Kind; 13] = [
         Kind::Elicitation,
         Kind::Sampling,
         Kind::Roots,
@@ -42,6 +43,7 @@ impl Kind {
         Kind::Once,
         Kind::TaskAsk,
         Kind::TaskCompute,
+        Kind::TaskSteps,
         Kind::Listen,
         Kind::Trigger,
         Kind::Session,
@@ -58,6 +60,7 @@ impl Kind {
             Kind::Once => "mrtr_once",
             Kind::TaskAsk => "task_asks",
             Kind::TaskCompute => "task_computes",
+            Kind::TaskSteps => "task_steps",
             Kind::Listen => "listen",
             Kind::Trigger => "list_change",
             Kind::Session => "session_2025",
@@ -119,6 +122,10 @@ pub(crate) enum Fact {
     TaskFinal { status: String, text: String },
     /// The store no longer knows the task.
     TaskUnknown,
+    /// An attempt at a `once!` step of the task, as the outbox outside the processes saw
+    /// it: the step, its idempotency key, the receipt the attempt made, the process that
+    /// made it, when it was sent and when (if ever) the service confirmed it.
+    Step { step: String, key: String, receipt: String, pid: u32, sent_ms: u64, confirmed_ms: Option<u64> },
     /// A `tasks/cancel` was acknowledged with this status.
     Cancelled { status: String },
     /// A listen stream was acknowledged.
@@ -146,6 +153,10 @@ impl Fact {
             Fact::TaskStatus { status, message } => json!({ "task_status": status, "message": message }),
             Fact::TaskFinal { status, text } => json!({ "task_final": status, "text": text }),
             Fact::TaskUnknown => json!({ "task_unknown": true }),
+            Fact::Step { step, key, receipt, pid, sent_ms, confirmed_ms } => json!({
+                "step": step, "key": key, "receipt": receipt, "pid": pid,
+                "sent_t": sent_ms, "confirmed_t": confirmed_ms,
+            }),
             Fact::Cancelled { status } => json!({ "cancel_ack": status }),
             Fact::Listening => json!({ "listening": true }),
             Fact::Notified => json!({ "notified": "tools/list_changed" }),
@@ -208,18 +219,27 @@ struct Inner {
 
 pub(crate) struct History {
     start: Instant,
+    /// The same instant on the wall clock, in ms since the Unix epoch: the outbox's times.
+    start_unix_ms: u64,
     inner: Mutex<Inner>,
 }
 
 impl History {
     pub(crate) fn create(path: &Path) -> anyhow::Result<Self> {
         let out = BufWriter::new(File::create(path)?);
-        Ok(Self { start: Instant::now(), inner: Mutex::new(Inner { out, ops: Vec::new(), faults: Vec::new() }) })
+        let start_unix_ms = unix_ms(SystemTime::now());
+        let inner = Mutex::new(Inner { out, ops: Vec::new(), faults: Vec::new() });
+        Ok(Self { start: Instant::now(), start_unix_ms, inner })
     }
 
     /// Milliseconds since the run started.
     pub(crate) fn now_ms(&self) -> u64 {
         u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// The run's milliseconds at `unix_ms` on the wall clock (0 before the run).
+    pub(crate) fn ms_of_unix(&self, unix_ms: u64) -> u64 {
+        unix_ms.saturating_sub(self.start_unix_ms)
     }
 
     fn inner(&self) -> MutexGuard<'_, Inner> {
@@ -314,4 +334,9 @@ impl History {
         let _ = inner.out.flush();
         (std::mem::take(&mut inner.ops), std::mem::take(&mut inner.faults))
     }
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn unix_ms(at: SystemTime) -> u64 {
+    u64::try_from(at.duration_since(UNIX_EPOCH).unwrap_or_default().as_millis()).unwrap_or(u64::MAX)
 }

@@ -1,14 +1,17 @@
 //! Soak and chaos: N `everything` instances sharing one fresh key ring and one
-//! `redis-server` of their own, driven for a given time by a mix of every kind of
-//! operation while instances are killed and terminated, Redis fails (restarted empty or
-//! from its AOF, or failed over: `--redis`) and a client stops reading; then every operation's history is checked. See
-//! `src/bin/soak.rs` for the command line.
+//! `redis-server` of their own, with a front end whose tasks run on task workers (the same
+//! binary, `--task-worker`), driven for a given time by a mix of every kind of operation
+//! while instances are killed and terminated, workers terminated inside a `once!` step,
+//! Redis fails (restarted empty or from its AOF, or failed over: `--redis`) and a client
+//! stops reading; then every operation's history is checked. See `src/bin/soak.rs` for
+//! the command line.
 //!
 //! - `cluster`, `redis`: the processes, and the spreader (round robin per 2026-07-28
 //!   request, affinity per 2025-11-25 session);
+//! - `outbox`: the store outside the processes that task steps write their effects to;
 //! - `client`, `rpc`: HTTP/1.1 and SSE, and MCP over it (deadlines, retries, recording);
 //! - `flows`: each operation as a small state machine; `faults`: the schedule;
-//! - `history`: what happened; `checks`, `expect`: what it must have been;
+//! - `history`: what happened; `checks`, `expect`, `steps`: what it must have been;
 //! - `samples`: RSS and CPU from /proc; `summary`: the tables; `selftest`: the checks' check.
 
 mod checks;
@@ -18,11 +21,13 @@ mod expect;
 mod faults;
 mod flows;
 mod history;
+mod outbox;
 mod redis;
 mod rng;
 mod rpc;
 mod samples;
 mod selftest;
+mod steps;
 mod summary;
 
 use std::collections::BTreeMap;
@@ -34,15 +39,16 @@ use anyhow::{bail, Context as _};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use self::cluster::{new_key_ring, Cluster};
-use self::flows::Shared;
+use self::cluster::{new_key_ring, Cluster, Role};
+use self::flows::{Runners, Shared};
 use self::history::History;
+use self::outbox::Outbox;
 use self::redis::Redis;
 pub use self::redis::Shape;
 use self::rng::Rng;
 
 pub const USAGE: &str = "usage: soak --seconds S [--instances 3] [--workers 16] [--listeners 2×instances]
-            [--seed X] [--out DIR] [--faults default|none] [--everything PATH]
+            [--task-workers 2] [--seed X] [--out DIR] [--faults default|none] [--everything PATH]
             [--every 5] [--lease-ms 2000] [--self-test WHAT|all]
             [--redis standalone|persistent|sentinel|cluster]";
 
@@ -53,6 +59,8 @@ pub struct Options {
     pub instances: usize,
     pub workers: usize,
     pub listeners: usize,
+    /// Task worker processes (`everything --task-worker`), beside the instances.
+    pub task_workers: usize,
     pub seed: u64,
     pub out: PathBuf,
     pub faults: bool,
@@ -75,6 +83,7 @@ impl Options {
             instances: 3,
             workers: 16,
             listeners: 0,
+            task_workers: 2,
             seed: u64::from(now.subsec_nanos()) ^ now.as_secs(),
             out: std::env::temp_dir().join(format!("mcp-mrtr-soak-{}", now.as_secs())),
             faults: true,
@@ -92,6 +101,7 @@ impl Options {
                 "--instances" => options.instances = usize::try_from(number()?)?,
                 "--workers" => options.workers = usize::try_from(number()?)?,
                 "--listeners" => options.listeners = usize::try_from(number()?)?,
+                "--task-workers" => options.task_workers = usize::try_from(number()?)?,
                 "--seed" => options.seed = number()?,
                 "--out" => options.out = PathBuf::from(value),
                 "--faults" if value == "default" => options.faults = true,
@@ -106,7 +116,8 @@ impl Options {
                 _ => bail!("{USAGE}"),
             }
         }
-        if options.seconds == 0 || options.instances == 0 || options.workers == 0 {
+        // Two task workers at least: one is SIGTERMed while the other takes its tasks over.
+        if options.seconds == 0 || options.instances == 0 || options.workers == 0 || options.task_workers < 2 {
             bail!("{USAGE}");
         }
         if options.listeners == 0 {
@@ -133,16 +144,26 @@ pub async fn run(options: Options) -> anyhow::Result<bool> {
         ("MCP_MRTR_TASK_LEASE_MS".to_owned(), options.lease_ms.to_string()),
     ];
     env.extend(redis.env());
-    let cluster = Arc::new(Cluster::start(&options.everything, options.instances, env, out).await?);
+    let outbox = Outbox::create(out)?;
+    env.push((crate::everything::tasks::OUTBOX.to_owned(), outbox.path().display().to_string()));
+    let exe = &options.everything;
+    let cluster = Arc::new(Cluster::start(exe, Role::Instance, options.instances, env.clone(), out).await?);
+    // The workers first: a front end that starts with none alive says so in its log.
+    let workers = Arc::new(Cluster::start(exe, Role::Worker, options.task_workers, env.clone(), out).await?);
+    let front = Arc::new(Cluster::start(exe, Role::FrontEnd, 1, env, out).await?);
     let history = Arc::new(History::create(&out.join("history.jsonl"))?);
     let started = Instant::now();
-    let shared =
-        Arc::new(Shared::new(cluster.clone(), history.clone(), started + Duration::from_secs(options.seconds)));
+    let stop_at = started + Duration::from_secs(options.seconds);
+    let shared = Arc::new(Shared::new(cluster, Runners { front, workers, outbox }, history.clone(), stop_at));
     eprintln!("soak: {} s, seed {}, history in {}", options.seconds, options.seed, out.display());
     let samples = drive(&options, &shared, &redis, rng, started).await;
-    cluster.stop(Duration::from_secs(15)).await;
+    for cluster in shared.clusters() {
+        cluster.stop(Duration::from_secs(15)).await;
+    }
     redis.kill();
-    report(&options, &history, &samples, started.elapsed())
+    // Every process has stopped: the outbox holds every effect there will be.
+    let stray = outbox::record(&shared);
+    report(&options, &history, &samples, &stray, started.elapsed())
 }
 
 /// Runs the sampler, the fault schedule, the workers and the listeners until the end and
@@ -158,8 +179,9 @@ async fn drive(
     let path = options.out.join("samples.jsonl");
     let every = Duration::from_secs(options.every);
     let sampling = tokio::spawn({
-        let (cluster, redis, history) = (shared.cluster.clone(), redis.clone(), shared.history.clone());
-        async move { samples::sample(cluster, redis, history, &path, every, stopped).await }
+        let clusters = shared.clusters().map(Arc::clone).to_vec();
+        let (redis, history) = (redis.clone(), shared.history.clone());
+        async move { samples::sample(clusters, redis, history, &path, every, stopped).await }
     });
     let plan = if options.faults { faults::plan(options.seconds, &mut rng) } else { Vec::new() };
     let injector = tokio::spawn(faults::run(plan, shared.clone(), redis.clone(), rng.fork(1), started));
@@ -187,34 +209,37 @@ async fn drive(
 }
 
 /// Checks the history (corrupted first, for a self-test), prints the summary and writes it.
+/// `stray`: outbox lines that belong to no operation (each fails the run).
 fn report(
     options: &Options,
     history: &History,
     samples: &BTreeMap<String, samples::Series>,
+    stray: &[String],
     wall: Duration,
 ) -> anyhow::Result<bool> {
     let (mut ops, faults) = history.take();
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = stray.iter().take(10).map(|line| format!("OUTBOX: a stray line: {line}")).collect();
     let all = options.self_test.as_deref() == Some("all");
     if let Some(what) = options.self_test.as_deref().filter(|_| !all) {
         let done = selftest::corrupt(&mut ops, &faults, what).map_err(anyhow::Error::msg)?;
         notes.push(format!("SELF-TEST: history corrupted on purpose: {done}"));
     }
-    let (judged, coverage) = checks::judge(&ops, &faults);
-    let mut clean = !judged.iter().any(|j| j.verdict.bad());
+    let (judged, coverage) = checks::judge(&ops, &faults, options.lease_ms);
+    let mut clean = !judged.iter().any(|j| j.verdict.bad()) && stray.is_empty();
     if all {
-        let (lines, caught) = selftest::all(&ops, &faults);
+        let (lines, caught) = selftest::all(&ops, &faults, options.lease_ms);
         notes.extend(lines);
         clean &= caught;
     }
     let out = options.out.display();
     let header = format!(
-        "soak: {} s ({:.0} s wall), {} instances, {} workers + {} listeners, seed {}, faults {}, lease {} ms, \
-         redis {}\n\
+        "soak: {} s ({:.0} s wall), {} instances, a front end and {} task workers, {} workers + {} listeners, \
+         seed {}, faults {}, lease {} ms, redis {}\n\
          history: {out}/history.jsonl, samples: {out}/samples.jsonl",
         options.seconds,
         wall.as_secs_f64(),
         options.instances,
+        options.task_workers,
         options.workers,
         options.listeners,
         options.seed,
@@ -222,7 +247,15 @@ fn report(
         options.lease_ms,
         options.redis.name(),
     );
-    let report = summary::Report { header, ops: &ops, faults: &faults, judged: &judged, coverage: &coverage, samples };
+    let report = summary::Report {
+        header,
+        ops: &ops,
+        faults: &faults,
+        judged: &judged,
+        coverage: &coverage,
+        samples,
+        lease_ms: options.lease_ms,
+    };
     let mut text = summary::render(&report);
     for note in notes {
         text.push_str(&note);

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::client::{self, Head, Request, Transport};
-use super::cluster::Target;
+use super::cluster::{Cluster, Target};
 use super::flows::Shared;
 use super::history::{OpId, Outcome, RequestLog};
 use super::rng::Rng;
@@ -103,6 +103,20 @@ impl Answer {
     }
 }
 
+/// The next live process of `cluster`, waiting a little (bounded) while none is.
+async fn live_target(cluster: &Cluster) -> Option<Target> {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        if let Some(target) = cluster.next() {
+            return Some(target);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Which failures a request may be retried after, on the next instance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Retry {
@@ -140,11 +154,25 @@ impl Client {
         params: Value,
         retry: Retry,
     ) -> Result<(Answer, Target), Transport> {
+        let instances = self.shared.cluster.clone();
+        self.modern_via(&instances, op, method, params, retry).await
+    }
+
+    /// [`modern`](Self::modern) through `via` (the front end, for a call whose task
+    /// runs on workers) instead of the instances.
+    pub(crate) async fn modern_via(
+        &mut self,
+        via: &Cluster,
+        op: OpId,
+        method: &str,
+        params: Value,
+        retry: Retry,
+    ) -> Result<(Answer, Target), Transport> {
         let id = self.id();
         let request = modern_request(method, params, id);
         let mut last = Transport::Connect("no live instance".into());
         for _ in 0..ATTEMPTS {
-            let Some(target) = self.live_target().await else { continue };
+            let Some(target) = live_target(via).await else { continue };
             match self.send(op, target, method, &request).await {
                 Ok((head, messages)) => return Ok((Answer::of(&head, &messages), target)),
                 Err(Transport::Timeout) => return Err(Transport::Timeout),
@@ -153,20 +181,6 @@ impl Client {
             }
         }
         Err(last)
-    }
-
-    /// The next live instance, waiting a little (bounded) while none is.
-    async fn live_target(&self) -> Option<Target> {
-        let deadline = Instant::now() + Duration::from_secs(2);
-        loop {
-            if let Some(target) = self.shared.cluster.next() {
-                return Some(target);
-            }
-            if Instant::now() > deadline {
-                return None;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
     }
 
     /// One request to `target`, recorded as `label`.

@@ -1,5 +1,6 @@
-//! RSS and CPU of every instance and of redis-server, from /proc, each interval: written
-//! to `samples.jsonl` and kept for the summary.
+//! RSS and CPU of every `everything` process (instances, front end, task workers) and of
+//! redis-server, from /proc, each interval: written to `samples.jsonl` and kept for the
+//! summary.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -26,7 +27,7 @@ pub(crate) struct Series {
 
 /// Samples until `stop` turns true; returns the series by process label.
 pub(crate) async fn sample(
-    cluster: Arc<Cluster>,
+    clusters: Vec<Arc<Cluster>>,
     redis: Arc<Redis>,
     history: Arc<History>,
     path: &Path,
@@ -38,7 +39,8 @@ pub(crate) async fn sample(
     // The last CPU reading of each pid, to turn ticks into a share of the interval.
     let mut last: BTreeMap<u32, (u64, Instant)> = BTreeMap::new();
     loop {
-        let mut processes: Vec<(String, u32)> = cluster.live().iter().map(|t| (t.to_string(), t.pid)).collect();
+        let mut processes: Vec<(String, u32)> =
+            clusters.iter().flat_map(|c| c.live()).map(|t| (t.to_string(), t.pid)).collect();
         processes.extend(redis.pids().into_iter().map(|pid| ("redis".to_owned(), pid)));
         let t = history.now_ms() as f64 / 1000.0;
         for (label, pid) in processes {

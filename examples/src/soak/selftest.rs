@@ -7,13 +7,18 @@ use serde_json::json;
 
 use super::checks::{self, Verdict};
 use super::client::Transport;
+use super::faults::FaultKind;
 use super::history::{End, Fact, FaultLog, Kind, OpLog, Outcome};
 
-pub(crate) const ALL: [&str; 11] = [
+pub(crate) const ALL: [&str; 15] = [
     "duplicate-receipt",
     "second-run",
     "once-count",
     "task-step",
+    "step-after-sigterm",
+    "step-cut-by-sigterm",
+    "step-twice",
+    "step-lost",
     "lost-task",
     "stuck-task",
     "missed-change",
@@ -82,9 +87,9 @@ pub(crate) fn corrupt(ops: &mut [OpLog], faults: &[FaultLog], what: &str) -> Res
             }
             Ok(format!("{what}: op {}'s result names another ticket", op.id))
         }
+        "step-after-sigterm" | "step-cut-by-sigterm" | "step-twice" | "step-lost" => outbox_step(ops, faults, what),
         "lost-task" | "stuck-task" => {
-            let last_outage =
-                faults.iter().filter(|f| f.kind == super::faults::FaultKind::Redis).map(|f| f.at_ms).max();
+            let last_outage = faults.iter().filter(|f| f.kind == FaultKind::Redis).map(|f| f.at_ms).max();
             let task = |op: &OpLog| {
                 matches!(op.kind, Kind::TaskAsk | Kind::TaskCompute)
                     && op.end == Some(End::Done)
@@ -135,9 +140,87 @@ pub(crate) fn corrupt(ops: &mut [OpLog], faults: &[FaultLog], what: &str) -> Res
     }
 }
 
+/// Whether `op` took a step (as the outbox saw it).
+fn steps_taken(op: &OpLog) -> bool {
+    op.facts().any(|f| matches!(f, Fact::Step { .. }))
+}
+
+/// The corruptions of what the outbox saw of the `task_steps` flow.
+fn outbox_step(ops: &mut [OpLog], faults: &[FaultLog], what: &str) -> Result<String, String> {
+    match what {
+        "step-after-sigterm" | "step-cut-by-sigterm" => step_under_sigterm(ops, faults, what),
+        _ => step_again_or_lost(ops, what),
+    }
+}
+
+/// A step of a completed task taken again a millisecond later by a process no fault hit
+/// (`step-twice`), or missing from the outbox while the result names it (`step-lost`).
+fn step_again_or_lost(ops: &mut [OpLog], what: &str) -> Result<String, String> {
+    let none = || format!("{what}: no completed task with steps in this history");
+    let op = first(ops, |op| completed(op, Kind::TaskSteps) && steps_taken(op)).ok_or_else(none)?;
+    let (at, attempt) = op.facts.iter().find(|(_, f)| matches!(f, Fact::Step { .. })).cloned().ok_or_else(none)?;
+    let Fact::Step { step, key, receipt, sent_ms, confirmed_ms, .. } = attempt else { return Err(none()) };
+    if what == "step-lost" {
+        op.facts.retain(|(_, f)| !matches!(f, Fact::Step { receipt: r, .. } if *r == receipt));
+        return Ok(format!("{what}: op {}'s outbox lost {receipt}, which its result names", op.id));
+    }
+    let again = Fact::Step {
+        step,
+        key,
+        receipt: format!("{receipt}-again"),
+        pid: 1,
+        sent_ms: sent_ms + 1,
+        confirmed_ms: confirmed_ms.map(|c| c + 1),
+    };
+    op.facts.insert(0, (at, again));
+    Ok(format!("{what}: op {}'s {receipt} taken again by pid 1", op.id))
+}
+
+/// E7 undone: a step under way when its process was SIGTERMed is taken again by another
+/// (`step-after-sigterm`), or is never confirmed (`step-cut-by-sigterm`, as if the stop had
+/// cut it off).
+fn step_under_sigterm(ops: &mut [OpLog], faults: &[FaultLog], what: &str) -> Result<String, String> {
+    let stops: Vec<(u32, u64)> = faults
+        .iter()
+        .filter(|f| matches!(f.kind, FaultKind::Term | FaultKind::WorkerTerm))
+        .filter_map(|f| Some((f.victim?.pid, f.at_ms)))
+        .collect();
+    let under_way = |fact: &Fact| match fact {
+        Fact::Step { pid, sent_ms, confirmed_ms, .. } => stops
+            .iter()
+            .find(|&&(p, at)| p == *pid && *sent_ms <= at && confirmed_ms.is_none_or(|c| c >= at))
+            .map(|&(_, at)| at),
+        _ => None,
+    };
+    let Some(op) = ops.iter_mut().find(|op| !checks::excluded(op) && op.facts().any(|f| under_way(f).is_some())) else {
+        return Err(format!("{what}: no step under way at a SIGTERM in this history"));
+    };
+    let at = op.facts.iter().position(|(_, f)| under_way(f).is_some()).unwrap_or_default();
+    let stopped = under_way(&op.facts[at].1).unwrap_or_default();
+    let (seen, Fact::Step { step, key, receipt, pid, .. }) = op.facts[at].clone() else {
+        return Err(format!("{what}: no step"));
+    };
+    if what == "step-cut-by-sigterm" {
+        if let Fact::Step { confirmed_ms, .. } = &mut op.facts[at].1 {
+            *confirmed_ms = None;
+        }
+        return Ok(format!("{what}: op {}'s {receipt} never confirmed, pid {pid} SIGTERMed", op.id));
+    }
+    let again = Fact::Step {
+        step,
+        key,
+        receipt: format!("{receipt}-again"),
+        pid: 1,
+        sent_ms: stopped + 500,
+        confirmed_ms: None,
+    };
+    op.facts.push((seen, again));
+    Ok(format!("{what}: op {}'s {receipt} taken again after pid {pid} was SIGTERMed inside it", op.id))
+}
+
 /// Every corruption, each on a copy of the history: a line for each, and whether every
 /// one that applied was caught.
-pub(crate) fn all(ops: &[OpLog], faults: &[FaultLog]) -> (Vec<String>, bool) {
+pub(crate) fn all(ops: &[OpLog], faults: &[FaultLog], lease_ms: u64) -> (Vec<String>, bool) {
     let mut caught_all = true;
     let lines = ALL
         .iter()
@@ -145,7 +228,7 @@ pub(crate) fn all(ops: &[OpLog], faults: &[FaultLog]) -> (Vec<String>, bool) {
             let mut copy = ops.to_vec();
             let line = match corrupt(&mut copy, faults, what) {
                 Ok(done) => {
-                    let (judged, _) = checks::judge(&copy, faults);
+                    let (judged, _) = checks::judge(&copy, faults, lease_ms);
                     let bad: Vec<String> = judged
                         .iter()
                         .filter(|j| j.verdict.bad())

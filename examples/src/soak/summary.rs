@@ -9,6 +9,7 @@ use super::checks::{Coverage, Judged, Verdict};
 use super::faults::FaultKind;
 use super::history::{FaultLog, Kind, OpLog, Outcome};
 use super::samples::Series;
+use super::steps;
 use crate::stats::percentile;
 
 /// The window before and after a fault that its latency columns cover.
@@ -21,6 +22,8 @@ pub(crate) struct Report<'a> {
     pub(crate) judged: &'a [Judged],
     pub(crate) coverage: &'a Coverage,
     pub(crate) samples: &'a BTreeMap<String, Series>,
+    /// The task lease the processes ran with.
+    pub(crate) lease_ms: u64,
 }
 
 pub(crate) fn render(report: &Report<'_>) -> String {
@@ -28,6 +31,7 @@ pub(crate) fn render(report: &Report<'_>) -> String {
     let _ = writeln!(out, "{}\n", report.header);
     operations(&mut out, report.judged);
     checked(&mut out, report.ops, report.judged, report.coverage);
+    task_steps(&mut out, report);
     faults(&mut out, report.faults);
     failures(&mut out, report.judged);
     latency(&mut out, report.ops, report.faults);
@@ -93,6 +97,26 @@ fn checked(out: &mut String, ops: &[OpLog], judged: &[Judged], coverage: &Covera
     );
 }
 
+/// The `once!` steps of tasks as the outbox saw them: how often each was taken, and why again.
+fn task_steps(out: &mut String, report: &Report<'_>) {
+    let t = steps::tally(report.ops, report.faults, report.lease_ms);
+    let _ = writeln!(
+        out,
+        "task steps (the outbox, outside the processes): {} tasks took {} steps in {} attempts; taken again: {} \
+         after a SIGKILL inside, {} across a Redis outage longer than the lease (unavoidable), {} otherwise \
+         (must be 0); cut by a SIGTERM: {} (must be 0); worker SIGTERMs {}, {} of them inside a step\n",
+        t.tasks,
+        t.steps,
+        t.attempts,
+        t.after_kill,
+        t.after_outage,
+        t.again,
+        t.cut_by_term,
+        t.worker_terms,
+        t.worker_terms_inside,
+    );
+}
+
 fn faults(out: &mut String, faults: &[FaultLog]) {
     let mut sorted: Vec<&FaultLog> = faults.iter().collect();
     sorted.sort_by_key(|f| f.at_ms);
@@ -102,7 +126,10 @@ fn faults(out: &mut String, faults: &[FaultLog]) {
         .collect();
     let _ = writeln!(out, "faults injected: {}", counts.join(", "));
     for f in sorted {
-        let victim = f.victim.map(|v| format!("{v} (pid {}, port {})", v.pid, v.addr.port())).unwrap_or_default();
+        let victim = f.victim.map_or_else(String::new, |v| match v.addr.port() {
+            0 => format!("{v} (pid {})", v.pid),
+            port => format!("{v} (pid {}, port {port})", v.pid),
+        });
         let _ = writeln!(out, "  {:>7.1} s  {:<14} {victim:<30} {}", f.at_ms as f64 / 1000.0, f.kind.name(), f.note);
     }
     out.push('\n');
@@ -200,6 +227,7 @@ fn short(kind: FaultKind) -> &'static str {
         FaultKind::Term => "term",
         FaultKind::Redis => "redis",
         FaultKind::Stall => "stall",
+        FaultKind::WorkerTerm => "wterm",
     }
 }
 

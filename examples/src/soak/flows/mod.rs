@@ -11,7 +11,7 @@ mod mrtr;
 mod session;
 mod tasks;
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -21,7 +21,8 @@ use serde_json::Value;
 
 pub(crate) use self::listen::{stalled_listener, trigger};
 use super::cluster::{Cluster, Target};
-use super::history::{History, Kind};
+use super::history::{History, Kind, OpId};
+use super::outbox::Outbox;
 use super::rng::Rng;
 use super::rpc::Client;
 
@@ -35,9 +36,21 @@ pub(crate) struct Consumed {
     pub(crate) claimed_ms: u64,
 }
 
+/// Where tasks run apart from the instances: the front end that leaves the tasks made
+/// there to the workers, the workers, and the outbox their steps' effects go to.
+pub(crate) struct Runners {
+    pub(crate) front: Arc<Cluster>,
+    pub(crate) workers: Arc<Cluster>,
+    pub(crate) outbox: Outbox,
+}
+
 /// What every flow shares.
 pub(crate) struct Shared {
+    /// The instances, behind the spreader.
     pub(crate) cluster: Arc<Cluster>,
+    pub(crate) front: Arc<Cluster>,
+    pub(crate) workers: Arc<Cluster>,
+    pub(crate) outbox: Outbox,
     pub(crate) history: Arc<History>,
     /// When workers stop starting operations.
     pub(crate) stop_at: Instant,
@@ -45,12 +58,39 @@ pub(crate) struct Shared {
     calls: AtomicU64,
     /// Instances computing a task, and until when.
     computing: Mutex<Vec<(Target, Instant)>>,
+    /// The operation of each call of `test_task_steps`, for the outbox's lines.
+    step_calls: Mutex<BTreeMap<String, OpId>>,
 }
 
 impl Shared {
-    pub(crate) fn new(cluster: Arc<Cluster>, history: Arc<History>, stop_at: Instant) -> Self {
-        let (consumed, computing) = (Mutex::default(), Mutex::default());
-        Self { cluster, history, stop_at, consumed, calls: AtomicU64::new(0), computing }
+    pub(crate) fn new(cluster: Arc<Cluster>, runners: Runners, history: Arc<History>, stop_at: Instant) -> Self {
+        let Runners { front, workers, outbox } = runners;
+        Self {
+            cluster,
+            front,
+            workers,
+            outbox,
+            history,
+            stop_at,
+            consumed: Mutex::default(),
+            calls: AtomicU64::new(0),
+            computing: Mutex::default(),
+            step_calls: Mutex::default(),
+        }
+    }
+
+    /// Every process serving: the instances, the front end and the workers.
+    pub(crate) fn clusters(&self) -> [&Arc<Cluster>; 3] {
+        [&self.cluster, &self.front, &self.workers]
+    }
+
+    pub(crate) fn step_call(&self, call_id: &str, op: OpId) {
+        self.step_calls.lock().unwrap_or_else(PoisonError::into_inner).insert(call_id.to_owned(), op);
+    }
+
+    /// The operation that made the call `call_id` of `test_task_steps`.
+    pub(crate) fn step_call_op(&self, call_id: &str) -> Option<OpId> {
+        self.step_calls.lock().unwrap_or_else(PoisonError::into_inner).get(call_id).copied()
     }
 
     /// A fresh `once!` call id: zero-padded and rising, so the fixture (which remembers
@@ -112,7 +152,7 @@ pub(crate) fn source(n: usize) -> IpAddr {
 }
 
 /// The mix: each kind with its weight.
-const MIX: [(Kind, u32); 11] = [
+const MIX: [(Kind, u32); 12] = [
     (Kind::Elicitation, 10),
     (Kind::Sampling, 8),
     (Kind::Roots, 8),
@@ -120,6 +160,7 @@ const MIX: [(Kind, u32); 11] = [
     (Kind::Once, 14),
     (Kind::TaskAsk, 7),
     (Kind::TaskCompute, 5),
+    (Kind::TaskSteps, 4),
     (Kind::Session, 8),
     (Kind::Trigger, 6),
     (Kind::Tampered, 4),
@@ -144,6 +185,7 @@ async fn run(client: &mut Client, kind: Kind, worker: usize) {
         Kind::Once => mrtr::once(client, worker).await,
         Kind::TaskAsk => tasks::asks(client).await,
         Kind::TaskCompute => tasks::computes(client).await,
+        Kind::TaskSteps => tasks::steps(client, worker).await,
         Kind::Session => session::run(client).await,
         Kind::Trigger => trigger(client).await,
         Kind::Tampered => hostile::tampered(client).await,

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::super::cluster::Target;
+use super::super::cluster::{Cluster, Target};
 use super::super::history::{End, Fact, Kind, OpId};
 use super::super::rng::Rng;
 use super::super::rpc::{Answer, Client, Retry};
@@ -28,6 +28,19 @@ pub(super) enum Step {
 pub(super) async fn step(
     client: &mut Client,
     op: OpId,
+    call: (&str, &Value),
+    prior: Option<(&Value, &Value)>,
+    retry: Retry,
+) -> Result<Step, String> {
+    let instances = client.shared.cluster.clone();
+    step_via(client, &instances, op, call, prior, retry).await
+}
+
+/// [`step`] through `via` instead of the instances.
+pub(super) async fn step_via(
+    client: &mut Client,
+    via: &Cluster,
+    op: OpId,
     (tool, arguments): (&str, &Value),
     prior: Option<(&Value, &Value)>,
     retry: Retry,
@@ -37,7 +50,7 @@ pub(super) async fn step(
         params["inputResponses"] = responses.clone();
         params["requestState"] = state.clone();
     }
-    match client.modern(op, "tools/call", params, retry).await {
+    match client.modern_via(via, op, "tools/call", params, retry).await {
         Ok((Answer::Result(result), target)) => {
             if result["resultType"] == "input_required" {
                 let requests = result["inputRequests"].as_object().cloned().unwrap_or_default();

@@ -4,6 +4,9 @@
 //! safe to repeat, so they are retried on the next instance; a store that is away
 //! (`-32603`) is waited out. The answers are recorded once per question and reused on
 //! retries, so the result can be checked against them.
+//!
+//! `steps` makes its task on the front end, so a worker runs it: its `once!` steps write
+//! their effects to the outbox, outside every process, where the checks count them.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -11,10 +14,10 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use super::super::client::Transport;
-use super::super::cluster::Target;
+use super::super::cluster::{Cluster, Target};
 use super::super::history::{End, Fact, Kind, OpId};
 use super::super::rpc::{Answer, Client, Retry};
-use super::mrtr::{answer, answer_all, step, Step};
+use super::mrtr::{answer, answer_all, step_via, Step};
 use super::text_of;
 
 const POLL: Duration = Duration::from_millis(400);
@@ -47,20 +50,46 @@ pub(super) async fn computes(client: &mut Client) {
         .await;
 }
 
-async fn run(client: &mut Client, kind: Kind, tool: &str, arguments: Value, work: f64, cancel: bool) {
+/// A task that asks in a round (so its client holds a state of the call), continues as a
+/// task made on the front end, and takes three `once!` steps on whichever worker (or
+/// instance) runs it, each confirmed after 100–300 ms: the window a worker's SIGTERM is
+/// timed to land in (`faults`).
+pub(super) async fn steps(client: &mut Client, worker: usize) {
+    const TOOL: &str = "test_task_steps";
+    let call_id = client.shared.call_id(worker);
+    let confirm_ms = client.rng.range(100, 300);
+    let arguments = json!({ "call": call_id, "confirm_ms": confirm_ms });
     let history = client.shared.history.clone();
-    let op = history.begin(kind, json!({ "tool": tool, "arguments": arguments, "cancel": cancel }));
-    let end = drive(client, op, tool, &arguments, Duration::from_secs_f64(work), cancel).await;
+    let op = history.begin(Kind::TaskSteps, json!({ "tool": TOOL, "arguments": arguments, "cancel": false }));
+    client.shared.step_call(&call_id, op);
+    let front = client.shared.front.clone();
+    let end = drive(client, &front, op, TOOL, &arguments, Duration::from_millis(3 * confirm_ms), false).await;
     history.end(op, end);
 }
 
-/// Creates the task: its id, its TTL and the instance that runs it first, or how it failed.
-async fn create(client: &mut Client, op: OpId, tool: &str, arguments: &Value) -> Result<(String, u64, Target), End> {
+async fn run(client: &mut Client, kind: Kind, tool: &str, arguments: Value, work: f64, cancel: bool) {
+    let history = client.shared.history.clone();
+    let op = history.begin(kind, json!({ "tool": tool, "arguments": arguments, "cancel": cancel }));
+    let instances = client.shared.cluster.clone();
+    let end = drive(client, &instances, op, tool, &arguments, Duration::from_secs_f64(work), cancel).await;
+    history.end(op, end);
+}
+
+/// Creates the task through `via`: its id, its TTL and the process that answered, or how
+/// it failed.
+async fn create(
+    client: &mut Client,
+    via: &Cluster,
+    op: OpId,
+    tool: &str,
+    arguments: &Value,
+) -> Result<(String, u64, Target), End> {
     let history = client.shared.history.clone();
     let mut prior: Option<(Value, Value)> = None;
     for _ in 0..4 {
         // A cut-off round may have created the task: not sent again (that would be a second task).
-        match step(client, op, (tool, arguments), prior.as_ref().map(|(r, s)| (r, s)), Retry::Unsent).await {
+        let prior_ref = prior.as_ref().map(|(r, s)| (r, s));
+        match step_via(client, via, op, (tool, arguments), prior_ref, Retry::Unsent).await {
             Ok(Step::Asked { state, requests, .. }) => prior = Some((answer_all(client, op, &requests), state)),
             Ok(Step::Done { result, target }) if result["resultType"] == "task" => {
                 let id = result["taskId"].as_str().unwrap_or_default().to_owned();
@@ -99,10 +128,19 @@ async fn call(client: &mut Client, op: OpId, method: &str, params: Value) -> Pol
     }
 }
 
-async fn drive(client: &mut Client, op: OpId, tool: &str, arguments: &Value, work: Duration, cancel: bool) -> End {
+/// Creates the task through `via`, then follows it through the instances to its end.
+async fn drive(
+    client: &mut Client,
+    via: &Cluster,
+    op: OpId,
+    tool: &str,
+    arguments: &Value,
+    work: Duration,
+    cancel: bool,
+) -> End {
     let history = client.shared.history.clone();
     let sent_ms = history.now_ms();
-    let (id, ttl_ms, runner) = match create(client, op, tool, arguments).await {
+    let (id, ttl_ms, runner) = match create(client, via, op, tool, arguments).await {
         Ok(created) => created,
         Err(end) => return end,
     };
