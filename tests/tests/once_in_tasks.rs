@@ -252,3 +252,83 @@ async fn a_single_use_state_that_became_a_task_here_is_read_by_no_round() {
 async fn a_single_use_state_that_became_a_workers_task_is_read_by_no_round() {
     a_single_use_state_that_became_a_task_is_read_by_no_round(Runs::OnAWorker).await;
 }
+
+/// While set, the [`Blinking`] store refuses every write, as a store that is away does.
+static AWAY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A task store that goes away for a moment whenever `AWAY` says.
+struct Blinking(MemoryTaskStore);
+
+impl mcp_mrtr::tasks::TaskStore for Blinking {
+    fn create(
+        &self,
+        record: mcp_mrtr::tasks::TaskRecord,
+    ) -> futures_util::future::BoxFuture<'_, Result<(), mcp_mrtr::tasks::StoreError>> {
+        self.0.create(record)
+    }
+
+    fn get<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> futures_util::future::BoxFuture<'a, Result<Option<mcp_mrtr::tasks::TaskRecord>, mcp_mrtr::tasks::StoreError>>
+    {
+        self.0.get(id)
+    }
+
+    fn replace(
+        &self,
+        expected: u64,
+        record: mcp_mrtr::tasks::TaskRecord,
+    ) -> futures_util::future::BoxFuture<'_, Result<bool, mcp_mrtr::tasks::StoreError>> {
+        if AWAY.load(std::sync::atomic::Ordering::SeqCst) {
+            return Box::pin(std::future::ready(Err(mcp_mrtr::tasks::StoreError::new("away for a moment"))));
+        }
+        self.0.replace(expected, record)
+    }
+
+    fn lapsed(
+        &self,
+        now: std::time::SystemTime,
+        limit: usize,
+    ) -> futures_util::future::BoxFuture<'_, Result<Vec<String>, mcp_mrtr::tasks::StoreError>> {
+        self.0.lapsed(now, limit)
+    }
+}
+
+/// Takes a step during which the task store goes away for 150 ms.
+#[tool(task = "required")]
+async fn blinking(ctx: &Ctx, call: String) -> Result<String, ToolError> {
+    ctx.continue_as_task().await;
+    let taken = once!({
+        AWAY.store(true, std::sync::atomic::Ordering::SeqCst);
+        tokio::spawn(async {
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            AWAY.store(false, std::sync::atomic::Ordering::SeqCst);
+        });
+        take(&call, 'x')
+    });
+    Ok(format!("taken {taken}"))
+}
+
+/// A store away for a moment when a step's result is written, shorter than the lease:
+/// the result is written once it is back, and the step is not taken again by the run
+/// that would otherwise take the task over (a Redis restarted from its AOF, a blip).
+#[tokio::test]
+async fn a_step_result_written_while_the_store_blinks_is_written_when_it_is_back() {
+    let tasks = TaskConfig::default().store(Blinking(MemoryTaskStore::new())).lease(Duration::from_secs(1));
+    let server = TestServer::start(Server::new("blinking", "0").tool(blinking).tasks(tasks)).await;
+    let created = server.call(&Rpc::call_tool("blinking", json!({ "call": "blink" })).caps(task_caps())).await;
+    let id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("{created}")).to_owned();
+    let mut task = Value::Null;
+    for _ in 0..250 {
+        task = server.call(&task_rpc("tasks/get", &id)).await["result"].clone();
+        if task["status"] == "completed" || task["status"] == "failed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(task["result"]["content"][0]["text"], "taken 1", "{task}");
+    // Past a lease, and a look for lapsed tasks: nothing took the step again.
+    tokio::time::sleep(Duration::from_millis(1_600)).await;
+    assert_eq!(taken("blink", 'x'), 1);
+}

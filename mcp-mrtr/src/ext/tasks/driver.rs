@@ -429,15 +429,27 @@ struct StoreLog {
     gate: Arc<Gate>,
 }
 
-impl StoreLog {
-    fn write(&self, change: impl FnMut(&mut TaskRecord) + Send + 'static) -> BoxFuture<'static, bool> {
-        let writes = self.writes.clone();
-        Box::pin(async move {
-            writes.fenced(change).await.unwrap_or_else(|error| {
-                tracing::warn!(task = %writes.id, %error, "could not write to a task's record");
-                false
-            })
-        })
+/// Stores a `once!` step's result in the journal, trying again while the store is away
+/// for as long as the run's lease would have held: a result that is not stored stops the
+/// run, and the run that takes the task over takes the step again, so an outage shorter
+/// than the lease (a Redis restart from its AOF, a network blip) must not cost a step.
+/// `false` when the run lost its task, or the store stayed away.
+async fn store_result(writes: &RunWrites, journal: &Carried, lease: Duration) -> bool {
+    let until = tokio::time::Instant::now() + lease;
+    let mut pause = Duration::from_millis(25);
+    loop {
+        match writes.fenced(|record| record.journal = journal.clone()).await {
+            Ok(written) => return written,
+            Err(error) if tokio::time::Instant::now() + pause < until => {
+                tracing::debug!(task = %writes.id, %error, "could not store a once! step's result yet; trying again");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(lease / 4);
+            }
+            Err(error) => {
+                tracing::warn!(task = %writes.id, %error, "could not store a once! step's result; this run stops");
+                return false;
+            }
+        }
     }
 }
 
@@ -452,9 +464,9 @@ impl TaskLog for StoreLog {
     }
 
     fn journal(&self, journal: Carried) -> BoxFuture<'static, bool> {
-        let (written, gate) = (self.write(move |record| record.journal = journal.clone()), self.gate.clone());
+        let (writes, gate, lease) = (self.writes.clone(), self.gate.clone(), self.lease);
         Box::pin(async move {
-            let written = written.await;
+            let written = store_result(&writes, &journal, lease).await;
             // Stored or not, the step is over: a stop may drop the run now.
             gate.end_step();
             written
