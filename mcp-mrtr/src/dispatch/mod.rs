@@ -224,14 +224,14 @@ impl Engine {
         };
         // A task keeps its arguments in its record, to run again anywhere.
         let target = self.target(&call, Method::ToolsCall.name(), name, Some(&arguments)).outlived_by(horizon);
-        let replay = self.open_replay(&target, input, &call.transport.extensions, &call.meta.trace)?;
+        let replay = self.open_replay(&target, input, &call.meta.trace)?;
         let handler = route.run(self.ctx(&call, &replay), arguments.clone());
         let request = TaskRequest { tool: name, arguments: &arguments, meta: &call.meta, transport: &call.transport };
         // The time limit covers the call up to the task's creation; the task then runs on
         // its own, under the task limits (`TaskLimits::run_timeout`; cancel it to stop it).
         let create = tasks.call(self, request, replay.clone(), handler);
         match deadline::within(call.limit, create).await? {
-            Called::Round(outcome) => self.seal(&target, &replay, outcome),
+            Called::Round(outcome) => self.seal(&target, &replay, outcome, &call.transport.extensions),
             Called::Task(created) => Ok(Body::Task(Text::from_object(&created))),
         }
     }

@@ -96,20 +96,18 @@ impl Engine {
     /// Reads this round's `inputResponses` and opens its `requestState`, before the handler
     /// runs: a state that does not open fails the request, whatever the handler would do.
     ///
-    /// A fresh call is counted against its client (`extensions`) in the single-use
-    /// guard; a continued one against whoever started it, as its state says.
+    /// A continued call is counted against whoever started it in the single-use guard,
+    /// as its state says (a fresh one, once it seals a state: see `seal`).
     pub(super) fn open_replay(
         &self,
         target: &Target<'_>,
         input: RoundInput,
-        extensions: &Extensions,
         trace: &TraceContext,
     ) -> Result<Arc<Replay>, Error> {
         let responses = input_responses(input.responses)?;
         let Some(token) = input.state else {
             let origin = trace.traceparent().map(|parent| parent.as_str().to_owned());
-            let owner = self.sealer()?.owner_of(&ClientId::of(extensions));
-            return Ok(Arc::new(Replay::new_call(responses, owner, origin)));
+            return Ok(Arc::new(Replay::new_call(responses, origin)));
         };
         let sealer = self.sealer()?;
         let presented = Presented { token: &token, sealer, binding: target.digest(), target: target.binding.target };
@@ -161,7 +159,7 @@ impl Engine {
         Fut: Future<Output = Result<T, Error>>,
     {
         let Some(bridge) = &call.transport.bridge else {
-            let replay = self.open_replay(target, input, &call.transport.extensions, &call.meta.trace)?;
+            let replay = self.open_replay(target, input, &call.meta.trace)?;
             return self.run_round(target, &replay, call, round(&replay)).await;
         };
         let caps = &call.meta.client_capabilities;
@@ -196,24 +194,29 @@ impl Engine {
     ) -> Result<Body, Error> {
         let outcome =
             deadline::within(call.limit, replay::drive(replay, &call.meta.client_capabilities, handler)).await?;
-        self.seal(target, replay, outcome)
+        self.seal(target, replay, outcome, &call.transport.extensions)
     }
 
     /// The body of a round: the complete result, or the questions with the round's
-    /// sealed state.
+    /// sealed state. `client` is the request's (its extensions): a call's first state is
+    /// counted against it.
     pub(super) fn seal<T: Serialize>(
         &self,
         target: &Target<'_>,
         replay: &Replay,
         outcome: Outcome<Result<T, Error>>,
+        client: &Extensions,
     ) -> Result<Body, Error> {
         match outcome {
             Outcome::Complete(result) => Ok(Body::Complete(Text::of(&result?)?)),
             Outcome::InputRequired(requests, mut carried) => {
                 let now = SystemTime::now();
-                carried.stamp(now, self.sealer()?.call_lifetime(), target.horizon)?;
+                let sealer = self.sealer()?;
+                // A call's first state is counted against its client, whoever presents it.
+                carried
+                    .stamp(now, sealer.call_lifetime(), target.horizon, || sealer.owner_of(&ClientId::of(client)))?;
                 let payload = serde_json::to_vec(&carried).map_err(|e| Error::internal(e.to_string()))?;
-                let state = self.sealer()?.seal(target.digest(), &payload, now).map_err(|error| {
+                let state = sealer.seal(target.digest(), &payload, now).map_err(|error| {
                     error.log(target.binding.target);
                     let client = error.to_error();
                     match replay.once_lost() {

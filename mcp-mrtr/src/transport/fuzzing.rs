@@ -286,7 +286,7 @@ pub fn input_responses(bytes: &[u8]) {
         assert_eq!(error.code(), ErrorCode::INVALID_PARAMS, "malformed answers are invalid params: {error:?}");
     }
     let Value::Object(responses) = value else { return };
-    let (first, carried) = ask_round(Replay::new_call(responses.clone(), 0, None));
+    let (first, carried) = ask_round(Replay::new_call(responses.clone(), None));
     let sealed = serde_json::to_vec(&carried).expect("a state serializes");
     let carried = serde_json::from_slice(&sealed).expect("a state reads back");
     let (second, _) = ask_round(Replay::opened(carried, responses, None));

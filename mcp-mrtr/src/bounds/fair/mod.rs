@@ -23,5 +23,5 @@ mod pool;
 
 pub(crate) use bucket::RateLimit;
 pub(crate) use bytes::ByteShares;
-pub(crate) use client::{ClientAddr, ClientId};
+pub(crate) use client::{ClientAddr, ClientId, OwnerMac};
 pub(crate) use pool::{FairPool, Held, Refused, Release};

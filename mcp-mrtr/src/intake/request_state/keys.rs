@@ -20,6 +20,8 @@ use hkdf::Hkdf;
 use sha2::Sha256;
 use zeroize::Zeroizing;
 
+use crate::bounds::fair::OwnerMac;
+
 /// The environment variable [`KeyRing::from_env`] reads.
 pub(crate) const KEYS_ENV: &str = "MCP_MRTR_STATE_KEYS";
 
@@ -66,9 +68,9 @@ pub struct StateKey {
     request_state: Aes256GcmSiv,
     /// The key that opens `v2` tokens, sealed before the upgrade to `v3`.
     request_state_v2: Zeroizing<[u8; 32]>,
-    /// The key of the owner numbers the single-use guard counts clients by: derived once,
-    /// as every call a client starts needs it.
-    guard_owner: Zeroizing<[u8; 32]>,
+    /// What makes the owner numbers the single-use guard counts clients by: its key
+    /// derived and taken in once, as every call whose state is sealed needs it.
+    guard_owner: OwnerMac,
 }
 
 impl StateKey {
@@ -90,7 +92,7 @@ impl StateKey {
     fn from_parts(id: String, secret: Zeroizing<[u8; 32]>) -> Self {
         let request_state = Aes256GcmSiv::new((&*derive(&secret, REQUEST_STATE_PURPOSE)).into());
         let request_state_v2 = derive(&secret, REQUEST_STATE_V2_PURPOSE);
-        let guard_owner = derive(&secret, GUARD_OWNER_PURPOSE);
+        let guard_owner = OwnerMac::new(&derive(&secret, GUARD_OWNER_PURPOSE));
         Self { id, secret, request_state, request_state_v2, guard_owner }
     }
 
@@ -148,7 +150,7 @@ impl StateKey {
 
     /// The key of the single-use guard's owner numbers: the same on every instance given
     /// this secret, so one client counts once in a guard they share.
-    pub(crate) fn guard_owner_key(&self) -> &[u8; 32] {
+    pub(crate) fn guard_owner_key(&self) -> &OwnerMac {
         &self.guard_owner
     }
 }

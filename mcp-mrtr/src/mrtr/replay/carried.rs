@@ -89,7 +89,7 @@ fn is_zero(owner: &u32) -> bool {
 }
 
 impl Carried {
-    /// Who started the call the state belongs to (see [`Replay::new_call`]).
+    /// Who started the call the state belongs to (see [`Carried::stamp`]).
     pub(crate) fn owner(&self) -> u32 {
         self.owner
     }
@@ -147,9 +147,20 @@ impl Carried {
     }
 
     /// Readies the state to be sealed `now`: the call's id drawn if it has none, its start,
-    /// `lifetime` and `horizon` if this is its first state, and the moment it is sealed.
-    pub(crate) fn stamp(&mut self, now: SystemTime, lifetime: Duration, horizon: Duration) -> Result<(), crate::Error> {
+    /// `lifetime` and `horizon` if this is its first state, who started it (`owner`, asked
+    /// only then: it costs a keyed hash, which a call that never seals a state never pays),
+    /// and the moment it is sealed.
+    pub(crate) fn stamp(
+        &mut self,
+        now: SystemTime,
+        lifetime: Duration,
+        horizon: Duration,
+        owner: impl FnOnce() -> u32,
+    ) -> Result<(), crate::Error> {
         let millis = unix_millis(now);
+        if self.owner == 0 {
+            self.owner = owner();
+        }
         let call = self.call_id()?;
         // A call of an earlier release keeps saying so: none of its states takes a step.
         if self.begun.is_none() && call != CallId::EARLIER_RELEASE {
@@ -265,9 +276,9 @@ mod tests {
     fn a_call_keeps_the_id_its_first_state_drew() {
         let hour = Duration::from_secs(3600);
         let mut carried = Carried::default();
-        carried.stamp(SystemTime::now(), hour, Duration::ZERO).unwrap();
+        carried.stamp(SystemTime::now(), hour, Duration::ZERO, || 1).unwrap();
         let (drawn, begun) = (carried.call.unwrap(), carried.begun);
-        carried.stamp(SystemTime::now() + Duration::from_secs(5), hour, Duration::ZERO).unwrap();
+        carried.stamp(SystemTime::now() + Duration::from_secs(5), hour, Duration::ZERO, || 1).unwrap();
         assert_eq!((carried.call, carried.begun), (Some(drawn), begun));
         let read: Carried = serde_json::from_slice(&serde_json::to_vec(&carried).unwrap()).unwrap();
         assert_eq!(read.call, Some(drawn));
@@ -287,10 +298,10 @@ mod tests {
         let now = UNIX_EPOCH + Duration::from_secs(1_000);
         let mut carried = Carried::default();
         assert_eq!(carried.end(hour, hour), None, "not begun");
-        carried.stamp(now, minute, hour).unwrap();
+        carried.stamp(now, minute, hour, || 1).unwrap();
         let sealed = CallEnd { opens_until: now + minute, kept_until: now + minute + hour };
         assert_eq!(carried.end(hour, Duration::ZERO), Some(sealed), "the sealed lifetime, not today's");
-        carried.stamp(now + Duration::from_secs(30), hour, Duration::ZERO).unwrap();
+        carried.stamp(now + Duration::from_secs(30), hour, Duration::ZERO, || 1).unwrap();
         assert_eq!(carried.end(hour, Duration::ZERO), Some(sealed), "a sibling keeps the first state's end");
         let written = serde_json::to_value(&carried).unwrap();
         assert_eq!((written["l"].clone(), written["z"].clone()), (json!(60_000), json!(3_600_000)));
@@ -298,7 +309,7 @@ mod tests {
         let earlier: Carried = serde_json::from_value(json!({"r": 1, "b": 1_000_000})).unwrap();
         assert_eq!(earlier.end(hour, minute), Some(CallEnd::new(now + hour, minute)));
         let mut no_task = Carried::default();
-        no_task.stamp(now, minute, Duration::ZERO).unwrap();
+        no_task.stamp(now, minute, Duration::ZERO, || 1).unwrap();
         assert!(serde_json::to_value(&no_task).unwrap().get("z").is_none(), "no horizon, no bytes");
     }
 
@@ -309,12 +320,12 @@ mod tests {
         let mut carried = Carried::default();
         carried.call_id().unwrap();
         assert!(!carried.held_by_client(), "an id drawn for a step key, or a task, is not a state");
-        carried.stamp(SystemTime::now(), Duration::from_secs(60), Duration::ZERO).unwrap();
+        carried.stamp(SystemTime::now(), Duration::from_secs(60), Duration::ZERO, || 1).unwrap();
         assert!(carried.held_by_client());
         let mut earlier = Carried::default();
         earlier.call_or(|| CallId::EARLIER_RELEASE);
         assert!(earlier.held_by_client());
-        earlier.stamp(SystemTime::now(), Duration::from_secs(60), Duration::ZERO).unwrap();
+        earlier.stamp(SystemTime::now(), Duration::from_secs(60), Duration::ZERO, || 1).unwrap();
         assert_eq!(earlier.begun, None, "a call of an earlier release never says it began");
     }
 }

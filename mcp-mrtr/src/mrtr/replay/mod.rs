@@ -169,13 +169,10 @@ impl Replay {
         Self { round: Mutex::new(round), single_use: None, presented: false, spent: tokio::sync::OnceCell::new() }
     }
 
-    /// The replay of a call's first round (no state yet), started by the client `owner`.
-    pub(crate) fn new_call(responses: JsonObject, owner: u32, origin: Option<String>) -> Self {
+    /// The replay of a call's first round (no state yet).
+    pub(crate) fn new_call(responses: JsonObject, origin: Option<String>) -> Self {
         let replay = Self::new(None, responses);
-        let mut round = replay.lock();
-        round.carried.owner = owner;
-        round.carried.origin = origin;
-        drop(round);
+        replay.lock().carried.origin = origin;
         replay
     }
 
