@@ -1,8 +1,9 @@
 //! [`ClientId`]: who holds a share of a pool.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::net::{IpAddr, Ipv6Addr};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use axum::http::Extensions;
 use hmac::{Hmac, Mac};
@@ -56,13 +57,31 @@ impl ClientId {
     }
 }
 
-/// The keyed HMAC that owner numbers are made with, its key taken in once.
+/// The keyed HMAC that owner numbers are made with, its key taken in once, and the
+/// numbers of the clients seen lately: every call that seals a state asks for its client's,
+/// and the HMAC (two SHA-256 blocks) was the dearest part of such a round.
 #[derive(Clone)]
-pub(crate) struct OwnerMac(Hmac<Sha256>);
+pub(crate) struct OwnerMac {
+    mac: Hmac<Sha256>,
+    known: Arc<Mutex<HashMap<ClientId, u32>>>,
+}
+
+/// Owner numbers remembered at most; all are forgotten when it is reached (a flood of new
+/// clients only costs their own hashing).
+const KNOWN_OWNERS: usize = 4_096;
+
+/// The longest caller id whose number is remembered: what the memory above can hold stays
+/// under 2 MiB, whatever the callers' names.
+const MAX_KNOWN_CALLER: usize = 256;
 
 impl OwnerMac {
     pub(crate) fn new(key: &[u8; 32]) -> Self {
-        Self(Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes a key of any length"))
+        let mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes a key of any length");
+        Self { mac, known: Arc::default() }
+    }
+
+    fn known(&self) -> std::sync::MutexGuard<'_, HashMap<ClientId, u32>> {
+        self.known.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -78,7 +97,23 @@ impl ClientId {
     /// `keyed` is the HMAC with its key already taken in ([`OwnerMac::new`]), which halves
     /// the hashing of each number.
     pub(crate) fn owner_key(&self, keyed: &OwnerMac) -> u32 {
-        let mut mac = keyed.0.clone();
+        if let Some(owner) = keyed.known().get(self) {
+            return *owner;
+        }
+        let owner = self.owner_hmac(keyed);
+        if matches!(self, Self::Caller(id) if id.len() > MAX_KNOWN_CALLER) {
+            return owner;
+        }
+        let mut known = keyed.known();
+        if known.len() >= KNOWN_OWNERS {
+            known.clear();
+        }
+        known.insert(self.clone(), owner);
+        owner
+    }
+
+    fn owner_hmac(&self, keyed: &OwnerMac) -> u32 {
+        let mut mac = keyed.mac.clone();
         // Each kind tagged, so that no caller's name reads as an address.
         match self {
             Self::Caller(id) => {
@@ -153,5 +188,15 @@ mod tests {
         assert_ne!(alice.owner_key(&key), ClientId::Caller("bob".into()).owner_key(&key));
         assert_ne!(ClientId::loopback(1).owner_key(&key), ClientId::loopback(2).owner_key(&key));
         assert_ne!(ClientId::Unknown.owner_key(&key), 0);
+        // Remembered, the same; and never more than the bound remembered.
+        assert_eq!(alice.owner_key(&key), alice.owner_hmac(&key));
+        for n in 0..=KNOWN_OWNERS {
+            let client = ClientId::Caller(format!("client-{n}").into());
+            assert_eq!(client.owner_key(&key), client.owner_hmac(&key));
+        }
+        assert!(key.known().len() <= KNOWN_OWNERS);
+        let long = ClientId::Caller("x".repeat(MAX_KNOWN_CALLER + 1).into());
+        assert_eq!(long.owner_key(&key), long.owner_hmac(&key));
+        assert!(!key.known().contains_key(&long), "a long name is not kept");
     }
 }
