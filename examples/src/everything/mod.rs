@@ -375,6 +375,20 @@ fn resources(server: Server) -> Server {
                 }),
         )
         .resource(
+            // The resource the suite's resources-subscribe and resources-unsubscribe
+            // scenarios subscribe to: a session subscribes only to what is served.
+            Resource::new("test://watched-resource", "watched-resource")
+                .description("A text resource to subscribe to for updates")
+                .mime_type("text/plain")
+                .handler(|_ctx| async {
+                    Ok::<_, ToolError>(ResourceContents::text(
+                        "test://watched-resource",
+                        "text/plain",
+                        "This resource is watched by subscribers.",
+                    ))
+                }),
+        )
+        .resource(
             ResourceTemplate::new("test://template/{id}/data", "template-data")
                 .description("JSON data for any id")
                 .mime_type("application/json")
