@@ -41,13 +41,17 @@ pub(crate) fn read_message(bytes: &[u8]) -> Result<Incoming, (Option<RequestId>,
 /// answer (audit C1: a `traceparent` that panicked its parser ended a stdio server), so
 /// each transport reads every message inside this boundary. `None` means `work`
 /// panicked: the transport answers with [`panicked`] and goes on serving.
-pub(crate) async fn contain<T>(work: impl Future<Output = T>) -> Option<T> {
-    let outcome = AssertUnwindSafe(work).catch_unwind().await;
-    if outcome.is_err() {
-        // The message is client data: not logged, not even in part.
-        tracing::error!("reading a message panicked the server; the message was answered with an internal error");
-    }
-    outcome.ok()
+///
+/// Not an `async fn`: one would hold `work` twice over (as its argument, and as the
+/// future it awaits), and this wraps the whole of a request's handling.
+pub(crate) fn contain<T>(work: impl Future<Output = T>) -> impl Future<Output = Option<T>> {
+    AssertUnwindSafe(work).catch_unwind().map(|outcome| {
+        if outcome.is_err() {
+            // The message is client data: not logged, not even in part.
+            tracing::error!("reading a message panicked the server; the message was answered with an internal error");
+        }
+        outcome.ok()
+    })
 }
 
 /// The answer to a message whose reading panicked: an internal error, to the request's id
