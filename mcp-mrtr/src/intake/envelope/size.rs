@@ -54,6 +54,11 @@ fn past_string(bytes: &[u8], mut from: usize) -> usize {
 
 /// `Err` (an invalid request naming both numbers) when `bytes` hold more than `max` values.
 pub(crate) fn check(bytes: &[u8], max: usize) -> Result<(), Error> {
+    // Each byte adds one value at most, so a body shorter than the bound is within it
+    // unread: most requests are a few hundred bytes, and are not read twice.
+    if bytes.len() < max {
+        return Ok(());
+    }
     let values = values_in(bytes);
     if values > max {
         return Err(Error::invalid_request(format!(
@@ -109,6 +114,19 @@ mod tests {
         assert!(check(objects.as_bytes(), MAX_JSON_VALUES).is_ok(), "empty objects count once too");
     }
 
+    /// A body shorter than the bound is taken unread: never one the count would refuse.
+    /// Commas are the most values a byte can make, one each, on top of the one.
+    #[test]
+    fn a_body_shorter_than_the_bound_cannot_pass_it() {
+        for max in [1, 2, 10, 1_000] {
+            let just_within = ",".repeat(max - 1);
+            assert_eq!(values_in(just_within.as_bytes()), max);
+            assert!(check(just_within.as_bytes(), max).is_ok());
+            let past = ",".repeat(max);
+            assert!(check(past.as_bytes(), max).is_err(), "{max} commas make {} values", max + 1);
+        }
+    }
+
     /// What is not JSON is never counted below the openers and commas it holds: each
     /// closer takes back only the opener right before it.
     #[test]
@@ -157,6 +175,7 @@ mod tests {
             let len = usize::try_from(seed % 24).unwrap();
             let bytes: Vec<u8> = (0..len).map(|n| alphabet[usize::try_from((seed >> (n % 60)) % 9).unwrap()]).collect();
             assert_eq!(values_in(&bytes), byte_by_byte(&bytes), "{:?}", String::from_utf8_lossy(&bytes));
+            assert!(values_in(&bytes) <= bytes.len() + 1, "check() takes shorter bodies unread");
         }
     }
 
