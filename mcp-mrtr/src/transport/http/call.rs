@@ -3,7 +3,7 @@
 //! [`Engine::handle`](crate::dispatch::Engine), its reply framed by `sse`. Modern POSTs
 //! come here from `post`, 2025-11-25 ones from `legacy`.
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue};
 use axum::response::Response;
@@ -13,7 +13,7 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 use super::endpoint::Endpoint;
 use super::sse::{error_response, json_response, respond};
-use super::{connections, handoff, legacy, slots};
+use super::{handoff, legacy, slots};
 use crate::bounds::fair::{ClientId, Held};
 use crate::dispatch::{Engine, Reply};
 use crate::intake::envelope::{Era, Request, RequestMeta};
@@ -158,8 +158,7 @@ fn listen_reply(
     meta: Arc<RequestMeta>,
     transport: Delivery,
 ) -> (BoxFuture<'static, Option<Reply>>, Option<Arc<handoff::Handoff>>) {
-    let listening = head.extensions.get::<Arc<connections::Activity>>().map(connections::Activity::listening);
-    let handoff = head.extensions.get::<Weak<handoff::Handoff>>().and_then(Weak::upgrade);
+    let (listening, handoff) = super::serve::Connection::listening(&head.extensions);
     let reply = async move {
         let _listening = listening;
         Some(server.handle(request, meta, transport).await)

@@ -295,8 +295,8 @@ fn client_address(config: &HttpConfig, request: &HttpRequest) -> Option<IpAddr> 
     }
     let extensions = request.extensions();
     extensions
-        .get::<serve::Peer>()
-        .map(|peer| peer.0.ip())
+        .get::<serve::Connection>()
+        .map(|connection| connection.peer.ip())
         .or_else(|| extensions.get::<ConnectInfo<SocketAddr>>().map(|info| info.0.ip()))
 }
 

@@ -13,8 +13,8 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use super::call::{serve_request, Head};
 use super::endpoint::{method_not_allowed, Endpoint};
+use super::headers;
 use super::sse::{error_response, json_response};
-use super::{connections, handoff, headers};
 use crate::bounds::fair::ClientId;
 use crate::bounds::shutdown::Draining;
 use crate::intake::envelope::{Era, Request};
@@ -173,8 +173,7 @@ fn changes(endpoint: &Endpoint, session: &Arc<Session>, request: HttpRequest) ->
     session.mark_used();
     let (notifier, notes) = tokio::sync::mpsc::channel(32);
     let (session, keep_alive) = (session.clone(), server.keep_alive());
-    let listening = parts.extensions.get::<Arc<connections::Activity>>().map(connections::Activity::listening);
-    let handoff = parts.extensions.get::<std::sync::Weak<handoff::Handoff>>().and_then(std::sync::Weak::upgrade);
+    let (listening, handoff) = super::serve::Connection::listening(&parts.extensions);
     let transport = Delivery {
         headers: Some(super::call::owned(&parts.headers)),
         extensions: Arc::new(parts.extensions),

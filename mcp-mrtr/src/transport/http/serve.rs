@@ -15,7 +15,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -33,7 +33,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, Sleep};
 
-use super::connections::{Activity, Busy, Connections, Place};
+use super::connections::{Activity, Busy, Connections, Listening, Place};
 use super::handoff::{self, Flushed, Handoff};
 use super::ListenerLimits;
 use crate::bounds::fair::ClientId;
@@ -164,9 +164,32 @@ pub(super) async fn serve_app(
     Ok(())
 }
 
-/// The TCP peer of a request's connection, in its extensions.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Peer(pub(super) SocketAddr);
+/// What a request knows of its connection, in its extensions: one entry, not one per
+/// fact (each entry is an allocation of every request).
+#[derive(Clone)]
+pub(super) struct Connection {
+    /// The TCP peer.
+    pub(super) peer: SocketAddr,
+    /// What the connection is doing: the endpoint marks a listen stream on it.
+    pub(super) activity: Arc<Activity>,
+    /// HTTP/1.1 only: where a listen stream leaves hyper once acknowledged. Weak: the
+    /// stream handed off holds its request's extensions.
+    pub(super) handoff: Option<Weak<Handoff>>,
+}
+
+impl Connection {
+    /// For a listen stream answering a request with these `extensions`: the guard that
+    /// marks its connection as listening, and the handoff it leaves hyper through. Both
+    /// `None` for a connection not served by `serve_*` (one axum serves, say).
+    pub(super) fn listening(extensions: &axum::http::Extensions) -> (Option<Listening>, Option<Arc<Handoff>>) {
+        match extensions.get::<Self>() {
+            Some(connection) => {
+                (Some(connection.activity.listening()), connection.handoff.as_ref().and_then(Weak::upgrade))
+            }
+            None => (None, None),
+        }
+    }
+}
 
 /// What every connection is served with.
 struct Serving<A> {
@@ -310,12 +333,11 @@ impl<A: App> Serving<A> {
             let handoff = handoff.clone().filter(|_| request.version() == hyper::Version::HTTP_11);
             let extensions = request.extensions_mut();
             extensions.insert(draining.clone());
-            extensions.insert(Peer(peer));
-            extensions.insert(activity.clone());
-            if let Some(handoff) = &handoff {
-                // Weak: the stream handed off holds its request's extensions.
-                extensions.insert(Arc::downgrade(handoff));
-            }
+            extensions.insert(Connection {
+                peer,
+                activity: activity.clone(),
+                handoff: handoff.as_ref().map(Arc::downgrade),
+            });
             let (counted, app) = (requests.enter(), app.clone());
             // Boxed: hyper keeps a slot the size of this future for the whole life of the
             // connection (about 7 KiB, the largest path through dispatch), idle or holding
