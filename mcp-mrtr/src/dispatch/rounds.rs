@@ -215,7 +215,10 @@ impl Engine {
                 // A call's first state is counted against its client, whoever presents it.
                 carried
                     .stamp(now, sealer.call_lifetime(), target.horizon, || sealer.owner_of(&ClientId::of(client)))?;
-                let payload = serde_json::to_vec(&carried).map_err(|e| Error::internal(e.to_string()))?;
+                // Room for a typical state's JSON at once (a form's answers run to a few
+                // hundred bytes), rather than growing from serde_json's 128.
+                let mut payload = Vec::with_capacity(512);
+                serde_json::to_writer(&mut payload, &carried).map_err(|e| Error::internal(e.to_string()))?;
                 let state = sealer.seal(target.digest(), &payload, now).map_err(|error| {
                     error.log(target.binding.target);
                     let client = error.to_error();

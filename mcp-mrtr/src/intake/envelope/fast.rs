@@ -111,7 +111,9 @@ impl<'de> Visitor<'de> for ParamsVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Params, A::Error> {
         let mut meta = None;
-        let mut rest = JsonObject::new();
+        // Room for the members a call has (`name`, `arguments`, `inputResponses`,
+        // `requestState`) at once: an ordered map grows by reallocating twice.
+        let mut rest = JsonObject::with_capacity(4);
         while let Some(Key(key)) = map.next_key()? {
             if key == "_meta" {
                 let raw: &RawValue = map.next_value()?;

@@ -208,7 +208,7 @@ impl std::ops::Deref for AssociatedData {
 /// principal, each prefixed with its length as a big-endian u64 (the principal also with
 /// a presence byte, so `None` and `Some("")` differ).
 pub(super) fn binding_digest(binding: &Binding<'_>) -> [u8; 32] {
-    let mut arguments = Vec::new();
+    let mut arguments = Vec::with_capacity(128);
     match binding.arguments {
         Some(map) => write_canonical_object(map, &mut arguments),
         None => arguments.extend_from_slice(b"null"),
