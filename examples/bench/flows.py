@@ -8,7 +8,10 @@
 `compare` runs the `everything` fixture (release) against another server that serves the
 conformance fixtures on 127.0.0.1:$PORT/mcp (rmcp's conformance server does), started with
 TCP_NODELAY forced on its accepted sockets (`nodelay.c`), alternating A B A B so that
-drift hits both. Without `--other` it runs ours against itself, which is the noise.
+drift hits both. Without `--other` it runs ours against itself, which is the noise. It
+measures the floor first: the CPU per request of `floor`, a bare hyper server answering
+every request with the bytes `everything` answers a `tools/list` with. Each flow's line
+then reads against its requests x the floor, the least any HTTP server spends on them.
 
 `redis` runs `everything` with its in-memory stores; for the task flow, with its records
 in memory and one Redis `PING` before each store call (`RoundTripStore`: the wait that any
@@ -34,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 RELEASE = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "release")
@@ -136,7 +140,43 @@ def line(label, runs):
 
 def build():
     subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "mcp-mrtr-examples",
-                    "--bin", "everything", "--bin", "flow_load"], cwd=ROOT, check=True)
+                    "--bin", "everything", "--bin", "flow_load", "--bin", "floor"], cwd=ROOT, check=True)
+
+
+def recorded_list(url):
+    """The bytes `everything` at `url` answers `tools/list` with, as `flow_load` asks."""
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}})
+    request = urllib.request.Request(url, data=body.encode(), headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        if response.headers.get("Content-Type", "").split(";")[0] != "application/json":
+            sys.exit("bench: everything answered tools/list with SSE; the floor needs its JSON")
+        return response.read()
+
+
+def floor(args):
+    """Server CPU per request of `floor` answering what `everything` answers `tools/list`
+    with: runs of `args.reps` (the `list` flow is one request), median and spread."""
+    servers = Servers()
+    url, _ = servers.everything()
+    recorded = recorded_list(url)
+    servers.stop()
+    with tempfile.NamedTemporaryFile(suffix=".json") as body:
+        body.write(recorded)
+        body.flush()
+        runs = []
+        for _ in range(args.reps):
+            servers = Servers()
+            port = free_port()
+            proc = servers.start([os.path.join(RELEASE, "floor"), "--port", str(port), "--body", body.name], port)
+            runs.append(load("list", [f"http://127.0.0.1:{port}/mcp"], [proc.pid], args))
+            servers.stop()
+    print(line("floor (bare hyper)", runs).replace("cpu/flow", "cpu/req "))
+    print(f"  ({len(recorded)} bytes answered to every request)")
+    return summary(runs, "server_cpu_us_per_flow")[0]
 
 
 def nodelay_shim():
@@ -149,6 +189,7 @@ def nodelay_shim():
 def compare(args):
     build()
     shim = nodelay_shim() if args.other else None
+    per_request = floor(args)
     for flow in args.flows.split():
         print(f"{flow} ({args.workers} workers, {args.seconds} s × {args.reps}):")
         ours, other = [], []
@@ -171,6 +212,13 @@ def compare(args):
         a, b = summary(ours, "flows_per_s")[0], summary(other, "flows_per_s")[0]
         if a and b:
             print(f"  ratio {a / b:.2f}")
+        requests = summary(ours, "requests_per_flow")[0]
+        if per_request and requests:
+            least = requests * per_request
+            print(f"  floor: {requests:.2f} requests × {per_request:.1f} µs = {least:.0f} µs per flow"
+                  + "".join(f"; {name} {cpu / least:.1f}× it"
+                            for name, runs in (("mcp-mrtr", ours), (args.other_name if args.other else "again", other))
+                            for cpu in [summary(runs, "server_cpu_us_per_flow")[0]] if cpu))
 
 
 class Node:
