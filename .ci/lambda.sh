@@ -47,6 +47,7 @@ PIDS+=($!)
 # Every binary of the package is a function at /lambda-url/<bin>/ (each started at its first invoke).
 "$VENV/bin/cargo-lambda" lambda watch -A 127.0.0.1 -P "$LAMBDA_PORT" --ignore-changes --locked -p mcp-mrtr-examples \
   --env-var "MCP_MRTR_STATE_KEYS=$KEY" --env-var "MCP_MRTR_REDIS_URL=$REDIS_URL" --env-var RUST_LOG=info \
+  --env-var MCP_MRTR_TASK_RATE=100 \
   >"$LOG/emulator.log" 2>&1 &
 PIDS+=($!)
 MCP_MRTR_STATE_KEYS="$KEY" MCP_MRTR_REDIS_URL="$REDIS_URL" RUST_LOG=info \
@@ -64,20 +65,27 @@ echo "lambda: the serverless flows passed through cargo-lambda's emulator (logs 
 
 # The fixture as a function (its tasks run in it: the emulator does not freeze it between
 # invokes), sharing the Redis: every check of the 2026-07-28 suite, scored or not, must pass.
+# The suite is one client that starts its tasks back to back; a run takes most of the
+# default creation burst (16, then 1 a second), so a second run against the same function
+# (the retry below) would be refused tasks: MCP_MRTR_TASK_RATE above raises the fixture's
+# limits. The HTTP stage (.ci/conformance.sh) runs the suite once, on the defaults.
 FIXTURE="http://127.0.0.1:$LAMBDA_PORT/lambda-url/everything/mcp"
 python3 .ci/await-discover.py "$FIXTURE" everything 120 || { tail -n 40 "$LOG/emulator.log"; exit 1; }
 eval "$(bash .ci/install-conformance.sh)"
 # One run of the suite into $LOG/$1: it passes when every check of every scenario does.
 conformance() {
-  "$NODE" "$CLI" server --url "$FIXTURE" --requirements 2026-07-28 -o "$LOG/$1" >"$LOG/$1.log" 2>&1 \
-    || { tail -n 60 "$LOG/$1.log"; return 1; }
-  python3 - "$LOG/$1" <<'PY'
+  local status=0
+  "$NODE" "$CLI" server --url "$FIXTURE" --requirements 2026-07-28 -o "$LOG/$1" >"$LOG/$1.log" 2>&1 || status=$?
+  grep -E '^Total' "$LOG/$1.log" || true
+  [ "$status" -eq 0 ] || { echo "the suite exited with $status; the end of its log:"; tail -n 30 "$LOG/$1.log"; }
+  # Every failed check with its message (a log's tail may not reach them), then the verdict.
+  python3 - "$LOG/$1" "$status" <<'PY'
 import glob, json, sys
 runs = glob.glob(f"{sys.argv[1]}/*/checks.json")
 bad = [f"{run.split('/')[-2]}: {c.get('id')} {c.get('status')}: {c.get('errorMessage', '')}"
        for run in runs for c in json.load(open(run)) if c.get("status") in ("FAILURE", "WARNING")]
 print("\n".join(bad), file=sys.stderr)
-sys.exit(1 if bad or not runs else 0)
+sys.exit(1 if bad or not runs or sys.argv[2] != "0" else 0)
 PY
 }
 # Once (of some fifteen runs here) the emulator itself answered two tools/list calls with its
