@@ -9,7 +9,9 @@
 use mcp_mrtr::http::Http;
 use mcp_mrtr::lambda::Lambda;
 
-#[tokio::main]
+// One thread: a container answers one invocation at a time, and worker threads would only
+// lengthen its cold start (serving runs on this task).
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     // Lambda sends stderr to CloudWatch; without ANSI colours it stays readable there.
     tracing_subscriber::fmt()

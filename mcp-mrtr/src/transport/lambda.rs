@@ -14,7 +14,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::task::{Context, Poll};
 
 use axum::extract::ConnectInfo;
-use futures_util::future::BoxFuture;
+use futures_util::future::{BoxFuture, LocalBoxFuture};
 use http_body_util::BodyExt;
 use lambda_http::request::RequestContext;
 use lambda_http::{RequestExt, Service};
@@ -50,6 +50,13 @@ const RUNTIME_ENV: [&str; 4] = [
 /// its name) and browser requests only from loopback pages, as over HTTP. Responses are
 /// buffered: a call's progress notifications reach the client with its result.
 ///
+/// Serving runs on the task that awaits it (AWS's runtime is not `Send`, so neither is
+/// this [`Serve`](crate::serve::Serve)): await it in `main`. A container answers one
+/// invocation at a time, so a current-thread runtime is the one to choose: no worker
+/// threads start with the container, and its cold start is about a bare `lambda_http`
+/// function's (the serverless part of the [many instances
+/// guide](crate::guide::many_instances) has the figures and the build that gets them).
+///
 /// ```no_run
 /// use mcp_mrtr::lambda::Lambda;
 /// use mcp_mrtr::prelude::*;
@@ -60,7 +67,7 @@ const RUNTIME_ENV: [&str; 4] = [
 ///     Ok("hello".into())
 /// }
 ///
-/// #[tokio::main]
+/// #[tokio::main(flavor = "current_thread")]
 /// async fn main() -> std::io::Result<()> {
 ///     Server::new("hello", "1.0.0").tool(hello).serve(Lambda::new()).await
 /// }
@@ -132,7 +139,9 @@ impl Service<lambda_http::Request> for Handler {
 }
 
 impl Sealed for Lambda {
-    fn serve(self, server: Server, shutdown: Option<Signal>) -> BoxFuture<'static, io::Result<()>> {
+    type Serving = LocalBoxFuture<'static, io::Result<()>>;
+
+    fn serve(self, server: Server, shutdown: Option<Signal>) -> Self::Serving {
         Box::pin(async move {
             if let Some(missing) = RUNTIME_ENV.iter().find(|name| std::env::var_os(name).is_none()) {
                 return Err(io::Error::other(format!(
@@ -143,14 +152,10 @@ impl Sealed for Lambda {
             // A clone shares the server's task runs: what a stop hands back.
             let tasks = server.clone();
             let function = self.handler(server)?;
-            // The runtime's future is not `Send` (its responses are held by reference
-            // across awaits), and a transport's serving is: it runs on a thread of its own,
-            // on this runtime (handlers and their tasks still spawn onto its workers).
-            let runtime = tokio::runtime::Handle::current();
-            let running = tokio::task::spawn_blocking(move || runtime.block_on(lambda_http::run(function)));
-            let running = async {
-                running.await.unwrap_or_else(|panicked| Err(format!("the Lambda runtime panicked: {panicked}").into()))
-            };
+            // AWS's runtime is not `Send` (it holds a response by reference across an
+            // await), so it runs right here, on the task that awaits serving (`main`'s):
+            // no thread is started for it, and on a current-thread runtime none at all.
+            let running = lambda_http::run(function);
             let outcome = match shutdown {
                 Some(signal) => tokio::select! {
                     outcome = running => outcome,

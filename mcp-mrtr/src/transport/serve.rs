@@ -25,20 +25,26 @@ pub trait Transport: sealed::Sealed + Send + Unpin + 'static {}
 impl<T: sealed::Sealed + Send + Unpin + 'static> Transport for T {}
 
 pub(crate) mod sealed {
-    use super::{io, BoxFuture, Server, Signal};
+    use super::{io, Future, Server, Signal};
 
     /// Only the crate's transports are [`Transport`](super::Transport)s.
     pub trait Sealed {
+        /// The serving future. `Send` for every transport but a Lambda function's: AWS's
+        /// runtime is not, and serving it where `main` awaits it spares a thread (and, on
+        /// a current-thread runtime, every thread) at each cold start.
+        type Serving: Future<Output = io::Result<()>> + Unpin + 'static;
+
         /// What serving runs, until the transport ends or `shutdown` resolves (`None`:
         /// the transport's own default).
-        fn serve(self, server: Server, shutdown: Option<Signal>) -> BoxFuture<'static, io::Result<()>>;
+        fn serve(self, server: Server, shutdown: Option<Signal>) -> Self::Serving;
     }
 }
 
 /// A server served on a transport: a future that serves until the transport ends or the
 /// shutdown signal comes, then drains, hands back the tasks running here, and returns.
 /// Made by [`Server::serve`]; nothing starts until it is first polled (awaited, or given
-/// to `tokio::spawn`).
+/// to `tokio::spawn`). It is `Send` for every transport but
+/// [`Lambda`](crate::lambda::Lambda), whose serving runs on the task that awaits it.
 ///
 /// Misconfiguration (a registration the builder refused, such as a name taken twice or a
 /// form type that cannot be a form; a handler taking a `State<T>` the server was not
@@ -46,8 +52,8 @@ pub(crate) mod sealed {
 /// that cannot be bound are the awaited `Err`, before anything is served: the builder
 /// itself never panics on them.
 #[must_use = "a Serve does nothing until it is awaited"]
-pub struct Serve<T> {
-    starting: Starting<(Server, T)>,
+pub struct Serve<T: Transport> {
+    starting: Starting<(Server, T), T::Serving>,
     shutdown: Option<Signal>,
     handle: CatalogHandle,
 }
@@ -116,7 +122,7 @@ impl<T: Transport> Future for Serve<T> {
     }
 }
 
-impl<T> fmt::Debug for Serve<T> {
+impl<T: Transport> fmt::Debug for Serve<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Serve").field("started", &self.starting.started()).finish_non_exhaustive()
     }
@@ -125,12 +131,12 @@ impl<T> fmt::Debug for Serve<T> {
 /// What a serving future holds: what serving takes until the first poll, then the
 /// serving itself. Nothing starts before that poll, so modifiers such as graceful
 /// shutdown can still change what starts.
-pub(crate) struct Starting<R> {
+pub(crate) struct Starting<R, F = BoxFuture<'static, io::Result<()>>> {
     ready: Option<R>,
-    running: Option<BoxFuture<'static, io::Result<()>>>,
+    running: Option<F>,
 }
 
-impl<R> Starting<R> {
+impl<R, F: Future<Output = io::Result<()>> + Unpin> Starting<R, F> {
     pub(crate) fn new(ready: R) -> Self {
         Self { ready: Some(ready), running: None }
     }
@@ -140,16 +146,12 @@ impl<R> Starting<R> {
     }
 
     /// Polls the serving, which `start` makes from what it takes at the first poll.
-    pub(crate) fn poll(
-        &mut self,
-        cx: &mut Context<'_>,
-        start: impl FnOnce(R) -> BoxFuture<'static, io::Result<()>>,
-    ) -> Poll<io::Result<()>> {
+    pub(crate) fn poll(&mut self, cx: &mut Context<'_>, start: impl FnOnce(R) -> F) -> Poll<io::Result<()>> {
         if let Some(ready) = self.ready.take() {
             self.running = Some(start(ready));
         }
         match &mut self.running {
-            Some(running) => running.as_mut().poll(cx),
+            Some(running) => Pin::new(running).poll(cx),
             // Unreachable: `ready` is only taken to start `running`.
             None => Poll::Ready(Err(io::Error::other("served already"))),
         }

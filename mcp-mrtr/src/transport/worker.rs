@@ -11,7 +11,9 @@ use crate::transport::serve::sealed::Sealed;
 use crate::Server;
 
 impl Sealed for Worker {
-    fn serve(self, server: Server, shutdown: Option<Signal>) -> BoxFuture<'static, io::Result<()>> {
+    type Serving = BoxFuture<'static, io::Result<()>>;
+
+    fn serve(self, server: Server, shutdown: Option<Signal>) -> Self::Serving {
         let shutdown = shutdown.unwrap_or_else(|| Signal::new(shutdown_signal()));
         Box::pin(async move {
             let (engine, tasks) = server.into_worker()?;

@@ -194,7 +194,9 @@ impl Http {
 }
 
 impl Sealed for Http {
-    fn serve(self, server: Server, shutdown: Option<Signal>) -> BoxFuture<'static, io::Result<()>> {
+    type Serving = BoxFuture<'static, io::Result<()>>;
+
+    fn serve(self, server: Server, shutdown: Option<Signal>) -> Self::Serving {
         // Installed before the first connection is accepted, so a SIGTERM sent to a server
         // that answers is always a graceful shutdown.
         let shutdown = shutdown.unwrap_or_else(|| Signal::new(crate::bounds::shutdown::shutdown_signal()));

@@ -183,7 +183,9 @@ impl<R, W> std::fmt::Debug for Pipe<R, W> {
 }
 
 impl Sealed for Stdio {
-    fn serve(self, server: Server, shutdown: Option<Signal>) -> BoxFuture<'static, io::Result<()>> {
+    type Serving = BoxFuture<'static, io::Result<()>>;
+
+    fn serve(self, server: Server, shutdown: Option<Signal>) -> Self::Serving {
         // Installed now, before the first line is read, so a signal is never missed.
         let shutdown = shutdown.unwrap_or_else(|| Signal::new(crate::bounds::shutdown::shutdown_signal()));
         let open = || Ok((Input::<tokio::io::Empty>::Thread(lines::stdin_thread()?), lines::stdout_thread()?));
@@ -197,7 +199,9 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    fn serve(self, server: Server, shutdown: Option<Signal>) -> BoxFuture<'static, io::Result<()>> {
+    type Serving = BoxFuture<'static, io::Result<()>>;
+
+    fn serve(self, server: Server, shutdown: Option<Signal>) -> Self::Serving {
         let settings = self.settings;
         let open = move || Ok((Input::stream(BufReader::new(self.reader)), lines::stream_output(self.writer)));
         Box::pin(async move {
