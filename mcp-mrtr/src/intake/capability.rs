@@ -123,8 +123,17 @@ pub(crate) fn rendered_for(caps: &ClientCapabilities, requests: &mut BTreeMap<St
 
 /// `Err(-32021)` naming every capability in `needed` that `caps` lacks, merged into one
 /// `ClientCapabilities` object.
-pub(crate) fn missing(caps: &ClientCapabilities, needed: impl IntoIterator<Item = Capability>) -> Result<(), Error> {
-    let needed: Vec<Capability> = needed.into_iter().collect();
+pub(crate) fn missing<N>(caps: &ClientCapabilities, needed: N) -> Result<(), Error>
+where
+    N: IntoIterator<Item = Capability>,
+    N::IntoIter: Clone,
+{
+    let needed = needed.into_iter();
+    // The usual case, checked on every call and every ask: all declared, nothing to build.
+    if needed.clone().all(|capability| capability.is_declared_in(caps)) {
+        return Ok(());
+    }
+    let needed: Vec<Capability> = needed.collect();
     let mut required = Map::new();
     for capability in needed.iter().filter(|c| !c.is_declared_in(caps)) {
         merge(&mut required, capability.as_object());
