@@ -217,7 +217,8 @@ impl CallId {
 
     fn random() -> Result<Self, crate::Error> {
         let mut bytes = [0u8; 16];
-        getrandom::fill(&mut bytes).map_err(|e| crate::Error::internal(format!("no randomness for a call id: {e}")))?;
+        crate::base::random::fill(&mut bytes)
+            .map_err(|e| crate::Error::internal(format!("no randomness for a call id: {e}")))?;
         Ok(Self(bytes))
     }
 }
