@@ -52,8 +52,13 @@ pub(crate) struct Rewriter<'e> {
     barrier: Option<&'static str>,
     /// The form types of `let x: T = ask!(elicit …)?` sites, checked at registration.
     pub(crate) form_types: Vec<syn::Type>,
-    /// The `Capability` variants the asks need, each once.
+    /// The `Capability` variants the asks on every path need, each once.
     pub(crate) client_needs: Vec<&'static str>,
+    /// Inside a branch, a loop's body or the right side of `&&`/`||`: an ask here may not
+    /// be reached, so it is gated where it is.
+    conditional: usize,
+    /// A `return` came before: asks after it may not be reached either.
+    returned: bool,
 }
 
 impl<'e> Rewriter<'e> {
@@ -97,6 +102,8 @@ impl<'e> Rewriter<'e> {
             barrier: None,
             form_types: Vec::new(),
             client_needs: Vec::new(),
+            conditional: 0,
+            returned: false,
         }
     }
 
@@ -129,7 +136,12 @@ impl<'e> Rewriter<'e> {
                 self.error(span, KIND_HELP.into());
                 return None;
             }
-            if let Some(need) = crate::needs::capability_of(&rest).filter(|need| !self.client_needs.contains(need)) {
+            // Only an ask every successful call reaches is declared up front: one behind a
+            // condition (the newcomer's form above 100 EUR) is checked when it is reached.
+            let on_every_path = self.conditional == 0 && !self.returned;
+            if let Some(need) =
+                crate::needs::capability_of(&rest).filter(|need| on_every_path && !self.client_needs.contains(need))
+            {
                 self.client_needs.push(need);
             }
         }
@@ -231,14 +243,24 @@ impl<'e> Rewriter<'e> {
 
     fn with_barrier(&mut self, barrier: &'static str, visit: impl FnOnce(&mut Self)) {
         let outer = self.barrier.replace(barrier);
+        // A `return` in a closure or async block leaves only that.
+        let returned = self.returned;
         visit(self);
         self.barrier = outer;
+        self.returned = returned;
     }
 
     fn in_loop(&mut self, visit: impl FnOnce(&mut Self)) {
         self.loop_depth += 1;
-        visit(self);
+        self.conditionally(visit);
         self.loop_depth -= 1;
+    }
+
+    /// Visits what may not run on every call.
+    fn conditionally(&mut self, visit: impl FnOnce(&mut Self)) {
+        self.conditional += 1;
+        visit(self);
+        self.conditional -= 1;
     }
 
     /// A macro we do not understand hides its tokens from the visitor: refuse an ask in
@@ -273,7 +295,35 @@ impl VisitMut for Rewriter<'_> {
             // ask!(elicit …)` name the form in a pattern: check it at registration too.
             Expr::Match(_) | Expr::Let(_) => {
                 self.note_pattern_forms(expr);
+                match expr {
+                    // The scrutinee runs on every call, an arm only on some.
+                    Expr::Match(matched) => {
+                        self.visit_expr_mut(&mut matched.expr);
+                        self.conditionally(|v| matched.arms.iter_mut().for_each(|arm| v.visit_arm_mut(arm)));
+                    }
+                    _ => visit_mut::visit_expr_mut(self, expr),
+                }
+            }
+            Expr::If(branched) => {
+                self.visit_expr_mut(&mut branched.cond);
+                self.conditionally(|v| {
+                    v.visit_block_mut(&mut branched.then_branch);
+                    if let Some((_, otherwise)) = &mut branched.else_branch {
+                        v.visit_expr_mut(otherwise);
+                    }
+                });
+            }
+            Expr::Binary(both) if matches!(both.op, syn::BinOp::And(_) | syn::BinOp::Or(_)) => {
+                self.visit_expr_mut(&mut both.left);
+                self.conditionally(|v| v.visit_expr_mut(&mut both.right));
+            }
+            Expr::Return(returned) => {
+                // `return Err(…)` is a failure, as `?` is: a call that succeeds still
+                // reaches what comes after it.
+                let fails = matches!(returned.expr.as_deref(), Some(Expr::Call(call))
+                    if matches!(&*call.func, Expr::Path(path) if path.path.is_ident("Err")));
                 visit_mut::visit_expr_mut(self, expr);
+                self.returned |= !fails;
             }
             Expr::Closure(_) => self.with_barrier("a closure", |v| visit_mut::visit_expr_mut(v, expr)),
             Expr::Async(_) => self.with_barrier("an async block", |v| visit_mut::visit_expr_mut(v, expr)),

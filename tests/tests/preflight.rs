@@ -1,6 +1,7 @@
 //! Capabilities checked before the handler runs, over real HTTP on 127.0.0.1: a tool whose
 //! asks a client cannot answer fails with `-32021` before its first side effect, for a
-//! 2026-07-28 request and a 2025-11-25 session alike; a handler that branches on
+//! 2026-07-28 request and a 2025-11-25 session alike; an ask behind a condition or an
+//! early return is checked only when it is reached; a handler that branches on
 //! `ctx.client_supports` runs and decides for itself.
 
 use std::sync::Mutex;
@@ -35,7 +36,8 @@ async fn summary(ctx: &Ctx, text: String) -> Result<String, ToolError> {
     Ok(format!("{} characters", text.len()))
 }
 
-/// A prompt that may ask for the user's focus in one branch only: counted all the same.
+/// A prompt that asks for the user's focus in one branch only: checked when that branch
+/// asks, so a client without forms still gets the prompt when `change` is given.
 #[prompt]
 async fn review(change: String) -> Result<Vec<PromptMessage>, ToolError> {
     if change.is_empty() {
@@ -45,13 +47,46 @@ async fn review(change: String) -> Result<Vec<PromptMessage>, ToolError> {
     Ok(vec![PromptMessage::user(format!("Review {change}"))])
 }
 
+/// Files an expense: a form confirms only large amounts, then the receipt's text is
+/// summarised by the client's model on every path (the newcomer's expenses server).
+#[tool]
+async fn file_expense(cents: u64, receipt: String) -> Result<String, ToolError> {
+    if cents > 100_00 {
+        let confirmed: Confirm = ask!(elicit format!("File {cents} cents?"))?;
+        if !confirmed.confirm {
+            // A failure, as `?` is: the sampling below is still on every successful path.
+            return Err(ToolError::new("not confirmed"));
+        }
+    }
+    CHARGED.lock().unwrap().push(receipt.clone());
+    let summary = ask!(sample format!("Summarise the receipt: {receipt}"))?;
+    Ok(format!("filed: {}", summary.text()))
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Confirm {
+    confirm: bool,
+}
+
+/// Returns early on success before its ask: the ask is not on every path.
+#[tool]
+async fn maybe_roots(skip: bool) -> Result<String, ToolError> {
+    if skip {
+        return Ok("skipped".into());
+    }
+    let roots = ask!(roots);
+    Ok(format!("{} roots", roots.len()))
+}
+
 #[derive(Deserialize, JsonSchema)]
 struct Focus {
     focus: String,
 }
 
 fn server() -> Server {
-    Server::new("preflight", "0").tools(tools![paid_summary, summary]).prompts(prompts![review])
+    Server::new("preflight", "0")
+        .tools(tools![paid_summary, summary, file_expense, maybe_roots])
+        .prompts(prompts![review])
 }
 
 fn elicitation_only() -> Value {
@@ -83,14 +118,46 @@ async fn a_handler_that_asks_client_supports_decides_for_itself() {
 }
 
 #[tokio::test]
-async fn an_ask_in_a_branch_not_taken_still_counts_and_prompts_are_checked_too() {
+async fn an_ask_in_a_branch_not_taken_does_not_refuse_the_call() {
     let server = TestServer::start(server()).await;
-    let get = Rpc::new("prompts/get").param("name", json!("review")).param("arguments", json!({ "change": "x" }));
-    let refused = server.send(&get.clone().caps(json!({ "sampling": {} }))).await.reply();
+    // A client that cannot answer forms gets the prompt when the branch that asks is not
+    // taken, and is refused only when it is, at the ask.
+    let get = Rpc::new("prompts/get").param("name", json!("review"));
+    let sampling_only = json!({ "sampling": {} });
+    let given = get.clone().param("arguments", json!({ "change": "x" })).caps(sampling_only.clone());
+    let answered = server.call(&given).await;
+    assert_eq!(answered["result"]["messages"][0]["content"]["text"], "Review x", "{answered}");
+    let asking = get.param("arguments", json!({ "change": "" })).caps(sampling_only);
+    let refused = server.send(&asking).await.reply();
     assert_eq!(refused["error"]["code"], -32021, "{refused}");
     assert_eq!(refused["error"]["data"]["requiredCapabilities"], json!({ "elicitation": { "form": {} } }));
-    let answered = server.call(&get.caps(elicitation_only())).await;
-    assert_eq!(answered["result"]["messages"][0]["content"]["text"], "Review x", "{answered}");
+}
+
+#[tokio::test]
+async fn asks_on_every_path_are_still_checked_up_front_beside_conditional_ones() {
+    let server = TestServer::start(server()).await;
+    // A small expense on a client without forms: the form is never asked, the sampling is.
+    let small = Rpc::call_tool("file_expense", json!({ "cents": 450, "receipt": "small" }));
+    let asked = server.call(&small.clone().caps(json!({ "sampling": {} }))).await;
+    assert_eq!(asked["result"]["inputRequests"]["summary"]["method"], "sampling/createMessage", "{asked}");
+    assert_eq!(charged("small"), 1);
+    // Sampling is on every path: a client without it is refused before the handler runs,
+    // and is told only what the call needs on every path.
+    let no_sampling = Rpc::call_tool("file_expense", json!({ "cents": 450, "receipt": "unsampled" }));
+    let refused = server.send(&no_sampling.caps(elicitation_only())).await.reply();
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    assert_eq!(refused["error"]["data"]["requiredCapabilities"], json!({ "sampling": {} }));
+    assert_eq!(charged("unsampled"), 0, "the handler ran for a client that cannot sample");
+}
+
+#[tokio::test]
+async fn an_ask_after_an_early_successful_return_is_checked_where_it_is_reached() {
+    let server = TestServer::start(server()).await;
+    let skip = server.call(&Rpc::call_tool("maybe_roots", json!({ "skip": true })).caps(json!({}))).await;
+    assert_eq!(skip["result"]["content"][0]["text"], "skipped", "{skip}");
+    let reach = server.send(&Rpc::call_tool("maybe_roots", json!({ "skip": false })).caps(json!({}))).await.reply();
+    assert_eq!(reach["error"]["code"], -32021, "{reach}");
+    assert_eq!(reach["error"]["data"]["requiredCapabilities"], json!({ "roots": {} }));
 }
 
 #[tokio::test]

@@ -47,10 +47,10 @@ macro_rules! requirements {
             /// before the handler runs, so nothing the handler does before its first ask
             /// happens for a client that could never answer it.
             ///
-            /// The macros declare it for every `ask!` in the handler's body, unless the
-            /// body calls `ctx.client_supports(..)` (it then decides for itself, and each
-            /// ask is gated where it is reached). Asks in helper functions are gated where
-            /// they are reached.
+            /// The macros declare it for every `ask!` that every successful call of the
+            /// handler reaches, unless the body calls `ctx.client_supports(..)` (it then
+            /// decides for itself). Asks behind a condition or an early `return`, and asks
+            /// in helper functions, are gated where they are reached.
             pub fn requires_client_capability(mut self, capability: Capability) -> Self {
                 if !self.requires.client.contains(&capability) {
                     self.requires.client.push(capability);
