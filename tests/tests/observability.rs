@@ -114,6 +114,35 @@ fn a_state_too_large_to_seal_is_logged_below_warn() {
     assert!(lines.iter().all(|l| l.contains("DEBUG") && !l.contains("WARN")), "{log}");
 }
 
+/// Runs only as a task: a 2025-11-25 client cannot call it.
+#[tool(task = "required")]
+async fn nightly_export(ctx: &Ctx) -> Result<String, ToolError> {
+    ctx.continue_as_task().await;
+    Ok("exported".into())
+}
+
+/// The newcomer's hosts all speak 2025-11-25: a tool they cannot see is named in the log
+/// the first time one lists the tools, at WARN, and below it after that.
+#[test]
+fn a_tool_left_out_of_a_2025_11_25_list_is_named_in_the_log_once() {
+    use mcp_mrtr_tests::harness::TestServer;
+    use mcp_mrtr_tests::legacy::Legacy;
+    let log = logged_while(async {
+        let server = TestServer::start(Server::new("t", "1").tool(unlock).tool(nightly_export)).await;
+        for id in 1..=2 {
+            let (legacy, _) = Legacy::connect(server.addr, json!({})).await;
+            let tools = legacy.call(id, "tools/list", json!({})).await;
+            let names: Vec<&str> =
+                tools["result"]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+            assert_eq!(names, ["unlock"], "{tools}");
+        }
+    });
+    let told: Vec<&str> = log.lines().filter(|l| l.contains("tools/list leaves out nightly_export")).collect();
+    assert_eq!(told.len(), 2, "{log}");
+    assert!(told[0].contains("WARN") && told[0].contains("task = \"optional\""), "{log}");
+    assert!(told[1].contains("DEBUG"), "{log}");
+}
+
 /// Says what trace context and `_meta` keys it was called with.
 #[tool]
 async fn traced(ctx: &Ctx) -> Result<String, ToolError> {

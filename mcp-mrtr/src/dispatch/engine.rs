@@ -4,6 +4,7 @@
 //! serves; every transport and extension holds the engine, never the builder.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -63,6 +64,9 @@ pub(crate) struct Engine {
     /// What the builder refused (a name taken, a method name the protocol has, settings
     /// that are not an object): serving fails with it, before anything is served.
     pub(crate) refused: Vec<String>,
+    /// Whether a 2025-11-25 client has been told (in the log) that the tools that run only
+    /// as tasks were left out of its list: said once at WARN, then at DEBUG.
+    pub(crate) told_task_only: Arc<AtomicBool>,
 }
 
 impl Engine {
@@ -106,6 +110,7 @@ impl Engine {
             extensions: JsonObject::new(),
             tasks: None,
             refused: Vec::new(),
+            told_task_only: Arc::default(),
         }
     }
 

@@ -7,6 +7,7 @@
 //! throughout.
 
 use std::borrow::Cow;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -56,6 +57,9 @@ impl Engine {
             session: era == Era::Legacy && self.tasks.is_some(),
             apps: Capability::Apps.is_declared_in(view.client_capabilities()),
         };
+        if shown.session {
+            self.tell_task_only_left_out();
+        }
         self.page::<ToolRoute, _>(
             List::Tools(shown),
             params,
@@ -67,6 +71,30 @@ impl Engine {
             },
             |tool| if shown.apps { Cow::Borrowed(tool) } else { apps::without_app(tool) },
         )
+    }
+
+    /// Says in the log which tools a 2025-11-25 client's list leaves out because they run
+    /// only as tasks: every released host speaks that revision, and a tool it cannot see
+    /// would otherwise be missing without a word.
+    fn tell_task_only_left_out(&self) {
+        let catalog = self.catalog();
+        let task_only: Vec<&str> = catalog
+            .tools
+            .iter()
+            .filter(|entry| entry.enabled && entry.route.task == TaskSupport::Required)
+            .map(|entry| entry.route.tool.name.as_str())
+            .collect();
+        if task_only.is_empty() {
+            return;
+        }
+        let tools = task_only.join(", ");
+        let why = "they run only as tasks (#[tool(task = \"required\")]), which that revision has not; \
+                   #[tool(task = \"optional\")] serves them to every client";
+        if self.told_task_only.swap(true, Ordering::Relaxed) {
+            tracing::debug!(%tools, "a 2025-11-25 client's tools/list leaves out {tools}: {why}");
+        } else {
+            tracing::warn!(%tools, "a 2025-11-25 client's tools/list leaves out {tools}: {why}");
+        }
     }
 
     pub(crate) fn list_prompts(&self, params: &Value, view: &RequestView<'_>) -> Result<PreparedBody, Error> {
