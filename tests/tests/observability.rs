@@ -143,6 +143,22 @@ fn a_tool_left_out_of_a_2025_11_25_list_is_named_in_the_log_once() {
     assert!(told[1].contains("DEBUG"), "{log}");
 }
 
+/// A worker builds its own state: it says so when it starts, where an operator who wonders
+/// why a task reads an empty ledger looks first.
+#[test]
+fn a_task_worker_says_at_start_that_its_state_is_its_own() {
+    let log = logged_while(async {
+        let store = Arc::new(mcp_mrtr::tasks::MemoryTaskStore::new());
+        let tasks = mcp_mrtr::tasks::TaskConfig::default().store(store).run_on_workers(true);
+        let server = Server::new("t", "1").tool(nightly_export).tasks(tasks);
+        let stop = tokio::time::sleep(std::time::Duration::from_millis(50));
+        server.serve(mcp_mrtr::tasks::Worker::new()).with_graceful_shutdown(stop).await.unwrap();
+    });
+    let said: Vec<&str> = log.lines().filter(|l| l.contains("this worker is a process of its own")).collect();
+    assert_eq!(said.len(), 1, "{log}");
+    assert!(said[0].contains("with_state") && said[0].contains("not here"), "{log}");
+}
+
 /// Says what trace context and `_meta` keys it was called with.
 #[tool]
 async fn traced(ctx: &Ctx) -> Result<String, ToolError> {

@@ -82,6 +82,13 @@ pub(crate) async fn work(engine: Engine, tasks: Tasks, worker: Worker, stop: imp
         }
     };
     tracing::info!(worker = %id, look_every = ?worker.look, "running tasks from the task store");
+    // The newcomer's export ran on a worker and read an empty ledger: say it where it shows.
+    tracing::info!(
+        worker = %id,
+        "this worker is a process of its own: its Server::with_state values are the ones it built, and \
+         what handlers on the front end put in theirs is not here; share what a task reads through a \
+         store both reach (a database, Redis)"
+    );
     // Runs hold an engine without the hook, as an instance's look does (`lease::watch`).
     let engine = Engine { tasks: None, ..engine };
     let host = Host { engine: &engine, tasks: &tasks };
