@@ -21,11 +21,11 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::driver;
-use super::lease;
 use super::store::{TaskRecord, TaskStatus};
 use super::write::transition;
 use super::Host;
 use super::{caller, store_error, wire};
+use super::{lease, takeover};
 use crate::intake::envelope::RequestMeta;
 use crate::mrtr::context::Delivery;
 use crate::protocol::{JsonObject, Method};
@@ -87,7 +87,7 @@ pub(crate) async fn serve(
     // A client polling a task whose runner died need not wait for the next look (unless
     // tasks run on workers: they look often).
     if server.tasks.runs_here && record.lease_lapsed(std::time::SystemTime::now()) {
-        lease::take_over(server, record.id(), Some(record.clone())).await?;
+        takeover::take_over(server, record.id(), Some(record.clone())).await?;
     }
     match method {
         TaskMethod::Get => Ok(wire::detailed(&record)),

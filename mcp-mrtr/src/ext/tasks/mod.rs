@@ -43,6 +43,7 @@ mod methods;
 mod running;
 mod status;
 mod store;
+mod takeover;
 mod wire;
 mod worker;
 mod write;
@@ -96,7 +97,7 @@ pub(crate) struct Tasks {
     /// How long a graceful stop waits for runs inside a `once!` step to finish it
     /// ([`TaskConfig::stop_grace`]).
     pub(crate) stop_grace: Duration,
-    /// Whether this server already looks for tasks to take over (see `lease::watch`).
+    /// Whether this server already looks for tasks to take over (see `takeover::watch`).
     pub(crate) watching: Arc<AtomicBool>,
     /// Set by the hand-back at shutdown: this instance takes no task (back) any more.
     pub(crate) closing: Arc<AtomicBool>,
@@ -230,7 +231,7 @@ impl std::ops::Deref for Host<'_> {
 
 impl TaskHook for Tasks {
     fn watch(&self, engine: &Engine) {
-        lease::watch(&Host { engine, tasks: self });
+        takeover::watch(&Host { engine, tasks: self });
     }
 
     fn hand_back(&self) -> futures_util::future::BoxFuture<'_, ()> {

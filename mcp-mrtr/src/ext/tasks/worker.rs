@@ -10,10 +10,9 @@
 //! the store every few seconds, so a front end that starts with no worker alive says so.
 
 use std::future::Future;
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::{lease, Host, TaskStore, Tasks};
+use super::{takeover, Host, TaskStore, Tasks};
 use crate::dispatch::Engine;
 
 /// How often a worker looks for tasks to run, unless [`Worker::look_every`] says otherwise.
@@ -89,7 +88,7 @@ pub(crate) async fn work(engine: Engine, tasks: Tasks, worker: Worker, stop: imp
          what handlers on the front end put in theirs is not here; share what a task reads through a \
          store both reach (a database, Redis)"
     );
-    // Runs hold an engine without the hook, as an instance's look does (`lease::watch`).
+    // Runs hold an engine without the hook, as an instance's look does (`takeover::watch`).
     let engine = Engine { tasks: None, ..engine };
     let host = Host { engine: &engine, tasks: &tasks };
     let mut looks = tokio::time::interval(worker.look);
@@ -106,7 +105,7 @@ pub(crate) async fn work(engine: Engine, tasks: Tasks, worker: Worker, stop: imp
                 // lease waiting here while another worker sits idle.
                 let free = tasks.runs.available_permits();
                 if free > 0 {
-                    lease::look(&host, free.min(lease::TAKE_PER_LOOK)).await;
+                    takeover::look(&host, free.min(takeover::TAKE_PER_LOOK)).await;
                 }
             }
         }
@@ -118,18 +117,5 @@ pub(crate) async fn work(engine: Engine, tasks: Tasks, worker: Worker, stop: imp
 async fn say_alive(store: &dyn TaskStore, id: &str) {
     if let Err(error) = store.worker_alive(id, SystemTime::now() + 3 * BEAT).await {
         tracing::warn!(%error, "a task worker could not say it is alive");
-    }
-}
-
-/// What a front end that runs no task checks when it starts: that a worker is alive to.
-pub(super) async fn check_for_workers(store: Arc<dyn TaskStore>) {
-    match store.workers(SystemTime::now()).await {
-        Ok(Some(0)) => tracing::warn!(
-            "tasks run on workers (TaskConfig::run_on_workers), and no task worker is alive in the task store: \
-             tasks created here wait until one runs (serve the same server with mcp_mrtr::tasks::Worker)"
-        ),
-        Ok(Some(workers)) => tracing::info!(workers, "tasks run on workers"),
-        Ok(None) => tracing::info!("tasks run on workers; this task store does not count them"),
-        Err(error) => tracing::warn!(%error, "tasks run on workers; could not count them in the task store"),
     }
 }

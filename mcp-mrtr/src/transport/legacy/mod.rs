@@ -9,6 +9,7 @@
 //! elicitations, and which bounds the call's waits for its client ([`WaitBounds`]): they
 //! hold no handler slot, and a place in a pool with a share per client (see `wait`).
 
+mod limits;
 mod room;
 mod session;
 mod subscribed;
@@ -24,8 +25,9 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 
+pub(crate) use self::limits::SessionLimits;
 pub(crate) use self::session::{Opener, Session};
-pub(crate) use self::table::{SessionLimits, Sessions};
+pub(crate) use self::table::Sessions;
 pub(crate) use self::updates::{relay, Carrier};
 use self::wait::Parked;
 pub(crate) use self::wait::{HandlerSlot, SlotLease, WaitBounds};

@@ -10,8 +10,8 @@ use std::time::Instant;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use super::limits::SessionLimits;
 use super::subscribed::Subscribed;
-use super::table::SessionLimits;
 use crate::base::inflight::InFlight;
 use crate::bounds::fair::{ClientId, Release};
 use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel, RequestId};
