@@ -11,16 +11,16 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
-use super::endpoint::Endpoint;
+use super::shared::Endpoint;
 use super::sse::{error_response, json_response, respond};
-use super::{handoff, legacy, slots};
+use super::{handoff, slots};
 use crate::bounds::fair::{ClientId, Held};
 use crate::dispatch::{Engine, Reply};
 use crate::intake::envelope::{Era, Request, RequestMeta};
 use crate::mrtr::context::{Bridge, Delivery};
 use crate::protocol::Method;
 use crate::transport::error_message;
-use crate::transport::legacy::SlotLease;
+use crate::transport::legacy::{HandlerSlot, Session, SessionBridge, SlotLease, WaitBounds};
 use crate::Error;
 
 /// How long one run of a handler may take over HTTP unless
@@ -36,7 +36,7 @@ pub(super) async fn serve_request(
     head: &Head,
     request: Request,
     meta: Arc<RequestMeta>,
-    session: Option<Arc<crate::transport::legacy::Session>>,
+    session: Option<Arc<Session>>,
 ) -> Response {
     let listen = request.known == Some(Method::Listen);
     if listen && endpoint.config.in_function {
@@ -104,7 +104,7 @@ impl Admission {
         endpoint: &Endpoint,
         head: &Head,
         request: &Request,
-        session: Option<&Arc<crate::transport::legacy::Session>>,
+        session: Option<&Arc<Session>>,
     ) -> Result<Self, Response> {
         if session.is_some_and(|session| session.in_flight.len() >= endpoint.sessions.limits().max_calls) {
             let error = Error::internal("too many requests running on this session; wait for one to finish");
@@ -119,12 +119,32 @@ impl Admission {
         let (permit, place) = slot.map_or((None, None), |slots::Slot { permit, place }| (Some(permit), place));
         Ok(match session {
             Some(session) => {
-                let (bridge, lease) = legacy::bridge(endpoint, head, session, permit);
+                let (bridge, lease) = bridge(endpoint, head, session, permit);
                 Self { held: (None, lease), place, bridge: Some(bridge as Arc<dyn Bridge>) }
             }
             None => Self { held: (permit, None), place, bridge: None },
         })
     }
+}
+
+/// The bridge of a legacy call, and the lease on its handler slot (if it holds one).
+///
+/// The slot is shared with the bridge, which gives it back while the call waits for the
+/// client's answers and takes one again to run the next round: a wait holds a place among
+/// the endpoint's bridge waits (with its share per client) instead of a handler slot.
+fn bridge(
+    endpoint: &Endpoint,
+    head: &Head,
+    session: &Arc<Session>,
+    permit: Option<OwnedSemaphorePermit>,
+) -> (Arc<SessionBridge>, Option<SlotLease>) {
+    let slot = permit.map(|permit| HandlerSlot::new(endpoint.slots.total().clone(), permit));
+    let bounds = WaitBounds {
+        pool: endpoint.sessions.bridge_waits().clone(),
+        client: ClientId::of(&head.extensions),
+        slot: slot.clone(),
+    };
+    (Arc::new(SessionBridge::new(session.clone()).bounded(bounds)), slot.map(SlotLease::new))
 }
 
 /// Runs the request's handler holding what it was admitted with; a modern one ends with

@@ -9,7 +9,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::extract::{ConnectInfo, Request as HttpRequest, State};
-use axum::http::{header, Method, StatusCode};
+use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use futures_util::future::BoxFuture;
@@ -17,27 +17,14 @@ use tokio::net::TcpListener;
 
 use super::post::post;
 use super::serve::{self, App};
+use super::shared::{method_not_allowed, Endpoint};
 use super::sse::json_response;
 use super::{legacy, slots, HttpConfig, ListenerLimits};
 use crate::bounds::fair::ClientAddr;
 use crate::bounds::shutdown::{Draining, LeftWith, Signal};
-use crate::dispatch::Engine;
 use crate::transport::error_message;
 use crate::transport::serve::sealed::Sealed;
 use crate::{Error, Server};
-
-pub(super) struct Endpoint {
-    pub(super) server: Arc<Engine>,
-    pub(super) config: HttpConfig,
-    /// Sessions of legacy (2025-11-25) clients; modern traffic has none.
-    pub(super) sessions: crate::transport::legacy::Sessions,
-    /// One per running handler, [`HttpLimits::max_handlers`] in all, a share per client.
-    pub(super) slots: slots::Slots,
-    /// The resource server checking bearer tokens, when [`HttpConfig::auth`] set one.
-    pub(super) gate: Option<Arc<crate::ext::auth::Gate>>,
-    /// The drain of `serve_router` this endpoint's tasks are handed back after.
-    handed_back: LeftWith,
-}
 
 impl Server {
     /// An axum router serving this server as `config` says (at `/mcp` by default), to
@@ -300,8 +287,4 @@ fn client_address(config: &HttpConfig, request: &HttpRequest) -> Option<IpAddr> 
         .get::<serve::Connection>()
         .map(|connection| connection.peer.ip())
         .or_else(|| extensions.get::<ConnectInfo<SocketAddr>>().map(|info| info.0.ip()))
-}
-
-pub(super) fn method_not_allowed() -> Response {
-    (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response()
 }

@@ -9,11 +9,10 @@ use axum::extract::Request as HttpRequest;
 use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
-use tokio::sync::OwnedSemaphorePermit;
 
 use super::call::{serve_request, Head};
-use super::endpoint::{method_not_allowed, Endpoint};
 use super::headers;
+use super::shared::{method_not_allowed, Endpoint};
 use super::sse::{error_response, json_response};
 use crate::bounds::fair::ClientId;
 use crate::bounds::shutdown::Draining;
@@ -22,7 +21,7 @@ use crate::mrtr::context::Delivery;
 use crate::protocol::{Method as McpMethod, Outgoing, RequestId, ResultJson};
 use crate::routes::catalog::RequestView;
 use crate::transport::error_message;
-use crate::transport::legacy::{self, HandlerSlot, Opener, Session, SessionBridge, SlotLease, WaitBounds};
+use crate::transport::legacy::{self, Opener, Session};
 use crate::Error;
 
 /// Serves one request of the legacy era.
@@ -71,26 +70,6 @@ fn too_many_sessions(id: RequestId, error: &Error) -> Response {
         response.headers_mut().insert(header::RETRY_AFTER, value);
     }
     response
-}
-
-/// The bridge of a legacy call, and the lease on its handler slot (if it holds one).
-///
-/// The slot is shared with the bridge, which gives it back while the call waits for the
-/// client's answers and takes one again to run the next round: a wait holds a place among
-/// the endpoint's bridge waits (with its share per client) instead of a handler slot.
-pub(super) fn bridge(
-    endpoint: &Endpoint,
-    head: &Head,
-    session: &Arc<Session>,
-    permit: Option<OwnedSemaphorePermit>,
-) -> (Arc<SessionBridge>, Option<SlotLease>) {
-    let slot = permit.map(|permit| HandlerSlot::new(endpoint.slots.total().clone(), permit));
-    let bounds = WaitBounds {
-        pool: endpoint.sessions.bridge_waits().clone(),
-        client: ClientId::of(&head.extensions),
-        slot: slot.clone(),
-    };
-    (Arc::new(SessionBridge::new(session.clone()).bounded(bounds)), slot.map(SlotLease::new))
 }
 
 /// A notification on a session: `notifications/cancelled` stops the request it names

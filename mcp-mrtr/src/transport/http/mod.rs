@@ -11,6 +11,7 @@
 //!   bridge's requests);
 //! - `call`: a handler slot (`slots`), the request's `Transport`, dispatch;
 //! - `sse`, `status`: the reply as JSON or SSE, and its HTTP status;
+//! - `shared`: what every request to the endpoint shares (`Endpoint`);
 //! - `handoff`: an acknowledged listen stream, written by its connection's task once
 //!   hyper lets go of the socket.
 
@@ -27,6 +28,7 @@ mod listener_limits;
 mod open_files;
 mod post;
 mod serve;
+mod shared;
 mod slots;
 mod sse;
 mod status;

@@ -11,7 +11,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::call::{serve_request, Head};
-use super::endpoint::Endpoint;
+use super::shared::Endpoint;
 use super::sse::{error_response, json_response};
 use super::{guard, headers, legacy};
 use crate::intake::envelope::{classify, names_modern, Era, Incoming, Request, RequestMeta};
