@@ -8,14 +8,15 @@ use std::time::Duration;
 
 use axum::http::HeaderMap;
 
+use crate::base::error::ToolError;
 use crate::dispatch::Engine;
 use crate::ext::skills::Skills;
 use crate::ext::tasks::Tasks;
 use crate::intake::request_state::{KeyRing, StateConfig};
+use crate::mrtr::context::Ctx;
 use crate::protocol::{CacheHints, CompleteParams, Completion, ServerCapabilities};
 use crate::routes::catalog::{CatalogHandle, Item, RequestView, Subscriptions};
 use crate::routes::handler::{MethodRoute, PromptRoute, ResourceRoute, Routes, ToolRoute, Toolbox};
-use crate::{Ctx, ToolError};
 
 /// An MCP server: its identity and its tools, prompts and resources.
 ///
@@ -377,7 +378,7 @@ impl Server {
     #[cfg_attr(not(feature = "lambda"), allow(dead_code))]
     pub(crate) fn request_scoped(mut self) -> Self {
         let task_tools =
-            self.engine.catalog().tools.iter().any(|t| t.route.task != crate::handler::TaskSupport::Forbidden);
+            self.engine.catalog().tools.iter().any(|t| t.route.task != crate::routes::handler::TaskSupport::Forbidden);
         if task_tools && self.tasks.runs_here {
             tracing::warn!(
                 "tasks run in this function, which is frozen once its response is sent: a task stops there until \

@@ -178,6 +178,72 @@ fn every_module_names_only_lower_layers() {
     assert!(upward.is_empty(), "names that point up a layer:\n{}", upward.join("\n"));
 }
 
+/// Each row's modules column (ARCHITECTURE.md) names exactly the modules of its folder,
+/// so the map cannot drift from the code (issue 59 found `ask` listed for `question`). A
+/// row that names only its own folder (`dispatch`) is one flat layer and is not compared.
+#[test]
+fn architecture_md_names_each_layer_s_modules() {
+    let architecture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ARCHITECTURE.md");
+    let text = fs::read_to_string(architecture).unwrap();
+    let table = text.split("| layer | folder |").nth(1).unwrap();
+    let mut drift = Vec::new();
+    for row in table.lines().skip(2).take_while(|line| line.starts_with('|')) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let folder = cells[2].trim_matches('`').trim_end_matches('/');
+        let listed: std::collections::BTreeSet<String> =
+            cells[3].split(',').map(|m| m.trim().trim_matches('`').to_owned()).collect();
+        let dir = src().join(folder);
+        if !dir.is_dir() || listed.len() == 1 && listed.contains(folder) {
+            continue;
+        }
+        let actual: std::collections::BTreeSet<String> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.is_dir() || path.extension().is_some_and(|e| e == "rs"))
+            .map(|path| path.file_stem().unwrap().to_string_lossy().into_owned())
+            .filter(|name| name != "mod" && name != "tests")
+            .collect();
+        if listed != actual {
+            drift.push(format!("{folder}/: the table lists {listed:?}, the folder holds {actual:?}"));
+        }
+    }
+    assert!(drift.is_empty(), "ARCHITECTURE.md's modules column is out of date:\n{}", drift.join("\n"));
+}
+
+/// The crate root only hands names on: a module that took `crate::Error` or `crate::http`
+/// from it would import the root, which imports every layer, so an import would run back
+/// up through it. Inside the crate every name is taken from the module that defines it.
+#[test]
+fn no_module_takes_a_name_through_the_crate_root() {
+    let modules = modules();
+    let exports = root_exports(&modules);
+    let lib = strip(&fs::read_to_string(src().join("lib.rs")).unwrap());
+    // `pub mod http { pub use … }`: modules of re-exports written in lib.rs itself.
+    let facades: Vec<String> = lib
+        .match_indices("pub mod ")
+        .filter_map(|(at, _)| {
+            let rest = &lib[at + "pub mod ".len()..];
+            let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            rest[name.len()..].trim_start().starts_with('{').then_some(name)
+        })
+        .collect();
+    let mut through_root = Vec::new();
+    for files in modules.values() {
+        for file in files {
+            let text = strip(&fs::read_to_string(file).unwrap());
+            for name in crate_names(&text) {
+                if exports.contains_key(&name) || facades.contains(&name) {
+                    let file = file.strip_prefix(src()).unwrap().display();
+                    through_root.push(format!("{file}: `crate::{name}`"));
+                }
+            }
+        }
+    }
+    through_root.sort();
+    through_root.dedup();
+    assert!(through_root.is_empty(), "names taken through the crate root:\n{}", through_root.join("\n"));
+}
+
 #[test]
 fn the_check_sees_paths_groups_and_root_exports() {
     let text = strip(

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
 
-use crate::Error;
+use crate::base::error::Error;
 
 /// The authenticated caller of a request.
 ///

@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use crate::Error;
+use crate::base::error::Error;
 
 /// Runs `work`, failing with `-32603` "timed out after …" if it takes longer than
 /// `limit`. Dropping `work` there cancels the handler at its next `.await`.

@@ -22,12 +22,13 @@
 use std::sync::Arc;
 
 use super::Engine;
+use crate::base::error::Error;
+use crate::intake::capability::Capability;
 use crate::intake::envelope::RequestMeta;
 use crate::mrtr::context::{Delivery, Readable, ResourceAccess};
 use crate::protocol::JsonObject;
 use crate::routes::catalog::{Catalog, Item, RequestView};
 use crate::routes::handler::{MethodRoute, PromptRoute, ResourceRoute, ToolRoute};
-use crate::{Capability, Error};
 
 /// Why a request may not reach a route.
 #[derive(Debug)]
@@ -120,7 +121,7 @@ impl Engine {
             let why = format!(
                 "{}: only an app may call it, and this client did not declare the {} extension",
                 Error::unknown("tool", name).message(),
-                crate::apps::EXTENSION
+                crate::routes::apps::EXTENSION
             );
             return Err(Error::invalid_params(why));
         }

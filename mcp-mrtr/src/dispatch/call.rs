@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::base::error::Error;
 use crate::intake::envelope::RequestMeta;
 use crate::intake::request_state::{Binding, BindingDigest};
 use crate::mrtr::context::Delivery;
 use crate::protocol::{JsonObject, RequestId};
 use crate::routes::catalog::RequestView;
-use crate::Error;
 
 /// One request to a method that may ask: its typed params, the round input it carries,
 /// its envelope, its transport and its caller.

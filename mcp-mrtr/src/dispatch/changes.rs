@@ -18,10 +18,10 @@ use tokio::sync::broadcast;
 use tokio::sync::mpsc::error::TrySendError;
 
 use super::Engine;
+use crate::base::error::Error;
 use crate::bounds::fair::{ClientId, Held, Refused, Release};
 use crate::protocol::{Notification, Notifier, Outgoing};
 use crate::routes::catalog::{Change, ListenerGuard, RequestView};
-use crate::Error;
 
 /// A place among the streams of changes, and the changes from the moment it was taken.
 pub(crate) struct Hearing {

@@ -12,8 +12,14 @@ use axum::http::{Extensions, HeaderMap};
 use futures_util::future::BoxFuture;
 
 use super::TaskHook;
+use crate::base::caller::Caller;
+use crate::base::error::Error;
+use crate::base::error::ToolError;
 use crate::intake::app_state::AppState;
+use crate::intake::request_state::Sealer;
+use crate::intake::request_state::StateConfig;
 use crate::intake::request_state::{KeyError, Reach};
+use crate::mrtr::context::Ctx;
 use crate::mrtr::context::Delivery;
 use crate::protocol::{
     CacheHints, CompleteParams, Completion, Implementation, JsonObject, PromptsCapability, ResourcesCapability,
@@ -21,7 +27,6 @@ use crate::protocol::{
 };
 use crate::routes::catalog::{CatalogConfig, CatalogHandle, CatalogState, Prepared};
 use crate::routes::handler::{MethodRoute, PromptRoute, ResourceRoute, TaskSupport, ToolRoute};
-use crate::{intake::request_state::Sealer, intake::request_state::StateConfig, Caller, Ctx, Error, ToolError};
 
 pub(crate) type PrincipalFn = Arc<dyn Fn(&HeaderMap) -> Option<String> + Send + Sync>;
 
@@ -233,7 +238,7 @@ impl Engine {
                 // Apps, and (SEP-3118) asks an app renders: any ask may name an app, and
                 // is sent it only where the client declared the same.
                 if crate::routes::apps::serves_apps(&catalog) {
-                    extensions.insert(crate::apps::EXTENSION.into(), serde_json::json!({ "elicitation": {} }));
+                    extensions.insert(crate::routes::apps::EXTENSION.into(), serde_json::json!({ "elicitation": {} }));
                 }
                 (!extensions.is_empty()).then_some(extensions)
             },

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use super::changes::Ended;
 use super::stamp::Text;
 use super::{Body, Engine};
+use crate::base::error::Error;
 use crate::bounds::fair::ClientId;
 use crate::bounds::shutdown::Draining;
 use crate::intake::envelope::{Request, RequestMeta};
@@ -19,7 +20,6 @@ use crate::mrtr::context::Delivery;
 use crate::protocol::{JsonObject, Method, Notification, Outgoing, RequestId, ResultJson};
 use crate::routes::catalog::{Change, RequestView};
 use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
-use crate::Error;
 use serde::Deserialize;
 use serde_json::{json, Value};
 

@@ -17,6 +17,8 @@ use serde::{Deserialize as _, Serialize};
 use serde_json::Value;
 
 use super::Engine;
+use crate::base::error::Error;
+use crate::intake::capability::Capability;
 use crate::intake::envelope::SUPPORTED_VERSIONS;
 use crate::protocol::{DiscoverResult, Era, ListParams};
 use crate::routes::apps;
@@ -24,7 +26,6 @@ use crate::routes::catalog::{
     is_set, mask, BodyKey, Catalog, Item, Kind, List, PreparedBody, RequestView, ToolsFor, DEFAULT_KEEP_ALIVE,
 };
 use crate::routes::handler::{PromptRoute, ResourceRoute, TaskSupport, ToolRoute};
-use crate::{Capability, Error};
 
 impl Engine {
     /// The catalog as it stands: read it once per request.

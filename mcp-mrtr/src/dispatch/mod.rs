@@ -27,7 +27,9 @@ use crate::routes::handler::{
     declined_prompt, declined_read, MethodRoute, PromptRoute, ResourceKind, ResourceRoute, TaskSupport, ToolRoute,
 };
 
-use crate::{base::deadline, Ctx, Error};
+use crate::base::deadline;
+use crate::base::error::Error;
+use crate::mrtr::context::Ctx;
 
 mod access;
 mod call;
@@ -273,7 +275,8 @@ impl Engine {
             let run = (route.read)(self.ctx(&call, replay), vars.clone());
             let missing = resource_not_found(uri, legacy);
             async move {
-                let declined = |e: crate::ToolError| e.declined().map(|choice| declined_read(uri, choice)).ok_or(e);
+                let declined =
+                    |e: crate::base::error::ToolError| e.declined().map(|choice| declined_read(uri, choice)).ok_or(e);
                 let result = run.await.or_else(declined).map_err(execution_as_internal)?;
                 // The spec forbids empty contents: a resource with nothing to show is missing.
                 if result.contents.is_empty() {
@@ -425,7 +428,7 @@ fn retried_or(params: &Value, hints: CacheHints) -> CacheHints {
 /// `-32602` with `data.uri` in this revision; legacy clients know `-32002`.
 fn resource_not_found(uri: &str, legacy: bool) -> Error {
     if legacy {
-        Error::new(crate::ErrorCode(-32002), "Resource not found").with_data(json!({ "uri": uri }))
+        Error::new(crate::base::error::ErrorCode(-32002), "Resource not found").with_data(json!({ "uri": uri }))
     } else {
         Error::resource_not_found(uri)
     }
@@ -433,7 +436,7 @@ fn resource_not_found(uri: &str, legacy: bool) -> Error {
 
 /// Prompts and resources have no `isError` result: their execution failures are
 /// internal errors carrying the handler's message.
-fn execution_as_internal(error: crate::ToolError) -> Error {
+fn execution_as_internal(error: crate::base::error::ToolError) -> Error {
     match error.into_parts() {
         Ok(message) => Error::internal(message),
         Err(protocol) => protocol,

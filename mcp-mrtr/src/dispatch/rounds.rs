@@ -16,15 +16,17 @@ use serde_json::Value;
 use super::call::{input_responses, Call, RoundInput, Target};
 use super::stamp::Text;
 use super::{Body, Engine};
+use crate::base::deadline;
+use crate::base::error::Error;
 use crate::bounds::fair::ClientId;
 use crate::intake::capability;
 use crate::intake::envelope::{RequestMeta, TraceContext};
 use crate::intake::request_state::{Binding, Presented, SingleUse};
+use crate::mrtr::context::Ctx;
 use crate::mrtr::context::Delivery;
 use crate::mrtr::replay::{self, CallEnd, CallId, Carried, Outcome, Replay};
 use crate::protocol::{InputRequiredResult, JsonObject, RequestId};
 use crate::routes::handler::Requires;
-use crate::{base::deadline, Ctx, Error};
 
 impl Engine {
     /// The call of a method that may ask: the round input taken out of its params, the

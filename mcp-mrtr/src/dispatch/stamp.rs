@@ -9,10 +9,10 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::base::error::Error;
 use crate::protocol::CacheHints;
 use crate::protocol::{meta_keys, Implementation, JsonObject, ResultJson};
 use crate::routes::catalog::PreparedBody;
-use crate::Error;
 
 /// A result body as JSON text (always one object), before stamping.
 pub(super) enum Text {

@@ -10,13 +10,13 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 
 use super::Engine;
+use crate::base::error::Error;
 use crate::intake::capability::Capability;
 use crate::intake::envelope::RequestMeta;
 use crate::mrtr::context::Delivery;
 use crate::mrtr::replay::{Outcome, Replay};
 use crate::protocol::{CallToolResult, ClientCapabilities, JsonObject, Method};
 use crate::routes::handler::TaskSupport;
-use crate::Error;
 
 /// A tool handler's future, as a task holds it.
 pub(crate) type ToolFuture = BoxFuture<'static, Result<CallToolResult, Error>>;
@@ -84,7 +84,7 @@ pub(crate) fn may_become_task(support: TaskSupport, caps: &ClientCapabilities, l
         TaskSupport::Optional => Ok(declared),
         TaskSupport::Required if declared => Ok(true),
         TaskSupport::Required if legacy => Err(Error::new(
-            crate::ErrorCode::METHOD_NOT_FOUND,
+            crate::base::error::ErrorCode::METHOD_NOT_FOUND,
             "this tool runs only as a task, which needs protocol version 2026-07-28: this session cannot run it",
         )),
         TaskSupport::Required => Err(Error::missing_client_capability(Capability::Tasks.as_object())),
@@ -112,9 +112,9 @@ mod tests {
         assert!(!may_become_task(TaskSupport::Forbidden, &declared, false).unwrap());
         assert!(may_become_task(TaskSupport::Required, &declared, false).unwrap());
         let refused = may_become_task(TaskSupport::Required, &silent, false).unwrap_err();
-        assert_eq!(refused.code(), crate::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
+        assert_eq!(refused.code(), crate::base::error::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
         assert_eq!(refused.data().unwrap()["requiredCapabilities"], json!({ "extensions": { TASKS_EXTENSION: {} } }));
         let legacy = may_become_task(TaskSupport::Required, &declared, true).unwrap_err();
-        assert_eq!(legacy.code(), crate::ErrorCode::METHOD_NOT_FOUND);
+        assert_eq!(legacy.code(), crate::base::error::ErrorCode::METHOD_NOT_FOUND);
     }
 }

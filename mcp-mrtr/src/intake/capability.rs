@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
+use crate::base::error::Error;
 use crate::protocol::apps::{self, Declared};
 use crate::protocol::{ClientCapabilities, ElicitParams, InputRequest};
-use crate::Error;
 
 /// A client capability a handler may need.
 ///
@@ -211,7 +211,7 @@ mod tests {
         use Capability::*;
         let declared = caps(json!({ "elicitation": { "url": {} } }));
         let error = missing(&declared, [ElicitationForm, ElicitationUrl, SamplingTools, Sampling, Roots]).unwrap_err();
-        assert_eq!(error.code(), crate::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
+        assert_eq!(error.code(), crate::base::error::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
         assert_eq!(error.http_status(), 400);
         assert_eq!(
             error.data().unwrap()["requiredCapabilities"],

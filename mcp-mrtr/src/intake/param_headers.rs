@@ -11,8 +11,8 @@ use axum::http::HeaderMap;
 use base64::Engine as _;
 use serde_json::Value;
 
+use crate::base::error::Error;
 use crate::protocol::JsonObject;
-use crate::Error;
 
 /// The schema keyword that names a parameter's header.
 const KEYWORD: &str = "x-mcp-header";
@@ -251,7 +251,7 @@ mod tests {
         assert!(check(&found, &headers(&[]), Some(&empty)).is_ok());
         assert!(check(&found, &headers(&[("mcp-param-count", "1")]), Some(&empty)).is_err());
         let error = check(&found, &headers(&[]), Some(&args)).unwrap_err();
-        assert_eq!((error.code(), error.http_status()), (crate::ErrorCode::HEADER_MISMATCH, 400));
+        assert_eq!((error.code(), error.http_status()), (crate::base::error::ErrorCode::HEADER_MISMATCH, 400));
     }
 
     /// Found with the fuzz target `headers` (mcp-mrtr/fuzz/regressions/headers): for an
@@ -279,7 +279,7 @@ mod tests {
         let mut twice = headers(&[("mcp-param-region", "eu")]);
         twice.append("mcp-param-region", HeaderValue::from_static("us"));
         let error = check(&found, &twice, Some(&json!({ "region": "eu" }))).unwrap_err();
-        assert_eq!(error.code(), crate::ErrorCode::HEADER_MISMATCH);
+        assert_eq!(error.code(), crate::base::error::ErrorCode::HEADER_MISMATCH);
         assert!(error.message().contains("Mcp-Param-Region header sent more than once"), "{}", error.message());
     }
 }

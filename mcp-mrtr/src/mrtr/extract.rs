@@ -34,7 +34,10 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
-use crate::{Caller, Ctx, Error, ToolError};
+use crate::base::caller::Caller;
+use crate::base::error::Error;
+use crate::base::error::ToolError;
+use crate::mrtr::context::Ctx;
 
 /// Application state a handler takes as a parameter: `State(db): State<Db>` after
 /// [`Server::with_state`](crate::Server::with_state)`(db)`.

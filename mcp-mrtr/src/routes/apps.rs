@@ -45,12 +45,13 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 
+use crate::base::error::ToolError;
+use crate::mrtr::context::Ctx;
 use crate::protocol::apps::{is_app_uri, SCHEME};
 pub use crate::protocol::apps::{Csp, Permissions, UiResourceMeta, Visibility, CONTEXT, EXTENSION, MIME_TYPE};
 use crate::protocol::{JsonObject, ReadResourceResult, Resource, ResourceContents, Tool};
 use crate::routes::catalog::Catalog;
 use crate::routes::handler::{ResourceKind, ResourceRoute, ToolRoute};
-use crate::{Ctx, ToolError};
 
 /// An app: a `ui://` resource of type `text/html;profile=mcp-app`, with how the host
 /// sandboxes it. Register it with [`Server::resource`](crate::Server::resource).

@@ -27,12 +27,14 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::base::error::Error;
+use crate::base::error::ToolError;
 use crate::base::uri_template::UriTemplate;
+use crate::mrtr::context::Ctx;
 use crate::protocol::{
     CacheHints, CallToolResult, GetPromptResult, JsonObject, Method, Prompt, ReadResourceResult, Resource,
     ResourceTemplate, Tool,
 };
-use crate::{Ctx, Error, ToolError};
 
 mod requires;
 mod results;

@@ -279,7 +279,7 @@ where
 /// refusal that stands is the first form's that cannot be one. (A chain of calls rather
 /// than one call with a slice of problems: no temporaries to drop, which made each
 /// handler's expansion measurably slower to compile.)
-pub fn check_form<T: crate::question::ElicitForm, R: Checked>(route: R, handler: &str) -> R {
+pub fn check_form<T: crate::mrtr::question::ElicitForm, R: Checked>(route: R, handler: &str) -> R {
     match T::requested_schema() {
         Ok(_) => route,
         Err(problem) => route.refused(not_a_form(handler, std::any::type_name::<T>(), &problem)),

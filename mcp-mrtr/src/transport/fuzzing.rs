@@ -22,21 +22,33 @@ use axum::http::{HeaderMap, HeaderValue};
 use futures_util::FutureExt as _;
 use serde_json::{json, Value};
 
+use crate::base::error::ErrorCode;
+use crate::base::error::ToolError;
 use crate::base::uri_template::UriTemplate;
 use crate::dispatch::Engine;
+use crate::ext::skills::Skill;
+use crate::ext::skills::Skills;
 use crate::intake::envelope::{check_version, classify, read_modern, Era, Incoming, Request};
 use crate::intake::param_headers::{check, declared, decode_value, ParamHeader};
+use crate::intake::request_state::KeyRing;
+use crate::intake::request_state::StateConfig;
+use crate::intake::request_state::StateKey;
 use crate::intake::request_state::{Binding, BindingDigest, Presented};
+use crate::mrtr::context::Ctx;
 use crate::mrtr::context::Delivery;
+use crate::mrtr::context::RequestMeta;
+use crate::mrtr::context::TraceContext;
 use crate::mrtr::question::{Elicit, ElicitUrl, Roots, Sample};
 use crate::mrtr::replay::{self, Carried, Outcome, Replay};
+use crate::protocol::Prompt;
+use crate::protocol::PromptMessage;
+use crate::protocol::Resource;
+use crate::protocol::ResourceContents;
+use crate::protocol::ResourceTemplate;
+use crate::protocol::Tool;
+use crate::protocol::PROTOCOL_VERSION;
 use crate::protocol::{meta_keys, ClientCapabilities, JsonObject, RequestId};
-use crate::{
-    ext::skills::Skill, ext::skills::Skills, intake::request_state::KeyRing, intake::request_state::StateConfig,
-    intake::request_state::StateKey, mrtr::context::RequestMeta, mrtr::context::TraceContext, protocol::Prompt,
-    protocol::PromptMessage, protocol::Resource, protocol::ResourceContents, protocol::ResourceTemplate,
-    protocol::Tool, protocol::PROTOCOL_VERSION, Ctx, ErrorCode, Server, ToolError,
-};
+use crate::server::Server;
 
 /// One message body, as HTTP and stdio read it: its JSON values counted, framing, era,
 /// `_meta`, version. The count is never below the values the parser makes; where the
@@ -426,7 +438,7 @@ fn harness() -> &'static Harness {
 
 impl Harness {
     /// One modern request, its reply as a tree.
-    fn request(&self, method: &str, params: Value) -> Result<Value, crate::Error> {
+    fn request(&self, method: &str, params: Value) -> Result<Value, crate::base::error::Error> {
         let request = Request::new(RequestId::from(1), method.into(), Some(params));
         let reply = self.runtime.block_on(self.engine.handle(request, self.meta.clone(), Delivery::default()));
         reply.outcome.map(|json| serde_json::from_str(json.as_str()).expect("a reply is JSON"))

@@ -20,9 +20,9 @@ use lambda_http::request::RequestContext;
 use lambda_http::{RequestExt, Service};
 
 use crate::bounds::shutdown::Signal;
-use crate::http::HttpConfig;
+use crate::server::Server;
+use crate::transport::http::HttpConfig;
 use crate::transport::serve::sealed::Sealed;
-use crate::Server;
 
 /// What the Lambda runtime sets in every function's environment: without it, this
 /// process is not a Lambda function (and `lambda_http` would panic).

@@ -22,10 +22,10 @@ use std::panic::AssertUnwindSafe;
 
 use futures_util::FutureExt as _;
 
+use crate::base::error::Error;
 use crate::dispatch::Reply;
 use crate::intake::envelope::Incoming;
 use crate::protocol::{Outgoing, RequestId};
-use crate::Error;
 
 /// Parses one message's bytes into a request or notification.
 pub(crate) fn read_message(bytes: &[u8]) -> Result<Incoming, (Option<RequestId>, Error)> {

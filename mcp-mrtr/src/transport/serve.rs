@@ -12,7 +12,7 @@ use futures_util::future::BoxFuture;
 
 use crate::bounds::shutdown::Signal;
 use crate::routes::catalog::CatalogHandle;
-use crate::Server;
+use crate::server::Server;
 
 /// Where a server is served: [`Stdio`](crate::stdio::Stdio) (the process's stdin and
 /// stdout, or any byte stream) or [`Http`](crate::http::Http) (Streamable HTTP on a

@@ -42,12 +42,16 @@ pub use self::token::TestToken;
 
 use serde_json::{json, Value};
 
+use crate::base::caller::Caller;
+use crate::base::error::Error;
 use crate::dispatch::Engine;
 use crate::intake::capability::{self, Capability};
 use crate::intake::envelope::{Request, RequestMeta, PROTOCOL_VERSION};
+use crate::intake::request_state::KeyRing;
+use crate::intake::request_state::StateKey;
 use crate::mrtr::context::Delivery;
 use crate::protocol::{InputRequest, InputRequiredResult, JsonObject, RequestId};
-use crate::{intake::request_state::KeyRing, intake::request_state::StateKey, Caller, Error, Server};
+use crate::server::Server;
 
 /// Gives `server` a random request-state key of its own, unless its
 /// [`StateConfig`](crate::request_state::StateConfig) names keys already (its other

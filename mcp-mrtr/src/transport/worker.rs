@@ -7,8 +7,8 @@ use futures_util::future::BoxFuture;
 
 use crate::bounds::shutdown::{shutdown_signal, Signal};
 use crate::ext::tasks::Worker;
+use crate::server::Server;
 use crate::transport::serve::sealed::Sealed;
-use crate::Server;
 
 impl Sealed for Worker {
     type Serving = BoxFuture<'static, io::Result<()>>;

@@ -9,7 +9,7 @@ use axum::http::Extensions;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use crate::Caller;
+use crate::base::caller::Caller;
 
 /// The address a transport resolved for a request's client: the TCP peer, or the
 /// address a trusted proxy forwarded ([`HttpConfig::trust_forwarded_for`](crate::http::HttpConfig::trust_forwarded_for)).

@@ -9,7 +9,7 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::{metadata, AccessToken, ResourceServer, TokenError, TokenVerifier};
-use crate::Error;
+use crate::base::error::Error;
 
 /// A [`ResourceServer`] ready to serve.
 pub(crate) struct Gate {
@@ -220,7 +220,7 @@ mod tests {
         ) -> super::super::BoxFuture<'a, Result<super::super::VerifiedToken, TokenError>> {
             let outcome = match token {
                 "down" => Err(TokenError::Unavailable("introspection endpoint unreachable".into())),
-                _ => Ok(super::super::VerifiedToken::new(crate::Caller::new("alice"))),
+                _ => Ok(super::super::VerifiedToken::new(crate::base::caller::Caller::new("alice"))),
             };
             Box::pin(std::future::ready(outcome))
         }
@@ -241,7 +241,10 @@ mod tests {
 
         let mut admitted = request("t0k3n");
         Gate::new(&config).unwrap().admit(&mut admitted).await.unwrap();
-        assert_eq!(admitted.extensions().get::<crate::Caller>().map(crate::Caller::id), Some("alice"));
+        assert_eq!(
+            admitted.extensions().get::<crate::base::caller::Caller>().map(crate::base::caller::Caller::id),
+            Some("alice")
+        );
         assert!(admitted.extensions().get::<AccessToken>().is_none());
         let mut passed = request("t0k3n");
         Gate::new(&config.pass_token_to_handlers(true)).unwrap().admit(&mut passed).await.unwrap();

@@ -15,9 +15,9 @@ use serde_json::Value;
 
 use self::access_token::{AccessTokenRules, DEFAULT_MAX_LIFETIME};
 use super::{Claims, TokenError, TokenVerifier, VerifiedToken};
+use crate::base::caller::Caller;
 use crate::base::error::Chained;
 use crate::protocol::JsonObject;
-use crate::Caller;
 
 /// Clock skew tolerated on `exp`, `nbf` and `iat`.
 const DEFAULT_LEEWAY: Duration = Duration::from_secs(30);

@@ -78,8 +78,11 @@ pub(crate) use self::challenge::{finish, mark, Gate};
 #[cfg(feature = "jwt")]
 #[cfg_attr(docsrs, doc(cfg(feature = "jwt")))]
 pub use self::jwt::{JwtError, JwtKeys, JwtVerifier};
+use crate::base::caller::Caller;
 use crate::protocol::JsonObject;
-use crate::{Caller, PromptRoute, ResourceRoute, ToolRoute};
+use crate::routes::handler::PromptRoute;
+use crate::routes::handler::ResourceRoute;
+use crate::routes::handler::ToolRoute;
 
 /// Checks a bearer token and says who presented it. Plug in JWT validation
 /// ([`JwtVerifier`] with the `jwt` feature), token introspection (RFC 7662) or your

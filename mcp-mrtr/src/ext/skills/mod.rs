@@ -44,11 +44,12 @@ use serde_json::{json, Value};
 use self::catalog::{Catalog, SCHEME};
 use self::folder::Found;
 use crate::base::error::Error;
+use crate::base::error::ToolError;
+use crate::mrtr::context::Ctx;
 use crate::mrtr::context::Readable;
 use crate::protocol::{CacheHints, Resource, ResourceTemplate};
 use crate::routes::catalog::{CatalogHandle, WeakHandle};
 use crate::routes::handler::{MethodRoute, ResourceRoute};
-use crate::{Ctx, ToolError};
 
 /// The extension's id, in `capabilities.extensions`.
 pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/skills";

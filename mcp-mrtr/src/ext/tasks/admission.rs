@@ -15,8 +15,8 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::json;
 
 use super::{TaskLimits, Tasks};
+use crate::base::error::Error;
 use crate::bounds::fair::{ClientId, RateLimit};
-use crate::Error;
 
 /// How often a refused client's counted tasks may be checked against the store.
 const RECONCILE_EVERY: Duration = Duration::from_secs(1);

@@ -28,13 +28,14 @@ use super::store::{Lease, TaskCall, TaskRecord, TaskStatus};
 use super::write::RunWrites;
 use super::Host;
 use super::{admission, lease, new_task_id, store_error, wire, Tasks};
+use crate::base::error::Error;
 use crate::bounds::fair::ClientId;
 use crate::dispatch::{Called, ToolFuture};
 use crate::intake::envelope::RequestMeta;
 use crate::intake::request_state::SingleUse;
+use crate::mrtr::context::Ctx;
 use crate::mrtr::replay::{self, CallEnd, Carried, Outcome, Replay, Step, TaskLog};
 use crate::protocol::{ClientCapabilities, InputRequest, RequestId};
-use crate::{Ctx, Error};
 
 /// Runs one round of a call that may become a task. When the handler asks to continue
 /// as a task, or waits on its own work, the task is created (durably, before anything
@@ -181,7 +182,7 @@ fn ledger(server: &Host<'_>, journal: &Carried) -> Result<Option<SingleUse>, Err
 fn replay_of(
     server: &Host<'_>,
     record: &TaskRecord,
-    route: &crate::ToolRoute,
+    route: &crate::routes::handler::ToolRoute,
 ) -> Result<(Arc<Replay>, ToolFuture), Error> {
     let ledger = ledger(server, &record.journal)?;
     let replay = Arc::new(Replay::of_task(record.journal.clone(), record.input_responses.clone(), ledger));

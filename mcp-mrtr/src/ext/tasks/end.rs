@@ -20,9 +20,10 @@ use serde::de::DeserializeOwned;
 use super::store::{TaskRecord, TaskStatus};
 use super::write::transition;
 use super::Tasks;
+use crate::base::caller::Caller;
+use crate::base::error::Error;
 use crate::intake::app_state::AppState;
 use crate::protocol::{ErrorObject, JsonObject};
-use crate::{Caller, Error};
 
 /// How a task ended, with what it was called with: see
 /// [`TaskConfig::on_end`](crate::tasks::TaskConfig::on_end).

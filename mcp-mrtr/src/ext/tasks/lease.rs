@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::store::{now_ms, Lease};
 use super::write::RunWrites;
 use super::{new_task_id, Tasks};
-use crate::Error;
+use crate::base::error::Error;
 
 /// How long a run's hold on a task lasts unless renewed, by default: short, so a dead
 /// instance's tasks resume within seconds; long enough that a busy instance renews in time.

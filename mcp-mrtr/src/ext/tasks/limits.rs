@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use crate::base::error::Error;
 use crate::protocol::JsonObject;
-use crate::Error;
 
 /// The bounds that keep one client, or many, from filling a server with tasks (each a
 /// total and a share per client, as for every pool of the server). Set them with
@@ -219,7 +219,7 @@ mod tests {
         assert!(check_arguments(&limits, &small).is_ok());
         let large = object(json!({ "label": "x".repeat(100) }));
         let refused = check_arguments(&limits, &large).unwrap_err();
-        assert_eq!(refused.code(), crate::ErrorCode::INVALID_PARAMS);
+        assert_eq!(refused.code(), crate::base::error::ErrorCode::INVALID_PARAMS);
         assert_eq!(refused.data().unwrap()["limit"], "taskArguments");
         assert_eq!(refused.data().unwrap()["size"], json_size(&large));
         assert!(refused.message().contains("more than the 64 a task may keep"), "{}", refused.message());

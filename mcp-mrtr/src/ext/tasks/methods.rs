@@ -26,10 +26,12 @@ use super::write::transition;
 use super::Host;
 use super::{caller, store_error, wire};
 use super::{lease, takeover};
+use crate::base::error::Error;
+use crate::intake::capability::Capability;
 use crate::intake::envelope::RequestMeta;
 use crate::mrtr::context::Delivery;
 use crate::protocol::{JsonObject, Method};
-use crate::{routes::catalog::RequestView, Capability, Error};
+use crate::routes::catalog::RequestView;
 
 /// The task methods this revision has. `tasks/result` and `tasks/list` were removed and
 /// are unknown methods (`-32601`).

@@ -65,9 +65,9 @@ pub use worker::Worker;
 pub(crate) use store::{CallerRecord, TaskCall};
 pub use store::{StoreError, TaskRecord, TaskStatus, TaskStore};
 
+use crate::base::error::Error;
 use crate::dispatch::{Called, Engine, TaskHook, TaskRequest, ToolFuture};
 use crate::mrtr::context::Delivery;
-use crate::Error;
 
 /// How long a task's record is kept after it is created, unless the server says otherwise.
 const DEFAULT_TTL: Duration = Duration::from_secs(60 * 60);
@@ -195,7 +195,8 @@ pub(crate) fn caller_record(transport: &Delivery) -> Option<CallerRecord> {
 pub(crate) fn transport_for(caller: Option<&CallerRecord>) -> Delivery {
     let mut extensions = axum::http::Extensions::new();
     if let Some(caller) = caller {
-        extensions.insert(crate::Caller::new(caller.id.clone()).with_scopes(caller.scopes.iter().cloned()));
+        extensions
+            .insert(crate::base::caller::Caller::new(caller.id.clone()).with_scopes(caller.scopes.iter().cloned()));
     }
     Delivery { extensions: Arc::new(extensions), ..Delivery::default() }
 }

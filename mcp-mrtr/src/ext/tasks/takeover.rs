@@ -12,8 +12,8 @@ use std::time::{Duration, SystemTime};
 use super::lease::new_run;
 use super::store::{Lease, TaskRecord, TaskStatus, TaskStore};
 use super::{driver, Host, Tasks};
+use crate::base::error::Error;
 use crate::dispatch::Engine;
-use crate::Error;
 
 /// A task whose runs died this many times is failed instead of taken over again: a
 /// handler that brings its instance down would otherwise take every instance down in turn.

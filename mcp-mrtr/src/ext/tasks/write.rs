@@ -15,7 +15,7 @@ use tokio::sync::watch;
 
 use super::store::{TaskRecord, TaskStore};
 use super::store_error;
-use crate::Error;
+use crate::base::error::Error;
 
 /// Writers that lose a compare-and-set race retry from a fresh read, this many times.
 const MAX_RACES: u32 = 16;

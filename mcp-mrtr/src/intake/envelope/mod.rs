@@ -15,8 +15,8 @@ use serde_json::Value;
 
 pub(crate) use self::fast::read_modern;
 pub use self::trace::{TraceContext, TraceParent};
+use crate::base::error::Error;
 use crate::protocol::{meta_keys, ClientCapabilities, Implementation, JsonObject, LoggingLevel, Method, RequestId};
-use crate::Error;
 
 pub(crate) use crate::protocol::PROTOCOL_VERSION;
 
@@ -285,7 +285,7 @@ mod tests {
         ] {
             let (id, error) = Incoming::from_value(value.clone()).unwrap_err();
             assert_eq!(id, echoed, "{value}");
-            assert_eq!(error.code(), crate::ErrorCode::INVALID_REQUEST, "{value}");
+            assert_eq!(error.code(), crate::base::error::ErrorCode::INVALID_REQUEST, "{value}");
         }
     }
 
@@ -326,7 +326,11 @@ mod tests {
             json!({"_meta": {version: "2026-07-28", caps: {}, "progressToken": {}}}),
         ] {
             let error = RequestMeta::parse(Some(&params)).unwrap_err();
-            assert_eq!((error.code(), error.http_status()), (crate::ErrorCode::INVALID_PARAMS, 400), "{params}");
+            assert_eq!(
+                (error.code(), error.http_status()),
+                (crate::base::error::ErrorCode::INVALID_PARAMS, 400),
+                "{params}"
+            );
         }
     }
 

@@ -4,7 +4,7 @@
 //! fifth audit's D3). So a body is counted before it is parsed, and one with more values
 //! than the transport takes is refused whole, with an error that says what to change.
 
-use crate::Error;
+use crate::base::error::Error;
 
 /// How many JSON values a request may hold by default: about 7 MiB parsed, whatever the
 /// body's size; text (a file's contents in one string) is one value however long.

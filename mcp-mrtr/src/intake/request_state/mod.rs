@@ -75,8 +75,8 @@ pub use guard::{Claim, Consumed, MemoryGuard, StateGuard};
 pub use keys::{KeyError, KeyRing, StateKey};
 pub(crate) use presented::{Presented, SingleUse};
 
+use crate::base::error::Error;
 use crate::bounds::fair::ClientId;
-use crate::Error;
 
 /// The one message a client sees for any state that does not open.
 const REJECTED: &str = "Invalid requestState: it is tampered, expired, or belongs to another request";

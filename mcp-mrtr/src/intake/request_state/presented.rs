@@ -13,7 +13,7 @@ use std::time::SystemTime;
 use sha2::{Digest, Sha256};
 
 use super::{BindingDigest, Claim, Consumed, OpenError, Reason, Sealer, StateGuard, USED};
-use crate::Error;
+use crate::base::error::Error;
 
 /// A presented state and what it must be bound to.
 pub(crate) struct Presented<'a> {
@@ -149,7 +149,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::request_state::MemoryGuard;
+    use crate::intake::request_state::MemoryGuard;
 
     fn single_use(call: [u8; 16]) -> SingleUse {
         let expires = SystemTime::now() + Duration::from_secs(60);

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::keys::KeyError;
 use super::{Binding, BindingDigest, KeyRing, OpenError, Reason, SealError, Sealer, StateConfig, StateKey, REJECTED};
-use crate::ErrorCode;
+use crate::base::error::ErrorCode;
 
 const SECRET_A: [u8; 32] = *b"test-secret-a-0123456789abcdefgh";
 const SECRET_B: [u8; 32] = *b"test-secret-b-0123456789abcdefgh";
@@ -389,7 +389,7 @@ fn every_open_error_maps_to_the_same_client_error() {
         Reason::Unauthentic,
         Reason::Expired,
     ];
-    let expected = crate::Error::invalid_params(REJECTED);
+    let expected = crate::base::error::Error::invalid_params(REJECTED);
     for reason in reasons {
         let error = OpenError::from(reason);
         assert_eq!(error.to_error(), expected, "{reason:?}");

@@ -18,10 +18,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::Ctx;
+use crate::base::error::Error;
 use crate::mrtr::question::Question;
 use crate::mrtr::replay::{HandBuilt, Replay};
 use crate::protocol::{InputRequest, InputRequiredResult, JsonObject};
-use crate::Error;
 
 /// A round's result built by hand: the requests the client answers under their keys,
 /// and a state the handler reads back on the retry. End the round with it through

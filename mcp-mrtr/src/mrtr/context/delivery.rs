@@ -7,8 +7,9 @@ use std::sync::Arc;
 use axum::http::{Extensions, HeaderMap};
 use futures_util::future::BoxFuture;
 
+use crate::base::caller::Caller;
+use crate::base::error::Error;
 use crate::protocol::{Era, InputRequest, JsonObject, Notification, Notifier};
-use crate::{Caller, Error};
 
 /// What the transport knows about a request besides its JSON.
 #[derive(Clone, Debug, Default)]

@@ -14,12 +14,14 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::base::caller::Caller;
+use crate::base::error::Error;
 use crate::intake::app_state::AppState;
+use crate::intake::capability::Capability;
 pub use crate::intake::envelope::{RequestMeta, TraceContext, TraceParent};
 use crate::mrtr::question::{Ask, Question};
 use crate::mrtr::replay::Replay;
 use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel, Notification, Outgoing, RequestId};
-use crate::{Caller, Capability, Error};
 
 mod by_hand;
 mod delivery;

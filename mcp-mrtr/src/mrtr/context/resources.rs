@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::Ctx;
-use crate::Error;
+use crate::base::error::Error;
 
 /// What `resources/read` of one URI would do for a request, as its access decision says.
 #[derive(Debug)]

@@ -60,11 +60,11 @@ use serde::Deserialize as _;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
+use crate::base::error::Error;
 use crate::protocol::{
     CreateMessageParams, CreateMessageResult, ElicitAction, ElicitParams, ElicitResult, FormSchema, InputRequest,
     JsonObject, ListRootsResult, ModelHint, ModelPreferences, Root, SamplingMessage, Tool, ToolChoice,
 };
-use crate::Error;
 
 mod ask;
 pub use self::ask::Ask;

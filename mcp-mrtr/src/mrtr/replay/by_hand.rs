@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::{Phase, Replay, Round};
+use crate::base::error::Error;
 use crate::protocol::{InputRequest, JsonObject};
-use crate::Error;
 
 /// What a handler's hand-built round asks and carries.
 pub(crate) struct HandBuilt {

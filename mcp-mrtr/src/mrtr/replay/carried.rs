@@ -137,7 +137,7 @@ impl Carried {
 
     /// The call's id, drawn now if it has none yet (a first round, or a task made from
     /// one): what a step's idempotency key is derived from.
-    pub(crate) fn call_id(&mut self) -> Result<CallId, crate::Error> {
+    pub(crate) fn call_id(&mut self) -> Result<CallId, crate::base::error::Error> {
         if let Some(call) = self.call {
             return Ok(call);
         }
@@ -156,7 +156,7 @@ impl Carried {
         lifetime: Duration,
         horizon: Duration,
         owner: impl FnOnce() -> u32,
-    ) -> Result<(), crate::Error> {
+    ) -> Result<(), crate::base::error::Error> {
         let millis = unix_millis(now);
         if self.owner == 0 {
             self.owner = owner();
@@ -215,10 +215,10 @@ impl CallId {
     /// siblings, which inherit this id) may take a step; the call starts over.
     pub(crate) const EARLIER_RELEASE: Self = Self([0; 16]);
 
-    fn random() -> Result<Self, crate::Error> {
+    fn random() -> Result<Self, crate::base::error::Error> {
         let mut bytes = [0u8; 16];
         crate::base::random::fill(&mut bytes)
-            .map_err(|e| crate::Error::internal(format!("no randomness for a call id: {e}")))?;
+            .map_err(|e| crate::base::error::Error::internal(format!("no randomness for a call id: {e}")))?;
         Ok(Self(bytes))
     }
 }

@@ -5,7 +5,7 @@
 //! step runs under, the same wherever it runs.
 
 use super::Replay;
-use crate::Error;
+use crate::base::error::Error;
 
 impl Replay {
     /// May the `once` step `key` take its side effect now? `false` (the call failed, or

@@ -31,11 +31,11 @@ use std::task::Poll;
 use serde_json::Value;
 use tracing::Instrument as _;
 
+use crate::base::error::Error;
 use crate::intake::capability;
 use crate::intake::request_state::SingleUse;
 use crate::mrtr::question::Question;
 use crate::protocol::{ClientCapabilities, InputRequest, JsonObject};
-use crate::Error;
 
 mod by_hand;
 mod carried;

@@ -8,9 +8,9 @@ use std::task::Poll;
 use futures_util::future::BoxFuture;
 
 use super::{Carried, Escalation, Phase, Replay};
+use crate::base::error::Error;
 use crate::intake::request_state::SingleUse;
 use crate::protocol::JsonObject;
-use crate::Error;
 
 #[derive(Clone)]
 pub(super) struct Log(pub(super) Arc<dyn TaskLog>);

@@ -5,8 +5,8 @@ use std::fmt;
 use std::sync::{Arc, Weak};
 
 use super::{CatalogState, Change, Kind, Reach};
+use crate::mrtr::context::Ctx;
 use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
-use crate::Ctx;
 
 /// A handle to a server's catalog: adds, removes, enables and disables tools, prompts
 /// and resources while the server runs, and announces resource updates.

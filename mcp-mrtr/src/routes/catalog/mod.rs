@@ -331,7 +331,8 @@ impl Drop for ListenerGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{protocol::Tool, ToolError};
+    use crate::base::error::ToolError;
+    use crate::protocol::Tool;
 
     fn tool(name: &str) -> ToolRoute {
         Tool::new(name)

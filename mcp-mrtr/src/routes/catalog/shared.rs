@@ -251,7 +251,8 @@ async fn relay(live: Weak<CatalogState>, mut changes: broadcast::Receiver<Change
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{protocol::Tool, ToolError};
+    use crate::base::error::ToolError;
+    use crate::protocol::Tool;
 
     fn tool(name: &str) -> ToolRoute {
         Tool::new(name).handler(|_ctx, _: crate::protocol::JsonObject| async { Ok::<_, ToolError>("") })

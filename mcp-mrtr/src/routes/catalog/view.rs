@@ -6,10 +6,11 @@ use std::sync::Arc;
 use axum::http::HeaderMap;
 
 use super::Subscriptions;
+use crate::base::caller::Caller;
 use crate::mrtr::context::Delivery;
+use crate::mrtr::context::RequestMeta;
 use crate::protocol::{ClientCapabilities, Prompt, Resource, ResourceTemplate, Tool};
 use crate::routes::handler::ResourceKind;
-use crate::{mrtr::context::RequestMeta, Caller};
 
 pub(crate) type VisibleFn = Arc<dyn Fn(&RequestView<'_>, Item<'_>) -> bool + Send + Sync>;
 

@@ -4,7 +4,7 @@
 //! serving starts, scopes and capabilities by dispatch, before the handler runs.
 
 use crate::intake::app_state::StateNeed;
-use crate::Capability;
+use crate::intake::capability::Capability;
 
 /// A route's requirements (see the module docs).
 #[derive(Clone, Debug, Default)]

@@ -3,10 +3,10 @@
 
 use serde::Serialize;
 
+use crate::base::error::Declined;
 use crate::protocol::{
     CallToolResult, ContentBlock, GetPromptResult, PromptMessage, ReadResourceResult, ResourceContents,
 };
-use crate::Declined;
 
 /// A prompt the user declined to fill in: complete, with nothing to send, saying why. A
 /// user's choice is an answer, not a server failure.

@@ -14,6 +14,7 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use super::shared::Endpoint;
 use super::sse::{error_response, json_response, respond};
 use super::{handoff, slots};
+use crate::base::error::Error;
 use crate::bounds::fair::{ClientId, Held};
 use crate::dispatch::{Engine, Reply};
 use crate::intake::envelope::{Era, Request, RequestMeta};
@@ -21,7 +22,6 @@ use crate::mrtr::context::{Bridge, Delivery};
 use crate::protocol::Method;
 use crate::transport::error_message;
 use crate::transport::legacy::{HandlerSlot, Session, SessionBridge, SlotLease, WaitBounds};
-use crate::Error;
 
 /// How long one run of a handler may take over HTTP unless
 /// [`Server::handler_timeout`](crate::Server::handler_timeout) says otherwise: the request

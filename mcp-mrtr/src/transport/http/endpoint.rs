@@ -20,11 +20,12 @@ use super::serve::{self, App};
 use super::shared::{method_not_allowed, Endpoint};
 use super::sse::json_response;
 use super::{legacy, slots, HttpConfig, ListenerLimits};
+use crate::base::error::Error;
 use crate::bounds::fair::ClientAddr;
 use crate::bounds::shutdown::{Draining, LeftWith, Signal};
+use crate::server::Server;
 use crate::transport::error_message;
 use crate::transport::serve::sealed::Sealed;
-use crate::{Error, Server};
 
 impl Server {
     /// An axum router serving this server as `config` says (at `/mcp` by default), to

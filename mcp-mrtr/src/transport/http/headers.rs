@@ -16,10 +16,10 @@ use axum::http::HeaderMap;
 use serde_json::Value;
 
 use crate::base::error::shown;
+use crate::base::error::Error;
 use crate::intake::envelope::{check_version, Request, RequestMeta};
 use crate::intake::param_headers::{decode_value, refuse_repeated};
 use crate::protocol::Method;
-use crate::Error;
 
 // Names, not strings: a lookup by string parses and checks the name every time.
 pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");

@@ -14,6 +14,7 @@ use super::call::{serve_request, Head};
 use super::headers;
 use super::shared::{method_not_allowed, Endpoint};
 use super::sse::{error_response, json_response};
+use crate::base::error::Error;
 use crate::bounds::fair::ClientId;
 use crate::bounds::shutdown::Draining;
 use crate::intake::envelope::{Era, Request};
@@ -22,7 +23,6 @@ use crate::protocol::{Method as McpMethod, Outgoing, RequestId, ResultJson};
 use crate::routes::catalog::RequestView;
 use crate::transport::error_message;
 use crate::transport::legacy::{self, Opener, Session};
-use crate::Error;
 
 /// Serves one request of the legacy era.
 pub(super) async fn serve(endpoint: &Endpoint, head: &Head, request: Request) -> Response {

@@ -14,9 +14,9 @@ use super::call::{serve_request, Head};
 use super::shared::Endpoint;
 use super::sse::{error_response, json_response};
 use super::{guard, headers, legacy};
+use crate::base::error::Error;
 use crate::intake::envelope::{classify, names_modern, Era, Incoming, Request, RequestMeta};
 use crate::transport::{error_message, read_message};
-use crate::Error;
 
 pub(super) async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response {
     if !guard::is_json(request.headers()) {
@@ -101,7 +101,7 @@ pub(super) async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response 
 pub(super) fn no_sessions_here(requested: Option<&str>) -> Error {
     let supported = crate::protocol::PROTOCOL_VERSION;
     Error::new(
-        crate::ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+        crate::base::error::ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
         format!(
             "Unsupported protocol version: this server runs in a function that lives for one request \
              (AWS Lambda), where 2025-11-25 sessions cannot be kept; connect with protocol version {supported}"

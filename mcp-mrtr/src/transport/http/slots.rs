@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::base::error::Error;
 use crate::bounds::fair::{ClientId, FairPool, Held, Refused};
-use crate::Error;
 
 /// How long a request that made room waits for the slot its displaced request frees.
 const MAKE_ROOM_WAIT: Duration = Duration::from_secs(1);

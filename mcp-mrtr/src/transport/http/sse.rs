@@ -23,11 +23,11 @@ use tokio::time::{Interval, MissedTickBehavior};
 
 use super::handoff::{GiveWhenIdle, Handoff};
 use super::status;
+use crate::base::error::Error;
 use crate::dispatch::Reply;
 use crate::intake::envelope::Era;
 use crate::protocol::{Outgoing, RequestId};
 use crate::transport::error_message;
-use crate::Error;
 
 /// Answers with JSON if the reply is ready before any notification, else with SSE.
 /// Without `notes` (the request can have no notifications) the reply is always JSON.

@@ -16,8 +16,8 @@
 //! body that is not JSON-RPC, a missing session header), 404 (an unknown or ended session),
 //! 405 (a method other than POST without a session).
 
+use crate::base::error::Error;
 use crate::intake::envelope::Era;
-use crate::Error;
 
 /// The status of a JSON-RPC error answering a request of `era`, sent as the whole body.
 pub(super) fn of_error(era: Era, error: &Error) -> u16 {

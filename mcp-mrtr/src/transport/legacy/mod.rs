@@ -31,13 +31,14 @@ pub(crate) use self::table::Sessions;
 pub(crate) use self::updates::{relay, Carrier};
 use self::wait::Parked;
 pub(crate) use self::wait::{HandlerSlot, SlotLease, WaitBounds};
+use crate::base::error::Error;
 use crate::dispatch::Engine;
 use crate::intake::envelope::{self, Request};
 use crate::mrtr::context::Delivery;
+use crate::mrtr::context::RequestMeta;
 use crate::protocol::{
     meta_keys, InputRequest, JsonObject, LoggingLevel, Method, Notification, Notifier, Outgoing, RequestId,
 };
-use crate::{mrtr::context::RequestMeta, Error};
 
 /// The newest legacy revision, offered to clients that ask for one this server does not know.
 pub(crate) const LATEST: &str = "2025-11-25";

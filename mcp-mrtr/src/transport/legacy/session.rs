@@ -12,10 +12,10 @@ use tokio::sync::oneshot;
 
 use super::limits::SessionLimits;
 use super::subscribed::Subscribed;
+use crate::base::error::Error;
 use crate::base::inflight::InFlight;
 use crate::bounds::fair::{ClientId, Release};
 use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel, RequestId};
-use crate::Error;
 
 type Answer = Result<Value, Value>;
 

@@ -30,9 +30,9 @@ use serde_json::json;
 use super::limits::SessionLimits;
 use super::session::Opener;
 use super::{room, Session};
+use crate::base::error::Error;
 use crate::bounds::fair::{ByteShares, ClientId, FairPool, RateLimit};
 use crate::protocol::{ClientCapabilities, Implementation};
-use crate::Error;
 
 /// The open sessions of one endpoint, and the bounds that come with them.
 #[derive(Debug)]

@@ -21,12 +21,12 @@ use serde_json::{json, Value};
 
 use super::subscribed::MAX_URI_BYTES;
 use super::{Session, Sessions};
+use crate::base::error::Error;
 use crate::dispatch::{Ended, Engine, Hearing};
 use crate::intake::envelope::Request;
 use crate::mrtr::context::Delivery;
 use crate::protocol::{Notification, Notifier, Outgoing};
 use crate::routes::catalog::{Change, RequestView};
-use crate::Error;
 
 /// Answers `resources/subscribe` and `resources/unsubscribe`. A URI is kept only when a
 /// resource or template serves it to this session, as `resources/read` decides (one

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::base::error::Error;
 use crate::bounds::fair::{ClientId, FairPool, Held, Refused};
-use crate::Error;
 
 /// How long an answered call waits for a handler slot to run its next round. The answers
 /// are in hand (a person may have filled in a form), so a short queue beats a "busy"

@@ -29,7 +29,7 @@ use self::session::StdioSession;
 use super::serve::sealed::Sealed;
 use crate::bounds::shutdown::{self, Signal};
 use crate::intake::envelope::size::MAX_JSON_VALUES;
-use crate::Server;
+use crate::server::Server;
 
 /// The process's stdin and stdout, one JSON-RPC message per line: how desktop and CLI
 /// hosts (Claude Code, Claude Desktop, editors) launch a server. Serve with
@@ -245,7 +245,8 @@ mod tests {
     use tokio::io::AsyncWriteExt;
 
     use super::*;
-    use crate::{protocol::Tool, ToolError};
+    use crate::base::error::ToolError;
+    use crate::protocol::Tool;
 
     /// Sets its flag when dropped.
     struct Flag(Arc<AtomicBool>);

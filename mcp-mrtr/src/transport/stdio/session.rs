@@ -14,6 +14,7 @@ use tokio::task::JoinSet;
 
 use super::lines::{Input, Line, MAX_LINE_BYTES};
 use super::{Settings, STDIO_HANDLER_TIMEOUT};
+use crate::base::error::Error;
 use crate::base::inflight::InFlight;
 use crate::bounds::fair::ClientId;
 use crate::bounds::shutdown::{Drain, Draining};
@@ -24,7 +25,6 @@ use crate::mrtr::context::Delivery;
 use crate::protocol::{Method, Outgoing, RequestId, ResultJson};
 use crate::transport::legacy::{self, Session, SessionBridge, Sessions};
 use crate::transport::{contain, error_message, panicked, read_message};
-use crate::Error;
 
 /// The state of one stdio connection: requests in flight, by id, for cancellation.
 pub(super) struct StdioSession {
@@ -368,9 +368,10 @@ mod tests {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
     use tokio::sync::Notify;
 
+    use crate::base::error::ToolError;
     use crate::protocol::Tool;
+    use crate::server::Server;
     use crate::transport::stdio::Pipe;
-    use crate::{Server, ToolError};
 
     async fn send(input: &mut DuplexStream, message: &Value) {
         input.write_all(format!("{message}\n").as_bytes()).await.unwrap();

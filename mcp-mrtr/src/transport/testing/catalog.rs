@@ -8,10 +8,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::TestClient;
+use crate::base::error::Error;
 use crate::intake::envelope::{Request, RequestMeta, PROTOCOL_VERSION};
 use crate::mrtr::context::Delivery;
 use crate::protocol::{Method, Outgoing, Prompt, RequestId, Resource, ResourceTemplate, Tool};
-use crate::Error;
 
 /// Pages a list may have before a test is told the cursors go round in circles.
 const MAX_PAGES: usize = 1000;

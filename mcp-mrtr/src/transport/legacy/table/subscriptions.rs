@@ -19,10 +19,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::{Sessions, Table};
+use crate::base::error::Error;
 use crate::bounds::fair::{ClientId, Refused};
 use crate::transport::legacy::subscribed::cost;
 use crate::transport::legacy::{Session, SessionLimits};
-use crate::Error;
 
 impl Sessions {
     /// Keeps `uri` (one the server serves this session, of at most `MAX_URI_BYTES`: the
@@ -187,7 +187,7 @@ mod tests {
         let third = open(&mut table, 1, &limits, now);
         let refused = table.subscribe(&third, &uri(6), 1_024, &limits, now).unwrap_err();
         assert!(refused.message().contains("pass its share of 600"), "{}", refused.message());
-        assert_eq!(refused.code(), crate::ErrorCode::INVALID_PARAMS);
+        assert_eq!(refused.code(), crate::base::error::ErrorCode::INVALID_PARAMS);
 
         table.remove(&first.id);
         assert_eq!(table.subscribed.held_by(&ClientId::loopback(1)), 300, "the ended session's bytes came back");
@@ -229,7 +229,7 @@ mod tests {
         }
         assert_eq!(table.subscribed.held(), 1_000);
         let refused = table.subscribe(&middle2, &uri(15), 1_024, &limits, now).unwrap_err();
-        assert_eq!(refused.code(), crate::ErrorCode::INTERNAL_ERROR, "{}", refused.message());
+        assert_eq!(refused.code(), crate::base::error::ErrorCode::INTERNAL_ERROR, "{}", refused.message());
         assert_eq!(table.open.len(), 4, "no session was closed for it");
 
         // An expired session holding subscriptions goes before anyone's live one.
