@@ -172,3 +172,72 @@ fn fresh_and_key_come_in_either_order() {
     }
     assert_eq!(out.matches(". fresh ()").count(), 2, "{out}");
 }
+
+/// The capabilities of the asks every successful call reaches, each once.
+fn needs(mut body: syn::Block) -> Vec<&'static str> {
+    let mut errors = Vec::new();
+    let ctx = Ident::new("__mcp_ctx", Span::call_site());
+    let mut rewriter = Rewriter::new(ctx, &mut errors);
+    rewriter.visit_block_mut(&mut body);
+    let needs = std::mem::take(&mut rewriter.client_needs);
+    assert!(errors.is_empty(), "{errors:?}");
+    needs
+}
+
+#[test]
+fn only_asks_on_every_path_are_needed_up_front() {
+    let on_every_path = needs(parse_quote!({
+        let picked = match ask!(roots) {
+            r => r,
+        };
+        let form: Form = ask!(elicit "Which?")?;
+        if let Ok(text) = ask!(key = "text", sample "Sum up") {}
+        Ok(())
+    }));
+    assert_eq!(on_every_path, ["Roots", "ElicitationForm", "Sampling"]);
+    let behind_conditions = needs(parse_quote!({
+        if big {
+            let a: A = ask!(elicit "Sure?")?;
+        }
+        match kind {
+            K::Url => {
+                let u = ask!(elicit_url "Sign in", url);
+            }
+            _ => {}
+        }
+        let ok = ready || ask!(key = "ready", sample "Ready?").is_ok();
+        for item in items {
+            let r = ask!(key = format!("{item}"), roots);
+        }
+        Ok(())
+    }));
+    assert!(behind_conditions.is_empty(), "{behind_conditions:?}");
+}
+
+#[test]
+fn a_return_hides_the_asks_after_it_unless_it_returns_an_error() {
+    let after_failure = needs(parse_quote!({
+        if bad {
+            return Err(ToolError::new("no"));
+        }
+        let r = ask!(roots);
+        Ok(())
+    }));
+    assert_eq!(after_failure, ["Roots"]);
+    let after_success = needs(parse_quote!({
+        if done {
+            return Ok("early".into());
+        }
+        let r = ask!(roots);
+        Ok(())
+    }));
+    assert!(after_success.is_empty(), "{after_success:?}");
+    let return_in_a_closure = needs(parse_quote!({
+        let f = |x: u8| {
+            return x;
+        };
+        let r = ask!(roots);
+        Ok(())
+    }));
+    assert_eq!(return_in_a_closure, ["Roots"]);
+}
