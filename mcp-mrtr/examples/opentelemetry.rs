@@ -57,7 +57,7 @@ impl SpanExporter for Print {
 }
 
 #[tokio::main]
-async fn main() -> std::io::Result<()> {
+async fn main() -> Result<(), ServeError> {
     let provider = SdkTracerProvider::builder().with_simple_exporter(Print).build();
     // The runtime's request spans are at debug under `mcp_mrtr`: let the OpenTelemetry
     // layer see them whatever the console shows.

@@ -16,7 +16,7 @@
 //! }
 //!
 //! #[tokio::main(flavor = "current_thread")] // one client on stdio: one thread serves it best
-//! async fn main() -> std::io::Result<()> {
+//! async fn main() -> Result<(), ServeError> {
 //!     Server::new("weather", "1.0.0").tool(weather).serve(Stdio::new()).await
 //! }
 //! ```
@@ -123,6 +123,7 @@ pub use server::Server;
 pub mod serve {
     pub use crate::bounds::shutdown::shutdown_signal;
     pub use crate::transport::serve::{Serve, Transport};
+    pub use crate::transport::serve_error::ServeError;
 }
 
 /// Newline-delimited JSON-RPC on the process's stdio, or any byte stream pair.
@@ -271,6 +272,7 @@ pub mod prelude {
 
     pub use crate::http::Http;
     pub use crate::protocol::{CallToolResult, ContentBlock, PromptMessage, ResourceContents};
+    pub use crate::serve::ServeError;
     pub use crate::stdio::Stdio;
     pub use crate::{
         once, prompt, prompts, require_client_capability, resource, resources, tool, toolbox, tools, Caller,

@@ -397,15 +397,16 @@ impl Server {
 
     /// The engine and the task machinery of a task worker, which runs tasks whatever the
     /// task config says (it is where front ends that run none leave them).
-    pub(crate) fn into_worker(mut self) -> std::io::Result<(Engine, crate::ext::tasks::Tasks)> {
+    /// The `Err` holds every problem found, as `Engine::check_ready`'s does.
+    pub(crate) fn into_worker(mut self) -> Result<(Engine, crate::ext::tasks::Tasks), Vec<String>> {
         self.tasks.runs_here = true;
         let tasks = self.tasks.clone();
         let engine = self.into_engine();
         engine.check_ready(crate::intake::request_state::Reach::Instances)?;
         if !engine.serves_tasks() {
-            return Err(std::io::Error::other(
-                "a task worker serves a server with a tool that may run as a task (#[tool(task = \"optional\")]); this one has none",
-            ));
+            return Err(vec![
+                "a task worker serves a server with a tool that may run as a task (#[tool(task = \"optional\")]); this one has none".into(),
+            ]);
         }
         let tasks = crate::ext::tasks::Tasks { app: engine.app.clone(), ..tasks };
         Ok((engine, tasks))

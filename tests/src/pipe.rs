@@ -12,7 +12,7 @@ use crate::client::TIMEOUT;
 pub struct Pipe {
     input: DuplexStream,
     output: Lines<BufReader<DuplexStream>>,
-    serving: JoinHandle<std::io::Result<()>>,
+    serving: JoinHandle<Result<(), mcp_mrtr::serve::ServeError>>,
 }
 
 impl Pipe {

@@ -17,7 +17,7 @@ async fn malformed_keys_fail_at_start_up_on_every_transport() {
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let http = server().serve(Http::listener(listener)).await.expect_err("HTTP does not start");
-    assert_eq!(http.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(matches!(http, mcp_mrtr::serve::ServeError::Misconfigured(_)), "{http:?}");
     let (_input, server_in) = tokio::io::duplex(64);
     let (server_out, _output) = tokio::io::duplex(64);
     let stdio = server().serve(Pipe::new(server_in, server_out)).await.expect_err("stdio does not start");

@@ -195,9 +195,10 @@ async fn every_mistake_of_the_builder_is_reported_together_when_serving_starts()
     let built = Server::new("s", "1").tool(tool("twice")).tool(tool("twice")).declare_extension("", json!({}));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let refused = built.serve(mcp_mrtr::http::Http::listener(listener)).await.expect_err("serving must not start");
-    assert_eq!(refused.kind(), std::io::ErrorKind::InvalidInput);
-    let refused = refused.to_string();
-    assert!(refused.contains("twice") && refused.contains("an extension id cannot be empty"), "{refused}");
+    // Every problem, each on its own: a caller can list them without parsing a message.
+    let mcp_mrtr::serve::ServeError::Misconfigured(problems) = refused else { panic!("{refused:?}") };
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(problems[0].contains("twice") && problems[1].contains("an extension id cannot be empty"), "{problems:?}");
 }
 
 async fn call_with(addr: SocketAddr, method: &str, bearer: &str) -> (u16, Value) {

@@ -100,7 +100,7 @@ struct Running {
     runtime: Option<tokio::runtime::Runtime>,
     addr: Option<SocketAddr>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
-    done: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    done: Option<tokio::task::JoinHandle<Result<(), mcp_mrtr::serve::ServeError>>>,
 }
 
 impl Drop for Running {

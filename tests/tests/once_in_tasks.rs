@@ -75,10 +75,14 @@ enum Runs {
     OnAWorker,
 }
 
+/// A worker's stop signal, and its serving.
+type RunningWorker =
+    (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<Result<(), mcp_mrtr::serve::ServeError>>);
+
 /// A deployment: the instance clients call, and the worker running its tasks if any.
 struct Deployment {
     front: TestServer,
-    _worker: Option<(tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<std::io::Result<()>>)>,
+    _worker: Option<RunningWorker>,
 }
 
 impl Deployment {

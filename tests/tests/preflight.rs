@@ -51,7 +51,7 @@ async fn review(change: String) -> Result<Vec<PromptMessage>, ToolError> {
 /// summarised by the client's model on every path (the newcomer's expenses server).
 #[tool]
 async fn file_expense(cents: u64, receipt: String) -> Result<String, ToolError> {
-    if cents > 100_00 {
+    if cents > 10_000 {
         let confirmed: Confirm = ask!(elicit format!("File {cents} cents?"))?;
         if !confirmed.confirm {
             // A failure, as `?` is: the sampling below is still on every successful path.

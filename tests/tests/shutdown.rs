@@ -84,7 +84,7 @@ fn endless(started: Arc<Notify>, dropped: Dropped) -> ToolRoute {
 struct Serving {
     addr: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
-    served: JoinHandle<std::io::Result<()>>,
+    served: JoinHandle<Result<(), mcp_mrtr::serve::ServeError>>,
 }
 
 impl Serving {

@@ -113,7 +113,9 @@ async fn wait_for(front: &TestServer, id: &str, status: &str) -> Value {
 }
 
 /// A worker serving `server` until the returned sender is dropped.
-fn start_worker(server: Server) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<std::io::Result<()>>) {
+fn start_worker(
+    server: Server,
+) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<Result<(), mcp_mrtr::serve::ServeError>>) {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let worker = Worker::new().look_every(Duration::from_millis(20));
     let running = tokio::spawn(server.serve(worker).with_graceful_shutdown(async move {

@@ -45,7 +45,7 @@ async fn reset(State(counter): State<Counter>) -> Result<String, ToolError> {
 }
 
 #[tokio::main(flavor = "current_thread")] // one client on stdio: one thread serves it best
-async fn main() -> std::io::Result<()> {
+async fn main() -> Result<(), ServeError> {
     Server::new("counter", env!("CARGO_PKG_VERSION"))
         .with_state(Counter::default())
         .tool(increment)

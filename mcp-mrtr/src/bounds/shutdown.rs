@@ -36,7 +36,7 @@ pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// they stay for the life of the process: these signals no longer end it by themselves.
 ///
 /// ```no_run
-/// # async fn run() -> std::io::Result<()> {
+/// # async fn run() -> Result<(), mcp_mrtr::serve::ServeError> {
 /// use mcp_mrtr::{http::Http, Server};
 ///
 /// // Stop on SIGTERM or Ctrl-C, or when the app sends on `stop`: whichever comes first.

@@ -140,16 +140,22 @@ impl Engine {
 
     /// Everything that must hold before serving: nothing the builder refused, every
     /// `State<T>` given, and the request-state keys usable (their states presented within
-    /// `reach`). Each way of serving calls this first.
-    pub(crate) fn check_ready(&self, reach: Reach) -> std::io::Result<()> {
-        // A configuration mistake, like a bad key: the server cannot serve as built.
-        if !self.refused.is_empty() {
-            let refused = format!("the server cannot serve as built: {}", self.refused.join("; "));
-            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, refused));
+    /// `reach`). Each way of serving calls this first; the `Err` holds every problem found,
+    /// one sentence each.
+    pub(crate) fn check_ready(&self, reach: Reach) -> Result<(), Vec<String>> {
+        let mut problems = self.refused.clone();
+        problems.extend(self.missing_state());
+        // Keys only once the rest holds: resolving them may announce a random key.
+        if problems.is_empty() {
+            if let Err(error) = self.resolve_state_for(reach) {
+                problems.push(error.to_string());
+            }
         }
-        self.check_state().map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidInput, error))?;
-        self.resolve_state_for(reach).map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidInput, error))?;
-        Ok(())
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
     }
 
     /// Resolves the sealing configuration now: the one given, or the environment's keys,
@@ -194,26 +200,26 @@ impl Engine {
         Some(format!("hook:{named}"))
     }
 
-    /// Refuses to serve when a handler takes `State<T>` and the server was given no `T`:
-    /// found when serving starts, never on a client's call.
-    pub(crate) fn check_state(&self) -> Result<(), String> {
+    /// Each handler that takes `State<T>` of a server given no `T`, as a sentence: serving
+    /// refuses to start with them, rather than failing a client's call.
+    pub(crate) fn missing_state(&self) -> Vec<String> {
         let catalog = self.catalog();
         let routes = catalog.tools.iter().map(|t| ("tool", t.route.tool.name.as_str(), &t.route.requires.state));
         let routes = routes
             .chain(catalog.prompts.iter().map(|p| ("prompt", p.route.prompt.name.as_str(), &p.route.requires.state)));
         let routes =
             routes.chain(catalog.resources.iter().map(|r| ("resource", r.route.kind.key(), &r.route.requires.state)));
-        let mut routes = routes.chain(self.methods.values().map(|m| ("method", m.name.as_str(), &m.requires.state)));
+        let routes = routes.chain(self.methods.values().map(|m| ("method", m.name.as_str(), &m.requires.state)));
         routes
-            .find_map(|(kind, name, needs)| {
-                needs.iter().find(|need| !self.app.has(need)).map(|need| {
+            .flat_map(|(kind, name, needs)| {
+                needs.iter().filter(|need| !self.app.has(need)).map(move |need| {
                     format!(
-                    "{kind} `{name}` takes State<{0}>, but the server was given no {0}: call .with_state(…) with one",
-                    need.type_name
-                )
+                        "{kind} `{name}` takes State<{0}>, but the server was given no {0}: call .with_state(…) with one",
+                        need.type_name
+                    )
                 })
             })
-            .map_or(Ok(()), Err)
+            .collect()
     }
 
     /// The capabilities `server/discover` reports, derived from what is registered so

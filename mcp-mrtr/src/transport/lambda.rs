@@ -23,6 +23,7 @@ use crate::bounds::shutdown::Signal;
 use crate::server::Server;
 use crate::transport::http::HttpConfig;
 use crate::transport::serve::sealed::Sealed;
+use crate::transport::serve_error::ServeError;
 
 /// What the Lambda runtime sets in every function's environment: without it, this
 /// process is not a Lambda function (and `lambda_http` would panic).
@@ -68,7 +69,7 @@ const RUNTIME_ENV: [&str; 4] = [
 /// }
 ///
 /// #[tokio::main(flavor = "current_thread")]
-/// async fn main() -> std::io::Result<()> {
+/// async fn main() -> Result<(), ServeError> {
 ///     Server::new("hello", "1.0.0").tool(hello).serve(Lambda::new()).await
 /// }
 /// ```
@@ -98,7 +99,7 @@ impl Lambda {
     /// invocation. For tests that drive it with `lambda_http`'s own types, or for
     /// running it with `lambda_http::run` yourself (with layers of your own). Refused as
     /// serving would be: a misconfigured server.
-    pub fn handler(self, server: Server) -> io::Result<Handler> {
+    pub fn handler(self, server: Server) -> Result<Handler, ServeError> {
         let config = self.config.unwrap_or_default().for_function();
         Ok(Handler { router: server.request_scoped().into_router(config)? })
     }
@@ -139,12 +140,12 @@ impl Service<lambda_http::Request> for Handler {
 }
 
 impl Sealed for Lambda {
-    type Serving = LocalBoxFuture<'static, io::Result<()>>;
+    type Serving = LocalBoxFuture<'static, Result<(), ServeError>>;
 
     fn serve(self, server: Server, shutdown: Option<Signal>) -> Self::Serving {
         Box::pin(async move {
             if let Some(missing) = RUNTIME_ENV.iter().find(|name| std::env::var_os(name).is_none()) {
-                return Err(io::Error::other(format!(
+                return Err(ServeError::misconfigured(format!(
                     "not running as an AWS Lambda function ({missing} is not set): deploy it with cargo lambda, \
                      or try it locally with `cargo lambda watch`; serve it with Http elsewhere"
                 )));
@@ -168,7 +169,7 @@ impl Sealed for Lambda {
                 },
                 None => running.await,
             };
-            outcome.map_err(|error| io::Error::other(format!("the Lambda runtime stopped: {error}")))
+            outcome.map_err(ServeError::Runtime)
         })
     }
 }

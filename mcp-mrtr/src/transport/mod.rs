@@ -13,6 +13,7 @@ pub(crate) mod http;
 pub(crate) mod lambda;
 pub(crate) mod legacy;
 pub(crate) mod serve;
+pub(crate) mod serve_error;
 pub(crate) mod stdio;
 pub mod testing;
 mod worker;

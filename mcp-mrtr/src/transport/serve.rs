@@ -8,11 +8,10 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use futures_util::future::BoxFuture;
-
 use crate::bounds::shutdown::Signal;
 use crate::routes::catalog::CatalogHandle;
 use crate::server::Server;
+use crate::transport::serve_error::ServeError;
 
 /// Where a server is served: [`Stdio`](crate::stdio::Stdio) (the process's stdin and
 /// stdout, or any byte stream) or [`Http`](crate::http::Http) (Streamable HTTP on a
@@ -25,14 +24,14 @@ pub trait Transport: sealed::Sealed + Send + Unpin + 'static {}
 impl<T: sealed::Sealed + Send + Unpin + 'static> Transport for T {}
 
 pub(crate) mod sealed {
-    use super::{io, Future, Server, Signal};
+    use super::{Future, ServeError, Server, Signal};
 
     /// Only the crate's transports are [`Transport`](super::Transport)s.
     pub trait Sealed {
         /// The serving future. `Send` for every transport but a Lambda function's: AWS's
         /// runtime is not, and serving it where `main` awaits it spares a thread (and, on
         /// a current-thread runtime, every thread) at each cold start.
-        type Serving: Future<Output = io::Result<()>> + Unpin + 'static;
+        type Serving: Future<Output = Result<(), ServeError>> + Unpin + 'static;
 
         /// What serving runs, until the transport ends or `shutdown` resolves (`None`:
         /// the transport's own default).
@@ -48,9 +47,9 @@ pub(crate) mod sealed {
 ///
 /// Misconfiguration (a registration the builder refused, such as a name taken twice or a
 /// form type that cannot be a form; a handler taking a `State<T>` the server was not
-/// given; malformed `MCP_MRTR_STATE_KEYS`; an auth setup without a verifier) and a socket
-/// that cannot be bound are the awaited `Err`, before anything is served: the builder
-/// itself never panics on them.
+/// given; malformed `MCP_MRTR_STATE_KEYS`; an auth setup without a verifier) is the awaited
+/// [`ServeError::Misconfigured`], with every problem, and a socket that cannot be bound
+/// [`ServeError::Io`], before anything is served: the builder itself never panics on them.
 #[must_use = "a Serve does nothing until it is awaited"]
 pub struct Serve<T: Transport> {
     starting: Starting<(Server, T), T::Serving>,
@@ -70,7 +69,7 @@ impl<T: Transport> Serve<T> {
     /// ```no_run
     /// use mcp_mrtr::{http::Http, protocol::Tool, Server, ToolError};
     ///
-    /// # async fn run() -> std::io::Result<()> {
+    /// # async fn run() -> Result<(), mcp_mrtr::serve::ServeError> {
     /// let serving = Server::new("app", "1.0.0").serve(Http::bind("127.0.0.1:3000"));
     /// let handle = serving.catalog();
     /// let running = tokio::spawn(serving);
@@ -95,7 +94,7 @@ impl<T: Transport> Serve<T> {
     /// ```no_run
     /// use mcp_mrtr::{http::Http, Server};
     ///
-    /// # async fn run() -> std::io::Result<()> {
+    /// # async fn run() -> Result<(), mcp_mrtr::serve::ServeError> {
     /// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     /// # let _keep = stop;
     /// Server::new("app", "1.0.0")
@@ -113,9 +112,9 @@ impl<T: Transport> Serve<T> {
 }
 
 impl<T: Transport> Future for Serve<T> {
-    type Output = io::Result<()>;
+    type Output = Result<(), ServeError>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), ServeError>> {
         let this = self.get_mut();
         let shutdown = &mut this.shutdown;
         this.starting.poll(cx, |(server, transport)| sealed::Sealed::serve(transport, server, shutdown.take()))
@@ -131,12 +130,12 @@ impl<T: Transport> fmt::Debug for Serve<T> {
 /// What a serving future holds: what serving takes until the first poll, then the
 /// serving itself. Nothing starts before that poll, so modifiers such as graceful
 /// shutdown can still change what starts.
-pub(crate) struct Starting<R, F = BoxFuture<'static, io::Result<()>>> {
+pub(crate) struct Starting<R, F> {
     ready: Option<R>,
     running: Option<F>,
 }
 
-impl<R, F: Future<Output = io::Result<()>> + Unpin> Starting<R, F> {
+impl<R, E: From<io::Error>, F: Future<Output = Result<(), E>> + Unpin> Starting<R, F> {
     pub(crate) fn new(ready: R) -> Self {
         Self { ready: Some(ready), running: None }
     }
@@ -146,14 +145,14 @@ impl<R, F: Future<Output = io::Result<()>> + Unpin> Starting<R, F> {
     }
 
     /// Polls the serving, which `start` makes from what it takes at the first poll.
-    pub(crate) fn poll(&mut self, cx: &mut Context<'_>, start: impl FnOnce(R) -> F) -> Poll<io::Result<()>> {
+    pub(crate) fn poll(&mut self, cx: &mut Context<'_>, start: impl FnOnce(R) -> F) -> Poll<Result<(), E>> {
         if let Some(ready) = self.ready.take() {
             self.running = Some(start(ready));
         }
         match &mut self.running {
             Some(running) => Pin::new(running).poll(cx),
             // Unreachable: `ready` is only taken to start `running`.
-            None => Poll::Ready(Err(io::Error::other("served already"))),
+            None => Poll::Ready(Err(io::Error::other("served already").into())),
         }
     }
 }
@@ -172,7 +171,7 @@ impl Server {
     ///     Ok("hello".into())
     /// }
     ///
-    /// # async fn run(over_http: bool) -> std::io::Result<()> {
+    /// # async fn run(over_http: bool) -> Result<(), ServeError> {
     /// let server = Server::new("hello", "1.0.0").tool(hello);
     /// if over_http {
     ///     // Until SIGTERM or Ctrl-C, then requests in flight are drained.

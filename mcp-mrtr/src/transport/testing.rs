@@ -52,6 +52,7 @@ use crate::intake::request_state::StateKey;
 use crate::mrtr::context::Delivery;
 use crate::protocol::{InputRequest, InputRequiredResult, JsonObject, RequestId};
 use crate::server::Server;
+use crate::transport::serve_error::ServeError;
 
 /// Gives `server` a random request-state key of its own, unless its
 /// [`StateConfig`](crate::request_state::StateConfig) names keys already (its other
@@ -131,22 +132,28 @@ impl TestClient {
     ///
     /// # Panics
     ///
-    /// Where serving would refuse to start, with the message `serve` would return: a
-    /// registration the builder refused (two tools with one name, a form type that cannot
-    /// be a form), or a handler taking `State<T>` of a server given no `T`.
+    /// Where serving would refuse to start, with the problems `serve` would return (see
+    /// [`TestClient::try_new`]).
     pub fn new(server: Server) -> Self {
+        Self::try_new(server).unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    /// As [`TestClient::new`], with the error serving would return where it would refuse
+    /// to start: [`ServeError::Misconfigured`] with every problem (a registration the
+    /// builder refused, such as two tools with one name or a form type that cannot be a
+    /// form; a handler taking `State<T>` of a server given no `T`). For a test that a
+    /// server refuses to start.
+    pub fn try_new(server: Server) -> Result<Self, ServeError> {
         let server = with_own_keys(server).into_engine();
         // The checks every way of serving runs, so a server the tests pass is one that starts.
-        if let Err(problem) = server.check_ready(crate::intake::request_state::Reach::ThisProcess) {
-            panic!("{problem}");
-        }
+        server.check_ready(crate::intake::request_state::Reach::ThisProcess).map_err(ServeError::Misconfigured)?;
         let capabilities = json!({
             "elicitation": { "form": {}, "url": {} },
             "sampling": { "tools": {} },
             "roots": {},
             "extensions": { crate::protocol::TASKS_EXTENSION: {} },
         });
-        Self { server, capabilities, extensions: Arc::default() }
+        Ok(Self { server, capabilities, extensions: Arc::default() })
     }
 
     /// Makes every request come from `caller`, as an authentication layer would.

@@ -36,7 +36,7 @@ const BEAT: Duration = Duration::from_secs(5);
 /// use mcp_mrtr::tasks::{TaskConfig, Worker};
 /// use mcp_mrtr::Server;
 ///
-/// # async fn run(store: mcp_mrtr::tasks::MemoryTaskStore) -> std::io::Result<()> {
+/// # async fn run(store: mcp_mrtr::tasks::MemoryTaskStore) -> Result<(), mcp_mrtr::serve::ServeError> {
 /// // The same builder as the front ends' (tools, state, keys, task store).
 /// let server = Server::new("deploys", "1.0.0").tasks(TaskConfig::default().store(store).run_on_workers(true));
 /// server.serve(Worker::new()).await

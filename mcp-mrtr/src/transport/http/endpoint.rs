@@ -26,6 +26,7 @@ use crate::bounds::shutdown::{Draining, LeftWith, Signal};
 use crate::server::Server;
 use crate::transport::error_message;
 use crate::transport::serve::sealed::Sealed;
+use crate::transport::serve_error::ServeError;
 
 impl Server {
     /// An axum router serving this server as `config` says (at `/mcp` by default), to
@@ -48,7 +49,7 @@ impl Server {
     /// }
     ///
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> std::io::Result<()> {
+    /// # async fn main() -> Result<(), ServeError> {
     /// // MCP at `/mcp`, beside the app's own routes.
     /// let mcp = Server::new("app", "1.0.0").tool(hello).into_router(HttpConfig::default())?;
     /// let app = axum::Router::new().route("/health", axum::routing::get(|| async { "ok" })).merge(mcp);
@@ -61,7 +62,7 @@ impl Server {
     /// [`ListenerLimits`](crate::http::ListenerLimits) and a graceful shutdown that hands
     /// back the tasks running here. Served another way (`axum::serve`), keep a clone of the
     /// server to call [`Server::hand_back_tasks`] on once serving ends.
-    pub fn into_router(self, config: HttpConfig) -> io::Result<Router> {
+    pub fn into_router(self, config: HttpConfig) -> Result<Router, ServeError> {
         let endpoint = self.into_endpoint(config)?;
         let router = Router::new().route(&endpoint.config.path, axum::routing::any(endpoint_handler));
         let router = match &endpoint.gate {
@@ -78,9 +79,9 @@ impl Server {
     }
 
     /// The endpoint `config` describes, checked.
-    fn into_endpoint(self, config: HttpConfig) -> io::Result<Arc<Endpoint>> {
+    fn into_endpoint(self, config: HttpConfig) -> Result<Arc<Endpoint>, ServeError> {
         let engine = self.into_engine();
-        engine.check_ready(crate::intake::request_state::Reach::Instances)?;
+        engine.check_ready(crate::intake::request_state::Reach::Instances).map_err(ServeError::Misconfigured)?;
         let path = config.path.clone();
         let slots = slots::Slots::new(config.limits.max_handlers, config.limits.handler_share());
         let sessions = crate::transport::legacy::Sessions::new(config.limits.sessions);
@@ -90,8 +91,8 @@ impl Server {
             // means a proxy rewrites paths, or a typo that breaks discovery.
             tracing::warn!(resource = auth.resource(), %path, "the resource URI does not end with the MCP path");
         }
-        let gate =
-            config.auth.as_ref().map(crate::ext::auth::Gate::new).transpose().map_err(io::Error::other)?.map(Arc::new);
+        let gate = config.auth.as_ref().map(crate::ext::auth::Gate::new).transpose();
+        let gate = gate.map_err(ServeError::misconfigured)?.map(Arc::new);
         // Every HTTP door comes through here: from now on this instance takes over the
         // tasks of instances that died, before any request reaches it.
         engine.start();
@@ -124,7 +125,7 @@ impl Server {
 /// }
 ///
 /// #[tokio::main]
-/// async fn main() -> std::io::Result<()> {
+/// async fn main() -> Result<(), ServeError> {
 ///     let config = HttpConfig::default().limits(HttpLimits::default().max_handlers(64));
 ///     let http = Http::bind("127.0.0.1:3000").config(config).limits(ListenerLimits::default().max_connections(2000));
 ///     Server::new("hello", "1.0.0").tool(hello).serve(http).await
@@ -182,7 +183,7 @@ impl Http {
 }
 
 impl Sealed for Http {
-    type Serving = BoxFuture<'static, io::Result<()>>;
+    type Serving = BoxFuture<'static, Result<(), ServeError>>;
 
     fn serve(self, server: Server, shutdown: Option<Signal>) -> Self::Serving {
         // Installed before the first connection is accepted, so a SIGTERM sent to a server

@@ -31,7 +31,7 @@ use std::time::Duration;
 /// use mcp_mrtr::http::{Http, ListenerLimits};
 /// use mcp_mrtr::Server;
 ///
-/// # async fn run() -> std::io::Result<()> {
+/// # async fn run() -> Result<(), mcp_mrtr::serve::ServeError> {
 /// // Well inside Kubernetes' 30 s grace period.
 /// let limits = ListenerLimits::default().max_connections(2000).shutdown_timeout(Duration::from_secs(20));
 /// Server::new("app", "1.0.0").serve(Http::bind("0.0.0.0:3000").limits(limits)).await

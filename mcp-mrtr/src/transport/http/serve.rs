@@ -79,7 +79,7 @@ pub fn serve_router(listener: TcpListener, app: Router) -> ServeRouter {
 /// is first polled.
 #[must_use = "a ServeRouter does nothing until it is awaited"]
 pub struct ServeRouter {
-    starting: Starting<(TcpListener, Router)>,
+    starting: Starting<(TcpListener, Router), BoxFuture<'static, io::Result<()>>>,
     limits: ListenerLimits,
     shutdown: Option<BoxFuture<'static, ()>>,
 }

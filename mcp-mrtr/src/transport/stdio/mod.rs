@@ -27,6 +27,7 @@ use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, BufReader};
 use self::lines::Input;
 use self::session::StdioSession;
 use super::serve::sealed::Sealed;
+use super::serve_error::ServeError;
 use crate::bounds::shutdown::{self, Signal};
 use crate::intake::envelope::size::MAX_JSON_VALUES;
 use crate::server::Server;
@@ -52,10 +53,10 @@ use crate::server::Server;
 /// guide's serving chapter, "One thread for stdio", has the figures).
 ///
 /// ```no_run
-/// use mcp_mrtr::{stdio::Stdio, Server};
+/// use mcp_mrtr::{serve::ServeError, stdio::Stdio, Server};
 ///
 /// #[tokio::main(flavor = "current_thread")]
-/// async fn main() -> std::io::Result<()> {
+/// async fn main() -> Result<(), ServeError> {
 ///     Server::new("hello", "1.0.0").serve(Stdio::new()).await
 /// }
 /// ```
@@ -137,7 +138,7 @@ impl<R, W> Pipe<R, W> {
     /// use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     ///
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> std::io::Result<()> {
+    /// # async fn main() -> Result<(), mcp_mrtr::serve::ServeError> {
     /// let (client, server_side) = tokio::io::duplex(64 * 1024);
     /// let (reader, writer) = tokio::io::split(server_side);
     /// let server = Server::new("hello", "1.0.0");
@@ -183,7 +184,7 @@ impl<R, W> std::fmt::Debug for Pipe<R, W> {
 }
 
 impl Sealed for Stdio {
-    type Serving = BoxFuture<'static, io::Result<()>>;
+    type Serving = BoxFuture<'static, Result<(), ServeError>>;
 
     fn serve(self, server: Server, shutdown: Option<Signal>) -> Self::Serving {
         // Installed now, before the first line is read, so a signal is never missed.
@@ -199,7 +200,7 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    type Serving = BoxFuture<'static, io::Result<()>>;
+    type Serving = BoxFuture<'static, Result<(), ServeError>>;
 
     fn serve(self, server: Server, shutdown: Option<Signal>) -> Self::Serving {
         let settings = self.settings;
@@ -220,11 +221,11 @@ async fn serve_lines<R: AsyncBufRead + Unpin>(
     open: impl FnOnce() -> io::Result<(Input<R>, lines::Output)>,
     shutdown: impl Future<Output = ()>,
     settings: Settings,
-) -> io::Result<()> {
+) -> Result<(), ServeError> {
     // Misconfiguration (a missing State<T>, malformed keys) fails here, before any request
     // and before anything is read.
     let engine = Arc::new(server.into_engine());
-    engine.check_ready(crate::intake::request_state::Reach::ThisProcess)?;
+    engine.check_ready(crate::intake::request_state::Reach::ThisProcess).map_err(ServeError::Misconfigured)?;
     let (input, (out, written)) = open()?;
     // From now on this instance takes over the tasks of instances that died.
     engine.start();
@@ -234,7 +235,7 @@ async fn serve_lines<R: AsyncBufRead + Unpin>(
     engine.hand_back_tasks().await;
     read?;
     // Every sender is gone now: the writer ends once it wrote what was queued.
-    written.await.unwrap_or(Ok(()))
+    Ok(written.await.unwrap_or(Ok(()))?)
 }
 
 #[cfg(test)]
