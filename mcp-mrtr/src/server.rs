@@ -262,7 +262,7 @@ impl Server {
     /// host waits on a call; a stuck handler still gives its place and memory back), and
     /// none in a [`TestClient`](crate::testing::TestClient) (a test bounds its own time).
     pub fn handler_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.engine.handler_timeout_set = Some(timeout);
+        self.engine.handler_timeout = crate::base::deadline::HandlerTimeout::set(timeout);
         self
     }
 

@@ -13,6 +13,7 @@ use futures_util::future::BoxFuture;
 
 use super::TaskHook;
 use crate::base::caller::Caller;
+use crate::base::deadline::HandlerTimeout;
 use crate::base::error::Error;
 use crate::base::error::ToolError;
 use crate::intake::app_state::AppState;
@@ -55,10 +56,9 @@ pub(crate) struct Engine {
     pub(crate) sealer: Arc<OnceLock<Sealer>>,
     pub(crate) principal: Option<PrincipalFn>,
     pub(crate) bridge_answer_timeout: Duration,
-    /// How long one run of a handler may take; `None` (unset): the transport's default.
-    #[allow(clippy::option_option, reason = "unset (the transport decides) is not set to unbounded")]
-    /// `Server::handler_timeout`, if it was called; read through [`Engine::handler_timeout`].
-    pub(crate) handler_timeout_set: Option<Option<Duration>>,
+    /// How long one run of a handler may take (`Server::handler_timeout`): each transport
+    /// resolves it once against its own default.
+    pub(crate) handler_timeout: HandlerTimeout,
     pub(crate) app: AppState,
     /// The server's own request methods, by name.
     pub(crate) methods: Arc<BTreeMap<String, Arc<MethodRoute>>>,
@@ -75,13 +75,6 @@ pub(crate) struct Engine {
 }
 
 impl Engine {
-    /// How long one run of a handler may take on a transport whose own default is
-    /// `default`: what `Server::handler_timeout` said, if it was called. Every transport
-    /// (HTTP, stdio, the test client) asks here, so the setting means the same on each.
-    pub(crate) fn handler_timeout(&self, default: Option<Duration>) -> Option<Duration> {
-        self.handler_timeout_set.unwrap_or(default)
-    }
-
     /// Writes `serverInfo` again, as every result stamps it, after `info` changed.
     pub(crate) fn info_changed(&mut self) {
         self.info_json = info_json(&self.info);
@@ -109,7 +102,7 @@ impl Engine {
             sealer: Arc::default(),
             principal: None,
             bridge_answer_timeout: crate::mrtr::context::ANSWER_TIMEOUT,
-            handler_timeout_set: None,
+            handler_timeout: HandlerTimeout::TransportDefault,
             app,
             methods: Arc::default(),
             extensions: JsonObject::new(),

@@ -210,7 +210,8 @@ impl TestClient {
             ..RequestMeta::default()
         };
         let request = Request::new(RequestId::from(id), method.into(), Some(Value::Object(params)));
-        let handler_timeout = self.server.handler_timeout(None);
+        // None unless the server says otherwise: a test bounds its own time.
+        let handler_timeout = self.server.handler_timeout.resolve(None);
         let transport = Delivery { extensions: extensions.clone(), handler_timeout, ..Delivery::default() };
         let outcome = self.server.handle(request, Arc::new(meta), transport).await.outcome;
         // The reply is JSON text, as a transport would send it; tests read it as a tree.

@@ -23,11 +23,6 @@ use crate::protocol::Method;
 use crate::transport::error_message;
 use crate::transport::legacy::{HandlerSlot, Session, SessionBridge, SlotLease, WaitBounds};
 
-/// How long one run of a handler may take over HTTP unless
-/// [`Server::handler_timeout`](crate::Server::handler_timeout) says otherwise: the request
-/// timeout common clients use.
-const HTTP_HANDLER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
-
 /// Runs a request through dispatch and answers it, if one of the
 /// [`HttpLimits::max_handlers`] slots is free: a modern one as it stands, a legacy one (with
 /// its session) as a request of that session that `notifications/cancelled` can stop.
@@ -65,8 +60,7 @@ pub(super) async fn serve_request(
         headers: Some(if listen { owned(&head.headers) } else { head.headers.clone() }),
         extensions: head.extensions.clone(),
         bridge,
-        // A stuck handler holds a slot many clients share: bounded unless the server says not.
-        handler_timeout: endpoint.server.handler_timeout(Some(HTTP_HANDLER_TIMEOUT)),
+        handler_timeout: endpoint.handler_timeout,
     };
     let server = endpoint.server.clone();
     let keep_alive = server.keep_alive();

@@ -28,6 +28,11 @@ use crate::transport::error_message;
 use crate::transport::serve::sealed::Sealed;
 use crate::transport::serve_error::ServeError;
 
+/// How long one run of a handler may take over HTTP unless
+/// [`Server::handler_timeout`](crate::Server::handler_timeout) says otherwise: the request
+/// timeout common clients use.
+const HTTP_HANDLER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 impl Server {
     /// An axum router serving this server as `config` says (at `/mcp` by default), to
     /// merge into an app of your own with [`Router::merge`]. Middleware the app layers
@@ -97,7 +102,9 @@ impl Server {
         // tasks of instances that died, before any request reaches it.
         engine.start();
         let handed_back = LeftWith::default();
-        Ok(Arc::new(Endpoint { server: Arc::new(engine), config, sessions, slots, gate, handed_back }))
+        // A stuck handler holds a slot many clients share: bounded unless the server says not.
+        let handler_timeout = engine.handler_timeout.resolve(Some(HTTP_HANDLER_TIMEOUT));
+        Ok(Arc::new(Endpoint { server: Arc::new(engine), config, sessions, slots, gate, handed_back, handler_timeout }))
     }
 }
 

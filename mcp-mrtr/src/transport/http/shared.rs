@@ -24,6 +24,9 @@ pub(super) struct Endpoint {
     pub(super) gate: Option<Arc<crate::ext::auth::Gate>>,
     /// The drain of `serve_router` this endpoint's tasks are handed back after.
     pub(super) handed_back: LeftWith,
+    /// How long one run of a handler may take here, resolved once (60 s unless the server
+    /// says otherwise).
+    pub(super) handler_timeout: Option<std::time::Duration>,
 }
 
 /// A GET or DELETE where only a POST is served.

@@ -46,6 +46,9 @@ pub(super) struct StdioSession {
     /// The request read while every slot was taken, until one frees (see `read_until`).
     waiting: Option<Waiting>,
     max_json_values: usize,
+    /// How long one run of a handler may take here, resolved once (5 minutes unless the
+    /// server says otherwise).
+    handler_timeout: Option<Duration>,
 }
 
 /// A request for a handler, its envelope open, that waits for a slot to run.
@@ -60,7 +63,9 @@ impl StdioSession {
         let drain = Drain::new();
         let mut extensions = Extensions::new();
         extensions.insert(drain.watch());
+        let handler_timeout = server.handler_timeout.resolve(Some(STDIO_HANDLER_TIMEOUT));
         Self {
+            handler_timeout,
             server,
             out,
             tasks: JoinSet::new(),
@@ -209,13 +214,12 @@ impl StdioSession {
         let bridge =
             session.map(|session| Arc::new(SessionBridge::new(session)) as Arc<dyn crate::mrtr::context::Bridge>);
         let (note_tx, mut note_rx) = mpsc::channel(16);
-        let handler_timeout = self.server.handler_timeout(Some(STDIO_HANDLER_TIMEOUT));
         let transport = Delivery {
             notifier: Some(note_tx),
             headers: None,
             extensions: self.extensions.clone(),
             bridge,
-            handler_timeout,
+            handler_timeout: self.handler_timeout,
         };
         // Reap finished requests, so a long connection does not collect them.
         while self.tasks.try_join_next().is_some() {}
