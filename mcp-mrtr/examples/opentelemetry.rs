@@ -20,7 +20,6 @@
 //! `0af7651916cd43dd8448eb211c80319c`, child of `00f067aa0ba902b7`. A real deployment
 //! installs an OTLP exporter (`opentelemetry-otlp`) where this one prints.
 
-use mcp_mrtr::http::Http;
 use mcp_mrtr::prelude::*;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::error::OTelSdkResult;

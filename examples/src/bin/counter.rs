@@ -9,7 +9,6 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use mcp_mrtr::prelude::*;
-use mcp_mrtr::stdio::Stdio;
 
 #[derive(Default)]
 struct Counter(AtomicI64);

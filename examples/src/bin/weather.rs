@@ -5,9 +5,7 @@
 //! weather --port 3001 # Streamable HTTP on http://127.0.0.1:3001/mcp
 //! ```
 
-use mcp_mrtr::http::Http;
 use mcp_mrtr::prelude::*;
-use mcp_mrtr::stdio::Stdio;
 
 /// The city to report on.
 #[derive(Deserialize, JsonSchema)]

@@ -87,7 +87,6 @@ impl Csp {
     }
 
     /// Lets the app connect (`fetch`, WebSocket) to `origin`.
-    #[must_use]
     pub fn connect(mut self, origin: impl Into<String>) -> Self {
         self.connect_domains.push(origin.into());
         self
@@ -95,21 +94,18 @@ impl Csp {
 
     /// Lets the app load scripts, styles, images, fonts and media from `origin`
     /// (`https://*.example.com` for its subdomains).
-    #[must_use]
     pub fn resource(mut self, origin: impl Into<String>) -> Self {
         self.resource_domains.push(origin.into());
         self
     }
 
     /// Lets the app embed frames from `origin`.
-    #[must_use]
     pub fn frame(mut self, origin: impl Into<String>) -> Self {
         self.frame_domains.push(origin.into());
         self
     }
 
     /// Lets the app's document use `origin` as its base URI.
-    #[must_use]
     pub fn base_uri(mut self, origin: impl Into<String>) -> Self {
         self.base_uri_domains.push(origin.into());
         self
@@ -143,28 +139,24 @@ impl Permissions {
     }
 
     /// Asks for the camera.
-    #[must_use]
     pub fn camera(mut self) -> Self {
         self.camera = Some(JsonObject::new());
         self
     }
 
     /// Asks for the microphone.
-    #[must_use]
     pub fn microphone(mut self) -> Self {
         self.microphone = Some(JsonObject::new());
         self
     }
 
     /// Asks for the location.
-    #[must_use]
     pub fn geolocation(mut self) -> Self {
         self.geolocation = Some(JsonObject::new());
         self
     }
 
     /// Asks to write to the clipboard.
-    #[must_use]
     pub fn clipboard_write(mut self) -> Self {
         self.clipboard_write = Some(JsonObject::new());
         self

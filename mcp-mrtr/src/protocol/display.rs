@@ -40,21 +40,18 @@ impl Icon {
     }
 
     /// Says its type.
-    #[must_use]
     pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
         self.mime_type = Some(mime_type.into());
         self
     }
 
     /// Adds a size it fits: `"48x48"`, or `"any"`.
-    #[must_use]
     pub fn size(mut self, size: impl Into<String>) -> Self {
         self.sizes.push(size.into());
         self
     }
 
     /// Says the background it is drawn for.
-    #[must_use]
     pub fn theme(mut self, theme: Theme) -> Self {
         self.theme = Some(theme);
         self
@@ -128,21 +125,18 @@ macro_rules! shown {
     ($($shown:ty),*) => {$(
         impl $shown {
             /// Sets the title a person is shown (instead of the one read from the name).
-            #[must_use]
             pub fn title(mut self, title: impl Into<String>) -> Self {
                 self.title = Some(title.into());
                 self
             }
 
             /// Leaves the title out: hosts show the name.
-            #[must_use]
             pub fn without_title(mut self) -> Self {
                 self.title = None;
                 self
             }
 
             /// Adds an icon (SEP-973).
-            #[must_use]
             pub fn icon(mut self, icon: Icon) -> Self {
                 self.icons.push(icon);
                 self

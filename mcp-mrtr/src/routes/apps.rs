@@ -106,21 +106,18 @@ impl App {
     }
 
     /// Its programmatic name (by default the URI without `ui://`).
-    #[must_use]
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.resource.name = name.into();
         self
     }
 
     /// The title a person is shown.
-    #[must_use]
     pub fn title(mut self, title: impl Into<String>) -> Self {
         self.resource.title = Some(title.into());
         self
     }
 
     /// What it shows.
-    #[must_use]
     pub fn description(mut self, description: impl Into<String>) -> Self {
         self.resource.description = Some(description.into());
         self
@@ -128,21 +125,18 @@ impl App {
 
     /// The origins it may reach. Without one, the host allows none (inline scripts and
     /// styles, and `data:` images, still run).
-    #[must_use]
     pub fn csp(mut self, csp: Csp) -> Self {
         self.ui.csp = Some(csp);
         self
     }
 
     /// The browser features it asks for.
-    #[must_use]
     pub fn permissions(mut self, permissions: Permissions) -> Self {
         self.ui.permissions = Some(permissions);
         self
     }
 
     /// A dedicated sandbox origin, in the form the host documents.
-    #[must_use]
     pub fn domain(mut self, domain: impl Into<String>) -> Self {
         self.ui.domain = Some(domain.into());
         self
@@ -150,7 +144,6 @@ impl App {
 
     /// Whether the host draws a border and background around it (hosts' defaults differ,
     /// so saying is better).
-    #[must_use]
     pub fn prefers_border(mut self, border: bool) -> Self {
         self.ui.prefers_border = Some(border);
         self
@@ -190,7 +183,6 @@ impl ToolRoute {
     /// Shows this tool's result in the app at `uri` (`_meta.ui.resourceUri`): a host that
     /// renders apps loads it and hands it the call's arguments and result. Register the
     /// [`App`] too. Refused at registration unless `uri` is `ui://…`.
-    #[must_use]
     pub fn app(mut self, uri: impl Into<String>) -> Self {
         let uri = uri.into();
         if !is_app_uri(&uri) {
@@ -203,7 +195,6 @@ impl ToolRoute {
     /// Who may call this tool (`_meta.ui.visibility`; by default the model and the app).
     /// [`Visibility::App`] keeps it from the model: from clients without the extension
     /// too, which are not shown it and cannot call it.
-    #[must_use]
     pub fn visibility(mut self, visibility: Visibility) -> Self {
         self.ui_meta().insert("visibility".into(), visibility.as_json());
         self

@@ -87,7 +87,6 @@ impl Lambda {
     /// How the endpoint is mounted and guarded (its path, hosts and origins, limits,
     /// auth), as for [`Http::config`](crate::http::Http::config). Hosts not named answer
     /// any `Host`.
-    #[must_use]
     pub fn config(mut self, config: HttpConfig) -> Self {
         self.config = Some(config);
         self

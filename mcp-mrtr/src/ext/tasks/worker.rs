@@ -64,7 +64,6 @@ impl Worker {
     /// 10 ms): the most a task created or answered on a front end waits before its
     /// handler runs again, when a worker has a run slot free. Each look is one
     /// store query (one per bucket on a Redis Cluster), whatever the number of tasks.
-    #[must_use]
     pub fn look_every(mut self, every: Duration) -> Self {
         self.look = every.max(Duration::from_millis(10));
         self

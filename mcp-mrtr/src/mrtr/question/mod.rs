@@ -204,7 +204,6 @@ impl<T> Elicit<T> {
     /// every other client gets the same question as a form. Either way the answer is the
     /// form's: the app's `content` is read as a `T`, a decline or cancel stays a value.
     /// A URI that is not `ui://…` fails the call (`-32603`) naming it.
-    #[must_use]
     pub fn app(mut self, uri: impl Into<String>) -> Self {
         self.app = Some(uri.into());
         self
@@ -216,7 +215,6 @@ impl<T> Elicit<T> {
     /// clients sent the app get it. An answer is pinned to it: if the context changes
     /// between rounds, the question is asked again. Without [`app`](Self::app) it is not
     /// sent. `ask!(elicit "…", app = "ui://…", app_context = json!({…}))` calls it.
-    #[must_use]
     pub fn app_context(mut self, context: impl serde::Serialize) -> Self {
         self.context = Some(serde_json::to_value(context).unwrap_or(Value::Null));
         self

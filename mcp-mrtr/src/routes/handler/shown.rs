@@ -36,21 +36,18 @@ macro_rules! shown_methods {
         impl $route {
             /// Sets the title a person is shown (by default read from the name: `get_forecast`
             /// reads "Get forecast").
-            #[must_use]
             pub fn title(mut self, title: impl Into<String>) -> Self {
                 *self.shown().0 = Some(title.into());
                 self
             }
 
             /// Leaves the title out: hosts show the name.
-            #[must_use]
             pub fn without_title(mut self) -> Self {
                 *self.shown().0 = None;
                 self
             }
 
             /// Adds an icon (SEP-973).
-            #[must_use]
             pub fn icon(mut self, icon: Icon) -> Self {
                 self.shown().1.push(icon);
                 self

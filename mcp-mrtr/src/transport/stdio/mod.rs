@@ -163,14 +163,12 @@ impl<R, W> Pipe<R, W> {
     }
 
     /// How many requests may run at once: see [`Stdio::max_requests`].
-    #[must_use]
     pub fn max_requests(mut self, max: usize) -> Self {
         self.settings.max_requests = max.max(1);
         self
     }
 
     /// How many JSON values one line may hold: see [`Stdio::max_json_values`].
-    #[must_use]
     pub fn max_json_values(mut self, max: usize) -> Self {
         self.settings.max_json_values = max;
         self
