@@ -9,6 +9,7 @@ use std::time::Duration;
 use axum::http::HeaderMap;
 
 use crate::base::error::ToolError;
+use crate::bounds::lifetime::Lifetime;
 use crate::dispatch::Engine;
 use crate::ext::skills::Skills;
 use crate::ext::tasks::Tasks;
@@ -372,11 +373,14 @@ impl Server {
         self.clone().into_engine()
     }
 
-    /// This server in a function that lives for one request (AWS Lambda): it promises no
-    /// list changes, since no `subscriptions/listen` stream can outlive a request there,
-    /// and says so when its tasks would run where the function is frozen between requests.
-    #[cfg_attr(not(feature = "lambda"), allow(dead_code))]
-    pub(crate) fn request_scoped(mut self) -> Self {
+    /// This server on an endpoint that lives for `lifetime`. In a function that lives for
+    /// one request (AWS Lambda) it promises no list changes, since no `subscriptions/listen`
+    /// stream can outlive a request there, and says so when its tasks would run where the
+    /// function is frozen between requests.
+    pub(crate) fn living(mut self, lifetime: Lifetime) -> Self {
+        if lifetime.outlives_requests() {
+            return self;
+        }
         let task_tools =
             self.engine.catalog().tools.iter().any(|t| t.route.task != crate::routes::handler::TaskSupport::Forbidden);
         if task_tools && self.tasks.runs_here {

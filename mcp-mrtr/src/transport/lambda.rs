@@ -19,6 +19,7 @@ use http_body_util::BodyExt;
 use lambda_http::request::RequestContext;
 use lambda_http::{RequestExt, Service};
 
+use crate::bounds::lifetime::Lifetime;
 use crate::bounds::shutdown::Signal;
 use crate::server::Server;
 use crate::transport::http::HttpConfig;
@@ -99,8 +100,8 @@ impl Lambda {
     /// running it with `lambda_http::run` yourself (with layers of your own). Refused as
     /// serving would be: a misconfigured server.
     pub fn handler(self, server: Server) -> Result<Handler, ServeError> {
-        let config = self.config.unwrap_or_default().for_function();
-        Ok(Handler { router: server.request_scoped().into_router(config)? })
+        let config = self.config.unwrap_or_default().living(Lifetime::Request);
+        Ok(Handler { router: server.into_router(config)? })
     }
 }
 

@@ -34,12 +34,7 @@ pub(super) async fn serve_request(
     session: Option<Arc<Session>>,
 ) -> Response {
     let listen = request.known == Some(Method::Listen);
-    if listen && endpoint.config.in_function {
-        // Its stream would end with the invocation, and a client would listen again at once.
-        let error = Error::method_not_found(Method::Listen.name()).with_note(
-            "this server runs in a function that lives for one request (AWS Lambda), where no stream outlives it; \
-             lists are current on every tools/list, prompts/list and resources/list",
-        );
+    if let Some(error) = endpoint.config.lifetime.refuse_listen().filter(|_| listen) {
         return error_response(Era::Modern, Some(request.id), &error);
     }
     let Admission { held, place, bridge } = match Admission::take(endpoint, head, &request, session.as_ref()).await {

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 
 use super::guard::{Guard, HostPolicy};
 use super::HttpLimits;
+use crate::bounds::lifetime::Lifetime;
 
 /// How the HTTP endpoint is mounted and guarded.
 ///
@@ -40,9 +41,9 @@ pub struct HttpConfig {
     pub(super) auth: Option<crate::ext::auth::ResourceServer>,
     /// Whether a client's address is the last one in `X-Forwarded-For`.
     pub(super) trust_forwarded_for: bool,
-    /// Served in a function that lives for one request at a time (AWS Lambda): no
-    /// 2025-11-25 session, no `subscriptions/listen` stream (see `crate::lambda`).
-    pub(crate) in_function: bool,
+    /// How long the endpoint lives: a process, or one request at a time in a function
+    /// (AWS Lambda), where nothing that outlives a request is served.
+    pub(crate) lifetime: Lifetime,
 }
 
 impl Default for HttpConfig {
@@ -59,7 +60,7 @@ impl Default for HttpConfig {
             limits: HttpLimits::default(),
             auth: None,
             trust_forwarded_for: false,
-            in_function: false,
+            lifetime: Lifetime::Process,
         }
     }
 }
@@ -144,16 +145,17 @@ impl HttpConfig {
         self
     }
 
-    /// This configuration in a function that serves one request at a time (AWS Lambda):
-    /// hosts left to the address are any host (the function's public name, a Function
-    /// URL's or a custom domain's, is checked by the platform that routed the request to
-    /// it), and nothing that must outlive a request is served.
+    /// This configuration for an endpoint that lives for `lifetime`. In a function that
+    /// serves one request at a time (AWS Lambda), hosts left to the address are any host
+    /// (the function's public name, a Function URL's or a custom domain's, is checked by
+    /// the platform that routed the request to it), and nothing that must outlive a
+    /// request is served.
     #[cfg_attr(not(feature = "lambda"), allow(dead_code))]
-    pub(crate) fn for_function(mut self) -> Self {
-        if self.guard.hosts == HostPolicy::ByAddress {
+    pub(crate) fn living(mut self, lifetime: Lifetime) -> Self {
+        if lifetime == Lifetime::Request && self.guard.hosts == HostPolicy::ByAddress {
             self.guard.hosts = HostPolicy::Any;
         }
-        self.in_function = true;
+        self.lifetime = lifetime;
         self
     }
 

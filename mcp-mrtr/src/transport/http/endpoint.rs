@@ -85,7 +85,7 @@ impl Server {
 
     /// The endpoint `config` describes, checked.
     fn into_endpoint(self, config: HttpConfig) -> Result<Arc<Endpoint>, ServeError> {
-        let engine = self.into_engine();
+        let engine = self.living(config.lifetime).into_engine();
         engine.check_ready(crate::intake::request_state::Reach::Instances).map_err(ServeError::Misconfigured)?;
         let path = config.path.clone();
         let slots = slots::Slots::new(config.limits.max_handlers, config.limits.handler_share());
@@ -272,9 +272,9 @@ async fn answer(endpoint: &Endpoint, mut request: HttpRequest) -> Response {
     }
     let response = match *request.method() {
         Method::POST => post(endpoint, request).await,
-        // Only legacy sessions have anything to GET or DELETE.
-        // In a function, there are none, and no stream outlives a request.
-        Method::GET | Method::DELETE if endpoint.config.in_function => method_not_allowed(),
+        // Only legacy sessions have anything to GET or DELETE: where nothing outlives a
+        // request, there are none.
+        Method::GET | Method::DELETE if !endpoint.config.lifetime.outlives_requests() => method_not_allowed(),
         Method::GET | Method::DELETE => legacy::session_method(endpoint, request),
         _ => method_not_allowed(),
     };

@@ -80,10 +80,10 @@ pub(super) async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response 
                         "MCP-Protocol-Version",
                     ) {
                         Err(error) => json_response(400, error_message(Some(request.id), &error)),
-                        Ok(()) if endpoint.config.in_function => {
-                            json_response(400, error_message(Some(request.id), &no_sessions_here(header_version)))
-                        }
-                        Ok(()) => legacy::serve(endpoint, &head, request).await,
+                        Ok(()) => match endpoint.config.lifetime.refuse_session(header_version) {
+                            Some(error) => json_response(400, error_message(Some(request.id), &error)),
+                            None => legacy::serve(endpoint, &head, request).await,
+                        },
                     }
                 }
                 // No clue either way: answered as a modern request is.
@@ -94,20 +94,6 @@ pub(super) async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response 
             }
         }
     }
-}
-
-/// Why a 2025-11-25 request is refused by a server in a function: its session, and the
-/// bridge's asks on the request's stream, live in one process across requests.
-pub(super) fn no_sessions_here(requested: Option<&str>) -> Error {
-    let supported = crate::protocol::PROTOCOL_VERSION;
-    Error::new(
-        crate::base::error::ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
-        format!(
-            "Unsupported protocol version: this server runs in a function that lives for one request \
-             (AWS Lambda), where 2025-11-25 sessions cannot be kept; connect with protocol version {supported}"
-        ),
-    )
-    .with_data(serde_json::json!({ "supported": [supported], "requested": requested.unwrap_or("2025-11-25") }))
 }
 
 /// Validates a modern request's envelope and MCP headers (its `Mcp-Param-*` headers
