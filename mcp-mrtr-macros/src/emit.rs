@@ -164,8 +164,10 @@ pub(crate) fn body(handler: &Handler, runtime: &Path, ctx: &Ident) -> TokenStrea
         let (pat, ty) = (&c.pat, &c.ty);
         quote_spanned!(ty.span()=> let #pat: #ty = <#ty as #private::Context>::bind(&#ctx);)
     });
-    let block = &handler.body;
-    quote!(#(#resolved)* #ctx_binding #block)
+    // The block's statements, not the block: `{ { Ok(..) } }` would give a one-line body
+    // an `unused_braces` warning pointing at the user's own braces.
+    let statements = &handler.body.stmts;
+    quote!(#(#resolved)* #ctx_binding #(#statements)*)
 }
 
 /// `route`, refused at registration if a form type the handler asks for cannot be a

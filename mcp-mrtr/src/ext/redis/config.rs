@@ -240,6 +240,12 @@ impl From<&String> for RedisConfig {
 fn default_crypto() {
     if rustls::crypto::CryptoProvider::get_default().is_none() {
         // Losing a race with another installer is fine: a provider is then installed.
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        // rustls 0.23.48 deprecates *ring*'s provider for having no post-quantum key
+        // exchange; it stays ours because it builds without cmake or a C toolchain beyond
+        // cc. An application that wants post-quantum TLS to Redis installs aws-lc-rs's
+        // provider before connecting, and this keeps it.
+        #[allow(deprecated, reason = "ring is the provider the redis feature compiles; see above")]
+        let provider = rustls::crypto::ring::default_provider();
+        let _ = provider.install_default();
     }
 }

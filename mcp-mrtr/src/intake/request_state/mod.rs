@@ -502,7 +502,12 @@ impl SealError {
     /// setting (those are for the server's log, see `Display`).
     pub(crate) fn to_error(&self) -> Error {
         Error::internal(match self {
-            Self::TooLarge { .. } => "the request state grew too large to seal; start the call over",
+            // What a state carries, so the handler's author sees what to shrink (a once!
+            // step that keeps records rather than their ids fails again on a new call).
+            Self::TooLarge { .. } => {
+                "the request state grew too large to seal (it carries the call's arguments, answers and \
+                 once! results: keep those small); start the call over"
+            }
             Self::Random => "cannot seal the request state",
         })
     }
