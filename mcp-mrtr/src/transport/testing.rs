@@ -280,6 +280,53 @@ impl Exchange<'_> {
         self
     }
 
+    /// Presents `state` with the next round instead of the last round's `requestState`, as
+    /// a client that replays an earlier state (or alters one) would: the test of a
+    /// `once!` step that must not run twice, or of a state that must not open.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    ///
+    /// use mcp_mrtr::prelude::*;
+    /// use mcp_mrtr::testing::{answer, TestClient};
+    /// use serde_json::json;
+    ///
+    /// static CHARGED: AtomicUsize = AtomicUsize::new(0);
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Confirm { yes: bool }
+    ///
+    /// /// Asks for a confirmation, then charges once.
+    /// #[tool]
+    /// async fn pay() -> Result<String, ToolError> {
+    ///     let confirm: Confirm = ask!(elicit "Pay 5 EUR?")?;
+    ///     if !confirm.yes {
+    ///         return Ok("not paid".into());
+    ///     }
+    ///     let receipt = once!(CHARGED.fetch_add(1, Ordering::SeqCst));
+    ///     Ok(format!("paid, receipt {receipt}"))
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let client = TestClient::new(Server::new("shop", "1.0.0").tool(pay));
+    /// let mut call = client.call_tool("pay", json!({}));
+    /// let asked = call.start().await;
+    /// let state = asked.request_state().unwrap().to_owned();
+    /// let done = call.answer([("confirm", answer::accept(json!({ "yes": true })))]).await;
+    /// assert_eq!(done.text().as_deref(), Some("paid, receipt 0"));
+    ///
+    /// // The first round's state again: the step was taken, so the replay is refused.
+    /// let replayed = call.present(state).answer([("confirm", answer::accept(json!({ "yes": true })))]).await;
+    /// assert!(replayed.error().is_some());
+    /// assert_eq!(CHARGED.load(Ordering::SeqCst), 1);
+    /// # }
+    /// ```
+    pub fn present(&mut self, state: impl Into<String>) -> &mut Self {
+        self.state = Some(state.into());
+        self
+    }
+
     /// Sends the first round.
     pub async fn start(&mut self) -> Round {
         self.send(None).await
@@ -383,6 +430,12 @@ impl Round {
             .filter(|r| r["resultType"] == "input_required")
             .and_then(|r| serde_json::from_value(r.clone()).ok());
         Self { outcome, input_required }
+    }
+
+    /// The sealed `requestState` the round handed the client, when it asked: keep it to
+    /// present it again with [`Exchange::present`].
+    pub fn request_state(&self) -> Option<&str> {
+        self.input_required.as_ref()?.request_state.as_deref()
     }
 
     /// The questions, when the round ended with `input_required`.
