@@ -220,7 +220,7 @@ pub(crate) fn route(
     let scopes = args_attr.scopes.as_ref().map(|scopes| quote!(.requires_scopes([#(#scopes),*])));
     let needs = prepared.client_needs.iter().map(|need| {
         let need = Ident::new(need, Span::call_site());
-        quote!(.requires_client_capability(#runtime::Capability::#need))
+        quote!(.requires_client_capability(#private::Capability::#need))
     });
     let scopes = quote!(#scopes #(#needs)*);
     let attach = quote_spanned!(result=> .handler(#call) #scopes);
@@ -241,7 +241,18 @@ pub(crate) fn route(
             });
             // Both schemas as functions `tool` calls: see there why.
             let schema = quote!(#private::input_schema::<#args>);
-            quote!(#private::tool(#schema, #name, #description, #title, &[#(#hints),*], &[#(#headers),*], #output)#attach #task)
+            let meta = quote! {
+                #private::ToolMeta {
+                    schema: #schema,
+                    name: #name,
+                    description: #description,
+                    title: #title,
+                    hints: &[#(#hints),*],
+                    headers: &[#(#headers),*],
+                    output_schema: #output,
+                }
+            };
+            quote!(#private::tool(#meta)#attach #task)
         }
         Kind::Prompt => {
             let arguments = handler.params.iter().map(|p| {

@@ -1,6 +1,7 @@
 //! Sealing and opening a request state: a typical ~1 KiB payload and a large ~16 KiB one.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use mcp_mrtr::__private::{bench_binding_digest, bench_seal_open};
 use mcp_mrtr::{request_state::KeyRing, request_state::StateConfig, request_state::StateKey};
 
 /// JSON-looking bytes of about `len`, like a handler's accumulated answers.
@@ -21,7 +22,7 @@ fn seal_open(c: &mut Criterion) {
         let payload = payload(len);
         group.throughput(Throughput::Bytes(payload.len() as u64));
         group.bench_with_input(BenchmarkId::from_parameter(name), &payload, |b, payload| {
-            b.iter(|| config.bench_seal_open(std::hint::black_box(payload)));
+            b.iter(|| bench_seal_open(&config, std::hint::black_box(payload)));
         });
     }
     group.finish();
@@ -36,7 +37,7 @@ fn binding_digest(c: &mut Criterion) {
     let large = serde_json::json!({ "query": "weather", "items": items });
     for (name, arguments) in [("2_fields", small), ("1KiB", large)] {
         group.bench_with_input(BenchmarkId::from_parameter(name), &arguments, |b, arguments| {
-            b.iter(|| StateConfig::bench_binding_digest(std::hint::black_box(arguments)));
+            b.iter(|| bench_binding_digest(std::hint::black_box(arguments)));
         });
     }
     group.finish();

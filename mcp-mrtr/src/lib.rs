@@ -256,7 +256,6 @@ pub use mcp_mrtr_macros::toolbox;
 #[doc(hidden)]
 pub mod __private {
     //! Not public API: for generated code (and the benches) only, may change in any release.
-    pub use crate::intake::envelope::bench_read_envelope;
     pub use crate::routes::private::*;
 }
 

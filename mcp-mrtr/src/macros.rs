@@ -64,11 +64,11 @@ macro_rules! __ask {
 #[macro_export]
 macro_rules! once {
     (@__mcp $ctx:ident, $key:expr; $step:expr) => {
-        match $ctx.begin_once($key).await {
+        match $crate::__private::begin_once(&$ctx, $key).await {
             ::core::result::Result::Ok(::core::option::Option::Some(done)) => done,
             ::core::result::Result::Ok(::core::option::Option::None) => {
                 let done = $step;
-                $ctx.record_once($key, &done).await;
+                $crate::__private::record_once(&$ctx, $key, &done).await;
                 done
             }
             ::core::result::Result::Err(halted) => halted.await,

@@ -22,6 +22,8 @@ pub use crate::intake::capability::Capability;
 pub use crate::mrtr::question::{Elicit, ElicitUrl, Roots, Sample};
 
 pub use self::detect::{probe, Context, Extractor, Otherwise, Probe, RequiresState};
+pub use crate::intake::envelope::bench_read_envelope;
+pub use crate::mrtr::context::{begin_once, record_once};
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -32,23 +34,33 @@ use crate::routes::handler::IntoResourceResult;
 
 mod detect;
 
-/// A tool's metadata, with `schema` ([`input_schema`] of its generated argument struct)
-/// as its input schema and `output_schema` (the probe's, see `Probe`) as its output
-/// schema. `headers` are the parameters mirrored into headers: (parameter, header name,
-/// type check). Not generic, so it is compiled once, not once per tool.
+/// What `#[tool]` knows of a tool, by name: what [`tool`] makes its metadata from.
 ///
-/// The schemas come as functions it calls, not as values: the generated function then
+/// The schemas come as functions `tool` calls, not as values: the generated function then
 /// holds no value that a later call could unwind past, so it needs no cleanup code for
 /// one, which was most of its machine code.
-pub fn tool(
-    schema: fn() -> Value,
-    name: &str,
-    description: &str,
-    title: Option<&str>,
-    hints: &[&str],
-    headers: &[(&str, &str, HeaderCheck)],
-    output_schema: Option<fn() -> Value>,
-) -> Tool {
+#[derive(Clone, Copy)]
+pub struct ToolMeta<'a> {
+    /// [`input_schema`] of the generated argument struct.
+    pub schema: fn() -> Value,
+    /// The tool's name.
+    pub name: &'a str,
+    /// Its description (the doc comment, unless the attribute gives one).
+    pub description: &'a str,
+    /// Its title, if the attribute gives one.
+    pub title: Option<&'a str>,
+    /// The hints the attribute names (`read_only`, `destructive`, `idempotent`, `open_world`).
+    pub hints: &'a [&'a str],
+    /// The parameters mirrored into headers: (parameter, header name, type check).
+    pub headers: &'a [(&'a str, &'a str, HeaderCheck)],
+    /// The probe's output schema (see `Probe`), if the result is structured.
+    pub output_schema: Option<fn() -> Value>,
+}
+
+/// A tool's metadata, from what `#[tool]` knows of it. Not generic, so it is compiled
+/// once, not once per tool.
+pub fn tool(meta: ToolMeta<'_>) -> Tool {
+    let ToolMeta { schema, name, description, title, hints, headers, output_schema } = meta;
     let mut schema = schema();
     for (param, header, _) in headers {
         if let Some(Value::Object(property)) = schema.pointer_mut(&format!("/properties/{param}")) {
@@ -289,4 +301,15 @@ pub fn check_form<T: crate::mrtr::question::ElicitForm, R: Checked>(route: R, ha
 /// The non-generic part of [`check_form`]: why `form` cannot be a form.
 fn not_a_form(handler: &str, form: &str, problem: &str) -> String {
     format!("handler `{handler}` asks for a `{form}` with ask!(elicit …), which cannot be a form: {problem}")
+}
+
+/// `benches/state.rs`: a seal and open round trip under `config`; the opened payload's
+/// length.
+pub fn bench_seal_open(config: &crate::intake::request_state::StateConfig, payload: &[u8]) -> usize {
+    crate::intake::request_state::bench_seal_open(config, payload)
+}
+
+/// `benches/state.rs`: the binding digest of a call with `arguments`.
+pub fn bench_binding_digest(arguments: &Value) -> [u8; 32] {
+    crate::intake::request_state::bench_binding_digest(arguments)
 }

@@ -267,37 +267,35 @@ impl StateConfig {
             accept_v2: self.accept_v2,
         })
     }
+}
 
-    /// Not part of the API: lets `benches/state.rs` time a seal and open round trip
-    /// (both are crate-private). Returns the opened payload's length.
-    ///
-    /// # Panics
-    ///
-    /// If the keys do not resolve or the payload does not fit the cap.
-    #[doc(hidden)]
-    pub fn bench_seal_open(&self, payload: &[u8]) -> usize {
-        let sealer = self.sealer().expect("the bench's keys resolve");
-        let arguments = serde_json::json!({ "city": "Lyon", "days": 3 });
-        let binding = Binding {
-            server: "bench",
-            method: "tools/call",
-            target: "bench",
-            arguments: arguments.as_object(),
-            principal: None,
-        }
-        .digest();
-        let now = SystemTime::now();
-        let token = sealer.seal(&binding, payload, now).expect("the bench payload fits the cap");
-        sealer.open(&token, &binding, now).map_or(0, |(opened, _)| opened.len())
+/// For `benches/state.rs` (through `__private`): a seal and open round trip under
+/// `config` (both are crate-private). Returns the opened payload's length.
+///
+/// # Panics
+///
+/// If the keys do not resolve or the payload does not fit the cap.
+pub(crate) fn bench_seal_open(config: &StateConfig, payload: &[u8]) -> usize {
+    let sealer = config.sealer().expect("the bench's keys resolve");
+    let arguments = serde_json::json!({ "city": "Lyon", "days": 3 });
+    let binding = Binding {
+        server: "bench",
+        method: "tools/call",
+        target: "bench",
+        arguments: arguments.as_object(),
+        principal: None,
     }
+    .digest();
+    let now = SystemTime::now();
+    let token = sealer.seal(&binding, payload, now).expect("the bench payload fits the cap");
+    sealer.open(&token, &binding, now).map_or(0, |(opened, _)| opened.len())
+}
 
-    /// Not part of the API: lets `benches/state.rs` time the binding digest alone, the
-    /// part of every seal and open that grows with the call's arguments.
-    #[doc(hidden)]
-    pub fn bench_binding_digest(arguments: &serde_json::Value) -> [u8; 32] {
-        let arguments = arguments.as_object();
-        Binding { server: "bench", method: "tools/call", target: "bench", arguments, principal: None }.digest().0
-    }
+/// For `benches/state.rs` (through `__private`): the binding digest alone, the part
+/// of every seal and open that grows with the call's arguments.
+pub(crate) fn bench_binding_digest(arguments: &serde_json::Value) -> [u8; 32] {
+    let arguments = arguments.as_object();
+    Binding { server: "bench", method: "tools/call", target: "bench", arguments, principal: None }.digest().0
 }
 
 /// Where the states a server seals may be presented.

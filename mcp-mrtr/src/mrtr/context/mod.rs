@@ -245,8 +245,7 @@ impl Ctx {
     /// when it has not run yet and may run now (this round holds its claim); `Err` when it
     /// must not run (the round failed: its state was used already or cannot be claimed,
     /// or the recorded result no longer decodes as `T`), a future that never resolves.
-    #[doc(hidden)]
-    pub async fn begin_once<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, Halted<T>> {
+    pub(crate) async fn begin_once<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, Halted<T>> {
         let halted = || Halted { output: PhantomData };
         let replay = &self.inner.replay;
         let Some(recorded) = replay.once_result(key).map_err(|()| halted())? else {
@@ -267,8 +266,7 @@ impl Ctx {
     /// Records a `once` step's result. In a task, the journal is stored before the
     /// handler goes on; if it cannot be, the run stops here (this future never
     /// resolves) rather than go on with a step that a takeover would take again.
-    #[doc(hidden)]
-    pub async fn record_once<T: Serialize>(&self, key: &str, value: &T) {
+    pub(crate) async fn record_once<T: Serialize>(&self, key: &str, value: &T) {
         let replay = &self.inner.replay;
         match serde_json::to_value(value) {
             Ok(value) => replay.record_once(key, value),
@@ -520,6 +518,20 @@ impl Ctx {
 
 /// A step that must not run: its round has failed. Never resolves; the runtime ends the
 /// round with the failure.
+/// `once!`'s first half, for the macro through `__private`: where the step `key` stands
+/// (see [`Ctx::begin_once`]).
+#[doc(hidden)]
+pub async fn begin_once<T: DeserializeOwned>(ctx: &Ctx, key: &str) -> Result<Option<T>, Halted<T>> {
+    ctx.begin_once(key).await
+}
+
+/// `once!`'s second half, for the macro through `__private`: records the step's result
+/// (see [`Ctx::record_once`]).
+#[doc(hidden)]
+pub async fn record_once<T: Serialize>(ctx: &Ctx, key: &str, value: &T) {
+    ctx.record_once(key, value).await;
+}
+
 #[doc(hidden)]
 #[must_use = "a halted step does nothing unless awaited"]
 pub struct Halted<T> {
