@@ -232,7 +232,7 @@ impl Server {
     /// `Server::clone()` shares the values given so far (the clone holds the same `Arc`);
     /// a value given to the clone afterwards is the clone's alone.
     pub fn with_state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
-        self.engine.app.insert(value);
+        self.engine.values.insert(value);
         self
     }
 
@@ -412,14 +412,14 @@ impl Server {
                 "a task worker serves a server with a tool that may run as a task (#[tool(task = \"optional\")]); this one has none".into(),
             ]);
         }
-        let tasks = crate::ext::tasks::Tasks { app: engine.app.clone(), ..tasks };
+        let tasks = crate::ext::tasks::Tasks { values: engine.values.clone(), ..tasks };
         Ok((engine, tasks))
     }
 
     /// As [`Server::engine`], taking the builder.
     pub(crate) fn into_engine(self) -> Engine {
         let mut engine = self.engine;
-        let tasks = crate::ext::tasks::Tasks { app: engine.app.clone(), ..self.tasks };
+        let tasks = crate::ext::tasks::Tasks { values: engine.values.clone(), ..self.tasks };
         engine.tasks = Some(Arc::new(tasks));
         engine
     }

@@ -16,10 +16,10 @@ use crate::base::caller::Caller;
 use crate::base::deadline::HandlerTimeout;
 use crate::base::error::Error;
 use crate::base::error::ToolError;
-use crate::intake::app_state::AppState;
 use crate::intake::request_state::Sealer;
 use crate::intake::request_state::StateConfig;
 use crate::intake::request_state::{KeyError, Reach};
+use crate::intake::state_values::StateValues;
 use crate::mrtr::context::Ctx;
 use crate::mrtr::context::Delivery;
 use crate::protocol::{
@@ -59,7 +59,7 @@ pub(crate) struct Engine {
     /// How long one run of a handler may take (`Server::handler_timeout`): each transport
     /// resolves it once against its own default.
     pub(crate) handler_timeout: HandlerTimeout,
-    pub(crate) app: AppState,
+    pub(crate) values: StateValues,
     /// The server's own request methods, by name.
     pub(crate) methods: Arc<BTreeMap<String, Arc<MethodRoute>>>,
     /// Extensions declared by the application, with their settings (`capabilities.extensions`).
@@ -83,9 +83,9 @@ impl Engine {
     /// An engine with this name and version, nothing registered and no extension.
     pub(crate) fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
         let catalog = Arc::new(CatalogState::default());
-        let mut app = AppState::default();
+        let mut values = StateValues::default();
         // Handlers reach the handle like any state: `ctx.catalog()` or `State<CatalogHandle>`.
-        app.insert(CatalogHandle { catalog: catalog.clone() });
+        values.insert(CatalogHandle { catalog: catalog.clone() });
         let info = Implementation::new(name, version);
         let info_json = info_json(&info);
         Self {
@@ -103,7 +103,7 @@ impl Engine {
             principal: None,
             bridge_answer_timeout: crate::mrtr::context::ANSWER_TIMEOUT,
             handler_timeout: HandlerTimeout::TransportDefault,
-            app,
+            values,
             methods: Arc::default(),
             extensions: JsonObject::new(),
             tasks: None,
@@ -205,7 +205,7 @@ impl Engine {
         let routes = routes.chain(self.methods.values().map(|m| ("method", m.name.as_str(), &m.requires.state)));
         routes
             .flat_map(|(kind, name, needs)| {
-                needs.iter().filter(|need| !self.app.has(need)).map(move |need| {
+                needs.iter().filter(|need| !self.values.has(need)).map(move |need| {
                     format!(
                         "{kind} `{name}` takes State<{0}>, but the server was given no {0}: call .with_state(…) with one",
                         need.type_name

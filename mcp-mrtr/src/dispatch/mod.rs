@@ -169,7 +169,7 @@ impl Engine {
                 self.may_complete(&view, &params.reference)?;
                 let replay = Arc::new(Replay::disabled());
                 let limit = transport.handler_timeout;
-                let ctx = Ctx::new(id, meta.clone(), transport, self.logging, replay.clone(), self.app.clone());
+                let ctx = Ctx::new(id, meta.clone(), transport, self.logging, replay.clone(), self.values.clone());
                 let run = self.complete(ctx, params);
                 match deadline::within(limit, replay::drive(&replay, &meta.client_capabilities, run)).await? {
                     Outcome::Complete(completion) => {

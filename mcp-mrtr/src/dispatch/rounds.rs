@@ -64,7 +64,7 @@ impl Engine {
             call.transport.clone(),
             self.logging,
             replay.clone(),
-            self.app.clone(),
+            self.values.clone(),
         )
     }
 

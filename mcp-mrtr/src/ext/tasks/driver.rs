@@ -26,7 +26,7 @@ use super::running::Gate;
 use super::status::StatusWriter;
 use super::store::{Lease, TaskCall, TaskRecord, TaskStatus};
 use super::write::RunWrites;
-use super::Host;
+use super::Runtime;
 use super::{admission, lease, new_task_id, store_error, wire, Tasks};
 use crate::base::error::Error;
 use crate::bounds::fair::ClientId;
@@ -42,7 +42,7 @@ use crate::protocol::{ClientCapabilities, InputRequest, RequestId};
 /// is answered) with the answers and `once!` results gathered so far, and the live
 /// handler moves into it, holding the task's lease.
 pub(crate) async fn call(
-    server: &Host<'_>,
+    server: &Runtime<'_>,
     call: TaskCall,
     owner: Option<String>,
     client: ClientId,
@@ -67,7 +67,7 @@ pub(crate) async fn call(
 /// (the handler is dropped where it stands, as for any failed call) when its arguments
 /// are over the cap, or its client or this instance may not have one more task.
 async fn create(
-    server: &Host<'_>,
+    server: &Runtime<'_>,
     mut call: TaskCall,
     owner: Option<String>,
     client: &ClientId,
@@ -122,7 +122,7 @@ async fn create(
 
 /// Runs a `working` task whose lease the run `run` holds: replays its handler from the
 /// top with its journal and the answers received, or fails the task if its tool is gone.
-pub(crate) async fn start(server: &Host<'_>, record: &TaskRecord, run: String) -> Result<(), Error> {
+pub(crate) async fn start(server: &Runtime<'_>, record: &TaskRecord, run: String) -> Result<(), Error> {
     let tasks = &server.tasks;
     let Some(route) = server.find_tool(&record.call.tool) else {
         let error = Error::internal(format!("the tool {:?} of this task is no longer served", record.call.tool));
@@ -146,7 +146,7 @@ pub(crate) async fn start(server: &Host<'_>, record: &TaskRecord, run: String) -
 
 /// The end of the call `journal` continues, when its task's steps are claimed for the
 /// call (see [`ledger`]) and the call says when it began.
-fn claimed_end(server: &Host<'_>, journal: &Carried) -> Result<Option<CallEnd>, Error> {
+fn claimed_end(server: &Runtime<'_>, journal: &Carried) -> Result<Option<CallEnd>, Error> {
     if !journal.held_by_client() || server.state.guard().is_none() {
         return Ok(None);
     }
@@ -156,7 +156,7 @@ fn claimed_end(server: &Host<'_>, journal: &Carried) -> Result<Option<CallEnd>, 
 /// How long a task made from a call whose states clients hold may live: its TTL, but
 /// never past the moment the call's claims are forgotten, which only a TTL changed since
 /// the call began (or none at all) reaches.
-fn ttl_within_call(server: &Host<'_>, journal: &Carried, ttl: Option<Duration>) -> Result<Option<Duration>, Error> {
+fn ttl_within_call(server: &Runtime<'_>, journal: &Carried, ttl: Option<Duration>) -> Result<Option<Duration>, Error> {
     let Some(end) = claimed_end(server, journal)? else { return Ok(ttl) };
     let left = end.kept_until.duration_since(SystemTime::now()).unwrap_or_default();
     Ok(Some(ttl.map_or(left, |ttl| ttl.min(left))))
@@ -167,7 +167,7 @@ fn ttl_within_call(server: &Host<'_>, journal: &Carried, ttl: Option<Duration>) 
 /// those states would, so no step is taken both in a task and in a round, or in two tasks
 /// made from one call (the sixth audit's E1). A call of an earlier release, which says
 /// neither when it began nor when its state was sealed, takes no step there anyway.
-fn ledger(server: &Host<'_>, journal: &Carried) -> Result<Option<SingleUse>, Error> {
+fn ledger(server: &Runtime<'_>, journal: &Carried) -> Result<Option<SingleUse>, Error> {
     let (Some(guard), Some(call)) = (server.state.guard(), journal.call()) else { return Ok(None) };
     if !journal.held_by_client() {
         return Ok(None);
@@ -180,7 +180,7 @@ fn ledger(server: &Host<'_>, journal: &Carried) -> Result<Option<SingleUse>, Err
 /// The handler of `record`'s task, to replay from the top with its journal and the
 /// answers received.
 fn replay_of(
-    server: &Host<'_>,
+    server: &Runtime<'_>,
     record: &TaskRecord,
     route: &crate::routes::handler::ToolRoute,
 ) -> Result<(Arc<Replay>, ToolFuture), Error> {
@@ -194,7 +194,7 @@ fn replay_of(
     });
     let id = RequestId::from(record.id());
     let transport = super::transport_for(record.call.caller.as_ref());
-    let ctx = Ctx::new(id, meta, transport, server.logging, replay.clone(), server.app.clone());
+    let ctx = Ctx::new(id, meta, transport, server.logging, replay.clone(), server.values.clone());
     let handler = route.run(ctx, record.call.arguments.clone());
     Ok((replay, handler))
 }
@@ -210,7 +210,7 @@ fn replay_of(
 /// did not (someone wrote since, or the tool is gone): nothing was written, and the
 /// caller answers the usual way, from a fresh read.
 pub(crate) async fn answer(
-    server: &Host<'_>,
+    server: &Runtime<'_>,
     guess: &TaskRecord,
     run: String,
     answer: impl Fn(&mut TaskRecord) -> bool,

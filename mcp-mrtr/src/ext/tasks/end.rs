@@ -22,7 +22,7 @@ use super::write::transition;
 use super::Tasks;
 use crate::base::caller::Caller;
 use crate::base::error::Error;
-use crate::intake::app_state::AppState;
+use crate::intake::state_values::StateValues;
 use crate::protocol::{ErrorObject, JsonObject};
 
 /// How a task ended, with what it was called with: see
@@ -37,7 +37,7 @@ pub struct TaskEnd {
     error: Option<ErrorObject>,
     result: Option<serde_json::Value>,
     caller: Option<Caller>,
-    app: AppState,
+    values: StateValues,
 }
 
 impl TaskEnd {
@@ -87,7 +87,7 @@ impl TaskEnd {
     /// The server's value of type `T` ([`Server::with_state`](crate::Server::with_state)),
     /// as a handler's `State<T>` gets it: what to clean up usually lives there.
     pub fn state<T: Send + Sync + 'static>(&self) -> Option<std::sync::Arc<T>> {
-        self.app.get::<T>()
+        self.values.get::<T>()
     }
 
     /// Whether the task failed because it reached the end of its lifetime (its `ttlMs`)
@@ -137,7 +137,7 @@ pub(super) async fn finishing(
     let mut before = None;
     let written = transition(&*tasks.store, id, guess, |record| {
         // Taken before the change: a final record forgets the arguments.
-        before = before_end(hook, record, &tasks.app);
+        before = before_end(hook, record, &tasks.values);
         change(record)
     })
     .await?;
@@ -151,7 +151,7 @@ pub(super) async fn finishing(
 
 /// What a task's last live record says. `None` when no hook listens (nothing is copied
 /// then), or the task was final already.
-fn before_end(hook: Option<&EndHook>, record: &TaskRecord, app: &AppState) -> Option<TaskEnd> {
+fn before_end(hook: Option<&EndHook>, record: &TaskRecord, values: &StateValues) -> Option<TaskEnd> {
     if hook.is_none() || record.status.is_terminal() {
         return None;
     }
@@ -164,7 +164,7 @@ fn before_end(hook: Option<&EndHook>, record: &TaskRecord, app: &AppState) -> Op
         error: None,
         result: None,
         caller: record.call.caller.as_ref().map(|c| Caller::new(c.id.clone()).with_scopes(c.scopes.iter().cloned())),
-        app: app.clone(),
+        values: values.clone(),
     })
 }
 

@@ -23,7 +23,7 @@ use serde_json::Value;
 use super::driver;
 use super::store::{TaskRecord, TaskStatus};
 use super::write::transition;
-use super::Host;
+use super::Runtime;
 use super::{caller, store_error, wire};
 use super::{lease, takeover};
 use crate::base::error::Error;
@@ -64,7 +64,7 @@ struct TaskParams {
 
 /// Answers one `tasks/*` request; the body is stamped by dispatch.
 pub(crate) async fn serve(
-    server: &Host<'_>,
+    server: &Runtime<'_>,
     method: TaskMethod,
     params: Value,
     meta: &RequestMeta,
@@ -102,7 +102,7 @@ pub(crate) async fn serve(
 }
 
 /// The caller's task: unknown, expired and someone else's read the same.
-async fn find(server: &Host<'_>, id: &str, caller: Option<&str>) -> Result<TaskRecord, Error> {
+async fn find(server: &Runtime<'_>, id: &str, caller: Option<&str>) -> Result<TaskRecord, Error> {
     let record = server.tasks.store.get(id).await.map_err(store_error)?;
     record.filter(|record| record.owner.as_deref() == caller).ok_or_else(|| unknown_task(id))
 }
@@ -110,7 +110,7 @@ async fn find(server: &Host<'_>, id: &str, caller: Option<&str>) -> Result<TaskR
 /// The caller's task that `tasks/update` answers: the record the client's last poll here
 /// read, when it waited for answers then (its owner checked all the same; the write
 /// decides on the store, see `asked`), else the store's.
-async fn answered(server: &Host<'_>, id: &str, caller: Option<&str>) -> Result<TaskRecord, Error> {
+async fn answered(server: &Runtime<'_>, id: &str, caller: Option<&str>) -> Result<TaskRecord, Error> {
     match server.tasks.asked.take(id).filter(|record| record.owner.as_deref() == caller) {
         Some(record) => Ok(record),
         None => find(server, id, caller).await,
@@ -124,7 +124,7 @@ fn unknown_task(id: &str) -> Error {
 
 /// Refuses answers from a caller who may not call the task's tool now, as `tools/call`
 /// would refuse it: `403` for a missing scope, an unknown tool for a hidden (or removed) one.
-fn may_answer(server: &Host<'_>, record: &TaskRecord, view: &RequestView<'_>) -> Result<(), Error> {
+fn may_answer(server: &Runtime<'_>, record: &TaskRecord, view: &RequestView<'_>) -> Result<(), Error> {
     server.callable_tool(view, &record.call.tool).map(drop)
 }
 
@@ -132,7 +132,7 @@ fn may_answer(server: &Host<'_>, record: &TaskRecord, view: &RequestView<'_>) ->
 /// When the last open question is answered, the handler is replayed, as the caller of
 /// `transport` (who answered).
 async fn update(
-    server: &Host<'_>,
+    server: &Runtime<'_>,
     record: &TaskRecord,
     responses: Option<Value>,
     transport: &Delivery,
@@ -188,7 +188,7 @@ async fn update(
 /// Cancels the task and drops its handler where it stands (at once here; on another
 /// instance at its next lease renewal); a task that already ended keeps its status and
 /// the request is acknowledged all the same.
-async fn cancel(server: &Host<'_>, record: &TaskRecord) -> Result<JsonObject, Error> {
+async fn cancel(server: &Runtime<'_>, record: &TaskRecord) -> Result<JsonObject, Error> {
     let keep = server.tasks.limits.keep_finished;
     super::end::finishing(server.tasks, record.id(), Some(record.clone()), |record| {
         let live = !record.status.is_terminal();

@@ -22,7 +22,7 @@
 //
 // One door in: [`Tasks`] is dispatch's `TaskHook` (a `tools/call` of a tool that
 // supports tasks goes to `driver::call`, and `tasks/*` to `methods::serve`). Code here
-// sees the server as a [`Host`]: the engine, and the task machinery.
+// sees the server as a [`Runtime`]: the engine, and the task machinery.
 //
 // Bounds (a total and a share per client, as for every pool; [`TaskLimits`]):
 // `admission` decides whether a client may create one more task (a rate and live caps,
@@ -107,7 +107,7 @@ pub(crate) struct Tasks {
     /// The application's cleanup when a task ends ([`TaskConfig::on_end`]).
     pub(crate) on_end: Option<EndHook>,
     /// The server's application state, for that cleanup: set when serving starts.
-    pub(crate) app: crate::intake::app_state::AppState,
+    pub(crate) values: crate::intake::state_values::StateValues,
     /// Tasks waiting for answers as last read here, for `tasks/update` to start from.
     pub(crate) asked: Arc<asked::Asked>,
 }
@@ -128,7 +128,7 @@ impl Default for Tasks {
             closing: Arc::default(),
             runs_here: true,
             on_end: None,
-            app: crate::intake::app_state::AppState::default(),
+            values: crate::intake::state_values::StateValues::default(),
             asked: Arc::default(),
         }
     }
@@ -217,12 +217,12 @@ fn store_error(error: StoreError) -> Error {
 
 /// The server as the task machinery sees it: the engine that runs handlers (reached
 /// through `Deref`), and the machinery's own state.
-pub(crate) struct Host<'a> {
+pub(crate) struct Runtime<'a> {
     engine: &'a Engine,
     pub(crate) tasks: &'a Tasks,
 }
 
-impl std::ops::Deref for Host<'_> {
+impl std::ops::Deref for Runtime<'_> {
     type Target = Engine;
 
     fn deref(&self) -> &Engine {
@@ -232,7 +232,7 @@ impl std::ops::Deref for Host<'_> {
 
 impl TaskHook for Tasks {
     fn watch(&self, engine: &Engine) {
-        takeover::watch(&Host { engine, tasks: self });
+        takeover::watch(&Runtime { engine, tasks: self });
     }
 
     fn hand_back(&self) -> futures_util::future::BoxFuture<'_, ()> {
@@ -253,7 +253,7 @@ impl TaskHook for Tasks {
     ) -> futures_util::future::BoxFuture<'a, Result<crate::protocol::JsonObject, Error>> {
         Box::pin(async move {
             let method = methods::TaskMethod::of(method).ok_or_else(|| Error::method_not_found(method.name()))?;
-            methods::serve(&Host { engine, tasks: self }, method, params, meta, transport).await
+            methods::serve(&Runtime { engine, tasks: self }, method, params, meta, transport).await
         })
     }
 
@@ -274,7 +274,9 @@ impl TaskHook for Tasks {
         };
         let owner = caller(engine, request.transport);
         let client = client_of(request.transport);
-        Box::pin(async move { driver::call(&Host { engine, tasks: self }, call, owner, client, replay, handler).await })
+        Box::pin(
+            async move { driver::call(&Runtime { engine, tasks: self }, call, owner, client, replay, handler).await },
+        )
     }
 }
 

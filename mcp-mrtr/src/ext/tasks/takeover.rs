@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use super::lease::new_run;
 use super::store::{Lease, TaskRecord, TaskStatus, TaskStore};
-use super::{driver, Host, Tasks};
+use super::{driver, Runtime, Tasks};
 use crate::base::error::Error;
 use crate::dispatch::Engine;
 
@@ -29,7 +29,7 @@ pub(super) const TAKE_PER_LOOK: usize = 32;
 /// Serving starts it, so an instance that no request has reached yet still takes over
 /// a dead instance's tasks. Each request calls it too, which starts it where serving
 /// could not: in-process use (`TestClient`), or a router built outside a runtime.
-pub(crate) fn watch(server: &Host<'_>) {
+pub(crate) fn watch(server: &Runtime<'_>) {
     // A load first: once started, this is a read of a shared cache line per request.
     let watching = &server.tasks.watching;
     if watching.load(Ordering::Relaxed) {
@@ -49,7 +49,7 @@ pub(crate) fn watch(server: &Host<'_>) {
     let engine = crate::dispatch::Engine { tasks: None, ..Engine::clone(server) };
     let tasks = server.tasks.clone();
     runtime.spawn(async move {
-        let server = Host { engine: &engine, tasks: &tasks };
+        let server = Runtime { engine: &engine, tasks: &tasks };
         let mut looks = tokio::time::interval(look_every(server.tasks));
         looks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -66,7 +66,7 @@ pub(crate) fn watch(server: &Host<'_>) {
 
 /// One look: takes over at most `limit` tasks whose lease lapsed (or that have none), and
 /// ends those at the end of their lifetime.
-pub(super) async fn look(server: &Host<'_>, limit: usize) {
+pub(super) async fn look(server: &Runtime<'_>, limit: usize) {
     match server.tasks.store.lapsed(SystemTime::now(), limit).await {
         Ok(ids) => {
             for id in ids {
@@ -90,7 +90,7 @@ fn look_every(tasks: &Tasks) -> Duration {
 /// Takes the task `id` over if its lease has lapsed: claims the lease (only one instance
 /// can, by compare-and-set) and replays the handler from the journal. `known` is the
 /// record if the caller just read it.
-pub(crate) async fn take_over(server: &Host<'_>, id: &str, known: Option<TaskRecord>) -> Result<(), Error> {
+pub(crate) async fn take_over(server: &Runtime<'_>, id: &str, known: Option<TaskRecord>) -> Result<(), Error> {
     if server.tasks.leaves_runs() {
         return Ok(());
     }

@@ -12,7 +12,7 @@
 use std::future::Future;
 use std::time::{Duration, SystemTime};
 
-use super::{takeover, Host, TaskStore, Tasks};
+use super::{takeover, Runtime, TaskStore, Tasks};
 use crate::dispatch::Engine;
 
 /// How often a worker looks for tasks to run, unless [`Worker::look_every`] says otherwise.
@@ -89,7 +89,7 @@ pub(crate) async fn work(engine: Engine, tasks: Tasks, worker: Worker, stop: imp
     );
     // Runs hold an engine without the hook, as an instance's look does (`takeover::watch`).
     let engine = Engine { tasks: None, ..engine };
-    let host = Host { engine: &engine, tasks: &tasks };
+    let host = Runtime { engine: &engine, tasks: &tasks };
     let mut looks = tokio::time::interval(worker.look);
     looks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut beats = tokio::time::interval(BEAT);

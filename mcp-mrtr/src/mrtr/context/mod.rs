@@ -16,9 +16,9 @@ use serde_json::{json, Value};
 
 use crate::base::caller::Caller;
 use crate::base::error::Error;
-use crate::intake::app_state::AppState;
 use crate::intake::capability::Capability;
 pub use crate::intake::envelope::{RequestMeta, TraceContext, TraceParent};
+use crate::intake::state_values::StateValues;
 use crate::mrtr::question::{Ask, Question};
 use crate::mrtr::replay::Replay;
 use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel, Notification, Outgoing, RequestId};
@@ -68,7 +68,7 @@ struct CtxInner {
     transport: Delivery,
     logging: bool,
     replay: Arc<Replay>,
-    app: AppState,
+    values: StateValues,
     /// How `resources/read` decides for this request; set for a server's own methods.
     resources: Option<Arc<dyn ResourceAccess>>,
 }
@@ -80,9 +80,9 @@ impl Ctx {
         transport: Delivery,
         logging: bool,
         replay: Arc<Replay>,
-        app: AppState,
+        values: StateValues,
     ) -> Self {
-        let inner = CtxInner { id, meta, transport, logging, replay, app, resources: None };
+        let inner = CtxInner { id, meta, transport, logging, replay, values, resources: None };
         Self { inner: Arc::new(inner) }
     }
 
@@ -406,7 +406,7 @@ impl Ctx {
     /// The application state of type `T` the server was given with
     /// [`Server::with_state`](crate::Server::with_state).
     pub fn state<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
-        self.inner.app.get::<T>()
+        self.inner.values.get::<T>()
     }
 
     /// Reports progress, if the request asked for it (`_meta.progressToken`).

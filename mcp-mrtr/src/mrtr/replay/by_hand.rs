@@ -36,7 +36,7 @@ impl Replay {
             ));
             return;
         }
-        if built.state.is_some() && round.next_app.is_some() {
+        if built.state.is_some() && round.next_hand_state.is_some() {
             round.fail(Error::internal("this round already set its request state: call input_required once per round"));
             return;
         }
@@ -53,7 +53,7 @@ impl Replay {
             round.by_hand_keys.insert(key);
         }
         if built.state.is_some() {
-            round.next_app = built.state;
+            round.next_hand_state = built.state;
             round.next_single = built.single_use;
         }
         let phase = if round.pending.is_empty() { Phase::RetryLater } else { Phase::Asked };
@@ -86,7 +86,7 @@ impl Replay {
     /// asked for it to be spent on first read.
     pub(crate) fn state_by_hand(&self) -> Option<(Value, bool)> {
         let round = self.lock();
-        round.carried.app.clone().map(|state| (state, round.carried.single))
+        round.carried.hand_state.clone().map(|state| (state, round.carried.single))
     }
 
     /// Spends the state this round opened, once per round (see `claim_step`): the claim

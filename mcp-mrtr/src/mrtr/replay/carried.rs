@@ -47,7 +47,7 @@ pub(crate) struct Carried {
     pub(super) progress: Option<f64>,
     /// The state a handler that builds its rounds by hand carries to its next round.
     #[serde(rename = "u", default, skip_serializing_if = "Option::is_none")]
-    pub(super) app: Option<Value>,
+    pub(super) hand_state: Option<Value>,
     /// Whether that state is spent when it is first read (see `by_hand`).
     #[serde(rename = "x", default, skip_serializing_if = "std::ops::Not::not")]
     pub(super) single: bool,

@@ -86,7 +86,7 @@ struct Round {
     /// The keys of `pending` the handler asked by hand (see `by_hand`).
     by_hand_keys: BTreeSet<String>,
     /// The state a hand-built round seals for the next, and whether it is single-use.
-    next_app: Option<Value>,
+    next_hand_state: Option<Value>,
     next_single: bool,
     escalation: Escalation,
     /// Where a task's status messages and journal go (tasks only).
@@ -161,7 +161,7 @@ impl Replay {
             claimed: BTreeSet::new(),
             notifications: 0,
             by_hand_keys: BTreeSet::new(),
-            next_app: None,
+            next_hand_state: None,
             next_single: false,
             escalation: Escalation::Never,
             task_log: None,
@@ -317,7 +317,7 @@ impl Round {
         next.round += 1;
         next.asked.clear();
         next.by_hand = std::mem::take(&mut self.by_hand_keys);
-        next.app = self.next_app.take();
+        next.hand_state = self.next_hand_state.take();
         next.single = self.next_single;
         let mut requests = BTreeMap::new();
         for (key, (digest, request)) in std::mem::take(&mut self.pending) {

@@ -109,7 +109,7 @@ impl Replay {
     pub(crate) async fn hand_to_task(&self) -> Result<Carried, Error> {
         let single = {
             let round = self.lock();
-            round.carried.app.is_some() && round.carried.single
+            round.carried.hand_state.is_some() && round.carried.single
         };
         if single {
             self.spend_state().await?;

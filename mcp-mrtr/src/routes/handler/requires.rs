@@ -3,8 +3,8 @@
 //! the route (the macros declare what they can see) and checked in one place: state when
 //! serving starts, scopes and capabilities by dispatch, before the handler runs.
 
-use crate::intake::app_state::StateNeed;
 use crate::intake::capability::Capability;
+use crate::intake::state_values::StateNeed;
 
 /// A route's requirements (see the module docs).
 #[derive(Clone, Debug, Default)]

@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 
-use super::guard::{Guard, HostPolicy};
+use super::cross_site::{CrossSite, HostPolicy};
 use super::HttpLimits;
 use crate::bounds::lifetime::Lifetime;
 
@@ -36,7 +36,7 @@ pub struct HttpConfig {
     pub(super) path: String,
     pub(super) max_body_bytes: usize,
     pub(super) max_json_values: usize,
-    pub(super) guard: Guard,
+    pub(super) cross_site: CrossSite,
     pub(super) limits: HttpLimits,
     pub(super) auth: Option<crate::ext::auth::ResourceServer>,
     /// Whether a client's address is the last one in `X-Forwarded-For`.
@@ -56,7 +56,7 @@ impl Default for HttpConfig {
             path: "/mcp".into(),
             max_body_bytes: 1024 * 1024,
             max_json_values: crate::intake::envelope::size::MAX_JSON_VALUES,
-            guard: Guard::default(),
+            cross_site: CrossSite::default(),
             limits: HttpLimits::default(),
             auth: None,
             trust_forwarded_for: false,
@@ -94,7 +94,7 @@ impl HttpConfig {
     /// rebinding. By default the bound address decides: the loopback names on a
     /// loopback address (and in a router served otherwise), any host elsewhere.
     pub fn allowed_hosts<S: Into<String>>(mut self, hosts: impl IntoIterator<Item = S>) -> Self {
-        self.guard.hosts = HostPolicy::Only(hosts.into_iter().map(Into::into).collect());
+        self.cross_site.hosts = HostPolicy::Only(hosts.into_iter().map(Into::into).collect());
         self
     }
 
@@ -104,9 +104,9 @@ impl HttpConfig {
     /// goes back to the default: as the bound address says.
     pub fn allow_any_host(mut self, any: bool) -> Self {
         if any {
-            self.guard.hosts = HostPolicy::Any;
-        } else if self.guard.hosts == HostPolicy::Any {
-            self.guard.hosts = Guard::default().hosts;
+            self.cross_site.hosts = HostPolicy::Any;
+        } else if self.cross_site.hosts == HostPolicy::Any {
+            self.cross_site.hosts = CrossSite::default().hosts;
         }
         self
     }
@@ -125,7 +125,7 @@ impl HttpConfig {
     /// the loopback hosts and [`allowed_hosts`](Self::allowed_hosts).
     pub fn allowed_origins<S: Into<String>>(mut self, origins: impl IntoIterator<Item = S>) -> Self {
         let origins = origins.into_iter().map(|o| o.into().trim_end_matches('/').to_ascii_lowercase());
-        self.guard.origins.extend(origins);
+        self.cross_site.origins.extend(origins);
         self
     }
 
@@ -134,9 +134,9 @@ impl HttpConfig {
     /// elsewhere (the names a LAN or container address is reached by are not known), with
     /// the `Origin` check kept. Hosts the application named stay as named.
     pub(super) fn for_address(mut self, local: SocketAddr) -> Self {
-        if self.guard.hosts == HostPolicy::ByAddress {
-            self.guard.hosts = if local.ip().is_loopback() {
-                HostPolicy::Only(super::guard::loopback_names())
+        if self.cross_site.hosts == HostPolicy::ByAddress {
+            self.cross_site.hosts = if local.ip().is_loopback() {
+                HostPolicy::Only(super::cross_site::loopback_names())
             } else {
                 tracing::warn!(%local, "serving MCP over HTTP on a non-loopback address: any Host is answered (Origin is still checked)");
                 HostPolicy::Any
@@ -152,8 +152,8 @@ impl HttpConfig {
     /// request is served.
     #[cfg_attr(not(feature = "lambda"), allow(dead_code))]
     pub(crate) fn living(mut self, lifetime: Lifetime) -> Self {
-        if lifetime == Lifetime::Request && self.guard.hosts == HostPolicy::ByAddress {
-            self.guard.hosts = HostPolicy::Any;
+        if lifetime == Lifetime::Request && self.cross_site.hosts == HostPolicy::ByAddress {
+            self.cross_site.hosts = HostPolicy::Any;
         }
         self.lifetime = lifetime;
         self
@@ -190,17 +190,17 @@ mod tests {
     #[test]
     fn only_loopback_addresses_check_hosts_and_every_address_checks_origins() {
         let loopback = HttpConfig::default().for_address("127.0.0.1:3000".parse().unwrap());
-        assert_eq!(loopback.guard.hosts, HostPolicy::Only(super::super::guard::loopback_names()));
+        assert_eq!(loopback.cross_site.hosts, HostPolicy::Only(super::super::cross_site::loopback_names()));
         for address in ["0.0.0.0:3000", "192.168.1.5:3000", "[::]:3000"] {
             // A config that changes something else leaves the hosts to the address (issue 50).
             let config = HttpConfig::default().max_body_bytes(1024).for_address(address.parse().unwrap());
-            assert_eq!(config.guard.hosts, HostPolicy::Any, "{address}");
+            assert_eq!(config.cross_site.hosts, HostPolicy::Any, "{address}");
             let mut foreign = HeaderMap::new();
             foreign.insert(header::HOST, "attacker.example".parse().unwrap());
             foreign.insert(header::ORIGIN, "http://attacker.example".parse().unwrap());
-            assert_eq!(config.guard.check(&foreign), Err("Origin not allowed"), "{address}");
+            assert_eq!(config.cross_site.check(&foreign), Err("Origin not allowed"), "{address}");
             let named = HttpConfig::default().allowed_hosts(["mcp.example"]).for_address(address.parse().unwrap());
-            assert_eq!(named.guard.hosts, HostPolicy::Only(vec!["mcp.example".into()]), "named hosts stay");
+            assert_eq!(named.cross_site.hosts, HostPolicy::Only(vec!["mcp.example".into()]), "named hosts stay");
         }
     }
 }

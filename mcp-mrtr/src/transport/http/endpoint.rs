@@ -250,7 +250,7 @@ async fn endpoint_handler(State(endpoint): State<Arc<Endpoint>>, request: HttpRe
 }
 
 async fn answer(endpoint: &Endpoint, mut request: HttpRequest) -> Response {
-    if let Err(reason) = endpoint.config.guard.check(request.headers()) {
+    if let Err(reason) = endpoint.config.cross_site.check(request.headers()) {
         return json_response(403, error_message(None, &Error::invalid_request(format!("Forbidden: {reason}"))));
     }
     if let Some(address) = client_address(&endpoint.config, &request) {

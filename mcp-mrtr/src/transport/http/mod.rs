@@ -4,7 +4,7 @@
 //! Read top-down, each file calling only the ones after it:
 //! - `serve`: the accept loop (`Http`), connections bounded (`listener_limits`) and shed
 //!   (`connections`, `open_files`), each request handed to the endpoint;
-//! - `endpoint`: the door (`into_router`, `Http`), `Host`/`Origin` (`guard`),
+//! - `endpoint`: the door (`into_router`, `Http`), `Host`/`Origin` (`cross_site`),
 //!   the client's address, the OAuth gate, then by HTTP method;
 //! - `post`: content type → body → envelope → framing → era → MCP headers (`headers`);
 //! - `legacy`: 2025-11-25 sessions (initialize, their GET and DELETE, answers to the
@@ -18,8 +18,8 @@
 mod call;
 mod config;
 mod connections;
+mod cross_site;
 mod endpoint;
-mod guard;
 mod handoff;
 mod headers;
 mod legacy;

@@ -12,13 +12,13 @@ use axum::response::{IntoResponse, Response};
 use super::call::{serve_request, Head};
 use super::shared::Endpoint;
 use super::sse::{error_response, json_response};
-use super::{guard, headers, legacy, HttpConfig};
+use super::{cross_site, headers, legacy, HttpConfig};
 use crate::base::error::Error;
 use crate::intake::envelope::{classify, names_modern, Era, Incoming, Request, RequestMeta};
 use crate::transport::{error_message, read_message};
 
 pub(super) async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response {
-    if !guard::is_json(request.headers()) {
+    if !cross_site::is_json(request.headers()) {
         let error = Error::invalid_request("Content-Type must be application/json");
         return json_response(415, error_message(None, &error));
     }

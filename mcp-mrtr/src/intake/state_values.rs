@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 /// The application state a server was given: one value per type.
 #[derive(Clone, Default)]
-pub(crate) struct AppState {
+pub(crate) struct StateValues {
     values: Arc<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
 }
 
-impl AppState {
+impl StateValues {
     pub(crate) fn insert<T: Send + Sync + 'static>(&mut self, value: T) {
         Arc::make_mut(&mut self.values).insert(TypeId::of::<T>(), Arc::new(value));
     }
@@ -27,9 +27,9 @@ impl AppState {
     }
 }
 
-impl fmt::Debug for AppState {
+impl fmt::Debug for StateValues {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "AppState({} values)", self.values.len())
+        write!(f, "StateValues({} values)", self.values.len())
     }
 }
 

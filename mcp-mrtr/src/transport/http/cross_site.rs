@@ -32,19 +32,19 @@ pub(crate) enum HostPolicy {
 
 /// The `Host` and `Origin` rules of one endpoint.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Guard {
+pub(crate) struct CrossSite {
     pub(crate) hosts: HostPolicy,
     /// Further origins a browser may call from, as `scheme://host[:port]`, lower-cased.
     pub(crate) origins: Vec<String>,
 }
 
-impl Default for Guard {
+impl Default for CrossSite {
     fn default() -> Self {
         Self { hosts: HostPolicy::ByAddress, origins: Vec::new() }
     }
 }
 
-impl Guard {
+impl CrossSite {
     /// `Err` with the reason when the request must be refused (403).
     pub(crate) fn check(&self, headers: &HeaderMap) -> Result<(), &'static str> {
         if let Some(origin) = headers.get(header::ORIGIN) {
@@ -124,7 +124,7 @@ mod tests {
 
     #[test]
     fn local_policy_refuses_foreign_hosts_and_origins() {
-        let policy = Guard::default();
+        let policy = CrossSite::default();
         assert!(policy.check(&headers("localhost:3000", None)).is_ok());
         assert!(policy.check(&headers("127.0.0.1:3000", Some("http://localhost:3000"))).is_ok());
         assert!(policy.check(&headers("[::1]:3000", Some("https://[::1]"))).is_ok());
@@ -136,7 +136,7 @@ mod tests {
 
     #[test]
     fn any_host_still_refuses_foreign_origins() {
-        let any = Guard { hosts: HostPolicy::Any, origins: vec!["https://app.example.com".into()] };
+        let any = CrossSite { hosts: HostPolicy::Any, origins: vec!["https://app.example.com".into()] };
         assert!(any.check(&headers("evil.example.com", None)).is_ok(), "no Origin: not a browser");
         assert!(any.check(&headers("10.0.0.5:3000", Some("http://localhost:5173"))).is_ok());
         assert!(any.check(&headers("10.0.0.5:3000", Some("https://APP.example.com/"))).is_ok());
