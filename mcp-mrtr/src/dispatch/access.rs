@@ -177,23 +177,23 @@ impl Engine {
 pub(crate) struct MethodResources {
     engine: Engine,
     meta: Arc<RequestMeta>,
-    transport: Delivery,
+    delivery: Delivery,
 }
 
 impl MethodResources {
-    pub(crate) fn new(engine: &Engine, meta: &Arc<RequestMeta>, transport: &Delivery) -> Arc<Self> {
-        Arc::new(Self { engine: engine.clone(), meta: meta.clone(), transport: transport.clone() })
+    pub(crate) fn new(engine: &Engine, meta: &Arc<RequestMeta>, delivery: &Delivery) -> Arc<Self> {
+        Arc::new(Self { engine: engine.clone(), meta: meta.clone(), delivery: delivery.clone() })
     }
 }
 
 impl ResourceAccess for MethodResources {
     fn readable(&self, uri: &str) -> Readable {
-        let view = RequestView::new(&self.meta, &self.transport);
+        let view = RequestView::new(&self.meta, &self.delivery);
         readable(self.engine.reach_resource(&self.engine.catalog(), &view, uri).map(drop))
     }
 
     fn registered(&self, uri: &str) -> Readable {
-        readable(self.engine.reach_resource_key(&RequestView::new(&self.meta, &self.transport), uri))
+        readable(self.engine.reach_resource_key(&RequestView::new(&self.meta, &self.delivery), uri))
     }
 }
 

@@ -20,7 +20,7 @@ pub(super) struct Call<P> {
     pub(super) params: P,
     pub(super) input: RoundInput,
     pub(super) meta: Arc<RequestMeta>,
-    pub(super) transport: Delivery,
+    pub(super) delivery: Delivery,
     pub(super) principal: Option<String>,
     /// How long one run of the handler may take.
     pub(super) limit: Option<Duration>,
@@ -28,7 +28,7 @@ pub(super) struct Call<P> {
 
 impl<P> Call<P> {
     pub(super) fn view(&self) -> RequestView<'_> {
-        RequestView::new(&self.meta, &self.transport)
+        RequestView::new(&self.meta, &self.delivery)
     }
 }
 

@@ -176,8 +176,8 @@ impl Engine {
 
     /// Who a request's sealed state (and session, and task) is bound to: its
     /// authenticated caller, else what the principal hook names.
-    pub(crate) fn principal_of(&self, transport: &Delivery) -> Option<String> {
-        self.principal_from(transport.headers.as_deref(), &transport.extensions)
+    pub(crate) fn principal_of(&self, delivery: &Delivery) -> Option<String> {
+        self.principal_from(delivery.headers.as_deref(), &delivery.extensions)
     }
 
     /// Each source names principals in a namespace of its own, tagged in front: an

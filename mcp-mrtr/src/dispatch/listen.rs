@@ -138,14 +138,14 @@ impl Engine {
         &self,
         request: Request,
         meta: Arc<RequestMeta>,
-        transport: Delivery,
+        delivery: Delivery,
     ) -> Result<ResultJson, Error> {
         if !self.serves(Method::Listen) {
             return Err(Error::method_not_found(&request.method));
         }
         let params = request.params.unwrap_or_else(|| json!({}));
-        let view = RequestView::new(&meta, &transport);
-        let result = serve_listen(self, &request.id, params, &transport, &view).await?;
+        let view = RequestView::new(&meta, &delivery);
+        let result = serve_listen(self, &request.id, params, &delivery, &view).await?;
         let body = Body::Complete(Text::from_object(&result));
         tracing::Span::current().record("outcome", body.result_type());
         Ok(self.stamp(body, None))
@@ -163,18 +163,18 @@ async fn serve_listen(
     server: &Engine,
     id: &RequestId,
     params: Value,
-    transport: &Delivery,
+    delivery: &Delivery,
     view: &RequestView<'_>,
 ) -> Result<JsonObject, Error> {
     let Some(listen) = &server.catalog_config.listen else { return Err(not_served()) };
-    let notifier = transport
+    let notifier = delivery
         .notifier
         .as_ref()
         .ok_or_else(|| Error::invalid_request("subscriptions/listen needs a client that accepts text/event-stream"))?;
     let filter = Filter::of(&params)?.honoured(server, view);
     // Read once: not kept for the hours the stream may last.
     drop(params);
-    let mut hearing = server.hear(&ClientId::of(&transport.extensions))?.ok_or_else(not_served)?;
+    let mut hearing = server.hear(&ClientId::of(&delivery.extensions))?.ok_or_else(not_served)?;
     notifier.send(Box::new(Outgoing::Notification(filter.acknowledgement(id)))).await.map_err(|_| gone())?;
     tracing::debug!(
         listeners = server.catalog.listeners(),
@@ -182,7 +182,7 @@ async fn serve_listen(
         "listen stream open"
     );
     // A shutdown ends the stream cleanly, with its result, rather than holding the drain open.
-    let shutdown = Draining::of(&transport.extensions);
+    let shutdown = Draining::of(&delivery.extensions);
     let deliver = |change: &Change| filter.delivered(change, id, server, view);
     // A stream that falls behind ends with its result: the client listens again.
     if hearing.relay(notifier, shutdown, Some(listen.max_lifetime), deliver).await == Ended::Gone {

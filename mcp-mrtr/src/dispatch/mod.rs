@@ -90,7 +90,7 @@ impl Body {
 
 impl Engine {
     /// Answers one modern request whose envelope has been validated.
-    pub(crate) async fn handle(&self, request: Request, meta: Arc<RequestMeta>, transport: Delivery) -> Reply {
+    pub(crate) async fn handle(&self, request: Request, meta: Arc<RequestMeta>, delivery: Delivery) -> Reply {
         // Serving started the look for tasks to take over; this starts it where nothing
         // served first (in-process use, a router built outside a runtime).
         self.start();
@@ -100,7 +100,7 @@ impl Engine {
         // tower-http's request spans: a span at info would be formatted on every request
         // of a server logging at info, a tenth of a round's cost (`RUST_LOG=mcp_mrtr=debug`
         // turns them on).
-        let span = crate::intake::telemetry::request_span(&request, transport.era(), &meta);
+        let span = crate::intake::telemetry::request_span(&request, delivery.era(), &meta);
         let started = std::time::Instant::now();
         // Application code runs in here (handlers, their synchronous prologues, the
         // principal function): a panic fails this request, never the connection.
@@ -109,10 +109,10 @@ impl Engine {
         // of the whole state each time. A listen stream, which lives for hours, gets a
         // future sized for listening alone.
         let dispatch: futures_util::future::BoxFuture<'_, Result<ResultJson, Error>> =
-            if request.known == Some(Method::Listen) && transport.era() == Era::Modern {
-                Box::pin(self.dispatch_listen(request, meta, transport))
+            if request.known == Some(Method::Listen) && delivery.era() == Era::Modern {
+                Box::pin(self.dispatch_listen(request, meta, delivery))
             } else {
-                Box::pin(self.dispatch(request, meta, transport))
+                Box::pin(self.dispatch(request, meta, delivery))
             };
         let outcome = AssertUnwindSafe(dispatch.instrument(span.clone())).catch_unwind().await.unwrap_or_else(|_| {
             tracing::error!(parent: &span, "a request panicked");
@@ -134,19 +134,19 @@ impl Engine {
         &self,
         request: Request,
         meta: Arc<RequestMeta>,
-        transport: Delivery,
+        delivery: Delivery,
     ) -> Result<ResultJson, Error> {
         let id = request.id.clone();
-        let era = transport.era();
+        let era = delivery.era();
         let routed = self.route(&request, era).ok_or_else(|| Error::method_not_found(&request.method))?;
         let params = request.params.unwrap_or_else(|| json!({}));
-        let view = RequestView::new(&meta, &transport);
+        let view = RequestView::new(&meta, &delivery);
         let method = match routed {
             Routed::Protocol(method) => method,
             Routed::Custom => {
                 let route = self.reach_method(&view, &request.method)?;
                 let hints = route.cache.map(|hints| retried_or(&params, hints));
-                let body = self.call_method(route, self.call(id, params, meta, transport)?).await?;
+                let body = self.call_method(route, self.call(id, params, meta, delivery)?).await?;
                 return Ok(self.finish(body, era, hints));
             }
         };
@@ -157,19 +157,19 @@ impl Engine {
             Method::PromptsList => Body::Complete(Text::Prepared(self.list_prompts(&params, &view)?)),
             Method::ResourcesList => Body::Complete(Text::Prepared(self.list_resources(&params, &view)?)),
             Method::ResourceTemplatesList => Body::Complete(Text::Prepared(self.list_templates(&params, &view)?)),
-            Method::ToolsCall => self.call_tool(self.call(id, params, meta, transport)?).await?,
-            Method::PromptsGet => self.get_prompt(self.call(id, params, meta, transport)?).await?,
-            Method::ResourcesRead => self.read_resource(self.call(id, params, meta, transport)?).await?,
+            Method::ToolsCall => self.call_tool(self.call(id, params, meta, delivery)?).await?,
+            Method::PromptsGet => self.get_prompt(self.call(id, params, meta, delivery)?).await?,
+            Method::ResourcesRead => self.read_resource(self.call(id, params, meta, delivery)?).await?,
             Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => {
                 let tasks = self.tasks.as_ref().ok_or_else(|| Error::method_not_found(&request.method))?;
-                Body::Complete(Text::from_object(&tasks.serve(self, method, params, &meta, &transport).await?))
+                Body::Complete(Text::from_object(&tasks.serve(self, method, params, &meta, &delivery).await?))
             }
             Method::Complete => {
                 let params: CompleteParams = parse_params(&params)?;
                 self.may_complete(&view, &params.reference)?;
                 let replay = Arc::new(Replay::disabled());
-                let limit = transport.handler_timeout;
-                let ctx = Ctx::new(id, meta.clone(), transport, self.logging, replay.clone(), self.values.clone());
+                let limit = delivery.handler_timeout;
+                let ctx = Ctx::new(id, meta.clone(), delivery, self.logging, replay.clone(), self.values.clone());
                 let run = self.complete(ctx, params);
                 match deadline::within(limit, replay::drive(&replay, &meta.client_capabilities, run)).await? {
                     Outcome::Complete(completion) => {
@@ -204,10 +204,10 @@ impl Engine {
         let name = &call.params.name;
         crate::intake::telemetry::target(&tracing::Span::current(), Some(Method::ToolsCall), name);
         let route = self.callable_tool(&call.view(), name)?;
-        check_param_headers(&call.transport, &route, &arguments)?;
+        check_param_headers(&call.delivery, &route, &arguments)?;
         Self::preflight(&call, &route.requires)?;
         call.limit = route.timeout.or(call.limit);
-        let legacy = call.transport.era() == Era::Legacy;
+        let legacy = call.delivery.era() == Era::Legacy;
         // Whoever presents a state of the call, and whatever it declares, a task made from
         // another state of it may run this long past its end: its claims are kept as long.
         let horizon = match &self.tasks {
@@ -219,7 +219,7 @@ impl Engine {
             _ => {
                 let target =
                     self.target_digested(&call, Method::ToolsCall.name(), name, &arguments).outlived_by(horizon);
-                let arguments = Arguments::new(arguments, call.transport.bridge.is_some());
+                let arguments = Arguments::new(arguments, call.delivery.bridge.is_some());
                 let round = |replay: &Arc<Replay>| route.run(self.ctx(&call, replay), arguments.take());
                 return self.rounds(&target, &call, input, round).await;
             }
@@ -228,12 +228,12 @@ impl Engine {
         let target = self.target(&call, Method::ToolsCall.name(), name, Some(&arguments)).outlived_by(horizon);
         let replay = self.open_replay(&target, input, &call.meta.trace)?;
         let handler = route.run(self.ctx(&call, &replay), arguments.clone());
-        let request = TaskRequest { tool: name, arguments: &arguments, meta: &call.meta, transport: &call.transport };
+        let request = TaskRequest { tool: name, arguments: &arguments, meta: &call.meta, delivery: &call.delivery };
         // The time limit covers the call up to the task's creation; the task then runs on
         // its own, under the task limits (`TaskLimits::run_timeout`; cancel it to stop it).
         let create = tasks.call(self, request, replay.clone(), handler);
         match deadline::within(call.limit, create).await? {
-            Called::Round(outcome) => self.seal(&target, &replay, outcome, &call.transport.extensions),
+            Called::Round(outcome) => self.seal(&target, &replay, outcome, &call.delivery.extensions),
             Called::Task(created) => Ok(Body::Task(Text::from_object(&created))),
         }
     }
@@ -264,7 +264,7 @@ impl Engine {
         let input = std::mem::take(&mut call.input);
         let uri = &call.params.uri;
         crate::intake::telemetry::target(&tracing::Span::current(), Some(Method::ResourcesRead), uri);
-        let legacy = call.transport.era() == Era::Legacy;
+        let legacy = call.delivery.era() == Era::Legacy;
         let catalog = self.catalog();
         let (route, vars) = self
             .reach_resource(&catalog, &call.view(), uri)
@@ -299,7 +299,7 @@ impl Engine {
         Self::preflight(&call, &route.requires)?;
         let target = self.target(&call, name, name, Some(&call.params));
         self.rounds(&target, &call, input, |replay| {
-            let resources = access::MethodResources::new(self, &call.meta, &call.transport);
+            let resources = access::MethodResources::new(self, &call.meta, &call.delivery);
             let ctx = self.ctx(&call, replay).with_resource_access(resources);
             let run = (route.run)(ctx, Value::Object(call.params.clone()));
             async move { run.await.map_err(execution_as_internal) }
@@ -404,8 +404,8 @@ impl ResourceKind {
 /// Checks the `Mcp-Param-*` headers of a modern HTTP `tools/call` against the tool's
 /// mirrored parameters. Only once the tool is known to be reachable: a hidden tool's
 /// header rules would otherwise show that it exists.
-fn check_param_headers(transport: &Delivery, route: &ToolRoute, arguments: &JsonObject) -> Result<(), Error> {
-    let modern_http = transport.headers.as_deref().filter(|_| transport.era() == Era::Modern);
+fn check_param_headers(delivery: &Delivery, route: &ToolRoute, arguments: &JsonObject) -> Result<(), Error> {
+    let modern_http = delivery.headers.as_deref().filter(|_| delivery.era() == Era::Modern);
     match modern_http {
         Some(headers) if !route.headers.is_empty() => {
             crate::intake::param_headers::check(&route.headers, headers, Some(&Value::Object(arguments.clone())))

@@ -36,7 +36,7 @@ impl Engine {
         id: RequestId,
         mut raw: Value,
         meta: Arc<RequestMeta>,
-        transport: Delivery,
+        delivery: Delivery,
     ) -> Result<Call<P>, Error> {
         let input = match &mut raw {
             Value::Object(params) => {
@@ -45,9 +45,9 @@ impl Engine {
             _ => RoundInput::default(),
         };
         let params = P::deserialize(raw).map_err(|e| Error::invalid_params(format!("Invalid params: {e}")))?;
-        let principal = self.principal_of(&transport);
-        let limit = transport.handler_timeout;
-        Ok(Call { id, params, input, meta, transport, principal, limit })
+        let principal = self.principal_of(&delivery);
+        let limit = delivery.handler_timeout;
+        Ok(Call { id, params, input, meta, delivery, principal, limit })
     }
 
     /// Refuses with `-32021`, before the handler runs, a call whose client did not declare
@@ -61,7 +61,7 @@ impl Engine {
         Ctx::new(
             call.id.clone(),
             call.meta.clone(),
-            call.transport.clone(),
+            call.delivery.clone(),
             self.logging,
             replay.clone(),
             self.values.clone(),
@@ -160,7 +160,7 @@ impl Engine {
         F: Fn(&Arc<Replay>) -> Fut,
         Fut: Future<Output = Result<T, Error>>,
     {
-        let Some(bridge) = &call.transport.bridge else {
+        let Some(bridge) = &call.delivery.bridge else {
             let replay = self.open_replay(target, input, &call.meta.trace)?;
             return self.run_round(target, &replay, call, round(&replay)).await;
         };
@@ -172,12 +172,12 @@ impl Engine {
                 Outcome::InputRequired(questions, carried) => {
                     // Without a stream there is no way to ask; an input_required result
                     // would read as final to a legacy client.
-                    let outgoing = call.transport.notifier.as_ref().ok_or_else(|| {
+                    let outgoing = call.delivery.notifier.as_ref().ok_or_else(|| {
                         Error::internal(
                             "this handler asks for input, which needs a client that accepts text/event-stream",
                         )
                     })?;
-                    let shutdown = Box::pin(crate::bounds::shutdown::Draining::of(&call.transport.extensions));
+                    let shutdown = Box::pin(crate::bounds::shutdown::Draining::of(&call.delivery.extensions));
                     let answers = bridge.ask(outgoing, questions, self.bridge_answer_timeout, shutdown).await?;
                     replay = Arc::new(Replay::new(Some(*carried), answers));
                 }
@@ -196,7 +196,7 @@ impl Engine {
     ) -> Result<Body, Error> {
         let outcome =
             deadline::within(call.limit, replay::drive(replay, &call.meta.client_capabilities, handler)).await?;
-        self.seal(target, replay, outcome, &call.transport.extensions)
+        self.seal(target, replay, outcome, &call.delivery.extensions)
     }
 
     /// The body of a round: the complete result, or the questions with the round's

@@ -34,7 +34,7 @@ pub(crate) struct TaskRequest<'a> {
     pub(crate) tool: &'a str,
     pub(crate) arguments: &'a JsonObject,
     pub(crate) meta: &'a RequestMeta,
-    pub(crate) transport: &'a Delivery,
+    pub(crate) delivery: &'a Delivery,
 }
 
 /// What dispatch asks of the tasks extension.
@@ -58,7 +58,7 @@ pub(crate) trait TaskHook: Send + Sync {
         method: Method,
         params: Value,
         meta: &'a RequestMeta,
-        transport: &'a Delivery,
+        delivery: &'a Delivery,
     ) -> BoxFuture<'a, Result<JsonObject, Error>>;
 
     /// Runs one round of a `tools/call` that may become a task: the round's outcome, or

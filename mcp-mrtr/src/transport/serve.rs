@@ -13,9 +13,14 @@ use crate::routes::catalog::CatalogHandle;
 use crate::server::Server;
 use crate::transport::serve_error::ServeError;
 
-/// Where a server is served: [`Stdio`](crate::stdio::Stdio) (the process's stdin and
-/// stdout, or any byte stream) or [`Http`](crate::http::Http) (Streamable HTTP on a
-/// socket). Pass one to [`Server::serve`].
+/// Where a server is served; pass one to [`Server::serve`]:
+///
+/// - [`Stdio`](crate::stdio::Stdio): the process's stdin and stdout, for a host that
+///   starts the server as a subprocess;
+/// - [`Pipe`](crate::stdio::Pipe): the same protocol on any byte stream pair;
+/// - [`Http`](crate::http::Http): Streamable HTTP on a socket;
+/// - [`Lambda`](crate::lambda::Lambda) (the `lambda` feature): an AWS Lambda function;
+/// - [`Worker`](crate::tasks::Worker): no requests, only the tasks of a shared store.
 ///
 /// The trait is sealed: the transports are the crate's. To serve MCP inside an axum app,
 /// mount [`Server::into_router`] instead.

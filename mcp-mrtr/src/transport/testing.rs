@@ -212,8 +212,8 @@ impl TestClient {
         let request = Request::new(RequestId::from(id), method.into(), Some(Value::Object(params)));
         // None unless the server says otherwise: a test bounds its own time.
         let handler_timeout = self.server.handler_timeout.resolve(None);
-        let transport = Delivery { extensions: extensions.clone(), handler_timeout, ..Delivery::default() };
-        let outcome = self.server.handle(request, Arc::new(meta), transport).await.outcome;
+        let delivery = Delivery { extensions: extensions.clone(), handler_timeout, ..Delivery::default() };
+        let outcome = self.server.handle(request, Arc::new(meta), delivery).await.outcome;
         // The reply is JSON text, as a transport would send it; tests read it as a tree.
         outcome.map(|json| serde_json::from_str(json.as_str()).unwrap_or_default())
     }

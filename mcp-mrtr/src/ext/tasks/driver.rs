@@ -193,8 +193,8 @@ fn replay_of(
         ..RequestMeta::default()
     });
     let id = RequestId::from(record.id());
-    let transport = super::transport_for(record.call.caller.as_ref());
-    let ctx = Ctx::new(id, meta, transport, server.logging, replay.clone(), server.values.clone());
+    let delivery = super::transport_for(record.call.caller.as_ref());
+    let ctx = Ctx::new(id, meta, delivery, server.logging, replay.clone(), server.values.clone());
     let handler = route.run(ctx, record.call.arguments.clone());
     Ok((replay, handler))
 }

@@ -68,12 +68,12 @@ pub(crate) async fn serve(
     method: TaskMethod,
     params: Value,
     meta: &RequestMeta,
-    transport: &Delivery,
+    delivery: &Delivery,
 ) -> Result<JsonObject, Error> {
     crate::intake::capability::missing(&meta.client_capabilities, [Capability::Tasks])?;
     let params: TaskParams =
         serde_json::from_value(params).map_err(|e| Error::invalid_params(format!("Invalid params: {e}")))?;
-    let caller = caller(server, transport);
+    let caller = caller(server, delivery);
     let record = if method == TaskMethod::Update {
         answered(server, &params.task_id, caller.as_deref()).await?
     } else {
@@ -94,8 +94,8 @@ pub(crate) async fn serve(
     match method {
         TaskMethod::Get => Ok(wire::detailed(&record)),
         TaskMethod::Update => {
-            may_answer(server, &record, &RequestView::new(meta, transport))?;
-            update(server, &record, params.input_responses, transport).await
+            may_answer(server, &record, &RequestView::new(meta, delivery))?;
+            update(server, &record, params.input_responses, delivery).await
         }
         TaskMethod::Cancel => cancel(server, &record).await,
     }
@@ -135,7 +135,7 @@ async fn update(
     server: &Runtime<'_>,
     record: &TaskRecord,
     responses: Option<Value>,
-    transport: &Delivery,
+    delivery: &Delivery,
 ) -> Result<JsonObject, Error> {
     let responses = match responses {
         None => JsonObject::new(),
@@ -145,7 +145,7 @@ async fn update(
     // The run that replays the handler once the last question is answered: it takes the
     // lease in the same write, so exactly one instance runs it.
     let run = lease::new_run()?;
-    let answering = super::caller_record(transport);
+    let answering = super::caller_record(delivery);
     // An instance shutting down runs nothing new, nor does a front end whose tasks run on
     // workers: the task is left without a lease (handed back), and another instance (a
     // worker) takes it over at its next look (audit B15).

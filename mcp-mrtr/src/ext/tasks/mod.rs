@@ -173,19 +173,19 @@ impl Tasks {
 }
 
 /// Who a request's client is, for the per-client task bounds (see [`TaskLimits`]).
-pub(crate) fn client_of(transport: &Delivery) -> crate::bounds::fair::ClientId {
-    crate::bounds::fair::ClientId::of(&transport.extensions)
+pub(crate) fn client_of(delivery: &Delivery) -> crate::bounds::fair::ClientId {
+    crate::bounds::fair::ClientId::of(&delivery.extensions)
 }
 
 /// Who is asking: tasks are visible only to the caller that created them. With
 /// [`caller_record`] and [`transport_for`], the one place tasks learn the caller.
-pub(crate) fn caller(server: &Engine, transport: &Delivery) -> Option<String> {
-    server.principal_of(transport)
+pub(crate) fn caller(server: &Engine, delivery: &Delivery) -> Option<String> {
+    server.principal_of(delivery)
 }
 
 /// The authenticated caller of a request, as a task's record keeps it.
-pub(crate) fn caller_record(transport: &Delivery) -> Option<CallerRecord> {
-    let caller = transport.caller()?;
+pub(crate) fn caller_record(delivery: &Delivery) -> Option<CallerRecord> {
+    let caller = delivery.caller()?;
     Some(CallerRecord { id: caller.id().to_owned(), scopes: caller.scopes().map(str::to_owned).collect() })
 }
 
@@ -249,11 +249,11 @@ impl TaskHook for Tasks {
         method: crate::protocol::Method,
         params: serde_json::Value,
         meta: &'a crate::intake::envelope::RequestMeta,
-        transport: &'a Delivery,
+        delivery: &'a Delivery,
     ) -> futures_util::future::BoxFuture<'a, Result<crate::protocol::JsonObject, Error>> {
         Box::pin(async move {
             let method = methods::TaskMethod::of(method).ok_or_else(|| Error::method_not_found(method.name()))?;
-            methods::serve(&Runtime { engine, tasks: self }, method, params, meta, transport).await
+            methods::serve(&Runtime { engine, tasks: self }, method, params, meta, delivery).await
         })
     }
 
@@ -270,10 +270,10 @@ impl TaskHook for Tasks {
             protocol_version: request.meta.protocol_version.clone(),
             client_capabilities: request.meta.client_capabilities.clone(),
             client_info: request.meta.client_info.clone(),
-            caller: caller_record(request.transport),
+            caller: caller_record(request.delivery),
         };
-        let owner = caller(engine, request.transport);
-        let client = client_of(request.transport);
+        let owner = caller(engine, request.delivery);
+        let client = client_of(request.delivery);
         Box::pin(
             async move { driver::call(&Runtime { engine, tasks: self }, call, owner, client, replay, handler).await },
         )

@@ -65,7 +65,7 @@ pub struct Ctx {
 struct CtxInner {
     id: RequestId,
     meta: Arc<RequestMeta>,
-    transport: Delivery,
+    delivery: Delivery,
     logging: bool,
     replay: Arc<Replay>,
     values: StateValues,
@@ -77,12 +77,12 @@ impl Ctx {
     pub(crate) fn new(
         id: RequestId,
         meta: Arc<RequestMeta>,
-        transport: Delivery,
+        delivery: Delivery,
         logging: bool,
         replay: Arc<Replay>,
         values: StateValues,
     ) -> Self {
-        let inner = CtxInner { id, meta, transport, logging, replay, values, resources: None };
+        let inner = CtxInner { id, meta, delivery, logging, replay, values, resources: None };
         Self { inner: Arc::new(inner) }
     }
 
@@ -369,7 +369,7 @@ impl Ctx {
     /// [`ResourceServer`](crate::auth::ResourceServer), `Authorization` is not among them
     /// unless it [passes the token to handlers](crate::auth::ResourceServer::pass_token_to_handlers).
     pub fn http_headers(&self) -> Option<&HeaderMap> {
-        self.inner.transport.headers.as_deref()
+        self.inner.delivery.headers.as_deref()
     }
 
     /// The authenticated caller, when an authentication layer established one.
@@ -394,13 +394,13 @@ impl Ctx {
     /// # }
     /// ```
     pub fn caller(&self) -> Option<&Caller> {
-        self.inner.transport.caller()
+        self.inner.delivery.caller()
     }
 
     /// A value the application's HTTP middleware attached to the request (`None` on
     /// stdio, or when no middleware set one of type `T`).
     pub fn extension<T: Send + Sync + 'static>(&self) -> Option<&T> {
-        self.inner.transport.extensions.get::<T>()
+        self.inner.delivery.extensions.get::<T>()
     }
 
     /// The application state of type `T` the server was given with
@@ -498,7 +498,7 @@ impl Ctx {
     ///
     /// `key` is the ask's key: the name of the `let` it is bound to, or its `key = "…"`.
     pub async fn complete_url_elicitation(&self, key: &str) {
-        let complete = self.inner.transport.bridge.as_ref().and_then(|bridge| bridge.url_complete(key));
+        let complete = self.inner.delivery.bridge.as_ref().and_then(|bridge| bridge.url_complete(key));
         if let Some(notification) = complete {
             self.send(notification).await;
         }
@@ -509,7 +509,7 @@ impl Ctx {
     }
 
     async fn send(&self, notification: Notification) {
-        if let Some(notifier) = &self.inner.transport.notifier {
+        if let Some(notifier) = &self.inner.delivery.notifier {
             // A closed channel means the client is gone; the request is being cancelled.
             let _ = notifier.send(Box::new(Outgoing::Notification(notification))).await;
         }

@@ -50,7 +50,7 @@ pub(super) async fn serve_request(
     } else {
         (None, None)
     };
-    let transport = Delivery {
+    let delivery = Delivery {
         notifier,
         headers: Some(if listen { owned(&head.headers) } else { head.headers.clone() }),
         extensions: head.extensions.clone(),
@@ -60,11 +60,11 @@ pub(super) async fn serve_request(
     let server = endpoint.server.clone();
     let keep_alive = server.keep_alive();
     if listen && session.is_none() {
-        let (reply, handoff) = listen_reply(head, server, request, meta, transport);
+        let (reply, handoff) = listen_reply(head, server, request, meta, delivery);
         return respond(Era::Modern, reply, notes, keep_alive, handoff).await;
     }
     let id = request.id.clone();
-    let reply = run(server, request, meta, transport, held, place);
+    let reply = run(server, request, meta, delivery, held, place);
     match session {
         None => respond(Era::Modern, Box::pin(reply.map(Some)), notes, keep_alive, None).await,
         Some(session) => {
@@ -142,12 +142,12 @@ async fn run(
     server: Arc<Engine>,
     request: Request,
     meta: Arc<RequestMeta>,
-    transport: Delivery,
+    delivery: Delivery,
     held: (Option<OwnedSemaphorePermit>, Option<SlotLease>),
     place: Option<Held>,
 ) -> Reply {
     let id = request.id.clone();
-    let handled = run_holding(held, server.handle(request, meta, transport));
+    let handled = run_holding(held, server.handle(request, meta, delivery));
     let Some(place) = place else { return handled.await };
     tokio::select! {
         reply = handled => reply,
@@ -165,12 +165,12 @@ fn listen_reply(
     server: Arc<Engine>,
     request: Request,
     meta: Arc<RequestMeta>,
-    transport: Delivery,
+    delivery: Delivery,
 ) -> (BoxFuture<'static, Option<Reply>>, Option<Arc<handoff::Handoff>>) {
     let (listening, handoff) = super::serve::Connection::listening(&head.extensions);
     let reply = async move {
         let _listening = listening;
-        Some(server.handle(request, meta, transport).await)
+        Some(server.handle(request, meta, delivery).await)
     };
     (Box::pin(reply), handoff)
 }

@@ -46,9 +46,9 @@ pub(super) async fn serve(endpoint: &Endpoint, head: &Head, request: Request) ->
         Err((status, error)) => return json_response(status, error_message(Some(request.id), &error)),
     };
     session.mark_used();
-    let transport =
+    let delivery =
         Delivery { headers: Some(head.headers.clone()), extensions: head.extensions.clone(), ..Delivery::default() };
-    if let Some(outcome) = legacy::utility(&endpoint.server, &endpoint.sessions, &session, &request, &transport) {
+    if let Some(outcome) = legacy::utility(&endpoint.server, &endpoint.sessions, &session, &request, &delivery) {
         return match outcome {
             Ok(result) => {
                 json_response(200, Outgoing::Result { id: request.id, result: ResultJson::from_value(&result) })
@@ -153,7 +153,7 @@ fn changes(endpoint: &Endpoint, session: &Arc<Session>, request: HttpRequest) ->
     let (notifier, notes) = tokio::sync::mpsc::channel(32);
     let (session, keep_alive) = (session.clone(), server.keep_alive());
     let (listening, handoff) = super::serve::Connection::listening(&parts.extensions);
-    let transport = Delivery {
+    let delivery = Delivery {
         headers: Some(super::call::owned(&parts.headers)),
         extensions: Arc::new(parts.extensions),
         ..Delivery::default()
@@ -162,9 +162,9 @@ fn changes(endpoint: &Endpoint, session: &Arc<Session>, request: HttpRequest) ->
     let stream = async move {
         let _listening = listening;
         let meta = legacy::stream_meta(&session);
-        let view = RequestView::new(&meta, &transport);
+        let view = RequestView::new(&meta, &delivery);
         let stop = async {
-            tokio::select! { () = ended => {}, () = Draining::of(&transport.extensions) => {} }
+            tokio::select! { () = ended => {}, () = Draining::of(&delivery.extensions) => {} }
         };
         legacy::relay(&server, &session, &view, hearing, &notifier, stop, legacy::Carrier::Get).await;
     };

@@ -109,7 +109,7 @@ pub(crate) fn utility(
     sessions: &Sessions,
     session: &Arc<Session>,
     request: &Request,
-    transport: &Delivery,
+    delivery: &Delivery,
 ) -> Option<Result<Value, Error>> {
     let params = request.params.as_ref();
     Some(match request.known? {
@@ -123,7 +123,7 @@ pub(crate) fn utility(
             })
             .ok_or_else(|| Error::invalid_params("logging/setLevel needs a valid level")),
         Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => {
-            updates::subscribe(server, sessions, session, request, transport)
+            updates::subscribe(server, sessions, session, request, delivery)
         }
         _ => return None,
     })

@@ -41,7 +41,7 @@ pub(crate) fn subscribe(
     sessions: &Sessions,
     session: &Arc<Session>,
     request: &Request,
-    transport: &Delivery,
+    delivery: &Delivery,
 ) -> Result<Value, Error> {
     let method = request.method.as_str();
     let uri = request
@@ -61,7 +61,7 @@ pub(crate) fn subscribe(
         )));
     }
     let meta = super::meta(session, request);
-    let view = RequestView::new(&meta, transport);
+    let view = RequestView::new(&meta, delivery);
     server
         .reach_resource(&server.catalog(), &view, uri)
         .map_err(|refused| refused.or_unknown(|| Error::resource_not_found(uri)))?;

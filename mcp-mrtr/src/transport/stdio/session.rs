@@ -214,7 +214,7 @@ impl StdioSession {
         let bridge =
             session.map(|session| Arc::new(SessionBridge::new(session)) as Arc<dyn crate::mrtr::context::Bridge>);
         let (note_tx, mut note_rx) = mpsc::channel(16);
-        let transport = Delivery {
+        let delivery = Delivery {
             notifier: Some(note_tx),
             headers: None,
             extensions: self.extensions.clone(),
@@ -223,7 +223,7 @@ impl StdioSession {
         };
         // Reap finished requests, so a long connection does not collect them.
         while self.tasks.try_join_next().is_some() {}
-        let reply = self.in_flight.track(id, async move { server.handle(request, meta, transport).await });
+        let reply = self.in_flight.track(id, async move { server.handle(request, meta, delivery).await });
         self.tasks.spawn(async move {
             // Held until the answer is queued: a request counts while it runs and while
             // its answer waits for the client to read.
@@ -269,8 +269,8 @@ impl StdioSession {
             return Ok(Opened::Answered(result));
         }
         let session = self.legacy.clone().ok_or_else(|| Error::invalid_request("send initialize first"))?;
-        let transport = Delivery { extensions: self.extensions.clone(), ..Delivery::default() };
-        if let Some(outcome) = legacy::utility(&self.server, &self.sessions, &session, request, &transport) {
+        let delivery = Delivery { extensions: self.extensions.clone(), ..Delivery::default() };
+        if let Some(outcome) = legacy::utility(&self.server, &self.sessions, &session, request, &delivery) {
             return outcome.map(Opened::Answered);
         }
         Ok(Opened::Dispatch(Arc::new(legacy::meta(&session, request)), Some(session)))
@@ -289,8 +289,8 @@ impl StdioSession {
         let (notifier, mut notes) = mpsc::channel(16);
         self.tasks.spawn(async move {
             let meta = legacy::stream_meta(&session);
-            let transport = Delivery { extensions: extensions.clone(), ..Delivery::default() };
-            let view = crate::routes::catalog::RequestView::new(&meta, &transport);
+            let delivery = Delivery { extensions: extensions.clone(), ..Delivery::default() };
+            let view = crate::routes::catalog::RequestView::new(&meta, &delivery);
             let ended = session.open_stream(hearing.release_early());
             let stop = async move {
                 tokio::select! { () = ended => {}, () = Draining::of(&extensions) => {} }
