@@ -117,7 +117,7 @@ impl Engine {
     pub(crate) fn callable_tool(&self, view: &RequestView<'_>, name: &str) -> Result<Arc<ToolRoute>, Error> {
         let route =
             self.reach_tool(view, name).map_err(|refused| refused.or_unknown(|| Error::unknown("tool", name)))?;
-        if crate::routes::apps::app_only(&route.tool) && !Capability::Apps.is_declared_in(view.client_capabilities()) {
+        if crate::routes::apps::app_only(&route) && !Capability::Apps.is_declared_in(view.client_capabilities()) {
             let why = format!(
                 "{}: only an app may call it, and this client did not declare the {} extension",
                 Error::unknown("tool", name).message(),

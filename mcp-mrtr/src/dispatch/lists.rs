@@ -67,7 +67,7 @@ impl Engine {
             view,
             |r| {
                 let runs = !shown.session || r.task != TaskSupport::Required;
-                let callable = shown.apps || !apps::app_only(&r.tool);
+                let callable = shown.apps || !apps::app_only(r);
                 (runs && callable).then_some((Item::Tool(&r.tool), &r.tool))
             },
             |tool| if shown.apps { Cow::Borrowed(tool) } else { apps::without_app(tool) },

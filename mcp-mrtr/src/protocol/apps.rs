@@ -179,7 +179,7 @@ pub enum Visibility {
 
 impl Visibility {
     /// As the wire writes it: `["model", "app"]`, `["model"]`, `["app"]`.
-    pub fn as_json(self) -> Value {
+    pub(crate) fn as_json(self) -> Value {
         match self {
             Self::ModelAndApp => serde_json::json!(["model", "app"]),
             Self::Model => serde_json::json!(["model"]),
@@ -189,7 +189,7 @@ impl Visibility {
 
     /// Read from `_meta.ui.visibility` of a tool: absent means both; an array without
     /// `"model"` keeps the tool from the model.
-    pub fn of_tool_meta(meta: Option<&JsonObject>) -> Self {
+    pub(crate) fn of_tool_meta(meta: Option<&JsonObject>) -> Self {
         let Some(listed) = meta.and_then(|meta| meta.get("ui")).and_then(|ui| ui.get("visibility")) else {
             return Self::ModelAndApp;
         };

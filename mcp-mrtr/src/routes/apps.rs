@@ -197,6 +197,7 @@ impl ToolRoute {
     /// too, which are not shown it and cannot call it.
     pub fn visibility(mut self, visibility: Visibility) -> Self {
         self.ui_meta().insert("visibility".into(), visibility.as_json());
+        self.visibility = visibility;
         self
     }
 
@@ -210,9 +211,9 @@ impl ToolRoute {
     }
 }
 
-/// Whether only an app may call `tool`.
-pub(crate) fn app_only(tool: &Tool) -> bool {
-    Visibility::of_tool_meta(tool.meta.as_ref()) == Visibility::App
+/// Whether only an app may call `route`'s tool.
+pub(crate) fn app_only(route: &ToolRoute) -> bool {
+    route.visibility == Visibility::App
 }
 
 /// `tool` as a client without the extension is shown it: without `_meta.ui`.

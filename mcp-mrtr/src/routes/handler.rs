@@ -132,6 +132,9 @@ pub struct ToolRoute {
     /// Why registration refuses the route (a form type that cannot be a form, a structured
     /// result that is not an object), found when the macro's route was built.
     pub(crate) unfit: Option<String>,
+    /// Who may call it (`_meta.ui.visibility`), typed once when the route is built rather
+    /// than read back from the JSON on every call.
+    pub(crate) visibility: crate::protocol::apps::Visibility,
 }
 
 impl ToolRoute {

@@ -42,7 +42,10 @@ impl Tool {
             Box::pin(async move { Ok(fut?.await?.into_tool_result()) })
         });
         let unfit = unfit_output(&self);
+        // A tool built by hand may carry `_meta.ui` already: read it here, once.
+        let visibility = crate::protocol::apps::Visibility::of_tool_meta(self.meta.as_ref());
         ToolRoute {
+            visibility,
             tool: self,
             call,
             requires: Requires::default(),
