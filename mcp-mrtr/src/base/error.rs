@@ -449,6 +449,13 @@ impl Chained {
         &self.message
     }
 
+    /// The same error, its message followed by `context` in parentheses.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn with_context(mut self, context: &str) -> Self {
+        self.message = format!("{} ({context})", self.message);
+        self
+    }
+
     pub(crate) fn cause(&self) -> Option<&(dyn std::error::Error + 'static)> {
         self.cause.as_deref().map(|cause| cause as &(dyn std::error::Error + 'static))
     }

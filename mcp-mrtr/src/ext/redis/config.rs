@@ -67,6 +67,28 @@ enum Place {
     Cluster(Vec<String>),
 }
 
+impl RedisConfig {
+    /// Where this config connects, for an error message: the addresses without a login
+    /// (a URL's `user:password@` is left out).
+    pub(super) fn whereabouts(&self) -> String {
+        let bare = |url: &str| match url.split_once("://") {
+            Some((scheme, rest)) => format!("{scheme}://{}", rest.rsplit_once('@').map_or(rest, |(_, host)| host)),
+            None => url.rsplit_once('@').map_or(url, |(_, host)| host).to_owned(),
+        };
+        match &self.place {
+            Place::Url(url) => bare(url),
+            Place::Sentinel { master, sentinels } => {
+                let sentinels: Vec<String> = sentinels.iter().map(|s| bare(s)).collect();
+                format!("master {master:?} through the sentinels {}", sentinels.join(", "))
+            }
+            Place::Cluster(seeds) => {
+                let seeds: Vec<String> = seeds.iter().map(|s| bare(s)).collect();
+                format!("the cluster at {}", seeds.join(", "))
+            }
+        }
+    }
+}
+
 impl std::fmt::Debug for RedisConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The URL may hold a password and the key is a secret: neither is printed.
@@ -247,5 +269,19 @@ fn default_crypto() {
         #[allow(deprecated, reason = "ring is the provider the redis feature compiles; see above")]
         let provider = rustls::crypto::ring::default_provider();
         let _ = provider.install_default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_names_where_it_connected_without_the_login() {
+        let url = RedisConfig::url("redis://app:s3cret@10.0.0.5:6379/2");
+        assert_eq!(url.whereabouts(), "redis://10.0.0.5:6379/2");
+        let cluster = RedisConfig::cluster(["rediss://u:p@a:7000", "rediss://b:7001"]);
+        assert_eq!(cluster.whereabouts(), "the cluster at rediss://a:7000, rediss://b:7001");
+        assert!(!format!("{:?}", url.whereabouts()).contains("s3cret"));
     }
 }

@@ -66,10 +66,14 @@ impl Redis {
     /// Keys start with `mcp-mrtr:`; see [`prefix`](Self::prefix) to share one Redis
     /// between several servers.
     pub async fn connect(config: impl Into<RedisConfig>) -> Result<Self, StoreError> {
-        let mut connection = config.into().link().await?;
+        let config = config.into();
+        // The error names where it tried (without a login): "connection refused" alone
+        // does not say which of an application's addresses was wrong.
+        let at = |error: StoreError| error.at(&config.whereabouts());
+        let mut connection = config.link().await.map_err(at)?;
         // A connection is not yet a login: a wrong password or an ACL user without the
         // stores' commands shows here, at start-up, rather than at the first request.
-        redis::cmd("PING").query_async::<()>(&mut connection).await.map_err(unreachable)?;
+        redis::cmd("PING").query_async::<()>(&mut connection).await.map_err(|e| at(unreachable(e)))?;
         Ok(Self { connection, prefix: "mcp-mrtr:".to_owned() })
     }
 

@@ -307,6 +307,12 @@ impl StoreError {
     pub fn caused_by(message: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static) -> Self {
         Self(Chained::caused_by(message, source))
     }
+
+    /// The same error, saying where it happened (an address, without its login).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn at(self, place: &str) -> Self {
+        Self(self.0.with_context(place))
+    }
 }
 
 impl fmt::Display for StoreError {
