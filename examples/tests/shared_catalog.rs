@@ -36,7 +36,7 @@ fn fleet_keys() -> StateConfig {
 
 /// Serves a server on the Redis at `url` on a port of its own, on `runtime`.
 fn serve(runtime: &tokio::runtime::Runtime, url: &str, share: bool) -> (CatalogHandle, SocketAddr) {
-    runtime.block_on(async {
+    let served = runtime.block_on(async {
         let redis = mcp_mrtr::redis::Redis::connect(url).await.expect("redis");
         let fanout = redis.change_fanout().await.expect("a change fanout");
         let listen = Subscriptions::default().fanout(fanout).share_catalog_changes(share);
@@ -47,7 +47,12 @@ fn serve(runtime: &tokio::runtime::Runtime, url: &str, share: bool) -> (CatalogH
         let addr = listener.local_addr().unwrap();
         tokio::spawn(server.serve(mcp_mrtr::http::Http::listener(listener)));
         (handle, addr)
-    })
+    });
+    // Serving starts the relay that shares this instance's edits: an edit made before the
+    // spawned task got that far would stay on this instance, so wait for an answer.
+    let (handle, addr) = served;
+    let _ = tool_names(addr);
+    (handle, addr)
 }
 
 fn rpc(addr: SocketAddr, method: &str, params: Value) -> Value {
