@@ -1,5 +1,5 @@
 //! Foundations: errors and their codes, small codecs (hex, URI templates, form schemas,
-//! tools' generated schemas, kept arguments), random ids, who the caller is, deadlines and the in-flight count. Names only
+//! tools' generated schemas, kept arguments), who the caller is, deadlines and the in-flight count. Names only
 //! `protocol`.
 
 pub(crate) mod caller;
@@ -9,6 +9,5 @@ pub(crate) mod form_schema;
 pub(crate) mod hex;
 pub(crate) mod inflight;
 pub(crate) mod kept_arguments;
-pub(crate) mod random;
 pub(crate) mod tool_schema;
 pub(crate) mod uri_template;

@@ -204,7 +204,7 @@ pub(crate) fn transport_for(caller: Option<&CallerRecord>) -> Delivery {
 /// 128 random bits as hex: task ids must not be guessable.
 fn new_task_id() -> Result<String, Error> {
     let mut bytes = [0u8; 16];
-    crate::base::random::fill(&mut bytes).map_err(|e| Error::internal(format!("no randomness for a task id: {e}")))?;
+    getrandom::fill(&mut bytes).map_err(|e| Error::internal(format!("no randomness for a task id: {e}")))?;
     Ok(crate::base::hex::encode(&bytes))
 }
 

@@ -217,7 +217,7 @@ impl CallId {
 
     fn random() -> Result<Self, crate::base::error::Error> {
         let mut bytes = [0u8; 16];
-        crate::base::random::fill(&mut bytes)
+        getrandom::fill(&mut bytes)
             .map_err(|e| crate::base::error::Error::internal(format!("no randomness for a call id: {e}")))?;
         Ok(Self(bytes))
     }

@@ -209,7 +209,7 @@ impl Session {
 /// 128 random bits as hex: unguessable, and visible ASCII as the session header requires.
 pub(super) fn random_id() -> Result<String, Error> {
     let mut bytes = [0u8; 16];
-    crate::base::random::fill(&mut bytes).map_err(|e| Error::internal(format!("no randomness for an id: {e}")))?;
+    getrandom::fill(&mut bytes).map_err(|e| Error::internal(format!("no randomness for an id: {e}")))?;
     Ok(crate::base::hex::encode(&bytes))
 }
 
