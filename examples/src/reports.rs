@@ -79,7 +79,7 @@ pub async fn monthly_report(
     let sections: Sections = ask!(elicit format!("What should the {month} report for {team} cover?"))?;
     let reserved = once!(receipt("reserved"));
     ctx.continue_as_task().await;
-    ctx.progress(1.0, Some(3.0), Some(&format!("{reserved}: compiling"))).await;
+    ctx.progress(1.0).of(3.0).message(format!("{reserved}: compiling")).await;
     // Compiling: a real report would query the month's data here.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let sections: Vec<String> = [("costs", sections.costs), ("incidents", sections.incidents)]
@@ -87,7 +87,7 @@ pub async fn monthly_report(
         .filter(|(_, wanted)| *wanted)
         .map(|(name, _)| name.to_owned())
         .collect();
-    ctx.progress(2.0, Some(3.0), Some(&format!("{reserved}: compiled {}", sections.join(", ")))).await;
+    ctx.progress(2.0).of(3.0).message(format!("{reserved}: compiled {}", sections.join(", "))).await;
     let publish: Publish = ask!(elicit format!("The {month} report for {team} is ready. Publish it?"))?;
     let published = if publish.publish {
         let key = ctx.step_key("published")?;

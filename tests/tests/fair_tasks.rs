@@ -36,7 +36,7 @@ async fn quick(
 ) -> Result<String, ToolError> {
     ctx.continue_as_task().await;
     tokio::time::sleep(Duration::from_millis(20)).await;
-    ctx.progress(1.0, Some(1.0), Some("almost")).await;
+    ctx.progress(1.0).of(1.0).message("almost").await;
     Ok(format!("quick {label}"))
 }
 

@@ -183,7 +183,7 @@ async fn closing_the_stream_cancels_the_handler_and_the_server_carries_on() {
             let guard = DropFlag(flag.clone());
             async move {
                 let _guard = guard;
-                ctx.progress(1.0, None, Some("started")).await;
+                ctx.progress(1.0).message("started").await;
                 tokio::time::sleep(Duration::from_mins(1)).await;
                 Ok::<_, ToolError>("finished")
             }

@@ -161,7 +161,7 @@ async fn a_stream_nobody_reads_is_dropped_and_its_handler_cancelled() {
             let _guard = guard;
             let page = "x".repeat(16 * 1024);
             for n in 1..=100_000u32 {
-                ctx.progress(f64::from(n), None, Some(&page)).await;
+                ctx.progress(f64::from(n)).message(page.as_str()).await;
                 count.fetch_add(1, Ordering::SeqCst);
             }
             Ok::<_, ToolError>("never reached")

@@ -216,14 +216,14 @@ async fn tampered_and_misdirected_states_are_one_uniform_error() {
 /// Reports progress and logs around two asks: a replay reaches the earlier ones again.
 #[tool]
 async fn reported(ctx: &Ctx) -> Result<String, ToolError> {
-    ctx.progress(1.0, Some(3.0), Some("started")).await;
+    ctx.progress(1.0).of(3.0).message("started").await;
     ctx.log(LoggingLevel::Info, None, "looking things up").await;
     let name: Name = ask!(elicit "Name?")?;
-    ctx.progress(2.0, Some(3.0), Some("named")).await;
+    ctx.progress(2.0).of(3.0).message("named").await;
     let color: Color = ask!(elicit "Colour?")?;
     // A handler that reports less than before must not move the client's bar back.
-    ctx.progress(1.5, Some(3.0), Some("rechecking")).await;
-    ctx.progress(3.0, Some(3.0), Some("done")).await;
+    ctx.progress(1.5).of(3.0).message("rechecking").await;
+    ctx.progress(3.0).of(3.0).message("done").await;
     Ok(format!("{} {}", name.name, color.color))
 }
 

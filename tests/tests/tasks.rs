@@ -85,7 +85,7 @@ async fn fails(how: String) -> Result<String, ToolError> {
 #[tool(task = "optional")]
 async fn with_status(ctx: &Ctx) -> Result<String, ToolError> {
     tokio::time::sleep(Duration::from_millis(10)).await;
-    ctx.progress(1.0, Some(2.0), Some("halfway")).await;
+    ctx.progress(1.0).of(2.0).message("halfway").await;
     ctx.continue_as_task().await;
     let _finish: Confirm = ask!(elicit "Finish?")?;
     Ok("finished".into())

@@ -42,7 +42,7 @@ async fn report(ctx: &Ctx, role: State<Role>, team: String) -> Result<String, To
     let number = once!(RESERVED.fetch_add(1, Ordering::SeqCst));
     let reserved_on = once!(place.to_owned());
     ctx.continue_as_task().await;
-    ctx.progress(1.0, None, Some(&format!("report {number} compiling on the {place}"))).await;
+    ctx.progress(1.0).message(format!("report {number} compiling on the {place}")).await;
     let publish: Publish = ask!(elicit format!("Publish report {number}?"))?;
     Ok(format!(
         "report {number} for {team} (costs: {}) reserved on the {reserved_on}, ran on the {place}, published: {}",
@@ -55,7 +55,7 @@ async fn report(ctx: &Ctx, role: State<Role>, team: String) -> Result<String, To
 async fn long_job(ctx: &Ctx, role: State<Role>, seconds: u64) -> Result<String, ToolError> {
     let place = role.0 .0;
     ctx.continue_as_task().await;
-    ctx.progress(0.0, None, Some(&format!("working on the {place}"))).await;
+    ctx.progress(0.0).message(format!("working on the {place}")).await;
     tokio::time::sleep(Duration::from_secs(seconds)).await;
     Ok(format!("done on the {place}"))
 }
@@ -67,7 +67,7 @@ static CANCELLED_DROPPED: AtomicBool = AtomicBool::new(false);
 async fn cancellable_job(ctx: &Ctx) -> Result<String, ToolError> {
     ctx.continue_as_task().await;
     let _dropped = DropFlag(&CANCELLED_DROPPED);
-    ctx.progress(0.0, None, Some("working")).await;
+    ctx.progress(0.0).message("working").await;
     tokio::time::sleep(Duration::from_secs(30)).await;
     Ok("done".into())
 }

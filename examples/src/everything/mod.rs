@@ -249,7 +249,7 @@ async fn with_progress(ctx: Ctx, _args: NoArgs) -> Result<String, ToolError> {
         if step > 0.0 {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        ctx.progress(step, Some(100.0), None).await;
+        ctx.progress(step).of(100.0).await;
     }
     Ok("Progress complete".into())
 }

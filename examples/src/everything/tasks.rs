@@ -69,7 +69,11 @@ async fn work(ctx: &Ctx, total: Duration, every: Duration, progress: impl Fn(Dur
         tokio::time::sleep(step).await;
         done += step;
         let (value, of, message) = progress(done);
-        ctx.progress(value, of, Some(&message)).await;
+        let report = ctx.progress(value).message(message);
+        match of {
+            Some(total) => report.of(total).await,
+            None => report.await,
+        }
     }
 }
 
@@ -145,7 +149,7 @@ pub async fn test_durable_task(
     let total = duration(seconds, 600)?;
     ctx.continue_as_task().await;
     let ticket = once!(receipt("ticket"));
-    ctx.progress(1.0, None, Some(&format!("opened {ticket}; waiting for approval"))).await;
+    ctx.progress(1.0).message(format!("opened {ticket}; waiting for approval")).await;
     let approval: Approval = ask!(elicit format!("Approve {ticket}?"))?;
     if !approval.approve {
         return Ok(format!("{ticket} rejected"));

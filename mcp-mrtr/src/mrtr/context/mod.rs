@@ -25,9 +25,11 @@ use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel, Notifica
 
 mod by_hand;
 mod delivery;
+mod progress;
 mod resources;
 pub use self::by_hand::{InputRequired, Suspend};
 pub(crate) use self::delivery::{Bridge, Delivery, ANSWER_TIMEOUT};
+pub use self::progress::Progress;
 pub(crate) use self::resources::{Readable, ResourceAccess};
 
 /// The request context handed to every tool, prompt and resource handler.
@@ -409,18 +411,8 @@ impl Ctx {
         self.inner.values.get::<T>()
     }
 
-    /// Reports progress, if the request asked for it (`_meta.progressToken`).
-    ///
-    /// Progress must increase: a value not above the last one sent is dropped, as are
-    /// all values when the request carried no token or the client went away. Across the
-    /// rounds of a call, progress a replay reaches again was sent in an earlier round and
-    /// is not sent twice, and the last value sent is carried in the request state, so a
-    /// client's progress never restarts (see the replay guide). The same holds for
-    /// [`log`](Self::log).
-    ///
-    /// In a task, progress is not sent (the extension has no progress notifications):
-    /// it becomes the task's `statusMessage` on `tasks/get` instead, the message if
-    /// there is one, else `progress/total`.
+    /// Reports how far the call has got: `ctx.progress(2.0).of(3.0).message("compiling").await`.
+    /// See [`Progress`] for what is sent, and when it is dropped.
     ///
     /// ```
     /// use mcp_mrtr::prelude::*;
@@ -430,38 +422,14 @@ impl Ctx {
     /// async fn import(ctx: &Ctx, rows: u32) -> Result<String, ToolError> {
     ///     for done in (0..=rows).step_by(100).skip(1) {
     ///         // import the next 100 rows here, then say how far it got
-    ///         ctx.progress(f64::from(done), Some(f64::from(rows)), Some("importing")).await;
+    ///         ctx.progress(f64::from(done)).of(f64::from(rows)).message("importing").await;
     ///     }
     ///     Ok(format!("imported {rows} rows"))
     /// }
     /// # let _ = Server::new("import", "1.0.0").tool(import);
     /// ```
-    pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        if let Some(log) = self.inner.replay.task_log() {
-            let text = match (message, total) {
-                (Some(message), _) => message.to_owned(),
-                (None, Some(total)) => format!("{progress}/{total}"),
-                (None, None) => progress.to_string(),
-            };
-            return log.status(text).await;
-        }
-        let replay = &self.inner.replay;
-        if !replay.notification_is_new() {
-            return;
-        }
-        let Some(token) = &self.inner.meta.progress_token else { return };
-        if !replay.progress_advances(progress) {
-            tracing::debug!(progress, "dropping progress that does not increase");
-            return;
-        }
-        let mut params = json!({ "progressToken": token, "progress": progress });
-        if let Some(total) = total {
-            params["total"] = json!(total);
-        }
-        if let Some(message) = message {
-            params["message"] = json!(message);
-        }
-        self.notify("notifications/progress", params).await;
+    pub fn progress(&self, progress: f64) -> Progress<'_> {
+        Progress::new(self, progress)
     }
 
     /// Sends a log message, if the server enabled logging and the request opted in at
@@ -504,7 +472,7 @@ impl Ctx {
         }
     }
 
-    async fn notify(&self, method: &str, params: Value) {
+    pub(super) async fn notify(&self, method: &str, params: Value) {
         self.send(Notification { method: method.to_owned(), params }).await;
     }
 
