@@ -5,16 +5,12 @@
 //! runs the fixture with it (`MCP_MRTR_BENCH_ROUND_TRIP`) to show how much of the Redis
 //! store's cost is the wait and how much is the store's own work.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
-use mcp_mrtr::tasks::{MemoryTaskStore, StoreError, TaskRecord, TaskStore};
+use mcp_mrtr::tasks::{BoxFuture, MemoryTaskStore, StoreError, TaskRecord, TaskStore};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The in-memory store, one Redis round trip before each call.
 pub struct RoundTripStore {

@@ -62,6 +62,9 @@ pub(crate) use running::Running;
 pub(crate) use worker::work;
 pub use worker::Worker;
 
+/// The future a [`TaskStore`] returns (a re-export of `futures_util`'s), so a store of your
+/// own needs no other crate to name it.
+pub use futures_util::future::BoxFuture;
 pub(crate) use store::{CallerRecord, TaskCall};
 pub use store::{StoreError, TaskRecord, TaskStatus, TaskStore};
 

@@ -71,6 +71,9 @@ use std::fmt;
 use std::sync::{Arc, Once};
 use std::time::{Duration, SystemTime};
 
+/// The future a [`StateGuard`] returns (a re-export of `futures_util`'s), so a guard of your
+/// own needs no other crate to name it.
+pub use futures_util::future::BoxFuture;
 pub use guard::{Claim, Consumed, MemoryGuard, StateGuard};
 pub use keys::{KeyError, KeyRing, StateKey};
 pub(crate) use presented::{Presented, SingleUse};
