@@ -10,6 +10,7 @@ mod deploy;
 mod everything_stdio;
 mod held_memory;
 mod instances;
+mod lambda_events;
 mod legacy_subscriptions;
 mod many_instances;
 mod notes;

@@ -7,7 +7,9 @@
 //! invocation's event into the request it answers. What cannot live in a function that
 //! serves one request at a time is refused plainly: 2025-11-25 sessions (`-32022`, naming
 //! 2026-07-28), `subscriptions/listen` (`-32601`, with why), and a session's `GET`/`DELETE`
-//! (405). See the serverless part of the [many instances guide](crate::guide::many_instances).
+//! (405). A request is routed by the path the function was mounted at, whatever stage or
+//! custom domain's base path API Gateway puts in front of it (`mounted.rs`). See the
+//! serverless part of the [many instances guide](crate::guide::many_instances).
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -25,6 +27,8 @@ use crate::server::Server;
 use crate::transport::http::HttpConfig;
 use crate::transport::serve::sealed::Sealed;
 use crate::transport::serve_error::ServeError;
+
+mod mounted;
 
 /// What the Lambda runtime sets in every function's environment: without it, this
 /// process is not a Lambda function (and `lambda_http` would panic).
@@ -125,7 +129,7 @@ impl Service<lambda_http::Request> for Handler {
     fn call(&mut self, request: lambda_http::Request) -> Self::Future {
         let mut router = self.router.clone();
         Box::pin(async move {
-            let Ok(response) = router.call(with_client_address(request)).await;
+            let Ok(response) = router.call(mounted::as_mounted(with_client_address(request))).await;
             let (parts, body) = response.into_parts();
             let bytes = body.collect().await.map_err(io::Error::other)?.to_bytes();
             // JSON and SSE are text, and go as text; anything else as bytes.
