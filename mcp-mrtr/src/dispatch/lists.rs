@@ -1,5 +1,5 @@
 //! The `*/list` pages and the `server/discover` body, as one request sees them through
-//! the visibility filter, prepared once per catalog generation (`live::Prepared`).
+//! the visibility filter, prepared once per catalog generation (`catalog::Prepared`).
 //!
 //! A cursor names the position (registration sequence) of the last entry sent, never an
 //! index: entries keep their positions while others come and go, so paging through a

@@ -113,7 +113,7 @@ impl<T> fmt::Debug for State<T> {
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
-/// // Over HTTP a middleware layered on `server.into_router()` inserts it into the
+/// // Over HTTP a middleware layered on `server.into_router(config)?` inserts it into the
 /// // request's extensions; here the test client stands in.
 /// let client = TestClient::new(Server::new("saas", "1.0.0").tool(whoami))
 ///     .with_extension(Tenant("acme".into()));

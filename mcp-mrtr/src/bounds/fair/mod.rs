@@ -12,7 +12,7 @@
 //! - [`ByteShares`] (in `bytes`): bytes per client against a total and a share, for pools
 //!   whose holders differ in size (a session's resource subscriptions).
 //!
-//! The pools themselves live with what they bound (listen streams in `live`, bridge waits
+//! The pools themselves live with what they bound (listen streams in `catalog`, bridge waits
 //! and subscriptions in `legacy`, tasks in `tasks`); this module is only the policy they
 //! share.
 

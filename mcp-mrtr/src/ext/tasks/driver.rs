@@ -193,7 +193,7 @@ fn replay_of(
         ..RequestMeta::default()
     });
     let id = RequestId::from(record.id());
-    let delivery = super::transport_for(record.call.caller.as_ref());
+    let delivery = super::delivery_for(record.call.caller.as_ref());
     let ctx = Ctx::new(id, meta, delivery, server.logging, replay.clone(), server.values.clone());
     let handler = route.run(ctx, record.call.arguments.clone());
     Ok((replay, handler))

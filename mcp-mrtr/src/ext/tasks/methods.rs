@@ -130,7 +130,7 @@ fn may_answer(server: &Runtime<'_>, record: &TaskRecord, view: &RequestView<'_>)
 
 /// Journals the answers to open questions; unknown, answered or late keys are ignored.
 /// When the last open question is answered, the handler is replayed, as the caller of
-/// `transport` (who answered).
+/// `delivery` (who answered).
 async fn update(
     server: &Runtime<'_>,
     record: &TaskRecord,

@@ -26,8 +26,8 @@
 //
 // Bounds (a total and a share per client, as for every pool; [`TaskLimits`]):
 // `admission` decides whether a client may create one more task (a rate and live caps,
-// per client and in all); `arguments` keeps only
-// what the tool's argument type reads, within a size cap; runs take a slot of their
+// per client and in all); `base::kept_arguments` keeps only what the tool's argument type
+// reads, within a size cap (`limits::check_arguments`); runs take a slot of their
 // own and have a time limit (`driver`); status messages are coalesced (`status`); a
 // finished record drops its inputs and is kept for a shorter time (`store`).
 
@@ -181,7 +181,7 @@ pub(crate) fn client_of(delivery: &Delivery) -> crate::bounds::fair::ClientId {
 }
 
 /// Who is asking: tasks are visible only to the caller that created them. With
-/// [`caller_record`] and [`transport_for`], the one place tasks learn the caller.
+/// [`caller_record`] and [`delivery_for`], the one place tasks learn the caller.
 pub(crate) fn caller(server: &Engine, delivery: &Delivery) -> Option<String> {
     server.principal_of(delivery)
 }
@@ -195,7 +195,7 @@ pub(crate) fn caller_record(delivery: &Delivery) -> Option<CallerRecord> {
 /// What a replay of a task knows of its request: no stream, no headers, and the caller
 /// recorded in the task (the one who created it, then whoever answered it last: see
 /// `methods`; other request extensions are not kept).
-pub(crate) fn transport_for(caller: Option<&CallerRecord>) -> Delivery {
+pub(crate) fn delivery_for(caller: Option<&CallerRecord>) -> Delivery {
     let mut extensions = axum::http::Extensions::new();
     if let Some(caller) = caller {
         extensions

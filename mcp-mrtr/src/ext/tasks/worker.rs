@@ -6,7 +6,7 @@
 //! requests: it looks for tasks that have no runner (created or answered on a front end,
 //! or whose runner died) often, takes each by compare-and-set on its lease, and replays
 //! its handler from the journal, exactly as an instance takes over a dead one's tasks
-//! (`lease`). Its asks park the task for a front end to answer. It says it is alive in
+//! (`takeover`). Its asks park the task for a front end to answer. It says it is alive in
 //! the store every few seconds, so a front end that starts with no worker alive says so.
 
 use std::future::Future;

@@ -75,7 +75,7 @@ impl InputRequired {
         Self::default()
     }
 
-    /// Asks `question` (an [`ask`](mod@crate::question) type: `Elicit`, `ElicitUrl`, `Sample`,
+    /// Asks `question` (a [`question`](mod@crate::question) type: `Elicit`, `ElicitUrl`, `Sample`,
     /// `Roots`) under `key`; read the answer with [`Ctx::answer`].
     pub fn ask(self, key: impl Into<String>, question: &impl Question) -> Self {
         match question.request() {

@@ -484,8 +484,6 @@ impl Ctx {
     }
 }
 
-/// A step that must not run: its round has failed. Never resolves; the runtime ends the
-/// round with the failure.
 /// `once!`'s first half, for the macro through `__private`: where the step `key` stands
 /// (see [`Ctx::begin_once`]).
 #[doc(hidden)]
@@ -500,6 +498,8 @@ pub async fn record_once<T: Serialize>(ctx: &Ctx, key: &str, value: &T) {
     ctx.record_once(key, value).await;
 }
 
+/// A step that must not run: its round has failed. Never resolves; the runtime ends the
+/// round with the failure.
 #[doc(hidden)]
 #[must_use = "a halted step does nothing unless awaited"]
 pub struct Halted<T> {

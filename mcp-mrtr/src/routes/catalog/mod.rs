@@ -9,9 +9,9 @@
 
 // For maintainers:
 //
-// CatalogState servers: a catalog of tools, prompts and resources that changes while the server
-// runs, `subscriptions/listen` streams that hear about the changes, a per-request view
-// of the lists, and their pagination.
+// The live catalog: tools, prompts and resources that change while the server runs,
+// `subscriptions/listen` streams that hear about the changes, a per-request view of the
+// lists, and their pagination.
 //
 // One door in: the engine (`dispatch::Engine`) holds an `Arc<CatalogState>`; everything else
 // reaches the catalog through a [`CatalogHandle`] (changes) or the engine's snapshot
@@ -122,7 +122,7 @@ pub(crate) trait Kind: Sized + Send + Sync + 'static {
     const EDITED: shared::EditKind;
     /// The name (tools, prompts) or URI / URI template (resources) that identifies it.
     fn key(&self) -> &str;
-    /// Why registration refuses it, if it does (see `private::checked`).
+    /// Why registration refuses it, if it does (see `private::Checked` and `handler/attach.rs`).
     fn unfit(&self) -> Option<&str>;
     /// Readies a route added at run time, or refuses it: what the builder checks when the
     /// server is built, checked when the route arrives instead.

@@ -44,7 +44,7 @@ pub(crate) struct Activity {
     busy: AtomicU32,
     /// Whether a request has been answered on it.
     served: AtomicBool,
-    /// When its last response ended: milliseconds since [`epoch`].
+    /// When its last response ended, as [`millis_since_epoch`] counts (milliseconds).
     idle_since: AtomicU64,
     /// Listen streams it carries.
     listening: AtomicU32,

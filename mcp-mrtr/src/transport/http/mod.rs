@@ -9,7 +9,7 @@
 //! - `post`: content type → body → envelope → framing → era → MCP headers (`headers`);
 //! - `legacy`: 2025-11-25 sessions (initialize, their GET and DELETE, answers to the
 //!   bridge's requests);
-//! - `call`: a handler slot (`slots`), the request's `Transport`, dispatch;
+//! - `call`: a handler slot (`slots`), the request's `Delivery`, dispatch;
 //! - `sse`, `status`: the reply as JSON or SSE, and its HTTP status;
 //! - `shared`: what every request to the endpoint shares (`Endpoint`);
 //! - `handoff`: an acknowledged listen stream, written by its connection's task once

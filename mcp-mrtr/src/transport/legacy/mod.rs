@@ -102,7 +102,7 @@ fn check_declared_size(params: &Value) -> Result<(), Error> {
 }
 
 /// Answers the methods only legacy sessions have; `None` for everything else.
-/// `transport` is what the request arrived with, for `resources/subscribe`, which decides
+/// `delivery` is what the request arrived with, for `resources/subscribe`, which decides
 /// as `resources/read` does whether the session may reach the resource.
 pub(crate) fn utility(
     server: &Engine,
