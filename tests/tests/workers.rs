@@ -75,7 +75,12 @@ async fn cancellable_job(ctx: &Ctx) -> Result<String, ToolError> {
 /// The same server for both sides, as a deployment builds it: only its role differs.
 /// Short leases, so a cancel reaches a worker's run within 100 ms.
 fn server(role: &'static str, store: &Arc<MemoryTaskStore>) -> Server {
-    let tasks = TaskConfig::default().store(store.clone()).run_on_workers(true).lease(Duration::from_millis(300));
+    server_with(role, store, TaskConfig::default())
+}
+
+/// [`server`], its tasks as `tasks` says besides.
+fn server_with(role: &'static str, store: &Arc<MemoryTaskStore>, tasks: TaskConfig) -> Server {
+    let tasks = tasks.store(store.clone()).run_on_workers(true).lease(Duration::from_millis(300));
     Server::new("reports", "0").tools(tools![report, long_job, cancellable_job]).with_state(Role(role)).tasks(tasks)
 }
 
@@ -145,7 +150,8 @@ async fn a_front_end_runs_no_task_a_worker_runs_it_and_its_ask_is_answered_throu
     for _ in 0..5 {
         let waiting = get(&front, &id).await;
         assert_eq!(waiting["status"], "working", "{waiting}");
-        assert!(waiting.get("statusMessage").is_none(), "the front end ran the task: {waiting}");
+        // Not the handler's progress line: the front end did not run it.
+        assert_eq!(waiting["statusMessage"], "waiting for a task worker to run it", "{waiting}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
@@ -233,4 +239,47 @@ async fn workers_say_they_are_alive_in_a_store_they_share() {
         Some(0),
         "a worker that stops saying so is not counted"
     );
+}
+
+#[tokio::test]
+async fn a_task_no_worker_takes_fails_after_the_wait_saying_so() {
+    let store = Arc::new(MemoryTaskStore::new());
+    let wait = Duration::from_millis(300);
+    let front = TestServer::start(server_with("front end", &store, TaskConfig::default().worker_wait(wait))).await;
+    let started = std::time::Instant::now();
+    let id = create(&front, "long_job", json!({ "seconds": 1 })).await;
+
+    let waiting = get(&front, &id).await;
+    assert_eq!(
+        (&waiting["status"], &waiting["statusMessage"]),
+        (&json!("working"), &json!("waiting for a task worker to run it"))
+    );
+    let failed = wait_for(&front, &id, "failed").await;
+    assert!(started.elapsed() >= wait, "failed before the wait was up: {failed}");
+    let message = failed["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("no task worker was available to run the task"), "{failed}");
+    assert!(failed.get("statusMessage").is_none() || failed["statusMessage"] != "waiting for a task worker to run it");
+}
+
+#[tokio::test]
+async fn a_task_waits_past_the_wait_while_a_worker_is_alive() {
+    let store = Arc::new(MemoryTaskStore::new());
+    let wait = Duration::from_millis(100);
+    let front = TestServer::start(server_with("front end", &store, TaskConfig::default().worker_wait(wait))).await;
+    // A worker the store counts alive, busy elsewhere: the task waits for it.
+    store.worker_alive("busy", SystemTime::now() + Duration::from_mins(1)).await.unwrap();
+    let id = create(&front, "long_job", json!({ "seconds": 1 })).await;
+    tokio::time::sleep(3 * wait).await;
+    let waiting = get(&front, &id).await;
+    assert_eq!(waiting["status"], "working", "{waiting}");
+}
+
+#[tokio::test]
+async fn an_expired_task_fails_on_a_front_end_that_no_worker_looks_at() {
+    let store = Arc::new(MemoryTaskStore::new());
+    let tasks = TaskConfig::default().ttl(Some(Duration::from_secs(1))).worker_wait(Duration::from_hours(1));
+    let front = TestServer::start(server_with("front end", &store, tasks)).await;
+    let id = create(&front, "long_job", json!({ "seconds": 1 })).await;
+    let failed = wait_for(&front, &id, "failed").await;
+    assert_eq!(failed["error"]["data"]["expired"], true, "{failed}");
 }

@@ -9,6 +9,9 @@ use super::end::{hook, EndHook};
 use super::lease::{DEFAULT_LEASE, MIN_LEASE};
 use super::{MemoryTaskStore, TaskEnd, TaskLimits, TaskStore, DEFAULT_TTL};
 
+/// How long a task waits for a worker while none is alive ([`TaskConfig::worker_wait`]).
+const DEFAULT_WORKER_WAIT: Duration = Duration::from_secs(60);
+
 /// How a server keeps and runs its tasks: where their records live, how long, how long a
 /// run's lease lasts, their bounds, and what runs when one ends. Give it to
 /// [`Server::tasks`](crate::Server::tasks); every part has a default meant for production.
@@ -41,11 +44,13 @@ pub struct TaskConfig {
     pub(crate) limits: TaskLimits,
     pub(crate) on_end: Option<EndHook>,
     pub(crate) on_workers: bool,
+    pub(crate) worker_wait: Duration,
 }
 
 impl Default for TaskConfig {
     /// Records in memory for an hour, 10 s leases, 10 s for a stop to let steps finish,
-    /// [`TaskLimits::default`], no end hook, tasks run where they are created.
+    /// [`TaskLimits::default`], no end hook, tasks run where they are created (or, on
+    /// workers, wait a minute for one to be alive).
     fn default() -> Self {
         Self {
             store: Arc::new(MemoryTaskStore::new()),
@@ -55,6 +60,7 @@ impl Default for TaskConfig {
             limits: TaskLimits::default(),
             on_end: None,
             on_workers: false,
+            worker_wait: DEFAULT_WORKER_WAIT,
         }
     }
 }
@@ -132,12 +138,29 @@ impl TaskConfig {
     /// continues as a task (the rounds before it, and their `once!` steps), and still
     /// answers `tasks/get`, `tasks/update` and `tasks/cancel`; a task it creates or whose
     /// last question it answers is stored with no runner, and a worker takes it at its next
-    /// look ([`Worker::look_every`](crate::tasks::Worker::look_every)). A task waits as long
-    /// as it lives for a worker; a front end that starts when the store has seen no worker
-    /// alive warns so in the log. The store must be one the workers share (the `redis`
+    /// look ([`Worker::look_every`](crate::tasks::Worker::look_every)). Meanwhile its
+    /// `statusMessage` says it waits for a worker; with none alive in the store it fails
+    /// after [`worker_wait`](Self::worker_wait), and a front end that starts when the store
+    /// has seen no worker alive warns so in the log. The store must be one the workers share (the `redis`
     /// feature's `RedisTaskStore`, or one [`MemoryTaskStore`] behind an `Arc` in one process).
     pub fn run_on_workers(mut self, on_workers: bool) -> Self {
         self.on_workers = on_workers;
+        self
+    }
+
+    /// On a front end whose tasks run on workers ([`run_on_workers`](Self::run_on_workers)),
+    /// how long a task may wait for one to take it while the task store counts no worker
+    /// alive (default one minute). Past it, the client's next `tasks/get` finds the task
+    /// failed, with a message saying no worker was available, and the front end logs it
+    /// at WARN. While it waits, its `statusMessage` says so. Workers that are alive but
+    /// busy are waited for as long as the task lives; a store that cannot count workers
+    /// ([`TaskStore::workers`]) waits as long too.
+    ///
+    /// A front end runs no look of its own, so this is checked when a client polls, and so
+    /// is the end of a task's lifetime: an expired task fails on the front end too, even
+    /// with no worker alive to see it.
+    pub fn worker_wait(mut self, wait: Duration) -> Self {
+        self.worker_wait = wait;
         self
     }
 
@@ -170,6 +193,7 @@ impl fmt::Debug for TaskConfig {
             .field("limits", &self.limits)
             .field("on_end", &self.on_end.is_some())
             .field("run_on_workers", &self.on_workers)
+            .field("worker_wait", &self.worker_wait)
             .finish_non_exhaustive()
     }
 }

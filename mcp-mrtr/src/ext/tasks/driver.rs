@@ -94,7 +94,7 @@ async fn create(
         record.lease = None;
         tasks.store.create(record.clone()).await.map_err(store_error)?;
         admitted.keep();
-        return Ok(Called::Task(wire::task(&record)));
+        return Ok(Called::Task(wire::task(&super::unrun::shown(record))));
     }
     let limit = route.and_then(|route| route.task_timeout).or(tasks.limits.run_timeout);
     // The run is polled once before the record is stored, its writes held back until it

@@ -25,7 +25,7 @@ use super::store::{TaskRecord, TaskStatus};
 use super::write::transition;
 use super::Runtime;
 use super::{caller, store_error, wire};
-use super::{lease, takeover};
+use super::{lease, takeover, unrun};
 use crate::base::error::Error;
 use crate::intake::capability::Capability;
 use crate::intake::envelope::RequestMeta;
@@ -74,11 +74,15 @@ pub(crate) async fn serve(
     let params: TaskParams =
         serde_json::from_value(params).map_err(|e| Error::invalid_params(format!("Invalid params: {e}")))?;
     let caller = caller(server, delivery);
-    let record = if method == TaskMethod::Update {
+    let mut record = if method == TaskMethod::Update {
         answered(server, &params.task_id, caller.as_deref()).await?
     } else {
         find(server, &params.task_id, caller.as_deref()).await?
     };
+    // A front end ends what no worker will: see `unrun` (boxed: rare, and its future is big).
+    if !server.tasks.runs_here {
+        record = Box::pin(unrun::settle(server, record)).await?.ok_or_else(|| unknown_task(&params.task_id))?;
+    }
     if method == TaskMethod::Get {
         server.tasks.asked.saw(&record);
     }
@@ -92,7 +96,8 @@ pub(crate) async fn serve(
         takeover::take_over(server, record.id(), Some(record.clone())).await?;
     }
     match method {
-        TaskMethod::Get => Ok(wire::detailed(&record)),
+        TaskMethod::Get if server.tasks.runs_here => Ok(wire::detailed(&record)),
+        TaskMethod::Get => Ok(wire::detailed(&unrun::shown(record))),
         TaskMethod::Update => {
             may_answer(server, &record, &RequestView::new(meta, delivery))?;
             update(server, &record, params.input_responses, delivery).await

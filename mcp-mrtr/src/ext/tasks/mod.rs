@@ -44,6 +44,7 @@ mod running;
 mod status;
 mod store;
 mod takeover;
+mod unrun;
 mod wire;
 mod worker;
 mod write;
@@ -107,6 +108,8 @@ pub(crate) struct Tasks {
     /// Whether this instance runs task work: `false` on a front end whose tasks run on
     /// workers ([`TaskConfig::run_on_workers`]); a [`Worker`] always does.
     pub(crate) runs_here: bool,
+    /// How long a task left for workers waits while none is alive ([`TaskConfig::worker_wait`]).
+    pub(crate) worker_wait: Duration,
     /// The application's cleanup when a task ends ([`TaskConfig::on_end`]).
     pub(crate) on_end: Option<EndHook>,
     /// The server's application state, for that cleanup: set when serving starts.
@@ -130,6 +133,7 @@ impl Default for Tasks {
             watching: Arc::default(),
             closing: Arc::default(),
             runs_here: true,
+            worker_wait: TaskConfig::default().worker_wait,
             on_end: None,
             values: crate::intake::state_values::StateValues::default(),
             asked: Arc::default(),
@@ -141,10 +145,11 @@ impl Tasks {
     /// The same machinery as `config` says, with fresh counts and run slots (a builder
     /// step: nothing is counted before the server serves).
     pub(crate) fn configured(self, config: TaskConfig) -> Self {
-        let TaskConfig { store, ttl, lease, stop_grace, limits, on_end, on_workers } = config;
+        let TaskConfig { store, ttl, lease, stop_grace, limits, on_end, on_workers, worker_wait } = config;
         Self {
             store,
             runs_here: !on_workers,
+            worker_wait,
             ttl,
             lease,
             stop_grace,
