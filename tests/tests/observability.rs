@@ -211,3 +211,26 @@ fn a_traceparent_reaches_the_request_span_and_the_handler_and_ties_the_rounds() 
     );
     assert!(!log.contains("alice"), "baggage is not logged: {log}");
 }
+
+#[test]
+fn servers_of_two_names_on_one_task_store_are_told_so_at_start() {
+    use mcp_mrtr_tests::harness::TestServer;
+
+    let log = logged_while(async {
+        let store = Arc::new(mcp_mrtr::tasks::MemoryTaskStore::new());
+        let server = |name: &str| {
+            let tasks = mcp_mrtr::tasks::TaskConfig::default().store(store.clone());
+            Server::new(name, "1").tool(nightly_export).tasks(tasks)
+        };
+        // Two instances of one server share its store, as they should: nothing to say.
+        let _billing = TestServer::start(server("billing")).await;
+        let _billing_again = TestServer::start(server("billing")).await;
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        // Another server on the same store (one Redis, one prefix): it says so.
+        let _reports = TestServer::start(server("reports")).await;
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    });
+    let said: Vec<&str> = log.lines().filter(|l| l.contains("keeps its tasks in this task store too")).collect();
+    assert_eq!(said.len(), 1, "{log}");
+    assert!(said[0].contains("WARN") && said[0].contains("\"billing\"") && said[0].contains("Redis::prefix"), "{log}");
+}

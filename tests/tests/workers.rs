@@ -283,3 +283,28 @@ async fn an_expired_task_fails_on_a_front_end_that_no_worker_looks_at() {
     let failed = wait_for(&front, &id, "failed").await;
     assert_eq!(failed["error"]["data"]["expired"], true, "{failed}");
 }
+
+#[tokio::test]
+async fn a_worker_of_an_older_build_leaves_a_task_of_a_tool_it_lacks_to_one_that_serves_it() {
+    let store = Arc::new(MemoryTaskStore::new());
+    let front = TestServer::start(server("front end", &store)).await;
+    // The previous release, still running in a rolling upgrade: it has no `long_job`.
+    let tasks = TaskConfig::default().store(store.clone()).run_on_workers(true).lease(Duration::from_millis(300));
+    let old = Server::new("reports", "0").tools(tools![report]).with_state(Role("old worker")).tasks(tasks);
+    let (stop_old, old_running) = start_worker(old);
+    let id = create(&front, "long_job", json!({ "seconds": 0 })).await;
+
+    // It looks every 20 ms: a dozen looks later, the task still waits, neither taken nor failed.
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let waiting = get(&front, &id).await;
+    assert_eq!(
+        (&waiting["status"], &waiting["statusMessage"]),
+        (&json!("working"), &json!("waiting for a task worker to run it"))
+    );
+
+    let (_stop, _running) = start_worker(server("new worker", &store));
+    let done = wait_for(&front, &id, "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "done on the new worker", "{done}");
+    drop(stop_old);
+    old_running.await.unwrap().unwrap();
+}

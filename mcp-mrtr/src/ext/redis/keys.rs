@@ -115,6 +115,12 @@ impl KeySpace {
         format!("{}task-workers", self.prefix)
     }
 
+    /// The servers that keep tasks under this prefix: a sorted set of their names, each
+    /// scored by until when.
+    pub(super) fn servers(&self) -> String {
+        format!("{}task-servers", self.prefix)
+    }
+
     /// The fanout's channel.
     pub(super) fn channel(&self) -> String {
         format!("{}changes", self.prefix)

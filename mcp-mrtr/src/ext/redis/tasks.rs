@@ -195,7 +195,7 @@ impl TaskStore for RedisTaskStore {
                 .ignore()
                 .zrembyscore(&key, "-inf", now)
                 .ignore()
-                .pexpire(&key, i64::try_from(until.saturating_sub(now)).unwrap_or(i64::MAX).max(1))
+                .pexpire_at(&key, i64::try_from(until).unwrap_or(i64::MAX))
                 .ignore()
                 .query_async::<()>(&mut self.connection.clone())
                 .await
@@ -203,16 +203,43 @@ impl TaskStore for RedisTaskStore {
         })
     }
 
+    fn server_alive(
+        &self,
+        server: &str,
+        now: SystemTime,
+        until: SystemTime,
+    ) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        let server = server.to_owned();
+        Box::pin(async move {
+            let key = self.keys.servers();
+            let (now, until) = (epoch_ms(now), epoch_ms(until));
+            // Servers that stopped saying so are dropped here, and the set goes with the last.
+            let (names,): (Vec<String>,) = redis::pipe()
+                .zadd(&key, &server, until)
+                .ignore()
+                .zrembyscore(&key, "-inf", now)
+                .ignore()
+                .pexpire_at(&key, i64::try_from(until).unwrap_or(i64::MAX))
+                .ignore()
+                .zrange(&key, 0, -1)
+                .query_async(&mut self.connection.clone())
+                .await
+                .map_err(unreachable)?;
+            Ok(names.into_iter().filter(|name| *name != server).collect())
+        })
+    }
+
     fn workers(&self, now: SystemTime) -> BoxFuture<'_, Result<Option<usize>, StoreError>> {
         Box::pin(async move {
-            let alive: usize = redis::cmd("ZCOUNT")
+            // ZRANGEBYSCORE, not ZCOUNT: the commands the guide's ACL user is allowed.
+            let alive: Vec<String> = redis::cmd("ZRANGEBYSCORE")
                 .arg(self.keys.workers())
                 .arg(format!("({}", epoch_ms(now)))
                 .arg("+inf")
                 .query_async(&mut self.connection.clone())
                 .await
                 .map_err(unreachable)?;
-            Ok(Some(alive))
+            Ok(Some(alive.len()))
         })
     }
 }

@@ -40,6 +40,8 @@ struct Indexed {
     by_lease: BTreeSet<(u64, String)>,
     /// Each task worker sharing this store (in this process), and until when it said it lives.
     workers: HashMap<String, SystemTime>,
+    /// Each server keeping tasks here (in this process), and until when it said so.
+    servers: HashMap<String, SystemTime>,
 }
 
 impl MemoryTaskStore {
@@ -177,6 +179,20 @@ impl TaskStore for MemoryTaskStore {
         indexed.workers.retain(|_, alive| *alive > now);
         indexed.workers.insert(worker.to_owned(), until);
         Box::pin(std::future::ready(Ok(())))
+    }
+
+    /// Servers in this process only, as for workers.
+    fn server_alive(
+        &self,
+        server: &str,
+        now: SystemTime,
+        until: SystemTime,
+    ) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        let mut indexed = self.lock();
+        indexed.servers.retain(|_, alive| *alive > now);
+        indexed.servers.insert(server.to_owned(), until);
+        let others = indexed.servers.keys().filter(|name| *name != server).cloned().collect();
+        Box::pin(std::future::ready(Ok(others)))
     }
 
     /// Workers in this process only: a memory store is not shared with any other.

@@ -41,6 +41,7 @@ mod limits;
 mod memory;
 mod methods;
 mod running;
+mod sharing;
 mod status;
 mod store;
 mod takeover;
@@ -105,6 +106,12 @@ pub(crate) struct Tasks {
     pub(crate) watching: Arc<AtomicBool>,
     /// Set by the hand-back at shutdown: this instance takes no task (back) any more.
     pub(crate) closing: Arc<AtomicBool>,
+    /// Tasks of tools this instance does not serve that its last look read past.
+    pub(crate) passed_over: Arc<std::sync::atomic::AtomicUsize>,
+    /// Whether it said so at WARN already (once; at DEBUG after).
+    pub(crate) told_not_served: Arc<AtomicBool>,
+    /// Its notes of the server's name in the store, and the other servers found there.
+    pub(crate) sharing: Arc<sharing::Sharing>,
     /// Whether this instance runs task work: `false` on a front end whose tasks run on
     /// workers ([`TaskConfig::run_on_workers`]); a [`Worker`] always does.
     pub(crate) runs_here: bool,
@@ -132,6 +139,9 @@ impl Default for Tasks {
             stop_grace: running::DEFAULT_GRACE,
             watching: Arc::default(),
             closing: Arc::default(),
+            passed_over: Arc::default(),
+            told_not_served: Arc::default(),
+            sharing: Arc::default(),
             runs_here: true,
             worker_wait: TaskConfig::default().worker_wait,
             on_end: None,

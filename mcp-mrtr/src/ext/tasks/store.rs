@@ -367,6 +367,22 @@ pub trait TaskStore: Send + Sync + 'static {
         let _ = now;
         Box::pin(std::future::ready(Ok(None)))
     }
+
+    /// Notes that instances of the server named `server` keep tasks here until `until`, and
+    /// answers the names of the other servers noted here and alive at `now`. Servers of two
+    /// names on one store read each other's tasks (a task of a tool one of them lacks waits
+    /// for an instance that serves it), which is a mistake a serving instance warns about.
+    /// The default notes nothing and names none: a store that cannot be shared between
+    /// processes has no other server.
+    fn server_alive(
+        &self,
+        server: &str,
+        now: SystemTime,
+        until: SystemTime,
+    ) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        let _ = (server, now, until);
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
 }
 
 /// A store behind an `Arc` is the same store, so an application can keep a handle on it.
@@ -393,6 +409,15 @@ impl<T: TaskStore + ?Sized> TaskStore for std::sync::Arc<T> {
 
     fn workers(&self, now: SystemTime) -> BoxFuture<'_, Result<Option<usize>, StoreError>> {
         (**self).workers(now)
+    }
+
+    fn server_alive(
+        &self,
+        server: &str,
+        now: SystemTime,
+        until: SystemTime,
+    ) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        (**self).server_alive(server, now, until)
     }
 }
 

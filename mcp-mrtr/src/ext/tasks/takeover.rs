@@ -40,8 +40,13 @@ pub(crate) fn watch(server: &Runtime<'_>) {
         return;
     }
     if !server.tasks.runs_here {
-        // A front end runs no task: it only says when no worker is there to.
-        runtime.spawn(check_for_workers(server.tasks.store.clone()));
+        // A front end runs no task: it only says when no worker is there to, and notes
+        // its server in the store (once: it may not outlive this request).
+        let (tasks, name) = (server.tasks.clone(), server.info.name.clone());
+        runtime.spawn(async move {
+            check_for_workers(&*tasks.store).await;
+            super::sharing::note(&tasks, &name).await;
+        });
         return;
     }
     // The loop's engine holds no hook: the tasks' `running` then counts only the
@@ -59,24 +64,48 @@ pub(crate) fn watch(server: &Runtime<'_>) {
             if Arc::strong_count(&server.tasks.running) == 1 || server.tasks.closing.load(Ordering::Acquire) {
                 return;
             }
+            super::sharing::note(server.tasks, &server.info.name).await;
             look(&server, TAKE_PER_LOOK).await;
         }
     });
 }
 
 /// One look: takes over at most `limit` tasks whose lease lapsed (or that have none), and
-/// ends those at the end of their lifetime.
+/// ends those at the end of their lifetime. Tasks of tools this instance does not serve are
+/// left where they are, and the next look asks for as many more, so they never crowd out
+/// the tasks it can run.
 pub(super) async fn look(server: &Runtime<'_>, limit: usize) {
-    match server.tasks.store.lapsed(SystemTime::now(), limit).await {
+    let passed_over = &server.tasks.passed_over;
+    let asked = limit + passed_over.load(Ordering::Relaxed).min(MAX_PASSED_OVER);
+    match server.tasks.store.lapsed(SystemTime::now(), asked).await {
         Ok(ids) => {
+            let (mut taken, mut left) = (0, 0);
             for id in ids {
-                if let Err(error) = take_over(server, &id, None).await {
-                    tracing::warn!(task = %id, %error, "could not take over a task");
+                if taken == limit {
+                    break;
+                }
+                match take_over(server, &id, None).await {
+                    Ok(Taken::NotServedHere) => left += 1,
+                    Ok(Taken::Done) => taken += 1,
+                    Err(error) => tracing::warn!(task = %id, %error, "could not take over a task"),
                 }
             }
+            passed_over.store(left, Ordering::Relaxed);
         }
         Err(error) => tracing::warn!(%error, "could not look for tasks to take over"),
     }
+}
+
+/// The most tasks of tools it does not serve that a look reads past.
+const MAX_PASSED_OVER: usize = 1024;
+
+/// What [`take_over`] did with a task.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Taken {
+    /// Took it over, failed it, or found nothing to do (its lease held, or it ended).
+    Done,
+    /// Left it: this instance does not serve its tool, so an instance that does runs it.
+    NotServedHere,
 }
 
 /// How often an instance looks for tasks to act on: every half lease, and often enough
@@ -90,16 +119,32 @@ fn look_every(tasks: &Tasks) -> Duration {
 /// Takes the task `id` over if its lease has lapsed: claims the lease (only one instance
 /// can, by compare-and-set) and replays the handler from the journal. `known` is the
 /// record if the caller just read it.
-pub(crate) async fn take_over(server: &Runtime<'_>, id: &str, known: Option<TaskRecord>) -> Result<(), Error> {
+///
+/// A task of a tool this instance does not serve is left for one that does (a worker of
+/// the previous release, in a rolling upgrade, or another server on the same store): it
+/// fails only at the end of its lifetime, which any instance may see to.
+pub(crate) async fn take_over(server: &Runtime<'_>, id: &str, known: Option<TaskRecord>) -> Result<Taken, Error> {
     if server.tasks.leaves_runs() {
-        return Ok(());
+        return Ok(Taken::Done);
     }
     let run = new_run()?;
     let now = SystemTime::now();
     let tasks = &server.tasks;
     let keep = tasks.limits.keep_finished;
-    let claimed =
-        super::end::finishing(tasks, id, known, |record| claim(record, tasks.lease_for(&run), now, keep)).await?;
+    let mut not_served = None;
+    let claimed = super::end::finishing(tasks, id, known, |record| {
+        if record.lease_lapsed(now) && !record.past_deadline(now) && server.find_tool(&record.call.tool).is_none() {
+            not_served = Some(record.call.tool.clone());
+            return false;
+        }
+        not_served = None;
+        claim(record, tasks.lease_for(&run), now, keep)
+    })
+    .await?;
+    if let Some(tool) = not_served {
+        tell_not_served(tasks, id, &tool);
+        return Ok(Taken::NotServedHere);
+    }
     match claimed {
         Some((record, true)) if record.status == TaskStatus::Working => {
             // `takeovers` counts runners that died; a task handed back, or left for workers
@@ -116,7 +161,20 @@ pub(crate) async fn take_over(server: &Runtime<'_>, id: &str, known: Option<Task
         }
         _ => {}
     }
-    Ok(())
+    Ok(Taken::Done)
+}
+
+/// Says, at WARN the first time on this instance and at DEBUG after, that it leaves a task
+/// of a tool it does not serve.
+fn tell_not_served(tasks: &Tasks, id: &str, tool: &str) {
+    let why = "this instance does not serve its tool, so it leaves the task to one that does (an instance of \
+               another release, or another server sharing the task store's prefix); it fails at the end of its \
+               lifetime if none takes it";
+    if tasks.told_not_served.swap(true, Ordering::Relaxed) {
+        tracing::debug!(task = %id, %tool, "{why}");
+    } else {
+        tracing::warn!(task = %id, %tool, "{why}");
+    }
 }
 
 /// Claims a lapsed task for the run holding `lease`; `false` (nothing to write) when its
@@ -148,7 +206,7 @@ fn claim(record: &mut TaskRecord, lease: Lease, now: SystemTime, keep: Duration)
 }
 
 /// What a front end that runs no task checks when it starts: that a worker is alive to.
-async fn check_for_workers(store: Arc<dyn TaskStore>) {
+async fn check_for_workers(store: &dyn TaskStore) {
     match store.workers(SystemTime::now()).await {
         Ok(Some(0)) => tracing::warn!(
             "tasks run on workers (TaskConfig::run_on_workers), and no task worker is alive in the task store: \

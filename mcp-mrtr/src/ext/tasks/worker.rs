@@ -98,7 +98,10 @@ pub(crate) async fn work(engine: Engine, tasks: Tasks, worker: Worker, stop: imp
     loop {
         tokio::select! {
             () = &mut stop => break,
-            _ = beats.tick() => say_alive(&*tasks.store, &id).await,
+            _ = beats.tick() => {
+                say_alive(&*tasks.store, &id).await;
+                super::sharing::note(&tasks, &engine.info.name).await;
+            }
             _ = looks.tick() => {
                 // As many as it has run slots free: a task taken beyond them would hold its
                 // lease waiting here while another worker sits idle.
