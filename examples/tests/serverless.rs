@@ -42,6 +42,17 @@ impl Function {
                 .expect("the reports server");
             containers.push(Lambda::new().handler(server).expect("a configured function"));
         }
+        // A guard begins its memory as its container starts, before the container seals a
+        // state (AWS's runtime waits for the first invoke meanwhile); invoked at once, a
+        // container here could seal one first, which the memory then refuses as maybe used.
+        if let Some(redis) = redis {
+            let mut polls = 0;
+            while redis.cli(&["EXISTS", "mcp-mrtr:state:since"]) != "1" {
+                polls += 1;
+                assert!(polls < 200, "the guard's memory never began");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
         Self::Containers(containers)
     }
 
