@@ -176,3 +176,46 @@ async fn a_path_the_endpoint_is_not_at_is_still_not_found() {
     assert_eq!(invoke(rest_api("/mcp/extra", "/mcp/{id}", None, "prod", "/prod/mcp/extra")).await.0, 404);
     assert_eq!(invoke(alb("/prod/mcp")).await.0, 404, "a load balancer has no stage to take off");
 }
+
+/// What is logged while `work` runs on a runtime of its own.
+fn logged_while(work: impl std::future::Future<Output = ()>) -> String {
+    #[derive(Clone, Default)]
+    struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
+    // A second dispatcher, so a callsite another test's thread reached first is asked again.
+    let _second = tracing::Dispatch::new(tracing_subscriber::registry());
+    tracing::subscriber::with_default(subscriber, || {
+        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(work);
+    });
+    let log = captured.0.lock().unwrap().clone();
+    String::from_utf8(log).unwrap()
+}
+
+#[test]
+fn behind_a_load_balancer_a_function_says_once_that_it_cannot_tell_clients_apart() {
+    let said = |config: mcp_mrtr::http::HttpConfig| {
+        let log = logged_while(async move {
+            let server = Server::new("events", "1.0.0").tool(hello);
+            let handler = Lambda::new().config(config).handler(server).expect("a configured function");
+            for _ in 0..3 {
+                let event: LambdaRequest = serde_json::from_value(alb("/mcp")).expect("an ALB event");
+                let mut adapter = lambda_http::Adapter::from(handler.clone());
+                adapter.call(LambdaEvent::new(event, Context::default())).await.expect("the function answered");
+            }
+        });
+        log.lines().filter(|line| line.contains("behind an Application Load Balancer")).count()
+    };
+    assert_eq!(said(mcp_mrtr::http::HttpConfig::default()), 1, "once per function, at its first ALB request");
+    assert_eq!(said(mcp_mrtr::http::HttpConfig::default().trust_forwarded_for(true)), 0);
+}

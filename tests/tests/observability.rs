@@ -234,3 +234,24 @@ fn servers_of_two_names_on_one_task_store_are_told_so_at_start() {
     assert_eq!(said.len(), 1, "{log}");
     assert!(said[0].contains("WARN") && said[0].contains("\"billing\"") && said[0].contains("Redis::prefix"), "{log}");
 }
+
+#[test]
+fn a_function_whose_states_open_everywhere_but_whose_guard_is_its_own_says_so() {
+    use mcp_mrtr::lambda::Lambda;
+    use mcp_mrtr::request_state::{KeyRing, StateConfig, StateKey};
+
+    let told = |state: StateConfig| {
+        let log = logged_while(async move {
+            let server = Server::new("t", "1").tool(unlock).request_state(state);
+            Lambda::new().handler(server).expect("a configured function");
+        });
+        log.lines().filter(|line| line.contains("a once! step may be taken once per process")).count()
+    };
+    let keys = KeyRing::new(StateKey::random());
+    // Keys every container shares, claims in each container's memory: once per container.
+    assert_eq!(told(StateConfig::new(keys.clone())), 1);
+    // A guard the containers share (Redis's, in production), or no guard at all: nothing to say.
+    let shared = mcp_mrtr_tests::harness::SharedGuard::default();
+    assert_eq!(told(StateConfig::new(keys.clone()).single_use(shared)), 0);
+    assert_eq!(told(StateConfig::new(keys).reusable(true)), 0);
+}

@@ -125,6 +125,8 @@ pub struct StateConfig {
     accept_v2: bool,
     /// `None`: states may be presented again, `once!` steps included ([`StateConfig::reusable`]).
     guard: Option<Arc<dyn StateGuard>>,
+    /// Whether the guard is a [`MemoryGuard`]: its claims are this process's alone.
+    guard_in_memory: bool,
 }
 
 impl Default for StateConfig {
@@ -138,6 +140,7 @@ impl Default for StateConfig {
             max_bytes: 64 * 1024,
             accept_v2: true,
             guard: Some(Arc::new(MemoryGuard::new())),
+            guard_in_memory: true,
         }
     }
 }
@@ -151,6 +154,7 @@ impl fmt::Debug for StateConfig {
             .field("max_bytes", &self.max_bytes)
             .field("accept_v2", &self.accept_v2)
             .field("single_use", &self.guard.is_some())
+            .field("guard_in_memory", &self.guard_in_memory)
             .finish()
     }
 }
@@ -202,7 +206,8 @@ impl StateConfig {
     /// claim nothing). `MemoryGuard` serves one instance; several instances behind a load
     /// balancer need a [`StateGuard`] backed by a store they share (the `redis` feature's
     /// `RedisGuard`), or a state could be replayed once on each.
-    pub fn single_use(mut self, guard: impl StateGuard) -> Self {
+    pub fn single_use<G: StateGuard>(mut self, guard: G) -> Self {
+        self.guard_in_memory = std::any::TypeId::of::<G>() == std::any::TypeId::of::<MemoryGuard>();
         self.guard = Some(Arc::new(guard));
         self
     }
@@ -216,8 +221,10 @@ impl StateConfig {
     pub fn reusable(mut self, reusable: bool) -> Self {
         if reusable {
             self.guard = None;
+            self.guard_in_memory = false;
         } else if self.guard.is_none() {
             self.guard = Some(Arc::new(MemoryGuard::new()));
+            self.guard_in_memory = true;
         }
         self
     }
@@ -242,6 +249,13 @@ impl StateConfig {
     /// Whether the keys were given (rather than left to the environment).
     pub(crate) fn has_keys(&self) -> bool {
         self.keys.is_some()
+    }
+
+    /// Whether states open on other processes (keys given, or from the environment) while
+    /// the guard keeps its claims in this one's memory: then a `once!` step can be taken
+    /// once per process.
+    pub(crate) fn guard_narrower_than_keys(&self) -> bool {
+        self.guard_in_memory && (self.keys.is_some() || std::env::var_os(keys::KEYS_ENV).is_some())
     }
 
     /// The guard that makes states single-use, unless they are [reusable](Self::reusable).
@@ -311,6 +325,19 @@ pub(crate) enum Reach {
     /// process per session, and a new process is a new session): a random key costs
     /// nothing, and a warning at every start would be noise in the host's log.
     ThisProcess,
+}
+
+/// Warns when `config`'s states open on other processes ([`StateConfig::guard_narrower_than_keys`])
+/// and serving reaches them: a function's containers, or a non-loopback address (`reached`
+/// says which). A `once!` step would then run once per process, silently.
+pub(crate) fn warn_if_guard_per_process(config: &StateConfig, reached: &str) {
+    if config.guard_narrower_than_keys() {
+        tracing::warn!(
+            "request states open on every process that has these keys ({reached}), but the single-use guard is \
+             this process's memory (MemoryGuard): a once! step may be taken once per process; give every instance \
+             one guard they share (the redis feature: StateConfig::default().single_use(redis.guard()))"
+        );
+    }
 }
 
 /// The environment's keys, or a random key (announced once, where it matters).

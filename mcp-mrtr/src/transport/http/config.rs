@@ -159,6 +159,11 @@ impl HttpConfig {
         self
     }
 
+    /// Whether [`trust_forwarded_for`](Self::trust_forwarded_for) is on.
+    pub(crate) fn trusts_forwarded_for(&self) -> bool {
+        self.trust_forwarded_for
+    }
+
     /// Takes a client's address from the last entry of `X-Forwarded-For` (the one the
     /// proxy in front of this server appended) instead of the TCP peer. Off by default:
     /// only turn it on behind a proxy that always sets the header, since a client that

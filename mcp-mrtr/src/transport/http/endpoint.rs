@@ -87,6 +87,9 @@ impl Server {
     fn into_endpoint(self, config: HttpConfig) -> Result<Arc<Endpoint>, ServeError> {
         let engine = self.living(config.lifetime).into_engine();
         engine.check_ready(crate::intake::request_state::Reach::Instances).map_err(ServeError::Misconfigured)?;
+        if !config.lifetime.outlives_requests() {
+            crate::intake::request_state::warn_if_guard_per_process(&engine.state, "a function's containers");
+        }
         let path = config.path.clone();
         let slots = slots::Slots::new(config.limits.max_handlers, config.limits.handler_share());
         let sessions = crate::transport::legacy::Sessions::new(config.limits.sessions);
@@ -205,6 +208,9 @@ impl Sealed for Http {
             // Served without a router: two paths need no routing table, nor its per-request layers.
             let endpoint = server.into_endpoint(config)?;
             let engine = endpoint.server.clone();
+            if !local.ip().is_loopback() {
+                crate::intake::request_state::warn_if_guard_per_process(&engine.state, "instances behind a balancer");
+            }
             tracing::info!(%local, %path, "serving MCP over HTTP");
             serve::serve_app(listener, endpoint, self.limits, shutdown.received()).await?;
             // Also when no request came (tasks taken over from instances that died).

@@ -13,6 +13,8 @@
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::extract::ConnectInfo;
@@ -105,7 +107,8 @@ impl Lambda {
     /// serving would be: a misconfigured server.
     pub fn handler(self, server: Server) -> Result<Handler, ServeError> {
         let config = self.config.unwrap_or_default().living(Lifetime::Request);
-        Ok(Handler { router: server.into_router(config)? })
+        let trusts_forwarded_for = config.trusts_forwarded_for();
+        Ok(Handler { router: server.into_router(config)?, trusts_forwarded_for, told_alb: Arc::default() })
     }
 }
 
@@ -115,6 +118,10 @@ impl Lambda {
 #[derive(Clone, Debug)]
 pub struct Handler {
     router: axum::Router,
+    /// Whether clients are told apart by `X-Forwarded-For` (behind an ALB, the only way).
+    trusts_forwarded_for: bool,
+    /// Whether it said, once, that behind an ALB it cannot.
+    told_alb: Arc<AtomicBool>,
 }
 
 impl Service<lambda_http::Request> for Handler {
@@ -128,8 +135,9 @@ impl Service<lambda_http::Request> for Handler {
 
     fn call(&mut self, request: lambda_http::Request) -> Self::Future {
         let mut router = self.router.clone();
+        let request = with_client_address(request, self.trusts_forwarded_for, &self.told_alb);
         Box::pin(async move {
-            let Ok(response) = router.call(mounted::as_mounted(with_client_address(request))).await;
+            let Ok(response) = router.call(mounted::as_mounted(request)).await;
             let (parts, body) = response.into_parts();
             let bytes = body.collect().await.map_err(io::Error::other)?.to_bytes();
             // JSON and SSE are text, and go as text; anything else as bytes.
@@ -182,10 +190,24 @@ impl Sealed for Lambda {
 /// event's request context (Function URLs and API Gateway say it; behind an ALB, set
 /// [`HttpConfig::trust_forwarded_for`]). It is who a client is for the per-client shares
 /// of [`HttpLimits`](crate::http::HttpLimits) within one container.
-fn with_client_address(mut request: lambda_http::Request) -> lambda_http::Request {
+fn with_client_address(
+    mut request: lambda_http::Request,
+    trusts_forwarded_for: bool,
+    told_alb: &AtomicBool,
+) -> lambda_http::Request {
     let source = match request.request_context_ref() {
         Some(RequestContext::ApiGatewayV2(context)) => context.http.source_ip.as_deref(),
         Some(RequestContext::ApiGatewayV1(context)) => context.identity.source_ip.as_deref(),
+        Some(RequestContext::Alb(_)) if !trusts_forwarded_for => {
+            if !told_alb.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    "behind an Application Load Balancer the function is given no client address: every client \
+                     shares one per-client share of the limits; the ALB sends X-Forwarded-For, which \
+                     HttpConfig::trust_forwarded_for(true) reads"
+                );
+            }
+            None
+        }
         _ => None,
     };
     if let Some(address) = source.and_then(|ip| ip.parse::<IpAddr>().ok()) {
