@@ -18,6 +18,12 @@ async fn hello() -> Result<String, ToolError> {
     Ok("hello".into())
 }
 
+/// Answers `kib` KiB of text.
+#[tool]
+async fn big(kib: usize) -> Result<String, ToolError> {
+    Ok("x".repeat(kib * 1024))
+}
+
 const LIST: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
 
 fn headers() -> Map<String, Value> {
@@ -218,4 +224,54 @@ fn behind_a_load_balancer_a_function_says_once_that_it_cannot_tell_clients_apart
     };
     assert_eq!(said(mcp_mrtr::http::HttpConfig::default()), 1, "once per function, at its first ALB request");
     assert_eq!(said(mcp_mrtr::http::HttpConfig::default().trust_forwarded_for(true)), 0);
+}
+
+/// `event` carrying a `tools/call` of `big` for `kib` KiB instead of its `tools/list`.
+fn calling_big(mut event: Value, kib: usize) -> Value {
+    let call = json!({ "jsonrpc": "2.0", "id": "big-1", "method": "tools/call", "params": {
+        "name": "big", "arguments": { "kib": kib },
+        "_meta": { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} }
+    } });
+    event["body"] = Value::String(call.to_string());
+    for headers in ["headers", "multiValueHeaders"] {
+        let Some(headers) = event.get_mut(headers).and_then(Value::as_object_mut) else { continue };
+        let multi = headers.get("host").is_some_and(Value::is_array);
+        let value = |text: &str| if multi { json!([text]) } else { json!(text) };
+        headers.insert("mcp-method".into(), value("tools/call"));
+        headers.insert("mcp-name".into(), value("big"));
+    }
+    event
+}
+
+/// The function's answer to `event` (with `max_response_bytes` when given), as JSON.
+async fn answer(event: Value, max_response_bytes: Option<usize>) -> Value {
+    let server = Server::new("events", "1.0.0").tool(big);
+    let function = max_response_bytes.map_or_else(Lambda::new, |max| Lambda::new().max_response_bytes(max));
+    let handler = function.handler(server).expect("a configured function");
+    let event: LambdaRequest = serde_json::from_value(event).expect("an event lambda_http reads");
+    let mut adapter = lambda_http::Adapter::from(handler);
+    let response = adapter.call(LambdaEvent::new(event, Context::default())).await.expect("the function answered");
+    let response = serde_json::to_value(response).expect("a response AWS reads");
+    assert_eq!(response["statusCode"], 200, "{response}");
+    serde_json::from_str(response["body"].as_str().expect("a body")).expect("JSON")
+}
+
+#[tokio::test]
+async fn an_answer_aws_would_not_deliver_is_an_error_the_client_reads() {
+    // 1.2 MB: within a Function URL's 6 MB, over an ALB's 1 MB.
+    let through_url = answer(calling_big(http_api("/mcp", "$default", "$default", &Value::Null), 1200), None).await;
+    assert_eq!(through_url["result"]["content"][0]["text"].as_str().map(str::len), Some(1200 * 1024));
+
+    let through_alb = answer(calling_big(alb("/mcp"), 1200), None).await;
+    assert_eq!((&through_alb["id"], &through_alb["error"]["code"]), (&json!("big-1"), &json!(-32603)), "{through_alb}");
+    let message = through_alb["error"]["message"].as_str().unwrap();
+    assert!(message.contains("1000000 bytes, an Application Load Balancer's limit"), "{message}");
+
+    // A bound of the function's own.
+    let bounded =
+        answer(calling_big(http_api("/mcp", "$default", "$default", &Value::Null), 64), Some(32 * 1024)).await;
+    assert!(bounded["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("32768 bytes, the function's Lambda::max_response_bytes"));
 }

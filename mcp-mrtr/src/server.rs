@@ -259,7 +259,8 @@ impl Server {
     /// like.
     ///
     /// Unset, it is 60 s over HTTP (the request timeout common clients use; a stuck
-    /// handler holds a place many clients share), 5 minutes over stdio (longer than a
+    /// handler holds a place many clients share), 25 s in an AWS Lambda function (below
+    /// API Gateway's 29 s integration timeout), 5 minutes over stdio (longer than a
     /// host waits on a call; a stuck handler still gives its place and memory back), and
     /// none in a [`TestClient`](crate::testing::TestClient) (a test bounds its own time).
     pub fn handler_timeout(mut self, timeout: Option<Duration>) -> Self {

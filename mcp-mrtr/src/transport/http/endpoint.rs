@@ -33,6 +33,11 @@ use crate::transport::serve_error::ServeError;
 /// timeout common clients use.
 const HTTP_HANDLER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// The same in a function (AWS Lambda): below API Gateway's integration timeout (29 s for a
+/// REST API, 30 s for an HTTP API), so a long call fails with an answer the client reads,
+/// not a gateway's 504 while the function goes on.
+const FUNCTION_HANDLER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(25);
+
 impl Server {
     /// An axum router serving this server as `config` says (at `/mcp` by default), to
     /// merge into an app of your own with [`Router::merge`]. Middleware the app layers
@@ -106,7 +111,8 @@ impl Server {
         engine.start();
         let handed_back = LeftWith::default();
         // A stuck handler holds a slot many clients share: bounded unless the server says not.
-        let handler_timeout = engine.handler_timeout.resolve(Some(HTTP_HANDLER_TIMEOUT));
+        let unset = if config.lifetime.outlives_requests() { HTTP_HANDLER_TIMEOUT } else { FUNCTION_HANDLER_TIMEOUT };
+        let handler_timeout = engine.handler_timeout.resolve(Some(unset));
         Ok(Arc::new(Endpoint { server: Arc::new(engine), config, sessions, slots, gate, handed_back, handler_timeout }))
     }
 }
@@ -302,4 +308,30 @@ fn client_address(config: &HttpConfig, request: &HttpRequest) -> Option<IpAddr> 
         .get::<serve::Connection>()
         .map(|connection| connection.peer.ip())
         .or_else(|| extensions.get::<ConnectInfo<SocketAddr>>().map(|info| info.0.ip()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::bounds::lifetime::Lifetime;
+
+    fn timeout(server: Server, lifetime: Lifetime) -> Option<Duration> {
+        server.into_endpoint(HttpConfig::default().living(lifetime)).expect("an endpoint").handler_timeout
+    }
+
+    #[test]
+    fn a_function_s_handlers_stop_before_api_gateway_gives_up() {
+        let server = || {
+            Server::new("t", "1").request_state(crate::intake::request_state::StateConfig::new(
+                crate::intake::request_state::KeyRing::new(crate::intake::request_state::StateKey::random()),
+            ))
+        };
+        assert_eq!(timeout(server(), Lifetime::Process), Some(HTTP_HANDLER_TIMEOUT));
+        assert_eq!(timeout(server(), Lifetime::Request), Some(FUNCTION_HANDLER_TIMEOUT));
+        assert!(FUNCTION_HANDLER_TIMEOUT < Duration::from_secs(29), "API Gateway's REST integration timeout");
+        let chosen = Some(Duration::from_secs(90));
+        assert_eq!(timeout(server().handler_timeout(chosen), Lifetime::Request), chosen, "the server's own setting");
+    }
 }

@@ -31,6 +31,7 @@ use crate::transport::serve::sealed::Sealed;
 use crate::transport::serve_error::ServeError;
 
 mod mounted;
+mod payload;
 
 /// What the Lambda runtime sets in every function's environment: without it, this
 /// process is not a Lambda function (and `lambda_http` would panic).
@@ -80,9 +81,16 @@ const RUNTIME_ENV: [&str; 4] = [
 ///     Server::new("hello", "1.0.0").tool(hello).serve(Lambda::new()).await
 /// }
 /// ```
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Lambda {
     config: Option<HttpConfig>,
+    max_response_bytes: usize,
+}
+
+impl Default for Lambda {
+    fn default() -> Self {
+        Self { config: None, max_response_bytes: payload::LAMBDA_RESPONSE_BYTES }
+    }
 }
 
 impl Lambda {
@@ -98,6 +106,15 @@ impl Lambda {
         self.config = Some(config);
         self
     }
+
+    /// The most one response may hold (default 6 MB, AWS Lambda's limit on a synchronous
+    /// invocation's response; behind an Application Load Balancer, its 1 MB). A response
+    /// over it would never reach the client (AWS answers a bare 502), so the function
+    /// answers a JSON-RPC error in its place (`-32603`, naming both sizes), logged at WARN.
+    pub fn max_response_bytes(mut self, max: usize) -> Self {
+        self.max_response_bytes = max;
+        self
+    }
 }
 
 impl Lambda {
@@ -108,7 +125,13 @@ impl Lambda {
     pub fn handler(self, server: Server) -> Result<Handler, ServeError> {
         let config = self.config.unwrap_or_default().living(Lifetime::Request);
         let trusts_forwarded_for = config.trusts_forwarded_for();
-        Ok(Handler { router: server.into_router(config)?, trusts_forwarded_for, told_alb: Arc::default() })
+        let max_response_bytes = self.max_response_bytes;
+        Ok(Handler {
+            router: server.into_router(config)?,
+            trusts_forwarded_for,
+            told_alb: Arc::default(),
+            max_response_bytes,
+        })
     }
 }
 
@@ -122,6 +145,8 @@ pub struct Handler {
     trusts_forwarded_for: bool,
     /// Whether it said, once, that behind an ALB it cannot.
     told_alb: Arc<AtomicBool>,
+    /// The most a response may hold ([`Lambda::max_response_bytes`]).
+    max_response_bytes: usize,
 }
 
 impl Service<lambda_http::Request> for Handler {
@@ -136,10 +161,12 @@ impl Service<lambda_http::Request> for Handler {
     fn call(&mut self, request: lambda_http::Request) -> Self::Future {
         let mut router = self.router.clone();
         let request = with_client_address(request, self.trusts_forwarded_for, &self.told_alb);
+        let limit = payload::limit_for(&request, self.max_response_bytes);
         Box::pin(async move {
             let Ok(response) = router.call(mounted::as_mounted(request)).await;
-            let (parts, body) = response.into_parts();
+            let (mut parts, body) = response.into_parts();
             let bytes = body.collect().await.map_err(io::Error::other)?.to_bytes();
+            let bytes = payload::bounded(&mut parts, bytes, limit);
             // JSON and SSE are text, and go as text; anything else as bytes.
             let body = match String::from_utf8(bytes.to_vec()) {
                 Ok(text) if text.is_empty() => lambda_http::Body::Empty,
