@@ -28,6 +28,7 @@ mod field_order;
 mod http_behaviour;
 mod http_errors;
 mod http_guard;
+mod jwks_rotation;
 mod legacy;
 mod legacy_bridge;
 mod legacy_changes;

@@ -1,10 +1,12 @@
-//! [`JwtVerifier`]: checks JWT access tokens (RFC 9068) locally, with keys from
-//! configuration: signature, issuer, audience (this resource, RFC 8707), expiry, and
-//! (in `access_token`) the token's type and lifetime.
+//! [`JwtVerifier`]: checks JWT access tokens (RFC 9068) locally, with keys given or
+//! fetched from the authorization server (`jwks`): signature, issuer, audience (this
+//! resource, RFC 8707), expiry, and (in `access_token`) the token's type and lifetime.
 
 mod access_token;
+mod jwks;
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -14,6 +16,7 @@ use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey, Validation};
 use serde_json::Value;
 
 use self::access_token::{AccessTokenRules, DEFAULT_MAX_LIFETIME};
+use self::jwks::{FetchedKeys, KeepRules, Want};
 use super::{Claims, TokenError, TokenVerifier, VerifiedToken};
 use crate::base::caller::Caller;
 use crate::base::error::Chained;
@@ -65,8 +68,8 @@ impl JwtKeys {
     }
 
     /// The keys of a JWKS document (`{"keys": [...]}`), as an authorization server
-    /// publishes at its `jwks_uri`; a token's `kid` picks the key. Fetching and
-    /// refreshing the document is left to the application.
+    /// publishes at its `jwks_uri`; a token's `kid` picks the key. To have them fetched,
+    /// and fetched again as the server rotates them, use [`JwtVerifier::from_issuer`].
     pub fn jwks(json: &str) -> Result<Self, JwtError> {
         let set: JwkSet = serde_json::from_str(json)
             .map_err(|e| JwtError(Chained::caused_by(format!("not a JWKS document: {e}"), e)))?;
@@ -175,10 +178,17 @@ impl std::error::Error for JwtError {
 /// ```
 #[derive(Clone, Debug)]
 pub struct JwtVerifier {
-    keys: JwtKeys,
+    keys: KeySource,
     issuer: String,
     audience: String,
     rules: AccessTokenRules,
+}
+
+/// Where a verifier's keys come from.
+#[derive(Clone, Debug)]
+enum KeySource {
+    Given(JwtKeys),
+    Fetched(Arc<FetchedKeys>, KeepRules),
 }
 
 impl JwtVerifier {
@@ -187,7 +197,49 @@ impl JwtVerifier {
     pub fn new(keys: JwtKeys, issuer: impl Into<String>, audience: impl Into<String>) -> Self {
         let rules =
             AccessTokenRules { require_at_jwt: false, max_lifetime: DEFAULT_MAX_LIFETIME, leeway: DEFAULT_LEEWAY };
-        Self { keys, issuer: issuer.into(), audience: audience.into(), rules }
+        Self { keys: KeySource::Given(keys), issuer: issuer.into(), audience: audience.into(), rules }
+    }
+
+    /// Accepts tokens issued by `issuer` for `audience`, signed with the keys `issuer`
+    /// publishes: found through its metadata (RFC 8414's
+    /// `/.well-known/oauth-authorization-server`, else OpenID Connect's
+    /// `/.well-known/openid-configuration`, which must name `issuer`), fetched from its
+    /// `jwks_uri` at the first token, and kept as long as the response's `Cache-Control:
+    /// max-age` says (five minutes if it does not, a day at most).
+    ///
+    /// Rotation needs no restart: a token naming a key not held has the keys fetched again
+    /// (at most every 10 s: [`refetch_keys_at_most_every`](Self::refetch_keys_at_most_every)).
+    /// While the server cannot be reached, the keys held keep verifying for an hour past
+    /// their freshness ([`stale_keys_for`](Self::stale_keys_for)); past that, or before any
+    /// key was ever fetched, a request is answered `503`, so the client retries rather than
+    /// asks its user to sign in again. Keys are fetched over HTTPS (the system's roots),
+    /// or plain HTTP to a loopback host, without redirects, within 5 s and 256 KiB.
+    pub fn from_issuer(issuer: impl Into<String>, audience: impl Into<String>) -> Self {
+        let issuer = issuer.into();
+        let fetched = Arc::new(FetchedKeys::new(issuer.clone()));
+        let keys = JwtKeys { keys: Vec::new() };
+        let mut verifier = Self::new(keys, issuer, audience);
+        verifier.keys = KeySource::Fetched(fetched, KeepRules::default());
+        verifier
+    }
+
+    /// How long fetched keys keep verifying past their freshness while the authorization
+    /// server cannot be reached (default one hour). Only for [`from_issuer`](Self::from_issuer).
+    pub fn stale_keys_for(mut self, stale: Duration) -> Self {
+        if let KeySource::Fetched(_, rules) = &mut self.keys {
+            rules.stale_for = stale;
+        }
+        self
+    }
+
+    /// The least time between two fetches of the keys (default 10 s): a flood of tokens
+    /// naming unknown keys costs the authorization server one request per this. Only for
+    /// [`from_issuer`](Self::from_issuer).
+    pub fn refetch_keys_at_most_every(mut self, every: Duration) -> Self {
+        if let KeySource::Fetched(_, rules) = &mut self.keys {
+            rules.refetch_every = every;
+        }
+        self
     }
 
     /// Clock skew tolerated on `exp`, `nbf` and `iat` (default 30 s).
@@ -213,11 +265,34 @@ impl JwtVerifier {
         self
     }
 
+    /// Checks `token` against the keys, fetching them (again) when they come from the
+    /// issuer and are stale, or do not hold the token's key.
+    async fn verify_fetching(&self, token: &str) -> Result<VerifiedToken, TokenError> {
+        let KeySource::Fetched(fetched, rules) = &self.keys else { return self.check(token) };
+        let header = jsonwebtoken::decode_header(token).map_err(|_| TokenError::invalid("malformed token"))?;
+        // The type first: a token refused anyway costs the authorization server nothing.
+        self.rules.check_type(header.typ.as_deref())?;
+        let mut keys = fetched.keys(Want::Fresh, *rules).await?;
+        if keys.pick(header.kid.as_deref()).is_none() {
+            keys = fetched.keys(Want::Kid, *rules).await?;
+        }
+        self.check_with(token, Some(&keys))
+    }
+
+    /// Checks `token` against the keys given.
     fn check(&self, token: &str) -> Result<VerifiedToken, TokenError> {
+        self.check_with(token, None)
+    }
+
+    /// Checks `token` against `fetched` keys, or the ones given.
+    fn check_with(&self, token: &str, fetched: Option<&JwtKeys>) -> Result<VerifiedToken, TokenError> {
+        let keys = match (&self.keys, fetched) {
+            (_, Some(keys)) | (KeySource::Given(keys), None) => keys,
+            (KeySource::Fetched(..), None) => return Err(TokenError::Unavailable("no key fetched yet".into())),
+        };
         let header = jsonwebtoken::decode_header(token).map_err(|_| TokenError::invalid("malformed token"))?;
         self.rules.check_type(header.typ.as_deref())?;
-        let trusted = self
-            .keys
+        let trusted = keys
             .pick(header.kid.as_deref())
             .ok_or_else(|| TokenError::invalid("the token is signed with an unknown key"))?;
         let mut validation = Validation::new(Algorithm::HS256);
@@ -239,7 +314,10 @@ impl JwtVerifier {
 
 impl TokenVerifier for JwtVerifier {
     fn verify<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<VerifiedToken, TokenError>> {
-        Box::pin(std::future::ready(self.check(token)))
+        match &self.keys {
+            KeySource::Given(_) => Box::pin(std::future::ready(self.check(token))),
+            KeySource::Fetched(..) => Box::pin(self.verify_fetching(token)),
+        }
     }
 }
 

@@ -160,6 +160,7 @@ impl HttpConfig {
     }
 
     /// Whether [`trust_forwarded_for`](Self::trust_forwarded_for) is on.
+    #[cfg(feature = "lambda")]
     pub(crate) fn trusts_forwarded_for(&self) -> bool {
         self.trust_forwarded_for
     }
