@@ -142,15 +142,35 @@ pub async fn from_env() -> anyhow::Result<Server> {
     configured(StateConfig::default(), crate::everything::redis_config()?).await
 }
 
+/// [`from_env`] for a function's container: Redis is connected at its first use, so a
+/// container whose Redis is away at start still starts (and says so), serves what needs
+/// no Redis, and connects when it can, rather than failing every invocation.
+pub fn in_function_from_env() -> anyhow::Result<Server> {
+    let redis = match crate::everything::redis_config()? {
+        Some(config) => Some(mcp_mrtr::redis::Redis::connect_lazily(config).context("Redis (MCP_MRTR_REDIS_*)")?),
+        None => None,
+    };
+    Ok(sharing(StateConfig::default(), redis.as_ref()))
+}
+
 /// The server with these request-state settings and this Redis, its task work left to
 /// workers.
 pub async fn configured(state: StateConfig, redis: Option<RedisConfig>) -> anyhow::Result<Server> {
+    let redis = match redis {
+        Some(config) => Some(mcp_mrtr::redis::Redis::connect(config).await.context("Redis (MCP_MRTR_REDIS_*)")?),
+        None => None,
+    };
+    Ok(sharing(state, redis.as_ref()))
+}
+
+/// The server with these request-state settings, sharing `redis` (when given) for its guard
+/// and task store, its task work left to workers.
+pub fn sharing(state: StateConfig, redis: Option<&mcp_mrtr::redis::Redis>) -> Server {
     let tasks = TaskConfig::default().run_on_workers(true);
-    Ok(match redis {
-        Some(config) => {
-            let redis = mcp_mrtr::redis::Redis::connect(config).await.context("Redis (MCP_MRTR_REDIS_*)")?;
+    match redis {
+        Some(redis) => {
             server().request_state(state.single_use(redis.state_guard())).tasks(tasks.store(redis.task_store()))
         }
         None => server().request_state(state).tasks(tasks),
-    })
+    }
 }

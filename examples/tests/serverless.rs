@@ -427,3 +427,40 @@ fn a_front_end_says_at_start_up_when_no_worker_is_alive_to_run_its_tasks() {
     assert!(seen.last().unwrap().contains("workers=1"), "{seen:#?}");
     assert!(!seen.iter().any(|line| line.contains("no task worker")), "{seen:#?}");
 }
+
+#[tokio::test]
+async fn a_container_whose_redis_is_away_at_start_starts_and_connects_when_it_can() {
+    let Some(mut redis) = redis() else { return };
+    redis.kill();
+    let connected =
+        mcp_mrtr::redis::Redis::connect_lazily(redis.url().as_str()).expect("a configuration, no connection");
+    let state = StateConfig::new(KeyRing::new(StateKey::random()));
+    let server = mcp_mrtr_examples::reports::sharing(state, Some(&connected));
+    let function = Function::Containers(vec![Lambda::new().handler(server).expect("the container starts")]);
+
+    // What needs no Redis is served; a round that takes a step is refused, to be tried again.
+    let discovered = function.result(0, &instance::request("server/discover", json!({}), &caps(false))).await;
+    assert!(discovered["capabilities"]["tools"].is_object(), "{discovered}");
+    let call = report_call(false);
+    let asked = function.result(0, &call).await;
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let (_, refused) = function.send(0, &retry(&call, sections(), &asked["requestState"]), &[]).await;
+    assert!(refused[0]["error"].is_object(), "a step taken without its guard: {refused:?}");
+
+    // Redis is back: the same container connects, and a call goes through. The guard's
+    // memory begins once Redis answers, and a state sealed before it is refused as maybe
+    // used: a call begun meanwhile starts over, so each try is a call of its own.
+    redis.restart();
+    let mut second = None;
+    for _ in 0..50 {
+        let asked = function.result(0, &call).await;
+        let (_, answered) = function.send(0, &retry(&call, sections(), &asked["requestState"]), &[]).await;
+        if let Some(result) = answered[0].get("result") {
+            second = Some(result.clone());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let second = second.expect("a call went through once Redis was back");
+    assert_eq!(second["resultType"], "input_required", "the report's second question: {second}");
+}

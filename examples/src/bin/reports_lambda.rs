@@ -19,7 +19,8 @@ async fn main() -> anyhow::Result<()> {
         .with_ansi(false)
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .init();
-    let server = mcp_mrtr_examples::reports::from_env().await?;
+    // Redis at its first use: a container starts (and says so) while Redis is away.
+    let server = mcp_mrtr_examples::reports::in_function_from_env()?;
     match std::env::args().nth(2).filter(|_| std::env::args().nth(1).as_deref() == Some("--port")) {
         Some(port) => server.serve(Http::bind(("127.0.0.1", port.parse::<u16>()?))).await?,
         None => server.serve(Lambda::new()).await?,

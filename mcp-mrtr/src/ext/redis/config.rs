@@ -170,6 +170,32 @@ impl RedisConfig {
     }
 
     /// The stores' connection, or what is wrong with this configuration.
+    /// [`link`](Self::link) to a single Redis, connected at its first command.
+    pub(super) fn lazy_link(&self) -> Result<Link, StoreError> {
+        let certificates = self.certificates();
+        if certificates.is_some() && !self.is_tls() {
+            return Err(bad("certificates were given for Redis addresses without TLS: use rediss://"));
+        }
+        if self.is_tls() {
+            default_crypto();
+        }
+        match &self.place {
+            Place::Url(_) if self.login.is_some() => {
+                Err(bad("a URL carries its own login: redis://user:password@host/"))
+            }
+            Place::Url(url) => {
+                let client = match certificates {
+                    Some(certificates) => redis::Client::build_with_tls(url.as_str(), certificates),
+                    None => redis::Client::open(url.as_str()),
+                };
+                Link::standalone_lazily(client.map_err(|e| bad(&e.to_string()))?).map_err(super::unreachable)
+            }
+            Place::Cluster(_) | Place::Sentinel { .. } => {
+                Err(bad("connect_lazily takes one Redis URL; a cluster or Sentinel connects with Redis::connect"))
+            }
+        }
+    }
+
     pub(super) async fn link(&self) -> Result<Link, StoreError> {
         let certificates = self.certificates();
         if certificates.is_some() && !self.is_tls() {

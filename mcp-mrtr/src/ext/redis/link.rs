@@ -93,6 +93,13 @@ impl Link {
         Ok(link)
     }
 
+    /// A link to the one Redis `client` names that connects at its first command, and
+    /// again at each command while Redis is away: nothing is sent now.
+    pub(super) fn standalone_lazily(client: redis::Client) -> RedisResult<Self> {
+        let connection = ConnectionManager::new_lazy_with_config(client.clone(), manager_config())?;
+        Ok(Self::node(Current { generation: 0, client, connection }, None))
+    }
+
     fn node(current: Current, sentinel: Option<SentinelClient>) -> Self {
         let sentinel = sentinel.map(|sentinel| tokio::sync::Mutex::new((sentinel, None)));
         Self::Node(Arc::new(Node { current: Mutex::new(Arc::new(current)), sentinel, suspect: AtomicBool::new(false) }))
@@ -252,12 +259,15 @@ fn lost_the_primary(error: &RedisError) -> bool {
 /// away, a request gets its error within a second rather than after the client's default
 /// six reconnection attempts (~6 s); the next command tries to reconnect again.
 async fn manager(client: &redis::Client) -> RedisResult<ConnectionManager> {
-    let config = ConnectionManagerConfig::new()
+    ConnectionManager::new_with_config(client.clone(), manager_config()).await
+}
+
+fn manager_config() -> ConnectionManagerConfig {
+    ConnectionManagerConfig::new()
         .set_connection_timeout(Some(RESPONSE_TIMEOUT))
         .set_response_timeout(Some(RESPONSE_TIMEOUT))
         .set_number_of_retries(2)
-        .set_max_delay(Duration::from_millis(500));
-    ConnectionManager::new_with_config(client.clone(), config).await
+        .set_max_delay(Duration::from_millis(500))
 }
 
 impl ConnectionLike for Link {

@@ -77,6 +77,36 @@ impl Redis {
         Ok(Self { connection, prefix: "mcp-mrtr:".to_owned() })
     }
 
+    /// [`connect`](Self::connect) without waiting for Redis: the configuration is checked
+    /// now, and the connection is made at the first command that needs it, and again at
+    /// each while Redis is away. For a function (AWS Lambda), whose start-up failing would
+    /// fail every invocation and start the container again: here it starts, requests that
+    /// need Redis fail (`-32603`, try again) while it is away, and the others are served.
+    /// Whether Redis answers is said once in the log (WARN while it does not). One Redis
+    /// URL only: a cluster or Sentinel connects with [`connect`](Self::connect). Call it
+    /// on a Tokio runtime (it fails, saying so, elsewhere).
+    pub fn connect_lazily(config: impl Into<RedisConfig>) -> Result<Self, StoreError> {
+        let config = config.into();
+        let whereabouts = config.whereabouts();
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return Err(StoreError::new("Redis::connect_lazily needs a Tokio runtime").at(&whereabouts));
+        };
+        let connection = config.lazy_link().map_err(|error| error.at(&whereabouts))?;
+        let mut probe = connection.clone();
+        runtime.spawn(async move {
+            match redis::cmd("PING").query_async::<()>(&mut probe).await {
+                Ok(()) => tracing::debug!(redis = %whereabouts, "Redis answers"),
+                Err(error) => tracing::warn!(
+                    redis = %whereabouts,
+                    %error,
+                    "Redis cannot be reached yet: requests that need it fail (try again) until it can; \
+                     each tries to connect again"
+                ),
+            }
+        });
+        Ok(Self { connection, prefix: "mcp-mrtr:".to_owned() })
+    }
+
     /// Starts every key with `prefix` instead of `mcp-mrtr:`. Instances of one server
     /// must use the same prefix; different servers on one Redis, different ones.
     ///
