@@ -50,3 +50,44 @@ async fn a_server_that_starts_on_another_server_s_prefix_says_so() {
     assert!(told.contains("WARN") && told.contains("mcp-mrtr-everything"), "{seen:#?}");
     drop(everything);
 }
+
+/// Its answer, as a task a worker runs.
+#[tool(task = "required")]
+async fn newer(ctx: &Ctx) -> Result<String, ToolError> {
+    ctx.continue_as_task().await;
+    Ok("run by a worker that serves it".into())
+}
+
+#[tokio::test]
+async fn in_a_rolling_upgrade_a_worker_leaves_a_task_of_a_tool_it_lacks_to_one_that_has_it() {
+    use mcp_mrtr::tasks::{TaskConfig, Worker};
+    use std::time::Duration;
+
+    let Some(redis) = Redis::start() else { return };
+    let store = mcp_mrtr::redis::Redis::connect(redis.url().as_str()).await.expect("connect to redis");
+    let tasks = || TaskConfig::default().store(store.task_store()).run_on_workers(true);
+    // The release being rolled out serves `newer`; the previous one only `quick`.
+    let current = || Server::new("reports", "2").tools(tools![quick, newer]).tasks(tasks());
+    let previous = Server::new("reports", "1").tool(quick).tasks(tasks());
+    let serve_as_worker = |server: Server| {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let worker = Worker::new().look_every(Duration::from_millis(20));
+        let running = tokio::spawn(server.serve(worker).with_graceful_shutdown(async move {
+            let _ = stopped.await;
+        }));
+        (stop, running)
+    };
+    let (_old_stop, _old) = serve_as_worker(previous);
+    let front = TestClient::new(current());
+    let created = front.call_tool("newer", json!({})).start().await;
+    let task = front.task(created.task_id().expect("a task"));
+
+    // The previous release's worker looks a dozen times and leaves it.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let waiting = task.get().await.expect("the task");
+    assert_eq!(waiting["status"], "working", "{waiting}");
+
+    let (_new_stop, _new) = serve_as_worker(current());
+    let done = task.wait_for("completed", 100).await;
+    assert_eq!(done["result"]["content"][0]["text"], "run by a worker that serves it", "{done}");
+}
