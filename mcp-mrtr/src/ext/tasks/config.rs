@@ -141,8 +141,9 @@ impl TaskConfig {
     /// look ([`Worker::look_every`](crate::tasks::Worker::look_every)). Meanwhile its
     /// `statusMessage` says it waits for a worker; with none alive in the store it fails
     /// after [`worker_wait`](Self::worker_wait), and a front end that starts when the store
-    /// has seen no worker alive warns so in the log. The store must be one the workers share (the `redis`
-    /// feature's `RedisTaskStore`, or one [`MemoryTaskStore`] behind an `Arc` in one process).
+    /// has seen no worker alive warns so in the log. The store must be one the workers
+    /// share (the `redis` feature's `RedisTaskStore`, or one [`MemoryTaskStore`] behind an
+    /// `Arc` in one process).
     pub fn run_on_workers(mut self, on_workers: bool) -> Self {
         self.on_workers = on_workers;
         self

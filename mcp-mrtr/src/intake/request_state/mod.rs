@@ -335,7 +335,7 @@ pub(crate) fn warn_if_guard_per_process(config: &StateConfig, reached: &str) {
         tracing::warn!(
             "request states open on every process that has these keys ({reached}), but the single-use guard is \
              this process's memory (MemoryGuard): a once! step may be taken once per process; give every instance \
-             one guard they share (the redis feature: StateConfig::default().single_use(redis.guard()))"
+             one guard they share (the redis feature: StateConfig::default().single_use(redis.state_guard()))"
         );
     }
 }
