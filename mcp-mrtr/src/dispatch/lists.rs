@@ -78,6 +78,11 @@ impl Engine {
     /// only as tasks: every released host speaks that revision, and a tool it cannot see
     /// would otherwise be missing without a word.
     fn tell_task_only_left_out(&self) {
+        // Told at WARN once; after that only a DEBUG log wants the names.
+        let told = self.told_task_only.load(Ordering::Relaxed);
+        if told && !tracing::enabled!(tracing::Level::DEBUG) {
+            return;
+        }
         let catalog = self.catalog();
         let task_only: Vec<&str> = catalog
             .tools
