@@ -218,3 +218,30 @@ fn a_2025_session_on_one_instance_hears_an_edit_made_on_another() {
     let (_, called) = session.exchange("POST", &call.to_string());
     assert!(called.contains("deployed"), "{called}");
 }
+
+#[test]
+fn an_edit_made_before_serving_starts_travels_when_it_does() {
+    let Some(redis) = Redis::start() else { return };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (_b, b_addr) = serve(&runtime, &redis.url(), true);
+    let (mut stream, mut seen) = listen(b_addr);
+
+    // Instance A, built and edited at start-up, before it serves: its fanout has no keys
+    // to seal the edit with yet, so the edit waits for serving to start.
+    let (a, a_addr) = runtime.block_on(async {
+        let redis = mcp_mrtr::redis::Redis::connect(redis.url().as_str()).await.expect("redis");
+        let listen = Subscriptions::default().fanout(redis.change_fanout().await.expect("a change fanout"));
+        let server =
+            Server::new("deploys", "1").tools(tools![deploy, hello]).subscriptions(listen).request_state(fleet_keys());
+        let handle = server.catalog();
+        assert!(handle.tools().disable("deploy"));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(server.serve(mcp_mrtr::http::Http::listener(listener)));
+        (handle, addr)
+    });
+    assert_eq!(tool_names(a_addr), ["hello"]);
+    heard(&mut stream, &mut seen, 1);
+    assert_eq!(tool_names(b_addr), ["hello"], "the edit reached B once A served");
+    drop(a);
+}

@@ -287,7 +287,8 @@ impl CatalogState {
 
     pub(crate) fn publish(&self, change: Change) {
         let fanout = self.fanout.read().unwrap_or_else(PoisonError::into_inner).clone();
-        if let Some(fanout) = fanout {
+        let Some(fanout) = fanout else { return };
+        if let Some(change) = self.relay.hold_until_started(change) {
             fanout.publish(change);
         }
     }

@@ -12,11 +12,13 @@
 //! a client that lists on hearing of it sees the change. Each instance hears each edit
 //! in the fanout's order, so they all end where the last edit left them. An instance
 //! that was not listening when an edit was made (not started yet, or cut off from the
-//! bus) misses it: apply lasting changes from configuration at start-up too.
+//! bus) misses it: apply lasting changes from configuration at start-up too. An edit made
+//! here before serving starts (when the fanout has no keys to seal it with yet) waits, and
+//! travels when the relay starts.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use tokio::sync::broadcast;
 
@@ -124,7 +126,15 @@ pub(crate) struct Relay {
     share: AtomicBool,
     local: broadcast::Sender<Change>,
     started: AtomicBool,
+    /// Set once the fanout can seal what this instance publishes (the relay started).
+    ready: AtomicBool,
+    /// Edits made before then, published when it is, in order (at most [`MAX_WAITING`];
+    /// more are said in the log and dropped).
+    waiting: Mutex<Vec<Change>>,
 }
+
+/// Edits made before serving starts that wait to travel.
+const MAX_WAITING: usize = 1024;
 
 impl Default for Relay {
     fn default() -> Self {
@@ -141,6 +151,8 @@ impl Default for Relay {
             share: AtomicBool::new(true),
             local: broadcast::channel(LOCAL_CAPACITY).0,
             started: AtomicBool::new(false),
+            ready: AtomicBool::new(false),
+            waiting: Mutex::default(),
         }
     }
 }
@@ -148,6 +160,25 @@ impl Default for Relay {
 impl Relay {
     pub(crate) fn share(&self, share: bool) {
         self.share.store(share, Ordering::Relaxed);
+    }
+
+    /// Keeps `change` for the relay's start, if it is an edit made before it: the fanout
+    /// cannot seal it yet. `None` when it was kept; else the change, to publish now.
+    pub(super) fn hold_until_started(&self, change: Change) -> Option<Change> {
+        if self.ready.load(Ordering::Acquire) || !matches!(change, Change::CatalogEdited(_)) {
+            return Some(change);
+        }
+        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        // Checked again under the lock: the start publishes the queue under it, then sets it.
+        if self.ready.load(Ordering::Acquire) {
+            return Some(change);
+        }
+        if waiting.len() < MAX_WAITING {
+            waiting.push(change);
+        } else {
+            tracing::warn!("a catalog edit made before serving started was not shared: {MAX_WAITING} wait already");
+        }
+        None
     }
 }
 
@@ -189,6 +220,13 @@ impl CatalogState {
         fanout.authenticate_with(FanoutKeys::new(keys, self.relay.instance));
         // Subscribed here, not in the task: nothing published from now on is missed.
         runtime.spawn(relay(Arc::downgrade(self), fanout.subscribe()));
+        // Edits made before serving started travel now, sealed, in the order they were made,
+        // and before any made from now on (those wait for the lock, then see `ready`).
+        let mut waiting = self.relay.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        for change in waiting.drain(..) {
+            fanout.publish(change);
+        }
+        self.relay.ready.store(true, Ordering::Release);
     }
 
     /// Applies an edit another instance made, without announcing it again.
