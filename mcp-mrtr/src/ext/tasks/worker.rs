@@ -79,6 +79,9 @@ pub(crate) async fn work(engine: Engine, tasks: Tasks, worker: Worker, stop: imp
             return;
         }
     };
+    // Alive in the store before it says it runs: a front end that starts on hearing this
+    // finds it there.
+    say_alive(&*tasks.store, &id).await;
     tracing::info!(worker = %id, look_every = ?worker.look, "running tasks from the task store");
     // The newcomer's export ran on a worker and read an empty ledger: say it where it shows.
     tracing::info!(
