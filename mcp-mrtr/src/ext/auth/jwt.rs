@@ -216,11 +216,8 @@ impl JwtVerifier {
     /// or plain HTTP to a loopback host, without redirects, within 5 s and 256 KiB.
     pub fn from_issuer(issuer: impl Into<String>, audience: impl Into<String>) -> Self {
         let issuer = issuer.into();
-        let fetched = Arc::new(FetchedKeys::new(issuer.clone()));
-        let keys = JwtKeys { keys: Vec::new() };
-        let mut verifier = Self::new(keys, issuer, audience);
-        verifier.keys = KeySource::Fetched(fetched, KeepRules::default());
-        verifier
+        let keys = KeySource::Fetched(Arc::new(FetchedKeys::new(issuer.clone())), KeepRules::default());
+        Self { keys, ..Self::new(JwtKeys { keys: Vec::new() }, issuer, audience) }
     }
 
     /// How long fetched keys keep verifying past their freshness while the authorization
@@ -265,33 +262,46 @@ impl JwtVerifier {
         self
     }
 
-    /// Checks `token` against the keys, fetching them (again) when they come from the
-    /// issuer and are stale, or do not hold the token's key.
-    async fn verify_fetching(&self, token: &str) -> Result<VerifiedToken, TokenError> {
-        let KeySource::Fetched(fetched, rules) = &self.keys else { return self.check(token) };
-        let header = jsonwebtoken::decode_header(token).map_err(|_| TokenError::invalid("malformed token"))?;
-        // The type first: a token refused anyway costs the authorization server nothing.
-        self.rules.check_type(header.typ.as_deref())?;
-        let mut keys = fetched.keys(Want::Fresh, *rules).await?;
+    /// Checks `token` against keys fetched from the issuer: fetched (again) when stale, or
+    /// when they do not hold the token's key.
+    async fn verify_fetching(
+        &self,
+        token: &str,
+        fetched: &FetchedKeys,
+        rules: KeepRules,
+    ) -> Result<VerifiedToken, TokenError> {
+        // The header first: a token refused anyway costs the authorization server nothing.
+        let header = self.header(token)?;
+        let mut keys = fetched.keys(Want::Fresh, rules).await?;
         if keys.pick(header.kid.as_deref()).is_none() {
-            keys = fetched.keys(Want::Kid, *rules).await?;
+            keys = fetched.keys(Want::Kid, rules).await?;
         }
-        self.check_with(token, Some(&keys))
+        self.check_signed(token, &header, &keys)
     }
 
     /// Checks `token` against the keys given.
     fn check(&self, token: &str) -> Result<VerifiedToken, TokenError> {
-        self.check_with(token, None)
+        let KeySource::Given(keys) = &self.keys else {
+            return Err(TokenError::Unavailable("the keys are fetched: verify the token".into()));
+        };
+        let header = self.header(token)?;
+        self.check_signed(token, &header, keys)
     }
 
-    /// Checks `token` against `fetched` keys, or the ones given.
-    fn check_with(&self, token: &str, fetched: Option<&JwtKeys>) -> Result<VerifiedToken, TokenError> {
-        let keys = match (&self.keys, fetched) {
-            (_, Some(keys)) | (KeySource::Given(keys), None) => keys,
-            (KeySource::Fetched(..), None) => return Err(TokenError::Unavailable("no key fetched yet".into())),
-        };
+    /// The token's header, if it types an access token.
+    fn header(&self, token: &str) -> Result<jsonwebtoken::Header, TokenError> {
         let header = jsonwebtoken::decode_header(token).map_err(|_| TokenError::invalid("malformed token"))?;
         self.rules.check_type(header.typ.as_deref())?;
+        Ok(header)
+    }
+
+    /// Checks `token`, whose header is `header`, against `keys`.
+    fn check_signed(
+        &self,
+        token: &str,
+        header: &jsonwebtoken::Header,
+        keys: &JwtKeys,
+    ) -> Result<VerifiedToken, TokenError> {
         let trusted = keys
             .pick(header.kid.as_deref())
             .ok_or_else(|| TokenError::invalid("the token is signed with an unknown key"))?;
@@ -316,7 +326,7 @@ impl TokenVerifier for JwtVerifier {
     fn verify<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<VerifiedToken, TokenError>> {
         match &self.keys {
             KeySource::Given(_) => Box::pin(std::future::ready(self.check(token))),
-            KeySource::Fetched(..) => Box::pin(self.verify_fetching(token)),
+            KeySource::Fetched(fetched, rules) => Box::pin(self.verify_fetching(token, fetched, *rules)),
         }
     }
 }

@@ -172,31 +172,18 @@ impl RedisConfig {
     /// The stores' connection, or what is wrong with this configuration.
     /// [`link`](Self::link) to a single Redis, connected at its first command.
     pub(super) fn lazy_link(&self) -> Result<Link, StoreError> {
-        let certificates = self.certificates();
-        if certificates.is_some() && !self.is_tls() {
-            return Err(bad("certificates were given for Redis addresses without TLS: use rediss://"));
-        }
-        if self.is_tls() {
-            default_crypto();
-        }
+        let certificates = self.checked_certificates()?;
         match &self.place {
-            Place::Url(_) if self.login.is_some() => {
-                Err(bad("a URL carries its own login: redis://user:password@host/"))
-            }
-            Place::Url(url) => {
-                let client = match certificates {
-                    Some(certificates) => redis::Client::build_with_tls(url.as_str(), certificates),
-                    None => redis::Client::open(url.as_str()),
-                };
-                Link::standalone_lazily(client.map_err(|e| bad(&e.to_string()))?).map_err(super::unreachable)
-            }
+            Place::Url(url) => Link::standalone_lazily(self.url_client(url, certificates)?).map_err(super::unreachable),
             Place::Cluster(_) | Place::Sentinel { .. } => {
                 Err(bad("connect_lazily takes one Redis URL; a cluster or Sentinel connects with Redis::connect"))
             }
         }
     }
 
-    pub(super) async fn link(&self) -> Result<Link, StoreError> {
+    /// The certificates given, if they go with the addresses (TLS ones); the crypto
+    /// provider installed when TLS is spoken.
+    fn checked_certificates(&self) -> Result<Option<TlsCertificates>, StoreError> {
         let certificates = self.certificates();
         if certificates.is_some() && !self.is_tls() {
             return Err(bad("certificates were given for Redis addresses without TLS: use rediss://"));
@@ -204,18 +191,29 @@ impl RedisConfig {
         if self.is_tls() {
             default_crypto();
         }
+        Ok(certificates)
+    }
+
+    /// The client of the one Redis at `url`, whose login it carries.
+    fn url_client(&self, url: &str, certificates: Option<TlsCertificates>) -> Result<redis::Client, StoreError> {
+        if self.login.is_some() {
+            return Err(bad("a URL carries its own login: redis://user:password@host/"));
+        }
+        let client = match certificates {
+            Some(certificates) => redis::Client::build_with_tls(url, certificates),
+            None => redis::Client::open(url),
+        };
+        client.map_err(|e| bad(&e.to_string()))
+    }
+
+    pub(super) async fn link(&self) -> Result<Link, StoreError> {
+        let certificates = self.checked_certificates()?;
         let unreachable = super::unreachable;
         match &self.place {
-            Place::Url(_) | Place::Cluster(_) if self.login.is_some() => {
+            Place::Cluster(_) if self.login.is_some() => {
                 Err(bad("a URL carries its own login: redis://user:password@host/"))
             }
-            Place::Url(url) => {
-                let client = match certificates {
-                    Some(certificates) => redis::Client::build_with_tls(url.as_str(), certificates),
-                    None => redis::Client::open(url.as_str()),
-                };
-                Link::standalone(client.map_err(|e| bad(&e.to_string()))?).await.map_err(unreachable)
-            }
+            Place::Url(url) => Link::standalone(self.url_client(url, certificates)?).await.map_err(unreachable),
             Place::Cluster(seeds) => Link::cluster(seeds, certificates).await.map_err(unreachable),
             Place::Sentinel { master, sentinels } => {
                 let addresses = sentinels.iter().map(|s| address(s, self.is_tls())).collect::<Result<Vec<_>, _>>()?;

@@ -105,13 +105,17 @@ impl FetchedKeys {
         if let Some(keys) = self.usable(want, now) {
             return Ok(keys);
         }
-        let held = self.held.lock().unwrap_or_else(PoisonError::into_inner).keys.clone();
-        let last = self.held.lock().unwrap_or_else(PoisonError::into_inner).last_fetch;
-        if last.is_some_and(|last| now.duration_since(last) < rules.refetch_every) {
-            // Fetched a moment ago: use what is held rather than ask the server again.
-            return held.filter(|_| self.within_use(now)).ok_or_else(unavailable);
-        }
-        self.held.lock().unwrap_or_else(PoisonError::into_inner).last_fetch = Some(now);
+        let held = {
+            let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+            let recent = held.last_fetch.is_some_and(|last| now.duration_since(last) < rules.refetch_every);
+            let keys = held.keys.clone().filter(|_| held.usable_until.is_some_and(|until| now < until));
+            if recent {
+                // Fetched a moment ago: use what is held rather than ask the server again.
+                return keys.ok_or_else(unavailable);
+            }
+            held.last_fetch = Some(now);
+            keys
+        };
         match self.fetch().await {
             Ok((keys, fresh)) => {
                 let keys = Arc::new(keys);
@@ -123,7 +127,7 @@ impl FetchedKeys {
             }
             Err(problem) => {
                 tracing::warn!(issuer = %self.issuer, %problem, "could not fetch the authorization server's keys");
-                held.filter(|_| self.within_use(now)).ok_or_else(unavailable)
+                held.ok_or_else(unavailable)
             }
         }
     }
@@ -133,10 +137,6 @@ impl FetchedKeys {
         let held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
         let fresh = held.fresh_until.is_some_and(|until| now < until);
         (want == Want::Fresh && fresh).then(|| held.keys.clone()).flatten()
-    }
-
-    fn within_use(&self, now: Instant) -> bool {
-        self.held.lock().unwrap_or_else(PoisonError::into_inner).usable_until.is_some_and(|until| now < until)
     }
 
     /// The keys at the server's `jwks_uri` (found once through its metadata), and how long
