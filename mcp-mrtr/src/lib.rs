@@ -89,6 +89,9 @@
 // above it here. The public modules are re-exported below, where a user reads them.
 mod base;
 mod bounds;
+#[cfg(feature = "client")]
+#[cfg_attr(docsrs, doc(cfg(feature = "client")))]
+pub mod client;
 mod dispatch;
 mod ext;
 mod intake;

@@ -44,6 +44,7 @@ mod opentelemetry;
 mod preflight;
 mod prepared_lists;
 mod replay;
+mod rust_client;
 mod same_everywhere;
 mod sampling_refused;
 mod schema_check;

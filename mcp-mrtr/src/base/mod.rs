@@ -1,12 +1,14 @@
 //! Foundations: errors and their codes, small codecs (hex, URI templates, form schemas,
-//! tools' generated schemas, kept arguments), who the caller is, deadlines and the in-flight count. Names only
-//! `protocol`.
+//! tools' generated schemas, kept arguments), who the caller is, deadlines, the in-flight
+//! count and the outgoing HTTPS connector. Names only `protocol`.
 
 pub(crate) mod caller;
 pub(crate) mod deadline;
 pub(crate) mod error;
 pub(crate) mod form_schema;
 pub(crate) mod hex;
+#[cfg(any(feature = "jwt", feature = "client"))]
+pub(crate) mod https;
 pub(crate) mod inflight;
 pub(crate) mod kept_arguments;
 pub(crate) mod tool_schema;

@@ -286,6 +286,51 @@ pub struct ElicitResult {
     pub content: Option<JsonObject>,
 }
 
+impl ElicitResult {
+    /// The user submitted the form with these values.
+    pub fn accept(content: JsonObject) -> Self {
+        Self { action: ElicitAction::Accept, content: Some(content) }
+    }
+
+    /// The user submitted the form with `values`, a struct (or map) whose fields are the
+    /// form's: the type a server would ask with, written out as its answer.
+    ///
+    /// ```
+    /// use mcp_mrtr::protocol::ElicitResult;
+    /// # #[derive(serde::Serialize)]
+    /// # struct Contact { email: String }
+    ///
+    /// let answer = ElicitResult::accept_as(&Contact { email: "ada@example.com".into() }).unwrap();
+    /// assert_eq!(answer.content.unwrap()["email"], "ada@example.com");
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// When `values` does not serialize to a JSON object.
+    pub fn accept_as<T: Serialize + ?Sized>(values: &T) -> Result<Self, serde_json::Error> {
+        match serde_json::to_value(values)? {
+            Value::Object(content) => Ok(Self::accept(content)),
+            other => Err(serde::ser::Error::custom(format!("a form's answer is a JSON object, not {other}"))),
+        }
+    }
+
+    /// The user agreed, with nothing to send back: the answer to a URL elicitation, whose
+    /// interaction happens at the URL.
+    pub fn accepted() -> Self {
+        Self { action: ElicitAction::Accept, content: None }
+    }
+
+    /// The user said no.
+    pub fn decline() -> Self {
+        Self { action: ElicitAction::Decline, content: None }
+    }
+
+    /// The user dismissed the question without answering.
+    pub fn cancel() -> Self {
+        Self { action: ElicitAction::Cancel, content: None }
+    }
+}
+
 /// What the user did with an elicitation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -315,6 +360,28 @@ pub struct CreateMessageResult {
 }
 
 impl CreateMessageResult {
+    /// The assistant's answer, by `model`, as one text block (stopped at the end of its turn).
+    pub fn from_text(model: impl Into<String>, text: impl Into<String>) -> Self {
+        Self {
+            role: Role::Assistant,
+            content: serde_json::json!({"type": "text", "text": text.into()}),
+            model: model.into(),
+            stop_reason: Some("endTurn".into()),
+        }
+    }
+
+    /// The assistant's answer, by `model`: a content block or an array of them.
+    pub fn new(model: impl Into<String>, content: Value) -> Self {
+        Self { role: Role::Assistant, content, model: model.into(), stop_reason: None }
+    }
+
+    /// The same answer, saying why generation stopped (`endTurn`, `maxTokens`, …).
+    #[must_use]
+    pub fn with_stop_reason(mut self, reason: impl Into<String>) -> Self {
+        self.stop_reason = Some(reason.into());
+        self
+    }
+
     /// The text of the answer: its text blocks, joined.
     pub fn text(&self) -> String {
         let blocks = match &self.content {
@@ -333,6 +400,13 @@ pub struct ListRootsResult {
     pub roots: Vec<Root>,
 }
 
+impl ListRootsResult {
+    /// These roots.
+    pub fn new(roots: Vec<Root>) -> Self {
+        Self { roots }
+    }
+}
+
 /// A root: a directory or file the client exposes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -342,4 +416,18 @@ pub struct Root {
     /// A display name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+}
+
+impl Root {
+    /// A root at `uri` (a `file://` URI).
+    pub fn new(uri: impl Into<String>) -> Self {
+        Self { uri: uri.into(), name: None }
+    }
+
+    /// The same root, with a name to show.
+    #[must_use]
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
 }

@@ -170,4 +170,26 @@ impl CallToolResult {
     pub fn error(text: impl Into<String>) -> Self {
         Self { is_error: Some(true), ..Self::text(text) }
     }
+
+    /// Whether the tool failed (`isError: true`): its content says why.
+    pub fn is_error(&self) -> bool {
+        self.is_error == Some(true)
+    }
+
+    /// The text of its text blocks, joined by newlines.
+    pub fn all_text(&self) -> String {
+        self.content.iter().filter_map(ContentBlock::as_text).collect::<Vec<_>>().join("\n")
+    }
+
+    /// Its structured content, read as a `T` (the tool's output type).
+    ///
+    /// # Errors
+    ///
+    /// When there is no structured content, or it is not a `T`.
+    pub fn structured<T: serde::de::DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        match &self.structured_content {
+            Some(value) => T::deserialize(value),
+            None => Err(serde::de::Error::custom("the result has no structured content")),
+        }
+    }
 }

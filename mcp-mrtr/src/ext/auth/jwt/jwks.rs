@@ -89,7 +89,7 @@ impl FetchedKeys {
             issuer,
             held: Mutex::default(),
             fetching: tokio::sync::Mutex::new(()),
-            client: Client::builder(hyper_util::rt::TokioExecutor::new()).build(connector()),
+            client: Client::builder(hyper_util::rt::TokioExecutor::new()).build(crate::base::https::connector()),
         }
     }
 
@@ -252,27 +252,6 @@ fn freshness(headers: &HeaderMap) -> Duration {
         }
     }
     fresh.min(MAX_FRESH)
-}
-
-/// HTTPS with the system's roots on rustls with *ring* (as the `redis` feature), HTTP/1,
-/// plain HTTP allowed for the loopback URLs `reachable` lets through. Without system
-/// roots, HTTPS fails at its handshake, naming why, and loopback still works.
-fn connector() -> HttpsConnector<HttpConnector> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = hyper_rustls::HttpsConnectorBuilder::new();
-    let builder = match builder.with_provider_and_native_roots(provider.clone()) {
-        Ok(builder) => builder,
-        Err(error) => {
-            tracing::warn!(%error, "no system root certificates: keys can be fetched over loopback HTTP only");
-            let config = rustls::ClientConfig::builder_with_provider(provider)
-                .with_safe_default_protocol_versions()
-                .expect("ring supports the default protocol versions")
-                .with_root_certificates(rustls::RootCertStore::empty())
-                .with_no_client_auth();
-            hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(config)
-        }
-    };
-    builder.https_or_http().enable_http1().build()
 }
 
 #[cfg(test)]

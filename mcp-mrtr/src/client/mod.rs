@@ -1,0 +1,334 @@
+//! An MCP client that speaks multi round-trip requests natively (the `client` feature).
+//!
+//! A server built with this crate asks halfway through a call; this is the other half of
+//! that conversation. The client sends a request, and when the server answers
+//! `input_required` it asks the application's [`Answers`] each question (a form for the
+//! user, a URL to open, a message from the application's model, its roots), sends the
+//! request again with the answers and the server's sealed `requestState`, and returns only
+//! the final result. The application writes no retry loop and never sees the state.
+//!
+//! ```no_run
+//! use mcp_mrtr::client::{Answers, Client};
+//! use mcp_mrtr::protocol::ElicitResult;
+//! use serde_json::json;
+//!
+//! # async fn run() -> Result<(), mcp_mrtr::client::ClientError> {
+//! let answers = Answers::new().forms(|question| async move {
+//!     println!("{}", question.message);
+//!     Ok(ElicitResult::accept_as(&json!({"name": "Ada"}))?)
+//! });
+//! let client = Client::http("http://127.0.0.1:8080/mcp").answers(answers).connect().await?;
+//! for tool in client.list_tools().await? {
+//!     println!("{}", tool.name);
+//! }
+//! let result = client.call_tool("greet", json!({})).await?;
+//! println!("{}", result.all_text());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! This release speaks 2026-07-28 over Streamable HTTP: `server/discover` when it connects,
+//! the request envelope (`_meta` and the MCP headers) on every request, lists followed
+//! across pages, and any number of rounds up to [`ClientLimits::max_rounds`].
+
+mod answers;
+mod error;
+mod http;
+mod rounds;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+pub use answers::{Answers, BoxError, FormQuestion, UrlQuestion};
+pub use error::ClientError;
+
+use crate::protocol::{
+    meta_keys, CallToolResult, DiscoverResult, GetPromptResult, Implementation, JsonObject, Prompt, ReadResourceResult,
+    Resource, ResourceTemplate, Tool, PROTOCOL_VERSION,
+};
+
+/// A connection to one MCP server. Cheap to clone: clones share the connection pool.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+    discovered: Arc<DiscoverResult>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("server", &self.discovered)
+            .field("answers", &self.inner.answers)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The client's bounds on what a server may make it do or read.
+///
+/// ```
+/// use std::time::Duration;
+/// use mcp_mrtr::client::ClientLimits;
+///
+/// let mut limits = ClientLimits::default();
+/// limits.request_timeout = Duration::from_secs(30);
+/// assert_eq!(limits.max_rounds, 16);
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ClientLimits {
+    /// The longest one request may take, answer and all (a round's questions are answered
+    /// between requests, outside this bound). Default 5 minutes.
+    pub request_timeout: Duration,
+    /// The largest response body read. Default 16 MiB.
+    pub max_response_bytes: usize,
+    /// The largest response head (status line and headers) read. Default 64 KiB.
+    pub max_header_bytes: usize,
+    /// How many `input_required` rounds in a row a call may take before the client gives
+    /// up with [`ClientError::TooManyRounds`]. Default 16.
+    pub max_rounds: usize,
+    /// How many pages a list may span before the client stops following its cursors.
+    /// Default 1000.
+    pub max_pages: usize,
+}
+
+impl Default for ClientLimits {
+    fn default() -> Self {
+        Self {
+            request_timeout: Duration::from_secs(300),
+            max_response_bytes: 16 * 1024 * 1024,
+            max_header_bytes: 64 * 1024,
+            max_rounds: 16,
+            max_pages: 1000,
+        }
+    }
+}
+
+/// A client being set up; [`connect`](Connect::connect) reaches the server.
+#[derive(Debug)]
+#[must_use = "a client connects only when `connect` is awaited"]
+pub struct Connect {
+    url: String,
+    headers: Vec<(String, String)>,
+    answers: Answers,
+    info: Implementation,
+    limits: ClientLimits,
+}
+
+impl Client {
+    /// A client of the server at `url`, over Streamable HTTP (`https://`, or `http://`).
+    pub fn http(url: impl Into<String>) -> Connect {
+        Connect {
+            url: url.into(),
+            headers: Vec::new(),
+            answers: Answers::new(),
+            info: Implementation::new("mcp-mrtr-client", env!("CARGO_PKG_VERSION")),
+            limits: ClientLimits::default(),
+        }
+    }
+
+    /// What the server said of itself when the client connected: its versions, its
+    /// capabilities, its instructions.
+    pub fn server(&self) -> &DiscoverResult {
+        &self.discovered
+    }
+
+    /// Every tool the server lists, across its pages.
+    pub async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
+        self.list("tools/list", "tools").await
+    }
+
+    /// Every prompt the server lists, across its pages.
+    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, ClientError> {
+        self.list("prompts/list", "prompts").await
+    }
+
+    /// Every resource the server lists, across its pages.
+    pub async fn list_resources(&self) -> Result<Vec<Resource>, ClientError> {
+        self.list("resources/list", "resources").await
+    }
+
+    /// Every resource template the server lists, across its pages.
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, ClientError> {
+        self.list("resources/templates/list", "resourceTemplates").await
+    }
+
+    /// Calls a tool with `arguments` (any value that serializes to a JSON object), asking
+    /// the application's [`Answers`] whatever the tool asks, and returns its result. A tool
+    /// that fails returns a result with [`is_error`](CallToolResult::is_error) set, not an
+    /// `Err`.
+    pub async fn call_tool(&self, name: &str, arguments: impl Serialize) -> Result<CallToolResult, ClientError> {
+        let params = json!({"name": name, "arguments": arguments_of(arguments)?});
+        decode(self.request("tools/call", params).await?)
+    }
+
+    /// Gets a prompt with `arguments`, answering what it asks on the way.
+    pub async fn get_prompt(&self, name: &str, arguments: impl Serialize) -> Result<GetPromptResult, ClientError> {
+        let params = json!({"name": name, "arguments": arguments_of(arguments)?});
+        decode(self.request("prompts/get", params).await?)
+    }
+
+    /// Reads a resource, answering what its handler asks on the way.
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ClientError> {
+        decode(self.request("resources/read", json!({"uri": uri})).await?)
+    }
+
+    /// Any request, by method and params (a JSON object), run to its final result with
+    /// every round answered: for methods of the server's own, or fields this client has no
+    /// typed call for. The envelope's `_meta` is added to the params' own.
+    pub async fn request(&self, method: &str, params: Value) -> Result<JsonObject, ClientError> {
+        self.inner.call(method, params).await
+    }
+
+    async fn list<T: DeserializeOwned>(&self, method: &str, field: &str) -> Result<Vec<T>, ClientError> {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..self.inner.limits.max_pages {
+            let params = cursor.map_or_else(|| json!({}), |cursor| json!({"cursor": cursor}));
+            let mut page = self.request(method, params).await?;
+            let listed = page.remove(field).unwrap_or(Value::Null);
+            let listed: Vec<T> = serde_json::from_value(listed).map_err(|error| {
+                ClientError::Malformed(format!("the {method} result's {field} cannot be read: {error}"))
+            })?;
+            items.extend(listed);
+            match page.remove("nextCursor") {
+                Some(Value::String(next)) if !next.is_empty() => cursor = Some(next),
+                _ => return Ok(items),
+            }
+        }
+        Err(ClientError::Malformed(format!("{method} went on for more than {} pages", self.inner.limits.max_pages)))
+    }
+}
+
+impl Connect {
+    /// A header sent with every request, such as a gateway's key.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// `Authorization: Bearer <token>` on every request.
+    pub fn bearer_token(self, token: impl std::fmt::Display) -> Self {
+        self.header("authorization", format!("Bearer {token}"))
+    }
+
+    /// How the application answers the server's questions; without it, the client
+    /// declares no capability and the server asks it nothing.
+    pub fn answers(mut self, answers: Answers) -> Self {
+        self.answers = answers;
+        self
+    }
+
+    /// The `clientInfo` sent with every request (by default this crate's name and version).
+    pub fn client_info(mut self, info: Implementation) -> Self {
+        self.info = info;
+        self
+    }
+
+    /// The client's bounds (by default [`ClientLimits::default`]).
+    pub fn limits(mut self, limits: ClientLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Reaches the server (`server/discover`) and returns the client, once the server has
+    /// said it speaks this client's protocol version.
+    pub async fn connect(self) -> Result<Client, ClientError> {
+        let mut headers = HeaderMap::new();
+        for (name, value) in &self.headers {
+            let name = HeaderName::try_from(name.as_str())
+                .map_err(|_| ClientError::Config(format!("{name:?} is not a header name")))?;
+            let value = HeaderValue::try_from(value.as_str())
+                .map_err(|_| ClientError::Config(format!("the value of {name} is not a header value")))?;
+            headers.append(name, value);
+        }
+        let mut meta = JsonObject::new();
+        meta.insert(meta_keys::PROTOCOL_VERSION.into(), PROTOCOL_VERSION.into());
+        meta.insert(meta_keys::CLIENT_CAPABILITIES.into(), self.answers.capabilities());
+        meta.insert(meta_keys::CLIENT_INFO.into(), json!(self.info));
+        let inner = Inner {
+            http: http::HttpTransport::new(&self.url, headers, self.limits.clone())?,
+            answers: self.answers,
+            meta,
+            limits: self.limits,
+            next_id: AtomicU64::new(1),
+        };
+        let discovered: DiscoverResult = decode(inner.call("server/discover", json!({})).await?)?;
+        if !discovered.supported_versions.iter().any(|version| version == PROTOCOL_VERSION) {
+            return Err(ClientError::Version { supported: discovered.supported_versions });
+        }
+        Ok(Client { inner: Arc::new(inner), discovered: Arc::new(discovered) })
+    }
+}
+
+/// What a client holds for its requests.
+struct Inner {
+    http: http::HttpTransport,
+    answers: Answers,
+    /// The envelope's `_meta`, the same on every request.
+    meta: JsonObject,
+    limits: ClientLimits,
+    next_id: AtomicU64,
+}
+
+impl Inner {
+    /// A request with the envelope's `_meta` added to its params' own, run to its final
+    /// result.
+    async fn call(&self, method: &str, params: Value) -> Result<JsonObject, ClientError> {
+        let Value::Object(mut params) = params else {
+            return Err(ClientError::Config(format!("the params of {method} must be a JSON object")));
+        };
+        let meta = match params.remove("_meta") {
+            Some(Value::Object(mut own)) => {
+                own.extend(self.meta.clone());
+                own
+            }
+            _ => self.meta.clone(),
+        };
+        params.insert("_meta".into(), Value::Object(meta));
+        rounds::run(self, method, params).await
+    }
+
+    /// One request as it goes on the wire (a round of a call, or all of a call that asks
+    /// nothing), and its result.
+    async fn send(&self, method: &str, params: &JsonObject) -> Result<JsonObject, ClientError> {
+        #[derive(Serialize)]
+        struct Message<'a> {
+            jsonrpc: &'static str,
+            id: u64,
+            method: &'a str,
+            params: &'a JsonObject,
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let body = serde_json::to_vec(&Message { jsonrpc: "2.0", id, method, params }).expect("a JSON object is JSON");
+        let name_field = match method {
+            "tools/call" | "prompts/get" => Some("name"),
+            "resources/read" => Some("uri"),
+            _ if method.starts_with("tasks/") => Some("taskId"),
+            _ => None,
+        };
+        let name = name_field.and_then(|field| params.get(field)).and_then(Value::as_str);
+        self.http.request(method, name, id, body).await
+    }
+}
+
+/// Arguments as the JSON object a call carries.
+fn arguments_of(arguments: impl Serialize) -> Result<Value, ClientError> {
+    match serde_json::to_value(arguments) {
+        Ok(Value::Null) => Ok(json!({})),
+        Ok(object @ Value::Object(_)) => Ok(object),
+        Ok(_) => Err(ClientError::Config("arguments must serialize to a JSON object".into())),
+        Err(error) => Err(ClientError::Config(format!("the arguments do not serialize: {error}"))),
+    }
+}
+
+/// A final result read as the type its method returns.
+fn decode<T: for<'de> Deserialize<'de>>(result: JsonObject) -> Result<T, ClientError> {
+    serde_json::from_value(Value::Object(result))
+        .map_err(|error| ClientError::Malformed(format!("the result cannot be read: {error}")))
+}

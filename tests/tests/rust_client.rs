@@ -1,0 +1,196 @@
+//! The crate's own MCP client (`mcp_mrtr::client`, the `client` feature) against the
+//! `everything` fixture over real HTTP on loopback: lists, calls, and every kind of question
+//! a tool asks mid-call answered by the application's `Answers`, the rounds run by the
+//! client and never seen by the caller.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_mrtr::client::{Answers, Client, ClientError, ClientLimits};
+use mcp_mrtr::protocol::{CreateMessageResult, ElicitAction, ElicitResult, ListRootsResult, Root};
+use mcp_mrtr::ErrorCode;
+use mcp_mrtr_tests::harness::TestServer;
+use serde_json::json;
+
+fn url(server: &TestServer) -> String {
+    format!("http://{}/mcp", server.addr)
+}
+
+/// Answers every kind of question, recording each message it was shown.
+fn answering(shown: &Arc<Mutex<Vec<String>>>) -> Answers {
+    let forms = shown.clone();
+    let urls = shown.clone();
+    Answers::new()
+        .forms(move |question| {
+            forms.lock().unwrap().push(question.message.clone());
+            let fields: Vec<String> = question.schema["properties"].as_object().unwrap().keys().cloned().collect();
+            async move {
+                Ok(match fields.first().map(String::as_str) {
+                    Some("name") => ElicitResult::accept_as(&json!({"name": "Ada"}))?,
+                    Some("color") => ElicitResult::accept_as(&json!({"color": "green"}))?,
+                    Some("ok") => ElicitResult::accept_as(&json!({"ok": true}))?,
+                    Some("context") => ElicitResult::accept_as(&json!({"context": "the diff"}))?,
+                    _ => ElicitResult::decline(),
+                })
+            }
+        })
+        .urls(move |question| {
+            urls.lock().unwrap().push(format!("{} <{}>", question.message, question.url));
+            async { Ok(ElicitResult::accepted()) }
+        })
+        .sampling(|request| async move {
+            assert!(request.max_tokens > 0);
+            Ok(CreateMessageResult::from_text("scripted", "Paris"))
+        })
+        .roots(|| async { Ok(ListRootsResult::new(vec![Root::new("file:///a"), Root::new("file:///b").named("b")])) })
+}
+
+async fn connect(server: &TestServer, answers: Answers) -> Client {
+    Client::http(url(server)).answers(answers).connect().await.expect("the client connects")
+}
+
+#[tokio::test]
+async fn lists_and_calls_a_server_that_asks_nothing() {
+    let server = TestServer::everything().await;
+    let client = connect(&server, Answers::new()).await;
+    assert!(client.server().supported_versions.iter().any(|v| v == "2026-07-28"));
+    let tools = client.list_tools().await.unwrap();
+    assert!(
+        tools.iter().any(|tool| tool.name == "greet"),
+        "tools: {:?}",
+        tools.iter().map(|t| &t.name).collect::<Vec<_>>()
+    );
+    let greeted = client.call_tool("greet", json!({"name": "Ada"})).await.unwrap();
+    assert_eq!(greeted.all_text(), "Hello, Ada!");
+    assert!(!greeted.is_error());
+    // A tool that fails is a value the model reads, not an Err.
+    let failed = client.call_tool("test_error_handling", json!({})).await.unwrap();
+    assert!(failed.is_error());
+    assert!(failed.all_text().contains("intentionally"));
+}
+
+#[tokio::test]
+async fn a_form_is_asked_and_the_call_finishes_with_its_answer() {
+    let server = TestServer::everything().await;
+    let shown = Arc::new(Mutex::new(Vec::new()));
+    let client = connect(&server, answering(&shown)).await;
+    let result = client.call_tool("test_input_required_result_elicitation", json!({})).await.unwrap();
+    assert_eq!(result.all_text(), "Hello, Ada!");
+    assert_eq!(*shown.lock().unwrap(), ["What is your name?"]);
+}
+
+#[tokio::test]
+async fn rounds_follow_each_other_until_the_tool_is_done() {
+    let server = TestServer::everything().await;
+    let shown = Arc::new(Mutex::new(Vec::new()));
+    let client = connect(&server, answering(&shown)).await;
+    let result = client.call_tool("test_input_required_result_multi_round", json!({})).await.unwrap();
+    assert_eq!(result.all_text(), "Ada likes green");
+    // The second question names the first answer: the server kept it in its sealed state.
+    assert_eq!(*shown.lock().unwrap(), ["What is your name?", "Ada, what is your favourite colour?"]);
+}
+
+#[tokio::test]
+async fn a_round_of_several_kinds_is_answered_whole() {
+    let server = TestServer::everything().await;
+    let client = connect(&server, answering(&Arc::default())).await;
+    let result = client.call_tool("test_input_required_result_multiple_inputs", json!({})).await.unwrap();
+    assert_eq!(result.all_text(), "Ada: Paris (2 roots)");
+    let sampled = client.call_tool("test_sampling", json!({"prompt": "Capital of France?"})).await.unwrap();
+    assert_eq!(sampled.all_text(), "LLM response: Paris");
+}
+
+#[tokio::test]
+async fn declining_and_cancelling_reach_the_tool() {
+    let server = TestServer::everything().await;
+    for (action, said) in [(ElicitAction::Decline, "action=decline"), (ElicitAction::Cancel, "action=cancel")] {
+        let answers = Answers::new().forms(move |_| async move {
+            Ok(if action == ElicitAction::Decline { ElicitResult::decline() } else { ElicitResult::cancel() })
+        });
+        let client = connect(&server, answers).await;
+        let result = client.call_tool("test_elicitation", json!({"message": "Who are you?"})).await.unwrap();
+        assert!(result.all_text().ends_with(said), "{}", result.all_text());
+    }
+}
+
+#[tokio::test]
+async fn a_url_is_offered_and_a_prompt_asks_too() {
+    let server = TestServer::everything().await;
+    let shown = Arc::new(Mutex::new(Vec::new()));
+    let client = connect(&server, answering(&shown)).await;
+    let result = client.call_tool("test_url_elicitation", json!({})).await.unwrap();
+    assert_eq!(result.all_text(), "Connected: the user opened the page.");
+    assert!(shown.lock().unwrap()[0].ends_with("<https://example.com/mcp-mrtr/connect>"));
+    let prompt = client.get_prompt("test_input_required_result_prompt", json!({})).await.unwrap();
+    assert_eq!(prompt.messages.len(), 1);
+    assert!(serde_json::to_string(&prompt.messages[0]).unwrap().contains("the diff"));
+}
+
+#[tokio::test]
+async fn only_what_is_answered_is_declared() {
+    let server = TestServer::everything().await;
+    // Without answers the server cannot ask for sampling: its -32021 comes back whole.
+    let client = connect(&server, Answers::new()).await;
+    let error = client.call_tool("test_missing_capability", json!({})).await.unwrap_err();
+    assert_eq!(error.code(), Some(ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY), "{error}");
+    assert!(error.rpc().unwrap().data().unwrap()["requiredCapabilities"]["sampling"].is_object());
+    // Forms only: the tool asks only for the name, never for sampling.
+    let forms = Answers::new().forms(|_| async { Ok(ElicitResult::accept_as(&json!({"name": "Ada"}))?) });
+    let client = connect(&server, forms).await;
+    let result = client.call_tool("test_input_required_result_capabilities", json!({})).await.unwrap();
+    assert_eq!(result.all_text(), "name: Ada");
+}
+
+#[tokio::test]
+async fn rounds_are_bounded_and_failed_answers_are_named() {
+    let server = TestServer::everything().await;
+    let mut limits = ClientLimits::default();
+    limits.max_rounds = 1;
+    let client = Client::http(url(&server)).answers(answering(&Arc::default())).limits(limits).connect().await.unwrap();
+    let error = client.call_tool("test_input_required_result_multi_round", json!({})).await.unwrap_err();
+    assert!(matches!(error, ClientError::TooManyRounds { rounds: 1 }), "{error}");
+
+    let failing = Answers::new().forms(|_| async { Err("the terminal was closed".into()) });
+    let client = connect(&server, failing).await;
+    let error = client.call_tool("test_input_required_result_elicitation", json!({})).await.unwrap_err();
+    assert!(matches!(&error, ClientError::Answer { key, .. } if key == "user_name"), "{error}");
+    assert!(error.to_string().contains("the terminal was closed"));
+}
+
+#[tokio::test]
+async fn what_cannot_be_reached_says_why() {
+    let error = Client::http("ftp://127.0.0.1/mcp").connect().await.unwrap_err();
+    assert!(matches!(error, ClientError::Config(_)), "{error}");
+    // A port nobody listens on (bound, then released).
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let error = Client::http(format!("http://{free}/mcp")).connect().await.unwrap_err();
+    assert!(matches!(error, ClientError::Connect(_)), "{error}");
+    // A server that never answers is bounded by the request timeout.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mut limits = ClientLimits::default();
+    limits.request_timeout = Duration::from_millis(300);
+    let address = silent.local_addr().unwrap();
+    let error = Client::http(format!("http://{address}/mcp")).limits(limits).connect().await.unwrap_err();
+    assert!(matches!(error, ClientError::Timeout { .. }), "{error}");
+    drop(silent);
+}
+
+#[tokio::test]
+async fn a_reply_on_an_event_stream_is_read_past_its_notifications() {
+    let server = TestServer::everything().await;
+    let client = connect(&server, Answers::new()).await;
+    // A progress token makes the server answer on an event stream, progress first.
+    let params = json!({"name": "test_tool_with_progress", "arguments": {}, "_meta": {"progressToken": 7}});
+    let result = client.request("tools/call", params).await.unwrap();
+    assert_eq!(result["content"][0]["text"], "Progress complete");
+}
+
+#[tokio::test]
+async fn a_name_that_is_not_plain_ascii_travels_in_its_header_wrapped() {
+    let server = TestServer::everything().await;
+    let client = connect(&server, Answers::new()).await;
+    // The server compared the wrapped Mcp-Name with the body and found them equal: its
+    // refusal is of the tool, not of the header (-32020).
+    let error = client.call_tool("météo du jour", json!({})).await.unwrap_err();
+    assert_eq!(error.code(), Some(ErrorCode::INVALID_PARAMS), "{error}");
+}
