@@ -6,6 +6,7 @@
 mod common;
 mod instance;
 
+mod client_stdio;
 mod deploy;
 mod everything_stdio;
 mod held_memory;

@@ -74,7 +74,8 @@
 //! state](guide::request_state), [serving over HTTP](guide::serving),
 //! [authorization](guide::auth), [tasks](guide::tasks), [many instances](guide::many_instances),
 //! [extensions](guide::extensions) (skills, methods of your own), [interfaces](guide::interfaces)
-//! (MCP Apps, and asks an app renders), [coming from another
+//! (MCP Apps, and asks an app renders), [clients](guide::clients) (calling servers, and
+//! answering them), [coming from another
 //! SDK](guide::other_sdks) (rounds built by hand) and [the wire](guide::wire), driven by
 //! hand with curl.
 
@@ -364,6 +365,8 @@ pub mod guide {
     pub mod extensions {}
     #[doc = include_str!(concat!(env!("OUT_DIR"), "/guide/interfaces.md"))]
     pub mod interfaces {}
+    #[doc = include_str!(concat!(env!("OUT_DIR"), "/guide/clients.md"))]
+    pub mod clients {}
     #[doc = include_str!(concat!(env!("OUT_DIR"), "/guide/other-sdks.md"))]
     pub mod other_sdks {}
     #[doc = include_str!(concat!(env!("OUT_DIR"), "/guide/wire.md"))]

@@ -16,8 +16,8 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::error::ClientError;
+use super::message::reply;
 use super::ClientLimits;
-use crate::base::error::{Error, ErrorCode};
 use crate::protocol::{JsonObject, PROTOCOL_VERSION};
 
 /// A server's endpoint and how to reach it.
@@ -199,39 +199,6 @@ fn event_data(event: &[u8]) -> Option<String> {
     data
 }
 
-/// The result of a JSON-RPC response to `id`, or its error.
-fn reply(message: Value, id: u64) -> Result<JsonObject, ClientError> {
-    let Value::Object(mut message) = message else {
-        return Err(ClientError::Malformed("the response is not a JSON object".into()));
-    };
-    if message.get("id").and_then(Value::as_u64) != Some(id) {
-        let got = message.get("id").map_or_else(|| "none".to_owned(), Value::to_string);
-        return Err(ClientError::Malformed(format!("the response's id is {got}, not {id}")));
-    }
-    if let Some(result) = message.remove("result") {
-        let Value::Object(result) = result else {
-            return Err(ClientError::Malformed("the result is not an object".into()));
-        };
-        return Ok(result);
-    }
-    let Some(Value::Object(mut error)) = message.remove("error") else {
-        return Err(ClientError::Malformed("the response has neither a result nor an error".into()));
-    };
-    let code = error.get("code").and_then(Value::as_i64).and_then(|code| i32::try_from(code).ok());
-    let Some(code) = code else {
-        return Err(ClientError::Malformed("the error has no integer code".into()));
-    };
-    let message = match error.remove("message") {
-        Some(Value::String(message)) => message,
-        _ => String::new(),
-    };
-    let mut rpc = Error::new(ErrorCode(code), message);
-    if let Some(data) = error.remove("data") {
-        rpc = rpc.with_data(data);
-    }
-    Err(ClientError::Rpc(rpc))
-}
-
 /// An error and its causes, on one line.
 fn describe(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
@@ -263,19 +230,5 @@ mod tests {
         assert_eq!(event_data(b"data: [1,\ndata: 2]").as_deref(), Some("[1,\n2]"));
         assert_eq!(event_data(b": a comment"), None);
         assert_eq!(find_event_end(b"data: 1\n\ndata: 2"), Some((7, 9)));
-    }
-
-    #[test]
-    fn a_response_is_its_result_or_its_error() {
-        let ok = serde_json::json!({"jsonrpc": "2.0", "id": 3, "result": {"resultType": "complete"}});
-        assert_eq!(reply(ok, 3).unwrap()["resultType"], "complete");
-        let error = serde_json::json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32602, "message": "no", "data": {"uri": "x"}}});
-        let ClientError::Rpc(error) = reply(error, 3).unwrap_err() else { panic!("not an rpc error") };
-        assert_eq!(
-            (error.code(), error.message(), error.data()),
-            (ErrorCode::INVALID_PARAMS, "no", Some(&serde_json::json!({"uri": "x"})))
-        );
-        let other = serde_json::json!({"jsonrpc": "2.0", "id": 4, "result": {}});
-        assert!(matches!(reply(other, 3), Err(ClientError::Malformed(_))));
     }
 }

@@ -27,14 +27,17 @@
 //! # }
 //! ```
 //!
-//! This release speaks 2026-07-28 over Streamable HTTP: `server/discover` when it connects,
-//! the request envelope (`_meta` and the MCP headers) on every request, lists followed
-//! across pages, and any number of rounds up to [`ClientLimits::max_rounds`].
+//! This release speaks 2026-07-28, over Streamable HTTP ([`Client::http`]) or to a child
+//! process over stdio ([`Client::stdio`]): `server/discover` when it connects, the request
+//! envelope (`_meta`, and on HTTP the MCP headers) on every request, lists followed across
+//! pages, and any number of rounds up to [`ClientLimits::max_rounds`].
 
 mod answers;
 mod error;
 mod http;
+mod message;
 mod rounds;
+mod stdio;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -95,6 +98,9 @@ pub struct ClientLimits {
     /// How many pages a list may span before the client stops following its cursors.
     /// Default 1000.
     pub max_pages: usize,
+    /// How long a server run over stdio may take to exit once [`Client::close`] closes
+    /// its stdin, before it is killed. Default 2 s.
+    pub exit_wait: Duration,
 }
 
 impl Default for ClientLimits {
@@ -105,6 +111,7 @@ impl Default for ClientLimits {
             max_header_bytes: 64 * 1024,
             max_rounds: 16,
             max_pages: 1000,
+            exit_wait: stdio::EXIT_WAIT,
         }
     }
 }
@@ -113,7 +120,7 @@ impl Default for ClientLimits {
 #[derive(Debug)]
 #[must_use = "a client connects only when `connect` is awaited"]
 pub struct Connect {
-    url: String,
+    target: Target,
     headers: Vec<(String, String)>,
     answers: Answers,
     info: Implementation,
@@ -123,12 +130,36 @@ pub struct Connect {
 impl Client {
     /// A client of the server at `url`, over Streamable HTTP (`https://`, or `http://`).
     pub fn http(url: impl Into<String>) -> Connect {
-        Connect {
-            url: url.into(),
-            headers: Vec::new(),
-            answers: Answers::new(),
-            info: Implementation::new("mcp-mrtr-client", env!("CARGO_PKG_VERSION")),
-            limits: ClientLimits::default(),
+        Connect::new(Target::Http(url.into()))
+    }
+
+    /// A client of the server `command` starts, spoken to over its stdin and stdout. The
+    /// command's arguments, environment and working directory are the caller's; its
+    /// stderr goes where the command says (by default, this process's stderr).
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), mcp_mrtr::client::ClientError> {
+    /// use mcp_mrtr::client::Client;
+    ///
+    /// let mut command = std::process::Command::new("my-server");
+    /// command.arg("--stdio").env("RUST_LOG", "warn");
+    /// let client = Client::stdio(command).connect().await?;
+    /// // …
+    /// client.close().await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn stdio(command: impl Into<tokio::process::Command>) -> Connect {
+        Connect::new(Target::Stdio(command.into()))
+    }
+
+    /// Ends the connection: a server run over stdio has its stdin closed and
+    /// [`ClientLimits::exit_wait`] to exit before it is killed. Requests still running on
+    /// clones of this client fail. Dropping the last clone without closing kills the
+    /// child at once.
+    pub async fn close(&self) {
+        if let Transport::Stdio(stdio) = &self.inner.transport {
+            stdio.close().await;
         }
     }
 
@@ -206,13 +237,24 @@ impl Client {
 }
 
 impl Connect {
-    /// A header sent with every request, such as a gateway's key.
+    fn new(target: Target) -> Self {
+        Self {
+            target,
+            headers: Vec::new(),
+            answers: Answers::new(),
+            info: Implementation::new("mcp-mrtr-client", env!("CARGO_PKG_VERSION")),
+            limits: ClientLimits::default(),
+        }
+    }
+
+    /// A header sent with every HTTP request, such as a gateway's key (over stdio there
+    /// are no headers: [`connect`](Self::connect) refuses one).
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
         self
     }
 
-    /// `Authorization: Bearer <token>` on every request.
+    /// `Authorization: Bearer <token>` on every HTTP request.
     pub fn bearer_token(self, token: impl std::fmt::Display) -> Self {
         self.header("authorization", format!("Bearer {token}"))
     }
@@ -251,13 +293,14 @@ impl Connect {
         meta.insert(meta_keys::PROTOCOL_VERSION.into(), PROTOCOL_VERSION.into());
         meta.insert(meta_keys::CLIENT_CAPABILITIES.into(), self.answers.capabilities());
         meta.insert(meta_keys::CLIENT_INFO.into(), json!(self.info));
-        let inner = Inner {
-            http: http::HttpTransport::new(&self.url, headers, self.limits.clone())?,
-            answers: self.answers,
-            meta,
-            limits: self.limits,
-            next_id: AtomicU64::new(1),
+        let transport = match self.target {
+            Target::Http(url) => Transport::Http(http::HttpTransport::new(&url, headers, self.limits.clone())?),
+            Target::Stdio(_) if !headers.is_empty() => {
+                return Err(ClientError::Config("a server spoken to over stdio takes no HTTP headers".into()));
+            }
+            Target::Stdio(command) => Transport::Stdio(stdio::StdioTransport::spawn(command, self.limits.clone())?),
         };
+        let inner = Inner { transport, answers: self.answers, meta, limits: self.limits, next_id: AtomicU64::new(1) };
         let discovered: DiscoverResult = decode(inner.call("server/discover", json!({})).await?)?;
         if !discovered.supported_versions.iter().any(|version| version == PROTOCOL_VERSION) {
             return Err(ClientError::Version { supported: discovered.supported_versions });
@@ -266,9 +309,22 @@ impl Connect {
     }
 }
 
+/// Where a client being set up will connect.
+#[derive(Debug)]
+enum Target {
+    Http(String),
+    Stdio(tokio::process::Command),
+}
+
+/// How requests reach the server.
+enum Transport {
+    Http(http::HttpTransport),
+    Stdio(stdio::StdioTransport),
+}
+
 /// What a client holds for its requests.
 struct Inner {
-    http: http::HttpTransport,
+    transport: Transport,
     answers: Answers,
     /// The envelope's `_meta`, the same on every request.
     meta: JsonObject,
@@ -297,23 +353,21 @@ impl Inner {
     /// One request as it goes on the wire (a round of a call, or all of a call that asks
     /// nothing), and its result.
     async fn send(&self, method: &str, params: &JsonObject) -> Result<JsonObject, ClientError> {
-        #[derive(Serialize)]
-        struct Message<'a> {
-            jsonrpc: &'static str,
-            id: u64,
-            method: &'a str,
-            params: &'a JsonObject,
-        }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let body = serde_json::to_vec(&Message { jsonrpc: "2.0", id, method, params }).expect("a JSON object is JSON");
-        let name_field = match method {
-            "tools/call" | "prompts/get" => Some("name"),
-            "resources/read" => Some("uri"),
-            _ if method.starts_with("tasks/") => Some("taskId"),
-            _ => None,
-        };
-        let name = name_field.and_then(|field| params.get(field)).and_then(Value::as_str);
-        self.http.request(method, name, id, body).await
+        let body = message::request(id, method, params);
+        match &self.transport {
+            Transport::Http(http) => {
+                let name_field = match method {
+                    "tools/call" | "prompts/get" => Some("name"),
+                    "resources/read" => Some("uri"),
+                    _ if method.starts_with("tasks/") => Some("taskId"),
+                    _ => None,
+                };
+                let name = name_field.and_then(|field| params.get(field)).and_then(Value::as_str);
+                http.request(method, name, id, body).await
+            }
+            Transport::Stdio(stdio) => stdio.request(id, body).await,
+        }
     }
 }
 
