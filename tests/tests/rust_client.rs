@@ -194,3 +194,28 @@ async fn a_name_that_is_not_plain_ascii_travels_in_its_header_wrapped() {
     let error = client.call_tool("météo du jour", json!({})).await.unwrap_err();
     assert_eq!(error.code(), Some(ErrorCode::INVALID_PARAMS), "{error}");
 }
+
+/// Routes a job to a region.
+#[mcp_mrtr::tool]
+async fn route_job(
+    /// Where to run.
+    #[mcp(header = "Region")]
+    region: String,
+    /// How many workers.
+    #[mcp(header = "Workers")]
+    workers: Option<u32>,
+) -> Result<String, mcp_mrtr::ToolError> {
+    Ok(format!("{region}/{workers:?}"))
+}
+
+#[tokio::test]
+async fn mirrored_parameters_travel_in_their_headers_too() {
+    let server = TestServer::start(mcp_mrtr::Server::new("h", "0").tool(route_job)).await;
+    let client = connect(&server, Answers::new()).await;
+    // Called before any listing: the client lists the tools to learn the headers. The
+    // server refuses a call whose Mcp-Param-* headers are missing or disagree (-32020).
+    let routed = client.call_tool("route_job", json!({"region": "Zürich", "workers": 3})).await.unwrap();
+    assert_eq!(routed.all_text(), "Zürich/Some(3)");
+    let routed = client.call_tool("route_job", json!({"region": " eu-west "})).await.unwrap();
+    assert_eq!(routed.all_text(), " eu-west /None");
+}

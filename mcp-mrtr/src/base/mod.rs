@@ -6,6 +6,7 @@ pub(crate) mod caller;
 pub(crate) mod deadline;
 pub(crate) mod error;
 pub(crate) mod form_schema;
+pub(crate) mod header_values;
 pub(crate) mod hex;
 #[cfg(any(feature = "jwt", feature = "client"))]
 pub(crate) mod https;

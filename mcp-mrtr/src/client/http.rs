@@ -41,17 +41,19 @@ impl HttpTransport {
     }
 
     /// Sends request `id` (its JSON `body`) and returns its result, or the server's error.
-    /// `name` is what `Mcp-Name` carries for the methods that need it.
+    /// `name` is what `Mcp-Name` carries for the methods that need it; `mirrored` are a
+    /// tool call's `Mcp-Param-*` headers.
     pub(super) async fn request(
         &self,
         method: &str,
         name: Option<&str>,
+        mirrored: &[(HeaderName, HeaderValue)],
         id: u64,
         body: Vec<u8>,
     ) -> Result<JsonObject, ClientError> {
         let deadline = Instant::now() + self.limits.request_timeout;
         let timed_out = |waiting_for| ClientError::Timeout { waiting_for, after: self.limits.request_timeout };
-        let request = self.build(method, name, body)?;
+        let request = self.build(method, name, mirrored, body)?;
         let response = tokio::time::timeout_at(deadline, self.client.request(request))
             .await
             .map_err(|_| timed_out("the response"))?
@@ -88,7 +90,13 @@ impl HttpTransport {
         reply(message, id)
     }
 
-    fn build(&self, method: &str, name: Option<&str>, body: Vec<u8>) -> Result<Request<Full<Bytes>>, ClientError> {
+    fn build(
+        &self,
+        method: &str,
+        name: Option<&str>,
+        mirrored: &[(HeaderName, HeaderValue)],
+        body: Vec<u8>,
+    ) -> Result<Request<Full<Bytes>>, ClientError> {
         let mut request = Request::post(self.url.clone())
             .body(Full::new(Bytes::from(body)))
             .expect("a POST to a parsed URL is a request");
@@ -102,6 +110,9 @@ impl HttpTransport {
         headers.insert(HeaderName::from_static("mcp-method"), method);
         if let Some(name) = name {
             headers.insert(HeaderName::from_static("mcp-name"), header_value(name));
+        }
+        for (name, value) in mirrored {
+            headers.insert(name.clone(), value.clone());
         }
         Ok(request)
     }

@@ -38,6 +38,7 @@ mod http;
 mod message;
 mod rounds;
 mod stdio;
+mod tools;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -169,30 +170,35 @@ impl Client {
         &self.discovered
     }
 
-    /// Every tool the server lists, across its pages.
+    /// Every tool the server lists, across its pages, but those whose `x-mcp-header`
+    /// annotations the spec forbids (no call of theirs could be right; each is named in a
+    /// warning). The client keeps which parameters each tool mirrors into headers.
     pub async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
-        self.list("tools/list", "tools").await
+        self.inner.list_tools().await
     }
 
     /// Every prompt the server lists, across its pages.
     pub async fn list_prompts(&self) -> Result<Vec<Prompt>, ClientError> {
-        self.list("prompts/list", "prompts").await
+        self.inner.list("prompts/list", "prompts").await
     }
 
     /// Every resource the server lists, across its pages.
     pub async fn list_resources(&self) -> Result<Vec<Resource>, ClientError> {
-        self.list("resources/list", "resources").await
+        self.inner.list("resources/list", "resources").await
     }
 
     /// Every resource template the server lists, across its pages.
     pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, ClientError> {
-        self.list("resources/templates/list", "resourceTemplates").await
+        self.inner.list("resources/templates/list", "resourceTemplates").await
     }
 
     /// Calls a tool with `arguments` (any value that serializes to a JSON object), asking
     /// the application's [`Answers`] whatever the tool asks, and returns its result. A tool
     /// that fails returns a result with [`is_error`](CallToolResult::is_error) set, not an
     /// `Err`.
+    ///
+    /// Over HTTP the arguments a tool mirrors into `Mcp-Param-*` headers are sent in them
+    /// too; the client lists the tools first if it has not yet, to know which.
     pub async fn call_tool(&self, name: &str, arguments: impl Serialize) -> Result<CallToolResult, ClientError> {
         let params = json!({"name": name, "arguments": arguments_of(arguments)?});
         decode(self.request("tools/call", params).await?)
@@ -214,25 +220,6 @@ impl Client {
     /// typed call for. The envelope's `_meta` is added to the params' own.
     pub async fn request(&self, method: &str, params: Value) -> Result<JsonObject, ClientError> {
         self.inner.call(method, params).await
-    }
-
-    async fn list<T: DeserializeOwned>(&self, method: &str, field: &str) -> Result<Vec<T>, ClientError> {
-        let mut items = Vec::new();
-        let mut cursor: Option<String> = None;
-        for _ in 0..self.inner.limits.max_pages {
-            let params = cursor.map_or_else(|| json!({}), |cursor| json!({"cursor": cursor}));
-            let mut page = self.request(method, params).await?;
-            let listed = page.remove(field).unwrap_or(Value::Null);
-            let listed: Vec<T> = serde_json::from_value(listed).map_err(|error| {
-                ClientError::Malformed(format!("the {method} result's {field} cannot be read: {error}"))
-            })?;
-            items.extend(listed);
-            match page.remove("nextCursor") {
-                Some(Value::String(next)) if !next.is_empty() => cursor = Some(next),
-                _ => return Ok(items),
-            }
-        }
-        Err(ClientError::Malformed(format!("{method} went on for more than {} pages", self.inner.limits.max_pages)))
     }
 }
 
@@ -300,7 +287,14 @@ impl Connect {
             }
             Target::Stdio(command) => Transport::Stdio(stdio::StdioTransport::spawn(command, self.limits.clone())?),
         };
-        let inner = Inner { transport, answers: self.answers, meta, limits: self.limits, next_id: AtomicU64::new(1) };
+        let inner = Inner {
+            transport,
+            answers: self.answers,
+            meta,
+            limits: self.limits,
+            next_id: AtomicU64::new(1),
+            tools: tools::KnownTools::default(),
+        };
         let discovered: DiscoverResult = decode(inner.call("server/discover", json!({})).await?)?;
         if !discovered.supported_versions.iter().any(|version| version == PROTOCOL_VERSION) {
             return Err(ClientError::Version { supported: discovered.supported_versions });
@@ -330,9 +324,34 @@ struct Inner {
     meta: JsonObject,
     limits: ClientLimits,
     next_id: AtomicU64,
+    tools: tools::KnownTools,
 }
 
 impl Inner {
+    async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
+        let tools = self.list("tools/list", "tools").await?;
+        Ok(self.tools.learn(tools))
+    }
+
+    async fn list<T: DeserializeOwned>(&self, method: &str, field: &str) -> Result<Vec<T>, ClientError> {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..self.limits.max_pages {
+            let params = cursor.map_or_else(|| json!({}), |cursor| json!({"cursor": cursor}));
+            let mut page = self.call(method, params).await?;
+            let listed = page.remove(field).unwrap_or(Value::Null);
+            let listed: Vec<T> = serde_json::from_value(listed).map_err(|error| {
+                ClientError::Malformed(format!("the {method} result's {field} cannot be read: {error}"))
+            })?;
+            items.extend(listed);
+            match page.remove("nextCursor") {
+                Some(Value::String(next)) if !next.is_empty() => cursor = Some(next),
+                _ => return Ok(items),
+            }
+        }
+        Err(ClientError::Malformed(format!("{method} went on for more than {} pages", self.limits.max_pages)))
+    }
+
     /// A request with the envelope's `_meta` added to its params' own, run to its final
     /// result.
     async fn call(&self, method: &str, params: Value) -> Result<JsonObject, ClientError> {
@@ -364,7 +383,14 @@ impl Inner {
                     _ => None,
                 };
                 let name = name_field.and_then(|field| params.get(field)).and_then(Value::as_str);
-                http.request(method, name, id, body).await
+                let mut mirrored = Vec::new();
+                if let (true, Some(tool)) = (method == "tools/call", name) {
+                    if !self.tools.known() {
+                        Box::pin(self.list_tools()).await?;
+                    }
+                    mirrored = self.tools.headers(tool, params.get("arguments"))?;
+                }
+                http.request(method, name, &mirrored, id, body).await
             }
             Transport::Stdio(stdio) => stdio.request(id, body).await,
         }

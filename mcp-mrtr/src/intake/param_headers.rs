@@ -2,82 +2,16 @@
 //! schema annotated `"x-mcp-header": "Region"` travels in the body *and* as the header
 //! `Mcp-Param-Region`, so proxies can route on it without reading the body.
 //!
-//! [`declared`] reads the annotations once, when a tool is registered, and rejects the
-//! ones the spec forbids; [`check`] compares each declared header of a `tools/call` with
-//! its argument.
+//! [`declared`](crate::base::header_values::declared) reads the annotations once, when a
+//! tool is registered, and rejects the ones the spec forbids; [`check`] compares each
+//! declared header of a `tools/call` with its argument.
 
 use axum::http::header::AsHeaderName;
 use axum::http::HeaderMap;
-use base64::Engine as _;
 use serde_json::Value;
 
 use crate::base::error::Error;
-use crate::protocol::JsonObject;
-
-/// The schema keyword that names a parameter's header.
-const KEYWORD: &str = "x-mcp-header";
-
-/// One parameter mirrored into a header.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct ParamHeader {
-    /// Property names from the arguments object down to the parameter.
-    path: Vec<String>,
-    /// `Mcp-Param-{name}`, as declared.
-    header: String,
-}
-
-/// The mirrored parameters of an input schema, or why the annotations are invalid: a
-/// name that is empty or not an RFC 9110 token, a name used twice (ignoring case), or an
-/// annotation on a property that is not a string, integer or boolean.
-pub(crate) fn declared(schema: &JsonObject) -> Result<Vec<ParamHeader>, String> {
-    let mut found = Vec::new();
-    walk(schema, &mut Vec::new(), &mut found)?;
-    for (i, a) in found.iter().enumerate() {
-        if found[..i].iter().any(|b: &ParamHeader| b.header.eq_ignore_ascii_case(&a.header)) {
-            return Err(format!("two parameters are mirrored into the header {}", a.header));
-        }
-    }
-    Ok(found)
-}
-
-fn walk(schema: &JsonObject, path: &mut Vec<String>, found: &mut Vec<ParamHeader>) -> Result<(), String> {
-    let Some(Value::Object(properties)) = schema.get("properties") else { return Ok(()) };
-    for (name, property) in properties {
-        let Value::Object(property) = property else { continue };
-        path.push(name.clone());
-        if let Some(header) = property.get(KEYWORD) {
-            let at = path.join(".");
-            let header = header.as_str().filter(|h| is_token(h)).ok_or_else(|| {
-                format!("{KEYWORD} of {at} must be a non-empty header name token (letters, digits, !#$%&'*+-.^_`|~)")
-            })?;
-            if !is_primitive(property) {
-                return Err(format!("{KEYWORD} of {at} is only allowed on string, integer and boolean parameters"));
-            }
-            found.push(ParamHeader { path: path.clone(), header: format!("Mcp-Param-{header}") });
-        }
-        walk(property, path, found)?;
-        path.pop();
-    }
-    Ok(())
-}
-
-/// An RFC 9110 `token`.
-fn is_token(name: &str) -> bool {
-    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-}
-
-/// `type` is string, integer or boolean (alone, or with `null` for optional ones).
-fn is_primitive(property: &JsonObject) -> bool {
-    let primitive = |t: &Value| matches!(t.as_str(), Some("string" | "integer" | "boolean"));
-    match property.get("type") {
-        Some(Value::Array(types)) => {
-            let mut non_null = types.iter().filter(|t| t.as_str() != Some("null"));
-            non_null.next().is_some_and(primitive) && non_null.next().is_none()
-        }
-        Some(single) => primitive(single),
-        None => false,
-    }
-}
+use crate::base::header_values::{decode_value, header_text, ParamHeader};
 
 /// Checks every mirrored parameter of a call: a value in the body needs its header, a
 /// header needs its value, and the two must agree (integers numerically); a header sent
@@ -122,22 +56,6 @@ pub(crate) fn check(declared: &[ParamHeader], headers: &HeaderMap, arguments: Op
     Ok(())
 }
 
-/// How a header states `body`: the text itself, `true`/`false`, the number; base64 in the
-/// `=?base64?…?=` form where the text is not plain header text.
-fn header_text(body: &Value) -> String {
-    use base64::Engine as _;
-    match body {
-        // A text that reads as the sentinel is encoded too, or it would be decoded.
-        Value::String(text)
-            if text.bytes().all(|b| (0x20..0x7f).contains(&b)) && text.trim() == text && sentinel(text).is_none() =>
-        {
-            text.clone()
-        }
-        Value::String(text) => format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode(text)),
-        other => other.to_string(),
-    }
-}
-
 /// Whether a decoded header value states the body's value.
 fn agrees(body: &Value, header: &str) -> bool {
     match body {
@@ -160,29 +78,14 @@ pub(crate) fn refuse_repeated(headers: &HeaderMap, name: impl AsHeaderName, show
     Ok(())
 }
 
-/// The base64 inside a value written as the `=?base64?…?=` sentinel.
-fn sentinel(value: &str) -> Option<&str> {
-    value.strip_prefix("=?base64?").and_then(|v| v.strip_suffix("?="))
-}
-
-/// Decodes the `=?base64?…?=` sentinel clients use for values that are not safe header
-/// text; anything else is the literal value.
-pub(crate) fn decode_value(value: &str) -> Result<String, Error> {
-    let Some(encoded) = sentinel(value) else {
-        return Ok(value.to_owned());
-    };
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(encoded)
-        .map_err(|e| Error::header_mismatch(format!("invalid base64 in header value: {e}")))?;
-    String::from_utf8(bytes).map_err(|_| Error::header_mismatch("base64 header value is not UTF-8"))
-}
-
 #[cfg(test)]
 mod tests {
     use axum::http::HeaderValue;
     use serde_json::json;
 
     use super::*;
+    use crate::base::header_values::declared;
+    use crate::protocol::JsonObject;
 
     fn schema(value: Value) -> JsonObject {
         match value {

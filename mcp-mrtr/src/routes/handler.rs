@@ -128,7 +128,7 @@ pub struct ToolRoute {
     /// of this tool keeps in its record.
     pub(crate) decoded_arguments: fn(&JsonObject) -> JsonObject,
     /// Parameters mirrored into `Mcp-Param-*` headers, read from the schema at registration.
-    pub(crate) headers: Vec<crate::intake::param_headers::ParamHeader>,
+    pub(crate) headers: Vec<crate::base::header_values::ParamHeader>,
     /// Why registration refuses the route (a form type that cannot be a form, a structured
     /// result that is not an object), found when the macro's route was built.
     pub(crate) unfit: Option<String>,

@@ -24,12 +24,13 @@ use serde_json::{json, Value};
 
 use crate::base::error::ErrorCode;
 use crate::base::error::ToolError;
+use crate::base::header_values::{declared, decode_value, ParamHeader};
 use crate::base::uri_template::UriTemplate;
 use crate::dispatch::Engine;
 use crate::ext::skills::Skill;
 use crate::ext::skills::Skills;
 use crate::intake::envelope::{check_version, classify, read_modern, Era, Incoming, Request};
-use crate::intake::param_headers::{check, declared, decode_value, ParamHeader};
+use crate::intake::param_headers::check;
 use crate::intake::request_state::KeyRing;
 use crate::intake::request_state::StateConfig;
 use crate::intake::request_state::StateKey;

@@ -147,7 +147,7 @@ impl Kind for ToolRoute {
         if !crate::routes::handler::valid_tool_name(&self.tool.name) {
             return Err(CatalogError::InvalidName(self.tool.name.clone()));
         }
-        match crate::intake::param_headers::declared(&self.tool.input_schema) {
+        match crate::base::header_values::declared(&self.tool.input_schema) {
             Ok(headers) => self.headers = headers,
             Err(problem) => return Err(CatalogError::InvalidHeader { tool: self.tool.name.clone(), problem }),
         }

@@ -17,8 +17,9 @@ use serde_json::Value;
 
 use crate::base::error::shown;
 use crate::base::error::Error;
+use crate::base::header_values::decode_value;
 use crate::intake::envelope::{check_version, Request, RequestMeta};
-use crate::intake::param_headers::{decode_value, refuse_repeated};
+use crate::intake::param_headers::refuse_repeated;
 use crate::protocol::Method;
 
 // Names, not strings: a lookup by string parses and checks the name every time.
