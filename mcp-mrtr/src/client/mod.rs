@@ -371,7 +371,18 @@ impl Inner {
 
     /// One request as it goes on the wire (a round of a call, or all of a call that asks
     /// nothing), and its result.
+    ///
+    /// A server that refuses the version (`-32022`) while naming this client's among those
+    /// it supports is asked once more (a server rolling between releases may say so for a
+    /// moment); a refusal that does not name it fails the request.
     async fn send(&self, method: &str, params: &JsonObject) -> Result<JsonObject, ClientError> {
+        match self.send_once(method, params).await {
+            Err(ClientError::Rpc(refused)) if supports_ours(&refused) => self.send_once(method, params).await,
+            sent => sent,
+        }
+    }
+
+    async fn send_once(&self, method: &str, params: &JsonObject) -> Result<JsonObject, ClientError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let body = message::request(id, method, params);
         match &self.transport {
@@ -395,6 +406,17 @@ impl Inner {
             Transport::Stdio(stdio) => stdio.request(id, body).await,
         }
     }
+}
+
+/// Whether `error` refuses the request's protocol version while naming this client's
+/// among the supported ones.
+fn supports_ours(error: &crate::base::error::Error) -> bool {
+    error.code() == crate::base::error::ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+        && error
+            .data()
+            .and_then(|data| data.get("supported"))
+            .and_then(Value::as_array)
+            .is_some_and(|supported| supported.iter().any(|version| version == PROTOCOL_VERSION))
 }
 
 /// Arguments as the JSON object a call carries.

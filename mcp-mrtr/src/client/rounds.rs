@@ -22,9 +22,10 @@ pub(super) async fn run(inner: &Inner, method: &str, mut params: JsonObject) -> 
         if rounds > max_rounds {
             return Err(ClientError::TooManyRounds { rounds: max_rounds });
         }
-        let asked: InputRequiredResult = serde_json::from_value(Value::Object(result)).map_err(|error| {
-            ClientError::Malformed(format!("an input_required result that cannot be read: {error}"))
-        })?;
+        let asked: InputRequiredResult =
+            serde_json::from_value(Value::Object(form_by_default(result))).map_err(|error| {
+                ClientError::Malformed(format!("an input_required result that cannot be read: {error}"))
+            })?;
         let mut responses = Map::new();
         for (key, request) in asked.input_requests.unwrap_or_default() {
             let answer = inner.answers.answer(&key, request).await?;
@@ -41,4 +42,20 @@ pub(super) async fn run(inner: &Inner, method: &str, mut params: JsonObject) -> 
             None => params.remove("requestState"),
         };
     }
+}
+
+/// The result with each elicitation that names no mode read as a form, as the spec says
+/// of an `elicitation/create` without `mode`.
+fn form_by_default(mut result: JsonObject) -> JsonObject {
+    if let Some(Value::Object(requests)) = result.get_mut("inputRequests") {
+        for request in requests.values_mut() {
+            if request.get("method").and_then(Value::as_str) != Some("elicitation/create") {
+                continue;
+            }
+            if let Some(Value::Object(params)) = request.get_mut("params") {
+                params.entry("mode").or_insert_with(|| Value::String("form".into()));
+            }
+        }
+    }
+    result
 }

@@ -98,7 +98,8 @@ mod tests {
         let known = KnownTools::default();
         assert!(!known.known());
         let good = json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}, "n": {"type": "integer", "x-mcp-header": "N"}}});
-        let on_a_number = json!({"type": "object", "properties": {"ratio": {"type": "number", "x-mcp-header": "Ratio"}}});
+        let on_a_number =
+            json!({"type": "object", "properties": {"ratio": {"type": "number", "x-mcp-header": "Ratio"}}});
         let twice = json!({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "A"}, "b": {"type": "string", "x-mcp-header": "a"}}});
         let listed = known.learn(vec![tool("good", good), tool("ratio", on_a_number), tool("twice", twice)]);
         assert_eq!(listed.iter().map(|tool| tool.name.as_str()).collect::<Vec<_>>(), ["good"]);
