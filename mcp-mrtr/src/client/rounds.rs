@@ -23,7 +23,7 @@ pub(super) async fn run(inner: &Inner, method: &str, mut params: JsonObject) -> 
             return Err(ClientError::TooManyRounds { rounds: max_rounds });
         }
         let asked: InputRequiredResult =
-            serde_json::from_value(Value::Object(form_by_default(result))).map_err(|error| {
+            serde_json::from_value(Value::Object(with_defaults(result))).map_err(|error| {
                 ClientError::Malformed(format!("an input_required result that cannot be read: {error}"))
             })?;
         let mut responses = Map::new();
@@ -44,18 +44,42 @@ pub(super) async fn run(inner: &Inner, method: &str, mut params: JsonObject) -> 
     }
 }
 
-/// The result with each elicitation that names no mode read as a form, as the spec says
-/// of an `elicitation/create` without `mode`.
-fn form_by_default(mut result: JsonObject) -> JsonObject {
+/// The result with what its questions leave out filled in as the spec defines it: no
+/// `params` is empty params (a `roots/list` has none to give), and an elicitation that names
+/// no mode is a form.
+fn with_defaults(mut result: JsonObject) -> JsonObject {
     if let Some(Value::Object(requests)) = result.get_mut("inputRequests") {
         for request in requests.values_mut() {
-            if request.get("method").and_then(Value::as_str) != Some("elicitation/create") {
-                continue;
-            }
-            if let Some(Value::Object(params)) = request.get_mut("params") {
+            let Value::Object(request) = request else { continue };
+            let elicits = request.get("method").and_then(Value::as_str) == Some("elicitation/create");
+            let params = request.entry("params").or_insert_with(|| Value::Object(JsonObject::new()));
+            if let (true, Value::Object(params)) = (elicits, params) {
                 params.entry("mode").or_insert_with(|| Value::String("form".into()));
             }
         }
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::protocol::{ElicitParams, InputRequest};
+
+    #[test]
+    fn questions_read_with_the_spec_s_defaults() {
+        let result = json!({"resultType": "input_required", "inputRequests": {
+            "roots": {"method": "roots/list"},
+            "name": {"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": {"type": "object", "properties": {}}}},
+        }});
+        let Value::Object(result) = result else { unreachable!() };
+        let asked: InputRequiredResult = serde_json::from_value(Value::Object(with_defaults(result))).unwrap();
+        let requests = asked.input_requests.unwrap();
+        assert!(matches!(requests["roots"], InputRequest::ListRoots(_)));
+        assert!(
+            matches!(&requests["name"], InputRequest::Elicit(ElicitParams::Form { message, .. }) if message == "Name?")
+        );
+    }
 }
