@@ -219,3 +219,74 @@ async fn mirrored_parameters_travel_in_their_headers_too() {
     let routed = client.call_tool("route_job", json!({"region": " eu-west "})).await.unwrap();
     assert_eq!(routed.all_text(), " eu-west /None");
 }
+
+#[tokio::test]
+async fn a_2025_session_asks_through_the_same_answers() {
+    let server = TestServer::everything().await;
+    let shown = Arc::new(Mutex::new(Vec::new()));
+    let client =
+        Client::http(url(&server)).versions(["2025-11-25"]).answers(answering(&shown)).connect().await.unwrap();
+    assert_eq!(client.server().supported_versions, ["2025-11-25"]);
+    assert!(client.list_tools().await.unwrap().iter().any(|tool| tool.name == "greet"));
+    // The server's bridge asks with real requests on the call's stream; the same answers
+    // answer them, and the caller reads the same result as over 2026-07-28.
+    let result = client.call_tool("test_input_required_result_multi_round", json!({})).await.unwrap();
+    assert_eq!(result.all_text(), "Ada likes green");
+    assert_eq!(*shown.lock().unwrap(), ["What is your name?", "Ada, what is your favourite colour?"]);
+    let result = client.call_tool("test_input_required_result_multiple_inputs", json!({})).await.unwrap();
+    assert_eq!(result.all_text(), "Ada: Paris (2 roots)");
+    // Declining reaches the tool as over 2026-07-28.
+    let forms_only = Answers::new().forms(|_| async { Ok(ElicitResult::decline()) });
+    let client = Client::http(url(&server)).versions(["2025-11-25"]).answers(forms_only).connect().await.unwrap();
+    let declined = client.call_tool("test_elicitation", json!({"message": "Who?"})).await.unwrap();
+    assert!(declined.all_text().ends_with("action=decline"), "{}", declined.all_text());
+}
+
+/// A server that speaks only 2025-11-25, as one written before 2026 answers: `server/discover`
+/// is refused until a session is open, and every request after `initialize` must carry
+/// the session it opened.
+async fn legacy_only(headers: axum::http::HeaderMap, body: String) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let json = |status: u16, value: serde_json::Value| {
+        let status = axum::http::StatusCode::from_u16(status).unwrap();
+        (status, [("content-type", "application/json"), ("mcp-session-id", "s-1")], value.to_string()).into_response()
+    };
+    let message: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let id = message["id"].clone();
+    let session = headers.get("mcp-session-id").and_then(|v| v.to_str().ok());
+    let version = headers.get("mcp-protocol-version").and_then(|v| v.to_str().ok());
+    match message["method"].as_str() {
+        Some("initialize") => {
+            assert_eq!(message["params"]["protocolVersion"], "2025-11-25");
+            assert!(message["params"]["capabilities"]["elicitation"].is_object());
+            let result = json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "old", "version": "1"}});
+            json(200, json!({"jsonrpc": "2.0", "id": id, "result": result}))
+        }
+        Some("notifications/initialized") if session == Some("s-1") => axum::http::StatusCode::ACCEPTED.into_response(),
+        Some("tools/list") if session == Some("s-1") && version == Some("2025-11-25") => {
+            // A session's request carries no 2026-07-28 envelope.
+            assert!(message["params"]["_meta"].get("io.modelcontextprotocol/protocolVersion").is_none(), "{message}");
+            let tools = json!([{"name": "old_tool", "inputSchema": {"type": "object"}}]);
+            json(200, json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tools}}))
+        }
+        _ => {
+            let error = json!({"code": -32000, "message": "Bad Request: Server not initialized"});
+            json(400, json!({"jsonrpc": "2.0", "id": id, "error": error}))
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_server_without_discover_gets_a_2025_session_unless_told_otherwise() {
+    let app = axum::Router::new().route("/mcp", axum::routing::post(legacy_only));
+    let server = TestServer::start_router(app, std::future::pending()).await;
+    let client = connect(&server, answering(&Arc::default())).await;
+    assert_eq!(client.server().supported_versions, ["2025-11-25"]);
+    let tools = client.list_tools().await.unwrap();
+    assert_eq!(tools.iter().map(|tool| tool.name.as_str()).collect::<Vec<_>>(), ["old_tool"]);
+    // A client that speaks 2026-07-28 only says why it cannot talk to it.
+    let error = Client::http(url(&server)).versions(["2026-07-28"]).connect().await.unwrap_err();
+    assert_eq!(error.code(), Some(ErrorCode(-32000)), "{error}");
+    let error = Client::http(url(&server)).versions(["2024-11-05"]).connect().await.unwrap_err();
+    assert!(matches!(error, ClientError::Config(_)), "{error}");
+}

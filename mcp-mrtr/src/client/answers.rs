@@ -12,8 +12,8 @@ use serde_json::{json, Map, Value};
 
 use super::error::ClientError;
 use crate::protocol::{
-    CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult, FormSchema, InputRequest, JsonObject,
-    ListRootsResult,
+    CreateMessageParams, CreateMessageResult, ElicitAction, ElicitParams, ElicitResult, FormSchema, InputRequest,
+    JsonObject, ListRootsResult,
 };
 
 /// The error an answer may fail with: the call it was asked for fails with
@@ -59,6 +59,20 @@ impl fmt::Debug for Answers {
     }
 }
 
+/// An accepted form with each field the answer leaves out that the form gives a default
+/// for filled with that default (SEP-1034): what a host pre-fills, the user kept.
+fn with_defaults(mut result: ElicitResult, schema: &FormSchema) -> ElicitResult {
+    if let (ElicitAction::Accept, Some(Value::Object(fields))) = (result.action, schema.get("properties")) {
+        let content = result.content.get_or_insert_with(JsonObject::new);
+        for (name, field) in fields {
+            if let (false, Some(default)) = (content.contains_key(name), field.get("default")) {
+                content.insert(name.clone(), default.clone());
+            }
+        }
+    }
+    result
+}
+
 /// A form a server asks the user to fill in (`elicitation/create`, form mode).
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -88,7 +102,8 @@ impl Answers {
         Self::default()
     }
 
-    /// Answers forms (declared as `elicitation.form`).
+    /// Answers forms (declared as `elicitation.form`). A field the answer leaves out is
+    /// sent with the form's default for it, if it has one (SEP-1034).
     #[must_use]
     pub fn forms<F, Fut>(mut self, answer: F) -> Self
     where
@@ -161,8 +176,9 @@ impl Answers {
         let answer = match request {
             InputRequest::Elicit(ElicitParams::Form { message, requested_schema, meta }) => {
                 let answer = self.form.as_ref().ok_or_else(|| unanswerable("a form (elicitation)"))?;
+                let schema = requested_schema.clone();
                 let result = answer(FormQuestion { message, schema: requested_schema, meta }).await.map_err(failed)?;
-                serde_json::to_value(result)
+                serde_json::to_value(with_defaults(result, &schema))
             }
             InputRequest::Elicit(ElicitParams::Url { message, url }) => {
                 let answer = self.url.as_ref().ok_or_else(|| unanswerable("a URL (elicitation)"))?;
@@ -179,5 +195,31 @@ impl Answers {
         };
         // The answer types serialize to objects whatever they hold.
         answer.map_err(|error| failed(Box::new(error)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn an_accepted_form_gets_the_defaults_its_answer_leaves_out() {
+        let answers = Answers::new().forms(|_| async { Ok(ElicitResult::accept_as(&json!({"name": "Ada"}))?) });
+        let schema = json!({"type": "object", "properties": {
+            "name": {"type": "string", "default": "John"},
+            "age": {"type": "integer", "default": 30},
+            "note": {"type": "string"},
+        }});
+        let params =
+            ElicitParams::Form { message: "Who?".into(), requested_schema: FormSchema::new(schema), meta: None };
+        let answer = answers.answer("k", InputRequest::Elicit(params.clone())).await.unwrap();
+        assert_eq!(answer, json!({"action": "accept", "content": {"name": "Ada", "age": 30}}));
+        // A declined form sends nothing.
+        let declining = Answers::new().forms(|_| async { Ok(ElicitResult::decline()) });
+        assert_eq!(declining.answer("k", InputRequest::Elicit(params)).await.unwrap(), json!({"action": "decline"}));
+        let error = Answers::new().answer("k", InputRequest::ListRoots(JsonObject::new())).await.unwrap_err();
+        assert!(matches!(error, ClientError::Unanswerable { .. }), "{error}");
     }
 }

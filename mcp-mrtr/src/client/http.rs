@@ -5,18 +5,22 @@
 //! [`ClientLimits::request_timeout`], the body in `max_response_bytes`, the head in
 //! `max_header_bytes`; no redirect is followed.
 
+use std::sync::{PoisonError, RwLock};
+
 use axum::body::Bytes;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Request, Uri};
 use base64::Engine as _;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::answers::Answers;
 use super::error::ClientError;
 use super::message::reply;
+use super::sse::Reader;
 use super::ClientLimits;
 use crate::protocol::{JsonObject, PROTOCOL_VERSION};
 
@@ -26,7 +30,34 @@ pub(super) struct HttpTransport {
     url: Uri,
     headers: HeaderMap,
     limits: ClientLimits,
+    /// The 2025-11-25 session, once `initialize` opened one (`None`: 2026-07-28).
+    legacy: RwLock<Option<Legacy>>,
 }
+
+/// What every request of a 2025-11-25 session carries.
+#[derive(Clone)]
+struct Legacy {
+    version: HeaderValue,
+    session: Option<HeaderValue>,
+}
+
+/// How a request goes on the wire.
+#[derive(Clone, Copy)]
+pub(super) enum Wire<'a> {
+    /// 2026-07-28 (or a session's request, once one is open): the MCP headers, which a
+    /// session's requests leave out.
+    Request { method: &'a str, name: Option<&'a str>, mirrored: &'a [(HeaderName, HeaderValue)] },
+    /// The 2025-11-25 `initialize`, before there is a session.
+    Initialize,
+    /// The client's answer to a session's server, to a request of its own.
+    Answer,
+}
+
+/// How many times a session's response stream is resumed before the request fails.
+const MAX_RESUMES: usize = 3;
+/// The wait before resuming when the server names none, and the longest one honoured.
+const DEFAULT_RETRY: std::time::Duration = std::time::Duration::from_millis(500);
+const MAX_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl HttpTransport {
     pub(super) fn new(url: &str, headers: HeaderMap, limits: ClientLimits) -> Result<Self, ClientError> {
@@ -37,28 +68,51 @@ impl HttpTransport {
         let client = Client::builder(hyper_util::rt::TokioExecutor::new())
             .http1_max_buf_size(limits.max_header_bytes.max(8192))
             .build(crate::base::https::connector());
-        Ok(Self { client, url, headers, limits })
+        Ok(Self { client, url, headers, limits, legacy: RwLock::new(None) })
     }
 
-    /// Sends request `id` (its JSON `body`) and returns its result, or the server's error.
-    /// `name` is what `Mcp-Name` carries for the methods that need it; `mirrored` are a
-    /// tool call's `Mcp-Param-*` headers.
+    /// From now on, requests belong to the 2025-11-25 session `initialize` opened.
+    pub(super) fn open_session(&self, version: &str, session: Option<HeaderValue>) -> Result<(), ClientError> {
+        let version = HeaderValue::from_str(version)
+            .map_err(|_| ClientError::Malformed(format!("the server chose the version {version:?}")))?;
+        *self.legacy.write().unwrap_or_else(PoisonError::into_inner) = Some(Legacy { version, session });
+        Ok(())
+    }
+
+    /// Whether a 2025-11-25 session is open.
+    pub(super) fn in_session(&self) -> bool {
+        self.legacy.read().unwrap_or_else(PoisonError::into_inner).is_some()
+    }
+
+    /// Sends a notification of the session, such as `notifications/initialized`.
+    pub(super) async fn notify(&self, method: &str) -> Result<(), ClientError> {
+        let body = serde_json::to_vec(&serde_json::json!({"jsonrpc": "2.0", "method": method})).expect("JSON");
+        self.post_response_body(body).await
+    }
+
+    fn session(&self) -> Option<Legacy> {
+        self.legacy.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Sends request `id` (its JSON `body`) as `wire` says and returns its result, or the
+    /// server's error, and the session id the response named. In a 2025-11-25 session the
+    /// server may ask on the response's stream before it answers: `answers` answers it.
     pub(super) async fn request(
         &self,
-        method: &str,
-        name: Option<&str>,
-        mirrored: &[(HeaderName, HeaderValue)],
+        wire: Wire<'_>,
         id: u64,
         body: Vec<u8>,
-    ) -> Result<JsonObject, ClientError> {
+        answers: &Answers,
+    ) -> Result<(JsonObject, Option<HeaderValue>), ClientError> {
         let deadline = Instant::now() + self.limits.request_timeout;
         let timed_out = |waiting_for| ClientError::Timeout { waiting_for, after: self.limits.request_timeout };
-        let request = self.build(method, name, mirrored, body)?;
+        let request = self.build(wire, body)?;
         let response = tokio::time::timeout_at(deadline, self.client.request(request))
             .await
             .map_err(|_| timed_out("the response"))?
             .map_err(|error| ClientError::Connect(describe(&error)))?;
         let status = response.status();
+        let session = response.headers().get("mcp-session-id").cloned();
         if status.is_redirection() {
             let location = response.headers().get(header::LOCATION).and_then(|value| value.to_str().ok());
             let detail = format!("redirected to {}; the client follows no redirects", location.unwrap_or("nowhere"));
@@ -69,9 +123,9 @@ impl HttpTransport {
             .get(header::CONTENT_TYPE)
             .and_then(|value| value.to_str().ok())
             .is_some_and(|value| value.trim_start().to_ascii_lowercase().starts_with("text/event-stream"));
-        let mut reader = Reader { body: response.into_body(), limit: self.limits.max_response_bytes, read: Vec::new() };
+        let mut reader = Reader::new(response.into_body(), self.limits.max_response_bytes);
         let message = if is_sse {
-            tokio::time::timeout_at(deadline, reader.sse_reply(id))
+            tokio::time::timeout_at(deadline, self.stream_reply(&mut reader, id, answers))
                 .await
                 .map_err(|_| timed_out("the response's stream"))??
         } else {
@@ -87,16 +141,125 @@ impl HttpTransport {
                 Err(error) => return Err(ClientError::Malformed(format!("the body is not JSON: {error}"))),
             }
         };
-        reply(message, id)
+        Ok((reply(message, id)?, session))
     }
 
-    fn build(
+    /// The response to `id` on an SSE stream. Notifications before it are passed over; a
+    /// session's server may ask first, and hears the application's answer in a POST of
+    /// its own.
+    async fn stream_reply(&self, reader: &mut Reader, id: u64, answers: &Answers) -> Result<Value, ClientError> {
+        let mut resumed = 0;
+        loop {
+            while let Some(message) = reader.next_message().await? {
+                let asks = message.get("method").is_some();
+                if !asks && message.get("id").and_then(Value::as_u64) == Some(id) {
+                    return Ok(message);
+                }
+                if asks && message.get("id").is_some() && self.session().is_some() {
+                    let response = super::legacy::respond(answers, message).await;
+                    self.post_response(response).await?;
+                }
+            }
+            // A session's stream that ends early is resumed after its last event, once the
+            // server's `retry` has passed (2025-11-25 resumability), a bounded number of times.
+            let last = reader.last_event_id().map(str::to_owned);
+            let (Some(_), Some(last)) = (self.session(), last) else {
+                return Err(ClientError::Malformed("the event stream ended without the response".into()));
+            };
+            if resumed == MAX_RESUMES {
+                return Err(ClientError::Malformed(format!(
+                    "the event stream ended {MAX_RESUMES} times without the response"
+                )));
+            }
+            resumed += 1;
+            tokio::time::sleep(reader.retry().unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
+            let body = self.get_stream(Some(&last)).await?.ok_or_else(|| {
+                ClientError::Malformed("the event stream ended without the response, and cannot be resumed".into())
+            })?;
+            *reader = Reader::resuming(body, reader);
+        }
+    }
+
+    /// A session's stream opened with GET: after `last_event_id` (resuming one), or the
+    /// standalone stream on which the server sends requests outside any call. `None` when
+    /// the server offers none (405).
+    pub(super) async fn get_stream(
         &self,
-        method: &str,
-        name: Option<&str>,
-        mirrored: &[(HeaderName, HeaderValue)],
-        body: Vec<u8>,
-    ) -> Result<Request<Full<Bytes>>, ClientError> {
+        last_event_id: Option<&str>,
+    ) -> Result<Option<hyper::body::Incoming>, ClientError> {
+        let mut request = Request::get(self.url.clone()).body(Full::new(Bytes::new())).expect("a GET of a parsed URL");
+        let headers = request.headers_mut();
+        headers.clone_from(&self.headers);
+        headers.insert(header::ACCEPT, HeaderValue::from_static("text/event-stream"));
+        if let Some(session) = self.session() {
+            headers.insert(HeaderName::from_static("mcp-protocol-version"), session.version);
+            if let Some(id) = session.session {
+                headers.insert(HeaderName::from_static("mcp-session-id"), id);
+            }
+        }
+        if let Some(last) = last_event_id {
+            let last = HeaderValue::from_str(last)
+                .map_err(|_| ClientError::Malformed("an event id that cannot be a header".into()))?;
+            headers.insert(HeaderName::from_static("last-event-id"), last);
+        }
+        let response = tokio::time::timeout(self.limits.request_timeout, self.client.request(request))
+            .await
+            .map_err(|_| ClientError::Timeout { waiting_for: "the event stream", after: self.limits.request_timeout })?
+            .map_err(|error| ClientError::Connect(describe(&error)))?;
+        if !response.status().is_success() {
+            return Ok(None);
+        }
+        Ok(Some(response.into_body()))
+    }
+
+    /// Answers, on a spawned task, the requests the server sends on a session's standalone
+    /// stream, for as long as the stream lasts and `answers` is alive.
+    pub(super) fn listen(
+        self: &std::sync::Arc<Self>,
+        body: hyper::body::Incoming,
+        answers: std::sync::Weak<Answers>,
+    ) -> tokio::task::JoinHandle<()> {
+        let transport = std::sync::Arc::downgrade(self);
+        let limit = self.limits.max_response_bytes;
+        tokio::spawn(async move {
+            let mut reader = Reader::new(body, limit);
+            while let Ok(Some(message)) = reader.next_message().await {
+                if message.get("method").is_none() || message.get("id").is_none() {
+                    continue;
+                }
+                let (Some(transport), Some(answers)) = (transport.upgrade(), answers.upgrade()) else { return };
+                let response = super::legacy::respond(&answers, message).await;
+                if let Err(error) = transport.post_response(response).await {
+                    tracing::warn!(%error, "answering the server's request on its stream failed");
+                }
+            }
+        })
+    }
+
+    /// A response to the server's own request, sent in the session.
+    async fn post_response(&self, response: Value) -> Result<(), ClientError> {
+        self.post_response_body(serde_json::to_vec(&response).expect("a JSON value is JSON")).await
+    }
+
+    /// A message that expects no response (an answer, a notification), sent in the
+    /// session; the server acknowledges it with a 2xx.
+    async fn post_response_body(&self, body: Vec<u8>) -> Result<(), ClientError> {
+        let request = self.build(Wire::Answer, body)?;
+        let answered = tokio::time::timeout(self.limits.request_timeout, self.client.request(request))
+            .await
+            .map_err(|_| ClientError::Timeout {
+                waiting_for: "the server to take an answer",
+                after: self.limits.request_timeout,
+            })?
+            .map_err(|error| ClientError::Connect(describe(&error)))?;
+        if !answered.status().is_success() {
+            let detail = format!("the server refused a message of the session with HTTP {}", answered.status());
+            return Err(ClientError::Http { status: answered.status().as_u16(), detail });
+        }
+        Ok(())
+    }
+
+    fn build(&self, wire: Wire<'_>, body: Vec<u8>) -> Result<Request<Full<Bytes>>, ClientError> {
         let mut request = Request::post(self.url.clone())
             .body(Full::new(Bytes::from(body)))
             .expect("a POST to a parsed URL is a request");
@@ -104,6 +267,18 @@ impl HttpTransport {
         headers.clone_from(&self.headers);
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(header::ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
+        if let Wire::Initialize = wire {
+            // `initialize` names no version in a header: the body does.
+            return Ok(request);
+        }
+        if let Some(session) = self.session() {
+            headers.insert(HeaderName::from_static("mcp-protocol-version"), session.version);
+            if let Some(id) = session.session {
+                headers.insert(HeaderName::from_static("mcp-session-id"), id);
+            }
+            return Ok(request);
+        }
+        let Wire::Request { method, name, mirrored } = wire else { return Ok(request) };
         headers.insert(HeaderName::from_static("mcp-protocol-version"), HeaderValue::from_static(PROTOCOL_VERSION));
         let method = HeaderValue::from_str(method)
             .map_err(|_| ClientError::Config(format!("{method:?} cannot be a method name")))?;
@@ -133,85 +308,8 @@ pub(super) fn header_value(text: &str) -> HeaderValue {
     HeaderValue::from_str(&value).expect("visible ASCII, or base64 of it, is a header value")
 }
 
-/// The body of a response, read within a bound.
-struct Reader {
-    body: hyper::body::Incoming,
-    limit: usize,
-    read: Vec<u8>,
-}
-
-impl Reader {
-    /// The next chunk, `None` at the end.
-    async fn chunk(&mut self) -> Result<Option<Bytes>, ClientError> {
-        loop {
-            let Some(frame) = self.body.frame().await else { return Ok(None) };
-            let frame = frame.map_err(|error| ClientError::Connect(describe(&error)))?;
-            if let Ok(data) = frame.into_data() {
-                if self.read.len() + data.len() > self.limit {
-                    return Err(ClientError::TooLarge { limit: self.limit });
-                }
-                return Ok(Some(data));
-            }
-        }
-    }
-
-    async fn all(&mut self) -> Result<&[u8], ClientError> {
-        while let Some(data) = self.chunk().await? {
-            self.read.extend_from_slice(&data);
-        }
-        Ok(&self.read)
-    }
-
-    /// The response to `id` on an SSE stream: notifications before it are passed over.
-    async fn sse_reply(&mut self, id: u64) -> Result<Value, ClientError> {
-        let mut scanned = 0;
-        loop {
-            // Events end at a blank line; a line ends at LF (CR LF and CR alone are folded).
-            while let Some(end) = find_event_end(&self.read[scanned..]) {
-                let event = &self.read[scanned..scanned + end.0];
-                scanned += end.1;
-                if let Some(message) = event_data(event) {
-                    let message: Value = serde_json::from_str(&message)
-                        .map_err(|error| ClientError::Malformed(format!("an event's data is not JSON: {error}")))?;
-                    if message.get("id").and_then(Value::as_u64) == Some(id) {
-                        return Ok(message);
-                    }
-                }
-            }
-            let Some(data) = self.chunk().await? else {
-                return Err(ClientError::Malformed("the event stream ended without the response".into()));
-            };
-            self.read.extend(data.iter().filter(|&&byte| byte != b'\r'));
-        }
-    }
-}
-
-/// Where the first event in `text` ends: the event's length, and how far to skip past it.
-fn find_event_end(text: &[u8]) -> Option<(usize, usize)> {
-    memchr::memmem::find(text, b"\n\n").map(|at| (at, at + 2))
-}
-
-/// The `data` of one event, its lines joined; `None` for an event without data.
-fn event_data(event: &[u8]) -> Option<String> {
-    let text = String::from_utf8_lossy(event);
-    let mut data: Option<String> = None;
-    for line in text.split('\n') {
-        let Some(value) = line.strip_prefix("data") else { continue };
-        let Some(value) = value.strip_prefix(':').or(value.is_empty().then_some("")) else { continue };
-        let value = value.strip_prefix(' ').unwrap_or(value);
-        match &mut data {
-            Some(data) => {
-                data.push('\n');
-                data.push_str(value);
-            }
-            None => data = Some(value.to_owned()),
-        }
-    }
-    data
-}
-
 /// An error and its causes, on one line.
-fn describe(error: &dyn std::error::Error) -> String {
+pub(super) fn describe(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
@@ -233,13 +331,5 @@ mod tests {
         assert_eq!(header_value(" padded"), "=?base64?IHBhZGRlZA==?=");
         assert_eq!(header_value("café"), "=?base64?Y2Fmw6k=?=");
         assert_eq!(header_value("=?base64?x?="), "=?base64?PT9iYXNlNjQ/eD89?=");
-    }
-
-    #[test]
-    fn an_event_stream_yields_its_data_lines() {
-        assert_eq!(event_data(b"event: message\ndata: {\"a\":1}").as_deref(), Some("{\"a\":1}"));
-        assert_eq!(event_data(b"data: [1,\ndata: 2]").as_deref(), Some("[1,\n2]"));
-        assert_eq!(event_data(b": a comment"), None);
-        assert_eq!(find_event_end(b"data: 1\n\ndata: 2"), Some((7, 9)));
     }
 }

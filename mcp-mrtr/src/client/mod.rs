@@ -27,16 +27,21 @@
 //! # }
 //! ```
 //!
-//! This release speaks 2026-07-28, over Streamable HTTP ([`Client::http`]) or to a child
-//! process over stdio ([`Client::stdio`]): `server/discover` when it connects, the request
-//! envelope (`_meta`, and on HTTP the MCP headers) on every request, lists followed across
-//! pages, and any number of rounds up to [`ClientLimits::max_rounds`].
+//! It speaks 2026-07-28 over Streamable HTTP ([`Client::http`]) or to a child process over
+//! stdio ([`Client::stdio`]): `server/discover` when it connects, the request envelope
+//! (`_meta`, and on HTTP the MCP headers, `Mcp-Param-*` included) on every request, lists
+//! followed across pages, and any number of rounds up to [`ClientLimits::max_rounds`]. A
+//! server over HTTP that speaks only 2025-11-25 gets a session instead (`initialize`), whose
+//! questions arrive as the server's own requests and are answered from the same
+//! [`Answers`]; the caller's code is the same either way ([`Connect::versions`]).
 
 mod answers;
 mod error;
 mod http;
+mod legacy;
 mod message;
 mod rounds;
+mod sse;
 mod stdio;
 mod tools;
 
@@ -126,6 +131,7 @@ pub struct Connect {
     answers: Answers,
     info: Implementation,
     limits: ClientLimits,
+    versions: Vec<String>,
 }
 
 impl Client {
@@ -231,7 +237,18 @@ impl Connect {
             answers: Answers::new(),
             info: Implementation::new("mcp-mrtr-client", env!("CARGO_PKG_VERSION")),
             limits: ClientLimits::default(),
+            versions: vec![PROTOCOL_VERSION.to_owned(), legacy::VERSION.to_owned()],
         }
+    }
+
+    /// The protocol versions the client may speak, most preferred first; by default
+    /// 2026-07-28, then 2025-11-25 with a server that does not speak it. Over HTTP the
+    /// client asks `server/discover` first and opens a 2025-11-25 session with `initialize`
+    /// only where that fails; `["2025-11-25"]` opens one at once, `["2026-07-28"]` never
+    /// does. Over stdio this release speaks 2026-07-28 only.
+    pub fn versions<S: Into<String>>(mut self, preferred: impl IntoIterator<Item = S>) -> Self {
+        self.versions = preferred.into_iter().map(Into::into).collect();
+        self
     }
 
     /// A header sent with every HTTP request, such as a gateway's key (over stdio there
@@ -281,24 +298,48 @@ impl Connect {
         meta.insert(meta_keys::CLIENT_CAPABILITIES.into(), self.answers.capabilities());
         meta.insert(meta_keys::CLIENT_INFO.into(), json!(self.info));
         let transport = match self.target {
-            Target::Http(url) => Transport::Http(http::HttpTransport::new(&url, headers, self.limits.clone())?),
+            Target::Http(url) => {
+                Transport::Http(Arc::new(http::HttpTransport::new(&url, headers, self.limits.clone())?))
+            }
             Target::Stdio(_) if !headers.is_empty() => {
                 return Err(ClientError::Config("a server spoken to over stdio takes no HTTP headers".into()));
             }
-            Target::Stdio(command) => Transport::Stdio(stdio::StdioTransport::spawn(command, self.limits.clone())?),
+            Target::Stdio(command) => {
+                Transport::Stdio(Box::new(stdio::StdioTransport::spawn(command, self.limits.clone())?))
+            }
         };
+        if let Some(unknown) = self.versions.iter().find(|v| *v != PROTOCOL_VERSION && *v != legacy::VERSION) {
+            return Err(ClientError::Config(format!(
+                "this client speaks {PROTOCOL_VERSION} and {}, not {unknown}",
+                legacy::VERSION
+            )));
+        }
+        let modern = self.versions.first().is_some_and(|v| v == PROTOCOL_VERSION);
+        let may_fall_back = self.versions.iter().any(|v| v == legacy::VERSION);
+        if let (Transport::Stdio(_), false) = (&transport, self.versions.iter().any(|v| v == PROTOCOL_VERSION)) {
+            return Err(ClientError::Config(format!("over stdio this client speaks {PROTOCOL_VERSION} only")));
+        }
         let inner = Inner {
             transport,
-            answers: self.answers,
+            answers: Arc::new(self.answers),
             meta,
             limits: self.limits,
             next_id: AtomicU64::new(1),
             tools: tools::KnownTools::default(),
+            listening: std::sync::Mutex::new(None),
         };
-        let discovered: DiscoverResult = decode(inner.call("server/discover", json!({})).await?)?;
-        if !discovered.supported_versions.iter().any(|version| version == PROTOCOL_VERSION) {
-            return Err(ClientError::Version { supported: discovered.supported_versions });
-        }
+        let discovered = if modern {
+            match inner.call("server/discover", json!({})).await.and_then(decode::<DiscoverResult>) {
+                Ok(discovered) if discovered.supported_versions.iter().any(|v| v == PROTOCOL_VERSION) => discovered,
+                Ok(discovered) if !may_fall_back => {
+                    return Err(ClientError::Version { supported: discovered.supported_versions });
+                }
+                Err(error) if !may_fall_back || !refuses_the_era(&error) => return Err(error),
+                _ => inner.initialize(&self.info).await?,
+            }
+        } else {
+            inner.initialize(&self.info).await?
+        };
         Ok(Client { inner: Arc::new(inner), discovered: Arc::new(discovered) })
     }
 }
@@ -312,22 +353,61 @@ enum Target {
 
 /// How requests reach the server.
 enum Transport {
-    Http(http::HttpTransport),
-    Stdio(stdio::StdioTransport),
+    Http(Arc<http::HttpTransport>),
+    Stdio(Box<stdio::StdioTransport>),
 }
 
 /// What a client holds for its requests.
 struct Inner {
     transport: Transport,
-    answers: Answers,
+    answers: Arc<Answers>,
     /// The envelope's `_meta`, the same on every request.
     meta: JsonObject,
     limits: ClientLimits,
     next_id: AtomicU64,
     tools: tools::KnownTools,
+    /// The task answering a 2025-11-25 session's standalone stream.
+    listening: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(task) = self.listening.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+            task.abort();
+        }
+    }
 }
 
 impl Inner {
+    /// Opens a 2025-11-25 session: `initialize`, then `notifications/initialized`.
+    async fn initialize(&self, info: &Implementation) -> Result<DiscoverResult, ClientError> {
+        let Transport::Http(http) = &self.transport else {
+            return Err(ClientError::Config(format!("over stdio this client speaks {PROTOCOL_VERSION} only")));
+        };
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let Value::Object(params) = legacy::initialize_params(&self.answers, info) else { unreachable!("an object") };
+        let body = message::request(id, "initialize", &params);
+        let (result, session) = http.request(http::Wire::Initialize, id, body, &self.answers).await?;
+        let (discovered, version) = legacy::discovered(result)?;
+        http.open_session(&version, session)?;
+        http.notify("notifications/initialized").await?;
+        // The standalone stream, open before the first call: a server may ask on it.
+        match http.get_stream(None).await {
+            Ok(Some(body)) => {
+                let task = http.listen(body, Arc::downgrade(&self.answers));
+                *self.listening.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(task);
+            }
+            Ok(None) => {}
+            Err(error) => tracing::debug!(%error, "the server's standalone stream could not be opened"),
+        }
+        Ok(discovered)
+    }
+
+    /// Whether requests belong to a 2025-11-25 session.
+    fn in_session(&self) -> bool {
+        matches!(&self.transport, Transport::Http(http) if http.in_session())
+    }
+
     async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
         let tools = self.list("tools/list", "tools").await?;
         Ok(self.tools.learn(tools))
@@ -358,14 +438,18 @@ impl Inner {
         let Value::Object(mut params) = params else {
             return Err(ClientError::Config(format!("the params of {method} must be a JSON object")));
         };
-        let meta = match params.remove("_meta") {
-            Some(Value::Object(mut own)) => {
-                own.extend(self.meta.clone());
-                own
-            }
-            _ => self.meta.clone(),
-        };
-        params.insert("_meta".into(), Value::Object(meta));
+        // A session's requests carry the caller's `_meta` alone: the envelope's keys would
+        // make them 2026-07-28 requests.
+        if !self.in_session() {
+            let meta = match params.remove("_meta") {
+                Some(Value::Object(mut own)) => {
+                    own.extend(self.meta.clone());
+                    own
+                }
+                _ => self.meta.clone(),
+            };
+            params.insert("_meta".into(), Value::Object(meta));
+        }
         rounds::run(self, method, params).await
     }
 
@@ -395,17 +479,25 @@ impl Inner {
                 };
                 let name = name_field.and_then(|field| params.get(field)).and_then(Value::as_str);
                 let mut mirrored = Vec::new();
-                if let (true, Some(tool)) = (method == "tools/call", name) {
+                if let (true, Some(tool), false) = (method == "tools/call", name, http.in_session()) {
                     if !self.tools.known() {
                         Box::pin(self.list_tools()).await?;
                     }
                     mirrored = self.tools.headers(tool, params.get("arguments"))?;
                 }
-                http.request(method, name, &mirrored, id, body).await
+                let wire = http::Wire::Request { method, name, mirrored: &mirrored };
+                Ok(http.request(wire, id, body, &self.answers).await?.0)
             }
             Transport::Stdio(stdio) => stdio.request(id, body).await,
         }
     }
+}
+
+/// Whether `error` is how a server that knows no `server/discover` refuses it: a JSON-RPC
+/// error, or an HTTP one (a 2025-11-25 server wants `initialize` first).
+fn refuses_the_era(error: &ClientError) -> bool {
+    matches!(error, ClientError::Rpc(_) | ClientError::Version { .. })
+        || matches!(error, ClientError::Http { status, .. } if (400..500).contains(status))
 }
 
 /// Whether `error` refuses the request's protocol version while naming this client's

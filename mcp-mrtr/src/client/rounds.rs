@@ -50,15 +50,22 @@ pub(super) async fn run(inner: &Inner, method: &str, mut params: JsonObject) -> 
 fn with_defaults(mut result: JsonObject) -> JsonObject {
     if let Some(Value::Object(requests)) = result.get_mut("inputRequests") {
         for request in requests.values_mut() {
-            let Value::Object(request) = request else { continue };
-            let elicits = request.get("method").and_then(Value::as_str) == Some("elicitation/create");
-            let params = request.entry("params").or_insert_with(|| Value::Object(JsonObject::new()));
-            if let (true, Value::Object(params)) = (elicits, params) {
-                params.entry("mode").or_insert_with(|| Value::String("form".into()));
+            if let Value::Object(request) = request {
+                *request = with_defaults_of(std::mem::take(request));
             }
         }
     }
     result
+}
+
+/// One question (`method` and `params`) with its defaults filled in.
+pub(super) fn with_defaults_of(mut request: JsonObject) -> JsonObject {
+    let elicits = request.get("method").and_then(Value::as_str) == Some("elicitation/create");
+    let params = request.entry("params").or_insert_with(|| Value::Object(JsonObject::new()));
+    if let (true, Value::Object(params)) = (elicits, params) {
+        params.entry("mode").or_insert_with(|| Value::String("form".into()));
+    }
+    request
 }
 
 #[cfg(test)]

@@ -1,0 +1,66 @@
+//! Servers that speak only 2025-11-25: the `initialize` handshake that opens a session, and
+//! the server's own requests (`elicitation/create`, `sampling/createMessage`, `roots/list`,
+//! `ping`) answered from the same [`Answers`] that answer a 2026-07-28 round. The caller's
+//! calls read the same either way.
+
+use serde_json::{json, Value};
+
+use super::answers::Answers;
+use super::error::ClientError;
+use super::rounds::with_defaults_of;
+use crate::protocol::{DiscoverResult, Implementation, InputRequest, JsonObject, ServerCapabilities};
+
+/// The revision a session is opened at.
+pub(super) const VERSION: &str = "2025-11-25";
+
+/// The params of `initialize`: the version, what the client answers, who it is.
+pub(super) fn initialize_params(answers: &Answers, info: &Implementation) -> Value {
+    json!({"protocolVersion": VERSION, "capabilities": answers.capabilities(), "clientInfo": info})
+}
+
+/// What `initialize` answered, read as `server/discover` would have said it, and the
+/// version the server chose.
+pub(super) fn discovered(mut result: JsonObject) -> Result<(DiscoverResult, String), ClientError> {
+    let Some(Value::String(version)) = result.remove("protocolVersion") else {
+        return Err(ClientError::Malformed("the initialize result names no protocolVersion".into()));
+    };
+    if version != VERSION {
+        return Err(ClientError::Version { supported: vec![version] });
+    }
+    let capabilities: ServerCapabilities =
+        serde_json::from_value(result.remove("capabilities").unwrap_or(json!({})))
+            .map_err(|error| ClientError::Malformed(format!("the server's capabilities cannot be read: {error}")))?;
+    let instructions = match result.remove("instructions") {
+        Some(Value::String(text)) => Some(text),
+        _ => None,
+    };
+    Ok((DiscoverResult { supported_versions: vec![version.clone()], capabilities, instructions }, version))
+}
+
+/// The JSON-RPC response to a request the server sent in its session.
+pub(super) async fn respond(answers: &Answers, request: Value) -> Value {
+    let id = request.get("id").cloned().unwrap_or(Value::Null);
+    let method = request.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
+    if method == "ping" {
+        return json!({"jsonrpc": "2.0", "id": id, "result": {}});
+    }
+    let mut asked = JsonObject::new();
+    asked.insert("method".into(), Value::String(method.clone()));
+    asked.insert("params".into(), request.get("params").cloned().unwrap_or(json!({})));
+    let Ok(question) = serde_json::from_value::<InputRequest>(Value::Object(with_defaults_of(asked))) else {
+        let error = json!({"code": -32601, "message": format!("the client does not answer {method}")});
+        return json!({"jsonrpc": "2.0", "id": id, "error": error});
+    };
+    match answers.answer(&format!("{method} {id}"), question).await {
+        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        Err(ClientError::Unanswerable { .. }) => {
+            let error = json!({"code": -32601, "message": format!("the client does not answer {method}")});
+            json!({"jsonrpc": "2.0", "id": id, "error": error})
+        }
+        Err(error) => {
+            tracing::warn!(%error, "answering the server's request failed");
+            let error = json!({"code": -32603, "message": "the client could not answer"});
+            json!({"jsonrpc": "2.0", "id": id, "error": error})
+        }
+    }
+}
