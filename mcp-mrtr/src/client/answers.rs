@@ -10,15 +10,11 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use serde_json::{json, Map, Value};
 
-use super::error::ClientError;
+use super::error::{BoxError, ClientError};
 use crate::protocol::{
     CreateMessageParams, CreateMessageResult, ElicitAction, ElicitParams, ElicitResult, FormSchema, InputRequest,
     JsonObject, ListRootsResult,
 };
-
-/// The error an answer may fail with: the call it was asked for fails with
-/// [`ClientError::Answer`], naming the question and this error.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 type Answer<Q, A> = Arc<dyn Fn(Q) -> BoxFuture<'static, Result<A, BoxError>> + Send + Sync>;
 

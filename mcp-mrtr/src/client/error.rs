@@ -4,8 +4,11 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::answers::BoxError;
 use crate::base::error::{Error, ErrorCode};
+
+/// The error an answer may fail with: the call it was asked for fails with
+/// [`ClientError::Answer`], naming the question and this error.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Why a client request failed.
 ///
@@ -128,4 +131,16 @@ impl std::error::Error for ClientError {
             _ => None,
         }
     }
+}
+
+/// An error and its causes, on one line.
+pub(super) fn describe(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }

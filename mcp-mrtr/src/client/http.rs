@@ -18,7 +18,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::answers::Answers;
-use super::error::ClientError;
+use super::error::{describe, ClientError};
 use super::message::reply;
 use super::sse::Reader;
 use super::ClientLimits;
@@ -306,18 +306,6 @@ pub(super) fn header_value(text: &str) -> HeaderValue {
         text.to_owned()
     };
     HeaderValue::from_str(&value).expect("visible ASCII, or base64 of it, is a header value")
-}
-
-/// An error and its causes, on one line.
-pub(super) fn describe(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -54,8 +54,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-pub use answers::{Answers, BoxError, FormQuestion, UrlQuestion};
-pub use error::ClientError;
+pub use answers::{Answers, FormQuestion, UrlQuestion};
+pub use error::{BoxError, ClientError};
 
 use crate::protocol::{
     meta_keys, CallToolResult, DiscoverResult, GetPromptResult, Implementation, JsonObject, Prompt, ReadResourceResult,

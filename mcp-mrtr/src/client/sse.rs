@@ -7,8 +7,7 @@ use axum::body::Bytes;
 use http_body_util::BodyExt;
 use serde_json::Value;
 
-use super::error::ClientError;
-use super::http::describe;
+use super::error::{describe, ClientError};
 
 /// The body of a response, read within a bound.
 pub(super) struct Reader {
