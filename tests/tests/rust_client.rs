@@ -290,3 +290,24 @@ async fn a_server_without_discover_gets_a_2025_session_unless_told_otherwise() {
     let error = Client::http(url(&server)).versions(["2024-11-05"]).connect().await.unwrap_err();
     assert!(matches!(error, ClientError::Config(_)), "{error}");
 }
+
+#[tokio::test]
+async fn a_call_that_becomes_a_task_is_followed_to_its_result() {
+    let server = TestServer::everything().await;
+    let shown = Arc::new(Mutex::new(Vec::new()));
+    let client = connect(&server, answering(&shown)).await;
+    // Two questions the task asks at once, answered through one tasks/update.
+    let result = client.call_tool("multi_input", json!({})).await.unwrap();
+    assert_eq!(result.all_text(), "Reviewers: Ada then Ada");
+    // A round of the call first, then the task.
+    let result = client.call_tool("test_tool_with_task", json!({})).await.unwrap();
+    assert_eq!(result.all_text(), "Hello, Ada! (async)");
+    // A tool error ends the task completed, a value; a JSON-RPC error ends it failed.
+    assert!(client.call_tool("failing_job", json!({})).await.unwrap().is_error());
+    let error = client.call_tool("protocol_error_job", json!({})).await.unwrap_err();
+    assert_eq!(error.code(), Some(ErrorCode::INTERNAL_ERROR), "{error}");
+    // Without the extension declared, a tool that runs only as a task refuses the call.
+    let without = Client::http(url(&server)).answers(answering(&shown)).tasks(false).connect().await.unwrap();
+    let error = without.call_tool("multi_input", json!({})).await.unwrap_err();
+    assert_eq!(error.code(), Some(ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY), "{error}");
+}

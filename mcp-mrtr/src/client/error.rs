@@ -64,6 +64,12 @@ pub enum ClientError {
         /// The bound.
         rounds: usize,
     },
+    /// The task the call became was cancelled before it ended (by this client or by the
+    /// server).
+    Cancelled {
+        /// The task.
+        task_id: String,
+    },
     /// The server speaks none of the protocol versions this client does.
     Version {
         /// The versions the server named.
@@ -112,6 +118,7 @@ impl fmt::Display for ClientError {
             Self::TooManyRounds { rounds } => {
                 write!(f, "the server asked for input {rounds} rounds in a row, the client's bound")
             }
+            Self::Cancelled { task_id } => write!(f, "the call's task {task_id} was cancelled"),
             Self::Version { supported } => write!(
                 f,
                 "the server speaks {}, and this client speaks {}",

@@ -34,13 +34,16 @@ pub(super) fn reply(message: Value, id: u64) -> Result<JsonObject, ClientError> 
         };
         return Ok(result);
     }
-    let Some(Value::Object(mut error)) = message.remove("error") else {
+    let Some(error) = message.remove("error") else {
         return Err(ClientError::Malformed("the response has neither a result nor an error".into()));
     };
-    let code = error.get("code").and_then(Value::as_i64).and_then(|code| i32::try_from(code).ok());
-    let Some(code) = code else {
-        return Err(ClientError::Malformed("the error has no integer code".into()));
-    };
+    Err(error_of(error).unwrap_or_else(|| ClientError::Malformed("the error has no integer code".into())))
+}
+
+/// A JSON-RPC error object as the server's error; `None` when it is not one.
+pub(super) fn error_of(error: Value) -> Option<ClientError> {
+    let Value::Object(mut error) = error else { return None };
+    let code = error.get("code").and_then(Value::as_i64).and_then(|code| i32::try_from(code).ok())?;
     let message = match error.remove("message") {
         Some(Value::String(message)) => message,
         _ => String::new(),
@@ -49,7 +52,7 @@ pub(super) fn reply(message: Value, id: u64) -> Result<JsonObject, ClientError> 
     if let Some(data) = error.remove("data") {
         rpc = rpc.with_data(data);
     }
-    Err(ClientError::Rpc(rpc))
+    Some(ClientError::Rpc(rpc))
 }
 
 #[cfg(test)]

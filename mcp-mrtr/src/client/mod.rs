@@ -33,7 +33,9 @@
 //! followed across pages, and any number of rounds up to [`ClientLimits::max_rounds`]. A
 //! server over HTTP that speaks only 2025-11-25 gets a session instead (`initialize`), whose
 //! questions arrive as the server's own requests and are answered from the same
-//! [`Answers`]; the caller's code is the same either way ([`Connect::versions`]).
+//! [`Answers`]; the caller's code is the same either way ([`Connect::versions`]). A call the
+//! server makes a task (SEP-2663) is polled, its questions answered, until its result
+//! ([`Connect::tasks`]).
 
 mod answers;
 mod error;
@@ -43,6 +45,7 @@ mod message;
 mod rounds;
 mod sse;
 mod stdio;
+mod tasks;
 mod tools;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -132,6 +135,7 @@ pub struct Connect {
     info: Implementation,
     limits: ClientLimits,
     versions: Vec<String>,
+    tasks: bool,
 }
 
 impl Client {
@@ -238,7 +242,17 @@ impl Connect {
             info: Implementation::new("mcp-mrtr-client", env!("CARGO_PKG_VERSION")),
             limits: ClientLimits::default(),
             versions: vec![PROTOCOL_VERSION.to_owned(), legacy::VERSION.to_owned()],
+            tasks: true,
         }
+    }
+
+    /// Whether the client declares the tasks extension (SEP-2663; on by default). A server
+    /// may then make a long call a task instead of holding the request open; the client
+    /// polls it, answers its questions and returns its result, so a call reads the same. A
+    /// tool that can only run as a task refuses a client without it (`-32021`).
+    pub fn tasks(mut self, declare: bool) -> Self {
+        self.tasks = declare;
+        self
     }
 
     /// The protocol versions the client may speak, most preferred first; by default
@@ -295,7 +309,11 @@ impl Connect {
         }
         let mut meta = JsonObject::new();
         meta.insert(meta_keys::PROTOCOL_VERSION.into(), PROTOCOL_VERSION.into());
-        meta.insert(meta_keys::CLIENT_CAPABILITIES.into(), self.answers.capabilities());
+        let mut capabilities = self.answers.capabilities();
+        if self.tasks {
+            capabilities["extensions"] = json!({ tasks::EXTENSION: {} });
+        }
+        meta.insert(meta_keys::CLIENT_CAPABILITIES.into(), capabilities);
         meta.insert(meta_keys::CLIENT_INFO.into(), json!(self.info));
         let transport = match self.target {
             Target::Http(url) => {

@@ -1,7 +1,8 @@
 //! The multi round-trip loop (SEP-2322) from the client's side: a result that is
 //! `input_required` has its questions answered by the application's [`Answers`] and the
 //! request sent again with them (`inputResponses`) and the server's `requestState`, echoed
-//! as it came, until the server answers in full. The caller sees only the final result.
+//! as it came, until the server answers in full, or makes the call a task, which
+//! `tasks::follow` takes from there. The caller sees only the final result.
 
 use serde_json::{Map, Value};
 
@@ -15,8 +16,11 @@ pub(super) async fn run(inner: &Inner, method: &str, mut params: JsonObject) -> 
     let mut rounds = 0;
     loop {
         let result = inner.send(method, &params).await?;
-        if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
-            return Ok(result);
+        match result.get("resultType").and_then(Value::as_str) {
+            Some("input_required") => {}
+            // Only a client that declared tasks is given one.
+            Some("task") => return super::tasks::follow(inner, &result).await,
+            _ => return Ok(result),
         }
         rounds += 1;
         if rounds > max_rounds {
