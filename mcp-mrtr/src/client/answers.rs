@@ -194,6 +194,16 @@ impl Answers {
     }
 }
 
+/// One question (`method` and `params`) with its defaults filled in.
+pub(super) fn with_defaults_of(mut request: JsonObject) -> JsonObject {
+    let elicits = request.get("method").and_then(Value::as_str) == Some("elicitation/create");
+    let params = request.entry("params").or_insert_with(|| Value::Object(JsonObject::new()));
+    if let (true, Value::Object(params)) = (elicits, params) {
+        params.entry("mode").or_insert_with(|| Value::String("form".into()));
+    }
+    request
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

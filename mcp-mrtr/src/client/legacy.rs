@@ -5,9 +5,8 @@
 
 use serde_json::{json, Value};
 
-use super::answers::Answers;
+use super::answers::{with_defaults_of, Answers};
 use super::error::ClientError;
-use super::rounds::with_defaults_of;
 use crate::protocol::{DiscoverResult, Implementation, InputRequest, JsonObject, ServerCapabilities};
 
 /// The revision a session is opened at.

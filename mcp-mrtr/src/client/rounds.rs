@@ -6,6 +6,7 @@
 
 use serde_json::{Map, Value};
 
+use super::answers::with_defaults_of;
 use super::error::ClientError;
 use super::Inner;
 use crate::protocol::{InputRequiredResult, JsonObject};
@@ -60,16 +61,6 @@ fn with_defaults(mut result: JsonObject) -> JsonObject {
         }
     }
     result
-}
-
-/// One question (`method` and `params`) with its defaults filled in.
-pub(super) fn with_defaults_of(mut request: JsonObject) -> JsonObject {
-    let elicits = request.get("method").and_then(Value::as_str) == Some("elicitation/create");
-    let params = request.entry("params").or_insert_with(|| Value::Object(JsonObject::new()));
-    if let (true, Value::Object(params)) = (elicits, params) {
-        params.entry("mode").or_insert_with(|| Value::String("form".into()));
-    }
-    request
 }
 
 #[cfg(test)]

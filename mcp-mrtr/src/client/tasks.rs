@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
+use super::answers::with_defaults_of;
 use super::error::ClientError;
 use super::message::error_of;
-use super::rounds::with_defaults_of;
 use super::Inner;
 use crate::protocol::{InputRequest, JsonObject};
 
