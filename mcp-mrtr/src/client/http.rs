@@ -1,15 +1,17 @@
 //! One JSON-RPC request over Streamable HTTP, as a 2026-07-28 client sends it: the MCP
-//! headers beside the body (`Mcp-Method`, `Mcp-Name`, base64-wrapped where a value cannot
-//! travel as it is), and the reply read from JSON or from an SSE stream, whose notifications
-//! come before the response. Bounded as a server's input deserves: the whole exchange in
-//! [`ClientLimits::request_timeout`], the body in `max_response_bytes`, the head in
-//! `max_header_bytes`; no redirect is followed.
+//! headers beside the body (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`, base64-wrapped where a
+//! value cannot travel as it is), and the reply read from JSON or from an SSE stream, whose
+//! notifications come before the response. In a 2025-11-25 session instead: the session's
+//! headers, the server's own requests on a stream answered by POSTs of their own, and a
+//! stream cut before its response resumed with `Last-Event-ID`. Bounded as a server's input
+//! deserves: the whole exchange in [`ClientLimits::request_timeout`], the body in
+//! `max_response_bytes`, the head in `max_header_bytes`; no redirect is followed.
 
 use std::sync::{PoisonError, RwLock};
+use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Request, Uri};
-use base64::Engine as _;
 use http_body_util::Full;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -22,6 +24,7 @@ use super::error::{describe, ClientError};
 use super::message::reply;
 use super::sse::Reader;
 use super::ClientLimits;
+use crate::base::header_values::header_text;
 use crate::protocol::{JsonObject, PROTOCOL_VERSION};
 
 /// A server's endpoint and how to reach it.
@@ -56,8 +59,8 @@ pub(super) enum Wire<'a> {
 /// How many times a session's response stream is resumed before the request fails.
 const MAX_RESUMES: usize = 3;
 /// The wait before resuming when the server names none, and the longest one honoured.
-const DEFAULT_RETRY: std::time::Duration = std::time::Duration::from_millis(500);
-const MAX_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
+const DEFAULT_RETRY: Duration = Duration::from_millis(500);
+const MAX_RETRY: Duration = Duration::from_secs(10);
 
 impl HttpTransport {
     pub(super) fn new(url: &str, headers: HeaderMap, limits: ClientLimits) -> Result<Self, ClientError> {
@@ -296,15 +299,7 @@ impl HttpTransport {
 /// A header value carrying `text`: as it is when it can travel as it is, else in the
 /// base64 sentinel (`=?base64?…?=`) servers decode before comparing it with the body.
 pub(super) fn header_value(text: &str) -> HeaderValue {
-    let wrap = text.bytes().any(|byte| !(0x20..0x7f).contains(&byte))
-        || text.starts_with(' ')
-        || text.ends_with(' ')
-        || (text.starts_with("=?base64?") && text.ends_with("?="));
-    let value = if wrap {
-        format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode(text))
-    } else {
-        text.to_owned()
-    };
+    let value = header_text(&Value::String(text.to_owned()));
     HeaderValue::from_str(&value).expect("visible ASCII, or base64 of it, is a header value")
 }
 

@@ -307,6 +307,20 @@ impl Connect {
                 .map_err(|_| ClientError::Config(format!("the value of {name} is not a header value")))?;
             headers.append(name, value);
         }
+        if let Some(unknown) = self.versions.iter().find(|v| *v != PROTOCOL_VERSION && *v != legacy::VERSION) {
+            return Err(ClientError::Config(format!(
+                "this client speaks {PROTOCOL_VERSION} and {}, not {unknown}",
+                legacy::VERSION
+            )));
+        }
+        let modern = self.versions.first().is_some_and(|v| v == PROTOCOL_VERSION);
+        let may_fall_back = self.versions.iter().any(|v| v == legacy::VERSION);
+        if !modern && !may_fall_back {
+            return Err(ClientError::Config("the client was given no protocol version to speak".into()));
+        }
+        if let (Target::Stdio(_), false) = (&self.target, self.versions.iter().any(|v| v == PROTOCOL_VERSION)) {
+            return Err(ClientError::Config(format!("over stdio this client speaks {PROTOCOL_VERSION} only")));
+        }
         let mut meta = JsonObject::new();
         meta.insert(meta_keys::PROTOCOL_VERSION.into(), PROTOCOL_VERSION.into());
         let mut capabilities = self.answers.capabilities();
@@ -326,17 +340,6 @@ impl Connect {
                 Transport::Stdio(Box::new(stdio::StdioTransport::spawn(command, self.limits.clone())?))
             }
         };
-        if let Some(unknown) = self.versions.iter().find(|v| *v != PROTOCOL_VERSION && *v != legacy::VERSION) {
-            return Err(ClientError::Config(format!(
-                "this client speaks {PROTOCOL_VERSION} and {}, not {unknown}",
-                legacy::VERSION
-            )));
-        }
-        let modern = self.versions.first().is_some_and(|v| v == PROTOCOL_VERSION);
-        let may_fall_back = self.versions.iter().any(|v| v == legacy::VERSION);
-        if let (Transport::Stdio(_), false) = (&transport, self.versions.iter().any(|v| v == PROTOCOL_VERSION)) {
-            return Err(ClientError::Config(format!("over stdio this client speaks {PROTOCOL_VERSION} only")));
-        }
         let inner = Inner {
             transport,
             answers: Arc::new(self.answers),
