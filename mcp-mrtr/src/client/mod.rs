@@ -488,8 +488,11 @@ impl Inner {
     }
 
     async fn send_once(&self, method: &str, params: &JsonObject) -> Result<JsonObject, ClientError> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let body = message::request(id, method, params);
+        // Taken when the request is about to go, after any listing it needs: ids go out in order.
+        let next = || {
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            (id, message::request(id, method, params))
+        };
         match &self.transport {
             Transport::Http(http) => {
                 let name_field = match method {
@@ -507,9 +510,13 @@ impl Inner {
                     mirrored = self.tools.headers(tool, params.get("arguments"))?;
                 }
                 let wire = http::Wire::Request { method, name, mirrored: &mirrored };
+                let (id, body) = next();
                 Ok(http.request(wire, id, body, &self.answers).await?.0)
             }
-            Transport::Stdio(stdio) => stdio.request(id, body).await,
+            Transport::Stdio(stdio) => {
+                let (id, body) = next();
+                stdio.request(id, body).await
+            }
         }
     }
 }
