@@ -94,10 +94,13 @@ impl std::fmt::Debug for Client {
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct ClientLimits {
-    /// The longest one request may take, answer and all (a round's questions are answered
-    /// between requests, outside this bound). Default 5 minutes.
+    /// The longest one request may take, answer and all. A 2026-07-28 round's questions
+    /// are answered between requests, outside this bound; in a 2025-11-25 session the
+    /// server asks while it holds the call's request open, so the time to answer counts.
+    /// Default 5 minutes.
     pub request_timeout: Duration,
-    /// The largest response body read. Default 16 MiB.
+    /// The largest response body read (an SSE stream whole, or one line over stdio).
+    /// Default 16 MiB.
     pub max_response_bytes: usize,
     /// The largest response head (status line and headers) read. Default 64 KiB.
     pub max_header_bytes: usize,
@@ -296,8 +299,9 @@ impl Connect {
         self
     }
 
-    /// Reaches the server (`server/discover`) and returns the client, once the server has
-    /// said it speaks this client's protocol version.
+    /// Reaches the server and returns the client: `server/discover`, or over HTTP the
+    /// `initialize` of a 2025-11-25 session where [`versions`](Self::versions) allows it
+    /// and the server knows no `server/discover`.
     pub async fn connect(self) -> Result<Client, ClientError> {
         let mut headers = HeaderMap::new();
         for (name, value) in &self.headers {
