@@ -2,10 +2,11 @@
 //! over stdio: the same calls and rounds as over HTTP, and the child's life tied to the
 //! client's.
 
+use std::future::IntoFuture;
 use std::process::Command;
 use std::time::Duration;
 
-use mcp_mrtr::client::{Answers, Client, ClientError, ClientLimits};
+use mcp_mrtr::client::{Answers, Change, Client, ClientError, ClientLimits, Listen};
 use mcp_mrtr::protocol::ElicitResult;
 use serde_json::json;
 
@@ -59,6 +60,58 @@ async fn a_child_that_exits_or_never_answers_fails_the_request_not_the_client() 
 
     let error = Client::stdio(Command::new("/nonexistent/mcp-server")).connect().await.unwrap_err();
     assert!(error.to_string().contains("could not start /nonexistent/mcp-server"), "{error}");
+}
+
+#[tokio::test]
+async fn progress_and_changes_are_told_apart_on_the_one_channel() {
+    let client = Client::stdio(everything()).connect().await.unwrap();
+    let mut changes = client.listen(Listen::new().tools()).await.unwrap();
+    let (call, mut progress) = client.call_tool("test_tool_with_progress", json!({})).with_progress();
+    let updates = async {
+        let mut seen = Vec::new();
+        while let Some(update) = progress.next().await {
+            seen.push(update.progress);
+        }
+        seen
+    };
+    let (result, updates) = tokio::join!(call.into_future(), updates);
+    assert_eq!(result.unwrap().all_text(), "Progress complete");
+    assert_eq!(updates, [0.0, 50.0, 100.0]);
+    client.call_tool("test_trigger_tool_change", json!({})).await.unwrap();
+    let change = tokio::time::timeout(Duration::from_secs(10), changes.next()).await.unwrap();
+    assert_eq!(change, Some(Change::Tools));
+    client.close().await;
+    // The connection gone, the subscription ends.
+    assert_eq!(tokio::time::timeout(Duration::from_secs(10), changes.next()).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn a_request_nobody_waits_for_is_cancelled_with_a_notification() {
+    let log = std::env::temp_dir().join(format!("mcp-mrtr-stdin-{}.log", std::process::id()));
+    // The server's stdin copied to a file on its way: what the client wrote, line by line.
+    let mut teed = Command::new("sh");
+    teed.args(["-c", r#"tee "$0" | exec "$1" --stdio"#])
+        .arg(&log)
+        .arg(env!("CARGO_BIN_EXE_everything"))
+        .env("RUST_LOG", "warn");
+    // Without tasks declared, slow_compute runs in the call itself.
+    let client = Client::stdio(teed).tasks(false).connect().await.unwrap();
+    let abandoned = tokio::time::timeout(
+        Duration::from_millis(300),
+        client.call_tool("slow_compute", json!({"seconds": 30})).into_future(),
+    );
+    assert!(abandoned.await.is_err(), "the call was still running");
+    // The client goes on: the next request is answered.
+    assert_eq!(client.call_tool("greet", json!({"name": "Ada"})).await.unwrap().all_text(), "Hello, Ada!");
+    client.close().await;
+    let written = std::fs::read_to_string(&log).unwrap();
+    let _ = std::fs::remove_file(&log);
+    let lines: Vec<serde_json::Value> = written.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let call = lines.iter().find(|line| line["params"]["name"] == "slow_compute").expect("the call was written");
+    let cancelled = lines.iter().find(|line| line["method"] == "notifications/cancelled").expect("a cancellation");
+    assert_eq!(cancelled["params"]["requestId"], call["id"]);
+    // A request that was answered is not cancelled.
+    assert_eq!(lines.iter().filter(|line| line["method"] == "notifications/cancelled").count(), 1);
 }
 
 /// `ask`, the terminal host, run as a person would: the answers typed on its stdin.

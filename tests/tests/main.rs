@@ -45,6 +45,7 @@ mod preflight;
 mod prepared_lists;
 mod replay;
 mod rust_client;
+mod rust_client_live;
 mod same_everywhere;
 mod sampling_refused;
 mod schema_check;

@@ -75,6 +75,8 @@ pub enum ClientError {
         /// The versions the server named.
         supported: Vec<String>,
     },
+    /// The server does not offer what was asked of it (a stream of changes, …).
+    Unsupported(String),
     /// The client's configuration cannot work (a header that is not a header, a URL that is
     /// not one).
     Config(String),
@@ -125,6 +127,7 @@ impl fmt::Display for ClientError {
                 if supported.is_empty() { "no protocol version it names".to_owned() } else { supported.join(", ") },
                 crate::protocol::PROTOCOL_VERSION
             ),
+            Self::Unsupported(what) => write!(f, "the server does not offer it: {what}"),
             Self::Config(why) => write!(f, "the client is misconfigured: {why}"),
         }
     }

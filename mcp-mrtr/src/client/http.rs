@@ -7,7 +7,7 @@
 //! deserves: the whole exchange in [`ClientLimits::request_timeout`], the body in
 //! `max_response_bytes`, the head in `max_header_bytes`; no redirect is followed.
 
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -17,13 +17,14 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use serde_json::Value;
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::answers::Answers;
 use super::error::{describe, ClientError};
-use super::message::reply;
+use super::message::{reply, route_of};
 use super::sse::Reader;
-use super::ClientLimits;
+use super::{ClientLimits, Notices};
 use crate::base::header_values::header_text;
 use crate::protocol::{JsonObject, PROTOCOL_VERSION};
 
@@ -35,6 +36,8 @@ pub(super) struct HttpTransport {
     limits: ClientLimits,
     /// The 2025-11-25 session, once `initialize` opened one (`None`: 2026-07-28).
     legacy: RwLock<Option<Legacy>>,
+    /// Who hears the notifications of a session's standalone stream.
+    watchers: Mutex<Vec<mpsc::Sender<Value>>>,
 }
 
 /// What every request of a 2025-11-25 session carries.
@@ -71,7 +74,7 @@ impl HttpTransport {
         let client = Client::builder(hyper_util::rt::TokioExecutor::new())
             .http1_max_buf_size(limits.max_header_bytes.max(8192))
             .build(crate::base::https::connector());
-        Ok(Self { client, url, headers, limits, legacy: RwLock::new(None) })
+        Ok(Self { client, url, headers, limits, legacy: RwLock::new(None), watchers: Mutex::new(Vec::new()) })
     }
 
     /// From now on, requests belong to the 2025-11-25 session `initialize` opened.
@@ -98,14 +101,16 @@ impl HttpTransport {
     }
 
     /// Sends request `id` (its JSON `body`) as `wire` says and returns its result, or the
-    /// server's error, and the session id the response named. In a 2025-11-25 session the
-    /// server may ask on the response's stream before it answers: `answers` answers it.
+    /// server's error, and the session id the response named. The notifications on the
+    /// response's stream that name `notices`' key go to its sender. In a 2025-11-25 session
+    /// the server may ask on that stream before it answers: `answers` answers it.
     pub(super) async fn request(
         &self,
         wire: Wire<'_>,
         id: u64,
         body: Vec<u8>,
         answers: &Answers,
+        notices: Option<&Notices>,
     ) -> Result<(JsonObject, Option<HeaderValue>), ClientError> {
         let deadline = Instant::now() + self.limits.request_timeout;
         let timed_out = |waiting_for| ClientError::Timeout { waiting_for, after: self.limits.request_timeout };
@@ -121,14 +126,10 @@ impl HttpTransport {
             let detail = format!("redirected to {}; the client follows no redirects", location.unwrap_or("nowhere"));
             return Err(ClientError::Http { status: status.as_u16(), detail });
         }
-        let is_sse = response
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok())
-            .is_some_and(|value| value.trim_start().to_ascii_lowercase().starts_with("text/event-stream"));
+        let is_sse = is_sse(response.headers());
         let mut reader = Reader::new(response.into_body(), self.limits.max_response_bytes);
         let message = if is_sse {
-            tokio::time::timeout_at(deadline, self.stream_reply(&mut reader, id, answers))
+            tokio::time::timeout_at(deadline, self.stream_reply(&mut reader, id, answers, notices))
                 .await
                 .map_err(|_| timed_out("the response's stream"))??
         } else {
@@ -147,20 +148,32 @@ impl HttpTransport {
         Ok((reply(message, id)?, session))
     }
 
-    /// The response to `id` on an SSE stream. Notifications before it are passed over; a
-    /// session's server may ask first, and hears the application's answer in a POST of
-    /// its own.
-    async fn stream_reply(&self, reader: &mut Reader, id: u64, answers: &Answers) -> Result<Value, ClientError> {
+    /// The response to `id` on an SSE stream. Notifications before it go to `notices`
+    /// when they name its key, and are passed over otherwise; a session's server may ask
+    /// first, and hears the application's answer in a POST of its own.
+    async fn stream_reply(
+        &self,
+        reader: &mut Reader,
+        id: u64,
+        answers: &Answers,
+        notices: Option<&Notices>,
+    ) -> Result<Value, ClientError> {
         let mut resumed = 0;
         loop {
             while let Some(message) = reader.next_message().await? {
-                let asks = message.get("method").is_some();
-                if !asks && message.get("id").and_then(Value::as_u64) == Some(id) {
-                    return Ok(message);
-                }
-                if asks && message.get("id").is_some() && self.session().is_some() {
-                    let response = super::legacy::respond(answers, message).await;
-                    self.post_response(response).await?;
+                match (message.get("method").is_some(), message.get("id")) {
+                    (false, Some(replied)) if replied.as_u64() == Some(id) => return Ok(message),
+                    (true, Some(_)) if self.session().is_some() => {
+                        let response = super::legacy::respond(answers, message).await;
+                        self.post_response(response).await?;
+                    }
+                    (true, None) => {
+                        if let Some((_, sender)) = notices.filter(|(key, _)| route_of(&message) == Some(*key)) {
+                            // Full: the reader is far behind, and the newest is dropped.
+                            let _ = sender.try_send(message);
+                        }
+                    }
+                    _ => {}
                 }
             }
             // A session's stream that ends early is resumed after its last event, once the
@@ -225,9 +238,15 @@ impl HttpTransport {
         let transport = std::sync::Arc::downgrade(self);
         let limit = self.limits.max_response_bytes;
         tokio::spawn(async move {
-            let mut reader = Reader::new(body, limit);
+            let mut reader = Reader::lasting(body, limit);
             while let Ok(Some(message)) = reader.next_message().await {
-                if message.get("method").is_none() || message.get("id").is_none() {
+                if message.get("method").is_none() {
+                    continue;
+                }
+                if message.get("id").is_none() {
+                    if let Some(transport) = transport.upgrade() {
+                        transport.tell_watchers(&message);
+                    }
                     continue;
                 }
                 let (Some(transport), Some(answers)) = (transport.upgrade(), answers.upgrade()) else { return };
@@ -237,6 +256,49 @@ impl HttpTransport {
                 }
             }
         })
+    }
+
+    /// Watches the notifications of a session's standalone stream (the lists that changed,
+    /// the resources updated) from now on.
+    pub(super) fn watch(&self, watcher: mpsc::Sender<Value>) {
+        lock(&self.watchers).push(watcher);
+    }
+
+    /// Hands a notification of the session's standalone stream to every watcher still
+    /// watching; one far behind misses it.
+    fn tell_watchers(&self, notification: &Value) {
+        lock(&self.watchers).retain(|watcher| match watcher.try_send(notification.clone()) {
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+            Ok(()) | Err(mpsc::error::TrySendError::Full(_)) => true,
+        });
+    }
+
+    /// Sends request `id` (its JSON `body`), whose response is a stream that stays open,
+    /// and returns the stream; a response that is not a stream is the server's error.
+    pub(super) async fn open_stream(&self, wire: Wire<'_>, id: u64, body: Vec<u8>) -> Result<Reader, ClientError> {
+        let request = self.build(wire, body)?;
+        let after = self.limits.request_timeout;
+        let response = tokio::time::timeout(after, self.client.request(request))
+            .await
+            .map_err(|_| ClientError::Timeout { waiting_for: "the response", after })?
+            .map_err(|error| ClientError::Connect(describe(&error)))?;
+        let status = response.status();
+        if is_sse(response.headers()) {
+            return Ok(Reader::lasting(response.into_body(), self.limits.max_response_bytes));
+        }
+        let mut reader = Reader::new(response.into_body(), self.limits.max_response_bytes);
+        let body = tokio::time::timeout(after, reader.all())
+            .await
+            .map_err(|_| ClientError::Timeout { waiting_for: "the response's body", after })??;
+        match serde_json::from_slice::<Value>(body) {
+            Ok(message) => Err(reply(message, id).err().unwrap_or_else(|| {
+                ClientError::Malformed("the server answered a request for a stream with a result".into())
+            })),
+            Err(_) => Err(ClientError::Http {
+                status: status.as_u16(),
+                detail: String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned(),
+            }),
+        }
     }
 
     /// A response to the server's own request, sent in the session.
@@ -294,6 +356,18 @@ impl HttpTransport {
         }
         Ok(request)
     }
+}
+
+/// Whether a response's body is an event stream.
+fn is_sse(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.trim_start().to_ascii_lowercase().starts_with("text/event-stream"))
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// A header value carrying `text`: as it is when it can travel as it is, else in the

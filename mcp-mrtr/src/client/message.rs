@@ -40,6 +40,17 @@ pub(super) fn reply(message: Value, id: u64) -> Result<JsonObject, ClientError> 
     Err(error_of(error).unwrap_or_else(|| ClientError::Malformed("the error has no integer code".into())))
 }
 
+/// Which call or subscription a notification belongs to: its progress token, or the
+/// subscription id a listen stream's notifications carry (the client makes both from
+/// request ids, so one key names either).
+pub(super) fn route_of(notification: &Value) -> Option<u64> {
+    let params = notification.get("params")?;
+    match notification.get("method")?.as_str()? {
+        "notifications/progress" => params.get("progressToken")?.as_u64(),
+        _ => params.get("_meta")?.get(crate::protocol::meta_keys::SUBSCRIPTION_ID)?.as_u64(),
+    }
+}
+
 /// A JSON-RPC error object as the server's error; `None` when it is not one.
 pub(super) fn error_of(error: Value) -> Option<ClientError> {
     let Value::Object(mut error) = error else { return None };

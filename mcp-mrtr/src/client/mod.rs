@@ -38,9 +38,12 @@
 //! ([`Connect::tasks`]).
 
 mod answers;
+mod call;
+mod connect;
 mod error;
 mod http;
 mod legacy;
+mod listen;
 mod message;
 mod rounds;
 mod sse;
@@ -52,17 +55,21 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use tokio::sync::mpsc;
 
 pub use answers::{Answers, FormQuestion, UrlQuestion};
+pub use call::{Progress, ProgressUpdate, Started, ToolCall};
+pub use connect::{ClientLimits, Connect};
 pub use error::{BoxError, ClientError};
+pub use listen::{Change, Changes, Listen};
+pub use tasks::TaskHandle;
 
 use crate::protocol::{
-    meta_keys, CallToolResult, DiscoverResult, GetPromptResult, Implementation, JsonObject, Prompt, ReadResourceResult,
-    Resource, ResourceTemplate, Tool, PROTOCOL_VERSION,
+    DiscoverResult, GetPromptResult, Implementation, JsonObject, Prompt, ReadResourceResult, Resource,
+    ResourceTemplate, Tool, PROTOCOL_VERSION,
 };
 
 /// A connection to one MCP server. Cheap to clone: clones share the connection pool.
@@ -81,70 +88,10 @@ impl std::fmt::Debug for Client {
     }
 }
 
-/// The client's bounds on what a server may make it do or read.
-///
-/// ```
-/// use std::time::Duration;
-/// use mcp_mrtr::client::ClientLimits;
-///
-/// let mut limits = ClientLimits::default();
-/// limits.request_timeout = Duration::from_secs(30);
-/// assert_eq!(limits.max_rounds, 16);
-/// ```
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct ClientLimits {
-    /// The longest one request may take, answer and all. A 2026-07-28 round's questions
-    /// are answered between requests, outside this bound; in a 2025-11-25 session the
-    /// server asks while it holds the call's request open, so the time to answer counts.
-    /// Default 5 minutes.
-    pub request_timeout: Duration,
-    /// The largest response body read (an SSE stream whole, or one line over stdio).
-    /// Default 16 MiB.
-    pub max_response_bytes: usize,
-    /// The largest response head (status line and headers) read. Default 64 KiB.
-    pub max_header_bytes: usize,
-    /// How many `input_required` rounds in a row a call may take before the client gives
-    /// up with [`ClientError::TooManyRounds`]. Default 16.
-    pub max_rounds: usize,
-    /// How many pages a list may span before the client stops following its cursors.
-    /// Default 1000.
-    pub max_pages: usize,
-    /// How long a server run over stdio may take to exit once [`Client::close`] closes
-    /// its stdin, before it is killed. Default 2 s.
-    pub exit_wait: Duration,
-}
-
-impl Default for ClientLimits {
-    fn default() -> Self {
-        Self {
-            request_timeout: Duration::from_secs(300),
-            max_response_bytes: 16 * 1024 * 1024,
-            max_header_bytes: 64 * 1024,
-            max_rounds: 16,
-            max_pages: 1000,
-            exit_wait: stdio::EXIT_WAIT,
-        }
-    }
-}
-
-/// A client being set up; [`connect`](Connect::connect) reaches the server.
-#[derive(Debug)]
-#[must_use = "a client connects only when `connect` is awaited"]
-pub struct Connect {
-    target: Target,
-    headers: Vec<(String, String)>,
-    answers: Answers,
-    info: Implementation,
-    limits: ClientLimits,
-    versions: Vec<String>,
-    tasks: bool,
-}
-
 impl Client {
     /// A client of the server at `url`, over Streamable HTTP (`https://`, or `http://`).
     pub fn http(url: impl Into<String>) -> Connect {
-        Connect::new(Target::Http(url.into()))
+        Connect::new(connect::Target::Http(url.into()))
     }
 
     /// A client of the server `command` starts, spoken to over its stdin and stdout. The
@@ -164,7 +111,7 @@ impl Client {
     /// # }
     /// ```
     pub fn stdio(command: impl Into<tokio::process::Command>) -> Connect {
-        Connect::new(Target::Stdio(command.into()))
+        Connect::new(connect::Target::Stdio(command.into()))
     }
 
     /// Ends the connection: a server run over stdio has its stdin closed and
@@ -185,7 +132,9 @@ impl Client {
 
     /// Every tool the server lists, across its pages, but those whose `x-mcp-header`
     /// annotations the spec forbids (no call of theirs could be right; each is named in a
-    /// warning). The client keeps which parameters each tool mirrors into headers.
+    /// warning). The client keeps which parameters each tool mirrors into headers, and the
+    /// list itself for as long as the server says it stays fresh (`ttlMs`) and no change of
+    /// the tools is read from a [`listen`](Self::listen) stream.
     pub async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
         self.inner.list_tools().await
     }
@@ -205,16 +154,24 @@ impl Client {
         self.inner.list("resources/templates/list", "resourceTemplates").await
     }
 
-    /// Calls a tool with `arguments` (any value that serializes to a JSON object), asking
-    /// the application's [`Answers`] whatever the tool asks, and returns its result. A tool
-    /// that fails returns a result with [`is_error`](CallToolResult::is_error) set, not an
-    /// `Err`.
+    /// A call of a tool with `arguments` (any value that serializes to a JSON object).
+    /// Awaited, it asks the application's [`Answers`] whatever the tool asks, follows a
+    /// task the server makes of it, and returns its result. A tool that fails returns a
+    /// result with [`is_error`](crate::protocol::CallToolResult::is_error) set, not an `Err`. Dropping the
+    /// future cancels the call (and its task). See [`ToolCall`] for progress and for
+    /// holding a task by its id.
     ///
     /// Over HTTP the arguments a tool mirrors into `Mcp-Param-*` headers are sent in them
     /// too; the client lists the tools first if it has not yet, to know which.
-    pub async fn call_tool(&self, name: &str, arguments: impl Serialize) -> Result<CallToolResult, ClientError> {
-        let params = json!({"name": name, "arguments": arguments_of(arguments)?});
-        decode(self.request("tools/call", params).await?)
+    pub fn call_tool(&self, name: &str, arguments: impl Serialize) -> ToolCall<'_> {
+        ToolCall::new(self, name, arguments)
+    }
+
+    /// A handle to the task `id` of this server, made by an earlier call (whose handle was
+    /// [`detach`](TaskHandle::detach)ed, perhaps by another process): its status, its
+    /// cancelling, its result.
+    pub fn task(&self, id: impl Into<String>) -> TaskHandle {
+        TaskHandle::new(self.inner.clone(), id.into(), None)
     }
 
     /// Gets a prompt with `arguments`, answering what it asks on the way.
@@ -228,153 +185,65 @@ impl Client {
         decode(self.request("resources/read", json!({"uri": uri})).await?)
     }
 
+    /// Subscribes to the changes `listen` names: a stream of them, for as long as it is
+    /// held. A server that offers no changes refuses (`-32601`, or
+    /// [`ClientError::Unsupported`] for a 2025-11-25 session without a standalone stream).
+    ///
+    /// ```no_run
+    /// # async fn run(client: mcp_mrtr::client::Client) -> Result<(), mcp_mrtr::client::ClientError> {
+    /// use mcp_mrtr::client::{Change, Listen};
+    ///
+    /// let mut changes = client.listen(Listen::new().tools()).await?;
+    /// while let Some(change) = changes.next().await {
+    ///     if change == Change::Tools {
+    ///         println!("{} tools now", client.list_tools().await?.len());
+    ///     }
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn listen(&self, listen: Listen) -> Result<Changes, ClientError> {
+        listen::open(self, listen).await
+    }
+
     /// Any request, by method and params (a JSON object), run to its final result with
     /// every round answered: for methods of the server's own, or fields this client has no
     /// typed call for. The envelope's `_meta` is added to the params' own.
     pub async fn request(&self, method: &str, params: Value) -> Result<JsonObject, ClientError> {
-        self.inner.call(method, params).await
+        match self.start(method, params, None).await? {
+            Outcome::Complete(result) => Ok(result),
+            Outcome::Task(mut task) => task.follow().await,
+        }
+    }
+
+    /// Runs `method` until it is complete or a task, with progress notifications sent to
+    /// `progress` (the request then carries a `progressToken`).
+    async fn start(
+        &self,
+        method: &str,
+        params: Value,
+        progress: Option<mpsc::Sender<Value>>,
+    ) -> Result<Outcome, ClientError> {
+        let notices = progress.map(|sender| (self.inner.next_id(), sender));
+        let mut result = self.inner.rounds(method, params, notices).await?;
+        if result.get("resultType").and_then(Value::as_str) != Some("task") {
+            return Ok(Outcome::Complete(result));
+        }
+        let Some(Value::String(id)) = result.remove("taskId") else {
+            return Err(ClientError::Malformed("a task result without a taskId".into()));
+        };
+        Ok(Outcome::Task(TaskHandle::new(self.inner.clone(), id, Some(result))))
     }
 }
 
-impl Connect {
-    fn new(target: Target) -> Self {
-        Self {
-            target,
-            headers: Vec::new(),
-            answers: Answers::new(),
-            info: Implementation::new("mcp-mrtr-client", env!("CARGO_PKG_VERSION")),
-            limits: ClientLimits::default(),
-            versions: vec![PROTOCOL_VERSION.to_owned(), legacy::VERSION.to_owned()],
-            tasks: true,
-        }
-    }
-
-    /// Whether the client declares the tasks extension (SEP-2663; on by default). A server
-    /// may then make a long call a task instead of holding the request open; the client
-    /// polls it, answers its questions and returns its result, so a call reads the same. A
-    /// tool that can only run as a task refuses a client without it (`-32021`).
-    pub fn tasks(mut self, declare: bool) -> Self {
-        self.tasks = declare;
-        self
-    }
-
-    /// The protocol versions the client may speak, most preferred first; by default
-    /// 2026-07-28, then 2025-11-25 with a server that does not speak it. Over HTTP the
-    /// client asks `server/discover` first and opens a 2025-11-25 session with `initialize`
-    /// only where that fails; `["2025-11-25"]` opens one at once, `["2026-07-28"]` never
-    /// does. Over stdio this release speaks 2026-07-28 only.
-    pub fn versions<S: Into<String>>(mut self, preferred: impl IntoIterator<Item = S>) -> Self {
-        self.versions = preferred.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// A header sent with every HTTP request, such as a gateway's key (over stdio there
-    /// are no headers: [`connect`](Self::connect) refuses one).
-    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.headers.push((name.into(), value.into()));
-        self
-    }
-
-    /// `Authorization: Bearer <token>` on every HTTP request.
-    pub fn bearer_token(self, token: impl std::fmt::Display) -> Self {
-        self.header("authorization", format!("Bearer {token}"))
-    }
-
-    /// How the application answers the server's questions; without it, the client
-    /// declares no capability and the server asks it nothing.
-    pub fn answers(mut self, answers: Answers) -> Self {
-        self.answers = answers;
-        self
-    }
-
-    /// The `clientInfo` sent with every request (by default this crate's name and version).
-    pub fn client_info(mut self, info: Implementation) -> Self {
-        self.info = info;
-        self
-    }
-
-    /// The client's bounds (by default [`ClientLimits::default`]).
-    pub fn limits(mut self, limits: ClientLimits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// Reaches the server and returns the client: `server/discover`, or over HTTP the
-    /// `initialize` of a 2025-11-25 session where [`versions`](Self::versions) allows it
-    /// and the server knows no `server/discover`.
-    pub async fn connect(self) -> Result<Client, ClientError> {
-        let mut headers = HeaderMap::new();
-        for (name, value) in &self.headers {
-            let name = HeaderName::try_from(name.as_str())
-                .map_err(|_| ClientError::Config(format!("{name:?} is not a header name")))?;
-            let value = HeaderValue::try_from(value.as_str())
-                .map_err(|_| ClientError::Config(format!("the value of {name} is not a header value")))?;
-            headers.append(name, value);
-        }
-        if let Some(unknown) = self.versions.iter().find(|v| *v != PROTOCOL_VERSION && *v != legacy::VERSION) {
-            return Err(ClientError::Config(format!(
-                "this client speaks {PROTOCOL_VERSION} and {}, not {unknown}",
-                legacy::VERSION
-            )));
-        }
-        let modern = self.versions.first().is_some_and(|v| v == PROTOCOL_VERSION);
-        let may_fall_back = self.versions.iter().any(|v| v == legacy::VERSION);
-        if !modern && !may_fall_back {
-            return Err(ClientError::Config("the client was given no protocol version to speak".into()));
-        }
-        if let (Target::Stdio(_), false) = (&self.target, self.versions.iter().any(|v| v == PROTOCOL_VERSION)) {
-            return Err(ClientError::Config(format!("over stdio this client speaks {PROTOCOL_VERSION} only")));
-        }
-        let mut meta = JsonObject::new();
-        meta.insert(meta_keys::PROTOCOL_VERSION.into(), PROTOCOL_VERSION.into());
-        let mut capabilities = self.answers.capabilities();
-        if self.tasks {
-            capabilities["extensions"] = json!({ tasks::EXTENSION: {} });
-        }
-        meta.insert(meta_keys::CLIENT_CAPABILITIES.into(), capabilities);
-        meta.insert(meta_keys::CLIENT_INFO.into(), json!(self.info));
-        let transport = match self.target {
-            Target::Http(url) => {
-                Transport::Http(Arc::new(http::HttpTransport::new(&url, headers, self.limits.clone())?))
-            }
-            Target::Stdio(_) if !headers.is_empty() => {
-                return Err(ClientError::Config("a server spoken to over stdio takes no HTTP headers".into()));
-            }
-            Target::Stdio(command) => {
-                Transport::Stdio(Box::new(stdio::StdioTransport::spawn(command, self.limits.clone())?))
-            }
-        };
-        let inner = Inner {
-            transport,
-            answers: Arc::new(self.answers),
-            meta,
-            limits: self.limits,
-            next_id: AtomicU64::new(1),
-            tools: tools::KnownTools::default(),
-            listening: std::sync::Mutex::new(None),
-        };
-        let discovered = if modern {
-            match inner.call("server/discover", json!({})).await.and_then(decode::<DiscoverResult>) {
-                Ok(discovered) if discovered.supported_versions.iter().any(|v| v == PROTOCOL_VERSION) => discovered,
-                Ok(discovered) if !may_fall_back => {
-                    return Err(ClientError::Version { supported: discovered.supported_versions });
-                }
-                Err(error) if !may_fall_back || !refuses_the_era(&error) => return Err(error),
-                _ => inner.initialize(&self.info).await?,
-            }
-        } else {
-            inner.initialize(&self.info).await?
-        };
-        Ok(Client { inner: Arc::new(inner), discovered: Arc::new(discovered) })
-    }
+/// Where a call stopped: complete, or a task the server made of it.
+enum Outcome {
+    Complete(JsonObject),
+    Task(TaskHandle),
 }
 
-/// Where a client being set up will connect.
-#[derive(Debug)]
-enum Target {
-    Http(String),
-    Stdio(tokio::process::Command),
-}
+/// Where a call's notifications go: its progress token, and the stream's sender.
+type Notices = (u64, mpsc::Sender<Value>);
 
 /// How requests reach the server.
 enum Transport {
@@ -412,7 +281,7 @@ impl Inner {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let Value::Object(params) = legacy::initialize_params(&self.answers, info) else { unreachable!("an object") };
         let body = message::request(id, "initialize", &params);
-        let (result, session) = http.request(http::Wire::Initialize, id, body, &self.answers).await?;
+        let (result, session) = http.request(http::Wire::Initialize, id, body, &self.answers, None).await?;
         let (discovered, version) = legacy::discovered(result)?;
         http.open_session(&version, session)?;
         http.notify("notifications/initialized").await?;
@@ -434,16 +303,32 @@ impl Inner {
     }
 
     async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
-        let tools = self.list("tools/list", "tools").await?;
-        Ok(self.tools.learn(tools))
+        if let Some(tools) = self.tools.fresh() {
+            return Ok(tools);
+        }
+        let (tools, ttl) = self.list_for("tools/list", "tools").await?;
+        Ok(self.tools.learn(tools, ttl))
     }
 
     async fn list<T: DeserializeOwned>(&self, method: &str, field: &str) -> Result<Vec<T>, ClientError> {
+        Ok(self.list_for(method, field).await?.0)
+    }
+
+    /// Every item of a list, across its pages, and how long the server said it stays
+    /// fresh (the shortest `ttlMs` of its pages; none is zero).
+    async fn list_for<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        field: &str,
+    ) -> Result<(Vec<T>, Duration), ClientError> {
         let mut items = Vec::new();
         let mut cursor: Option<String> = None;
+        let mut ttl = Duration::MAX;
         for _ in 0..self.limits.max_pages {
             let params = cursor.map_or_else(|| json!({}), |cursor| json!({"cursor": cursor}));
             let mut page = self.call(method, params).await?;
+            let page_ttl = page.get("ttlMs").and_then(Value::as_u64).map_or(Duration::ZERO, Duration::from_millis);
+            ttl = ttl.min(page_ttl);
             let listed = page.remove(field).unwrap_or(Value::Null);
             let listed: Vec<T> = serde_json::from_value(listed).map_err(|error| {
                 ClientError::Malformed(format!("the {method} result's {field} cannot be read: {error}"))
@@ -451,31 +336,63 @@ impl Inner {
             items.extend(listed);
             match page.remove("nextCursor") {
                 Some(Value::String(next)) if !next.is_empty() => cursor = Some(next),
-                _ => return Ok(items),
+                _ => return Ok((items, ttl)),
             }
         }
         Err(ClientError::Malformed(format!("{method} went on for more than {} pages", self.limits.max_pages)))
     }
 
-    /// A request with the envelope's `_meta` added to its params' own, run to its final
-    /// result.
+    /// A request of the client's own (a list, a task's poll), run to its final result.
     async fn call(&self, method: &str, params: Value) -> Result<JsonObject, ClientError> {
+        let result = self.rounds(method, params, None).await?;
+        if result.get("resultType").and_then(Value::as_str) == Some("task") {
+            return Err(ClientError::Malformed(format!("the server made a task of {method}")));
+        }
+        Ok(result)
+    }
+
+    /// A request with the envelope's `_meta` added to its params' own (and the progress
+    /// token of `notices`), run until it is complete or a task.
+    async fn rounds(&self, method: &str, params: Value, notices: Option<Notices>) -> Result<JsonObject, ClientError> {
+        let params = self.enveloped(method, params, notices.as_ref().map(|(token, _)| *token))?;
+        rounds::run(self, method, params, notices.as_ref()).await
+    }
+
+    /// `params` with the envelope's `_meta` added to their own, and a progress token.
+    fn enveloped(&self, method: &str, params: Value, progress_token: Option<u64>) -> Result<JsonObject, ClientError> {
         let Value::Object(mut params) = params else {
             return Err(ClientError::Config(format!("the params of {method} must be a JSON object")));
+        };
+        let mut meta = match params.remove("_meta") {
+            Some(Value::Object(own)) => own,
+            _ => JsonObject::new(),
         };
         // A session's requests carry the caller's `_meta` alone: the envelope's keys would
         // make them 2026-07-28 requests.
         if !self.in_session() {
-            let meta = match params.remove("_meta") {
-                Some(Value::Object(mut own)) => {
-                    own.extend(self.meta.clone());
-                    own
-                }
-                _ => self.meta.clone(),
-            };
+            meta.extend(self.meta.clone());
+        }
+        if let Some(token) = progress_token {
+            meta.insert(crate::protocol::meta_keys::PROGRESS_TOKEN.into(), token.into());
+        }
+        if !meta.is_empty() {
             params.insert("_meta".into(), Value::Object(meta));
         }
-        rounds::run(self, method, params).await
+        Ok(params)
+    }
+
+    /// A fresh request id (progress tokens and subscription ids are taken from the same).
+    fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Whether a 2025-11-25 session's standalone stream is being read.
+    fn has_session_stream(&self) -> bool {
+        self.listening
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+            .is_some_and(|task| !task.is_finished())
     }
 
     /// One request as it goes on the wire (a round of a call, or all of a call that asks
@@ -484,17 +401,27 @@ impl Inner {
     /// A server that refuses the version (`-32022`) while naming this client's among those
     /// it supports is asked once more (a server rolling between releases may say so for a
     /// moment); a refusal that does not name it fails the request.
-    async fn send(&self, method: &str, params: &JsonObject) -> Result<JsonObject, ClientError> {
-        match self.send_once(method, params).await {
-            Err(ClientError::Rpc(refused)) if supports_ours(&refused) => self.send_once(method, params).await,
+    async fn send(
+        &self,
+        method: &str,
+        params: &JsonObject,
+        notices: Option<&Notices>,
+    ) -> Result<JsonObject, ClientError> {
+        match self.send_once(method, params, notices).await {
+            Err(ClientError::Rpc(refused)) if supports_ours(&refused) => self.send_once(method, params, notices).await,
             sent => sent,
         }
     }
 
-    async fn send_once(&self, method: &str, params: &JsonObject) -> Result<JsonObject, ClientError> {
+    async fn send_once(
+        &self,
+        method: &str,
+        params: &JsonObject,
+        notices: Option<&Notices>,
+    ) -> Result<JsonObject, ClientError> {
         // Taken when the request is about to go, after any listing it needs: ids go out in order.
         let next = || {
-            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            let id = self.next_id();
             (id, message::request(id, method, params))
         };
         match &self.transport {
@@ -515,21 +442,14 @@ impl Inner {
                 }
                 let wire = http::Wire::Request { method, name, mirrored: &mirrored };
                 let (id, body) = next();
-                Ok(http.request(wire, id, body, &self.answers).await?.0)
+                Ok(http.request(wire, id, body, &self.answers, notices).await?.0)
             }
             Transport::Stdio(stdio) => {
                 let (id, body) = next();
-                stdio.request(id, body).await
+                stdio.request(id, body, notices.cloned()).await
             }
         }
     }
-}
-
-/// Whether `error` is how a server that knows no `server/discover` refuses it: a JSON-RPC
-/// error, or an HTTP one (a 2025-11-25 server wants `initialize` first).
-fn refuses_the_era(error: &ClientError) -> bool {
-    matches!(error, ClientError::Rpc(_) | ClientError::Version { .. })
-        || matches!(error, ClientError::Http { status, .. } if (400..500).contains(status))
 }
 
 /// Whether `error` refuses the request's protocol version while naming this client's

@@ -1,27 +1,31 @@
 //! The multi round-trip loop (SEP-2322) from the client's side: a result that is
 //! `input_required` has its questions answered by the application's [`Answers`] and the
 //! request sent again with them (`inputResponses`) and the server's `requestState`, echoed
-//! as it came, until the server answers in full, or makes the call a task, which
-//! `tasks::follow` takes from there. The caller sees only the final result.
+//! as it came, until the server answers in full, or makes the call a task, which a
+//! [`TaskHandle`](super::TaskHandle) follows from there.
 
 use serde_json::{Map, Value};
 
 use super::answers::with_defaults_of;
 use super::error::ClientError;
-use super::Inner;
+use super::{Inner, Notices};
 use crate::protocol::{InputRequiredResult, JsonObject};
 
 /// Runs `method` with `params` to its final result, answering every round on the way.
-pub(super) async fn run(inner: &Inner, method: &str, mut params: JsonObject) -> Result<JsonObject, ClientError> {
+pub(super) async fn run(
+    inner: &Inner,
+    method: &str,
+    mut params: JsonObject,
+    notices: Option<&Notices>,
+) -> Result<JsonObject, ClientError> {
     let max_rounds = inner.limits.max_rounds;
     let mut rounds = 0;
     loop {
-        let result = inner.send(method, &params).await?;
-        match result.get("resultType").and_then(Value::as_str) {
-            Some("input_required") => {}
-            // Only a client that declared tasks is given one.
-            Some("task") => return super::tasks::follow(inner, &result).await,
-            _ => return Ok(result),
+        let result = inner.send(method, &params, notices).await?;
+        // Complete, or a task (only a client that declared tasks is given one), which the
+        // caller follows.
+        if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+            return Ok(result);
         }
         rounds += 1;
         if rounds > max_rounds {

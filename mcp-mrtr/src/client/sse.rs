@@ -1,5 +1,7 @@
 //! Reading a response body within its bound: whole (JSON), or event by event (SSE), keeping
-//! what resuming a stream needs (the last event id and the server's `retry`).
+//! what resuming a stream needs (the last event id and the server's `retry`). A response's
+//! stream is bounded whole; a stream that stays open (a subscription, a session's
+//! standalone stream) is bounded event by event, and forgets each event once read.
 
 use std::time::Duration;
 
@@ -16,19 +18,32 @@ pub(super) struct Reader {
     read: Vec<u8>,
     /// How far the events in `read` were taken.
     scanned: usize,
+    /// The bytes read and forgotten before `read`; `None` for a stream bounded event by
+    /// event.
+    forgotten: Option<usize>,
     last_event_id: Option<String>,
     retry: Option<Duration>,
 }
 
 impl Reader {
     pub(super) fn new(body: hyper::body::Incoming, limit: usize) -> Self {
-        Self { body, limit, read: Vec::new(), scanned: 0, last_event_id: None, retry: None }
+        Self { body, limit, read: Vec::new(), scanned: 0, forgotten: Some(0), last_event_id: None, retry: None }
+    }
+
+    /// A reader of a stream that stays open: `limit` bounds each event, not the whole.
+    pub(super) fn lasting(body: hyper::body::Incoming, limit: usize) -> Self {
+        Self { forgotten: None, ..Self::new(body, limit) }
     }
 
     /// A reader of a stream resumed after `earlier`: the same event id and retry until the
     /// new stream says otherwise.
     pub(super) fn resuming(body: hyper::body::Incoming, earlier: &Self) -> Self {
-        Self { last_event_id: earlier.last_event_id.clone(), retry: earlier.retry, ..Self::new(body, earlier.limit) }
+        Self {
+            last_event_id: earlier.last_event_id.clone(),
+            retry: earlier.retry,
+            forgotten: earlier.forgotten.map(|forgotten| forgotten + earlier.read.len()),
+            ..Self::new(body, earlier.limit)
+        }
     }
 
     /// The id of the last event that had one: where a resumed stream starts after.
@@ -47,7 +62,11 @@ impl Reader {
             let Some(frame) = self.body.frame().await else { return Ok(None) };
             let frame = frame.map_err(|error| ClientError::Connect(describe(&error)))?;
             if let Ok(data) = frame.into_data() {
-                if self.read.len() + data.len() > self.limit {
+                let held = match self.forgotten {
+                    Some(forgotten) => forgotten + self.read.len(),
+                    None => self.read.len() - self.scanned,
+                };
+                if held + data.len() > self.limit {
                     return Err(ClientError::TooLarge { limit: self.limit });
                 }
                 return Ok(Some(data));
@@ -81,6 +100,14 @@ impl Reader {
                         .map_err(|error| ClientError::Malformed(format!("an event's data is not JSON: {error}")))?;
                     return Ok(Some(message));
                 }
+            }
+            // What was read is forgotten before reading on: a stream may last for days.
+            if self.scanned > 0 {
+                self.read.drain(..self.scanned);
+                if let Some(forgotten) = &mut self.forgotten {
+                    *forgotten += self.scanned;
+                }
+                self.scanned = 0;
             }
             let Some(data) = self.chunk().await? else { return Ok(None) };
             self.read.extend(data.iter().filter(|&&byte| byte != b'\r'));

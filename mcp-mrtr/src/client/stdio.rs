@@ -1,42 +1,62 @@
 //! A server spoken to over stdio: a child process of the client's, newline-delimited JSON
-//! on its stdin and stdout (everything else is in `_meta`). One task reads the child's
-//! stdout and hands each response to the request waiting for its id; a line past
-//! [`ClientLimits::max_response_bytes`] ends the connection rather than grow without bound.
-//! The child's stderr goes where its `Command` says (by default, the client's own).
+//! on its stdin and stdout (everything else is in `_meta`). One task writes the lines the
+//! requests queue; one reads the child's stdout and hands each response to the request
+//! waiting for its id, and each notification to the call or subscription it names (a
+//! progress token, a subscription id). A line past [`ClientLimits::max_response_bytes`]
+//! ends the connection rather than grow without bound. The child's stderr goes where its
+//! `Command` says (by default, the client's own).
 //!
-//! The child dies with the client: [`Client::close`](super::Client::close) closes its stdin
-//! and gives it [`ClientLimits::exit_wait`] to exit before killing it; a client dropped
-//! without closing kills it at once.
+//! A request the caller stops waiting for (its future dropped, or timed out) is cancelled
+//! with `notifications/cancelled`, the way stdio cancels. The child dies with the client:
+//! [`Client::close`](super::Client::close) closes its stdin and gives it
+//! [`ClientLimits::exit_wait`] to exit before killing it; a client dropped without closing
+//! kills it at once.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::error::ClientError;
-use super::message::reply;
+use super::message::{reply, route_of};
 use super::ClientLimits;
 use crate::protocol::JsonObject;
 
-/// Requests waiting for their response, by id; `None` once the child's stdout has ended.
-type Waiting = Arc<Mutex<Option<HashMap<u64, oneshot::Sender<Value>>>>>;
+/// What the requests share with the tasks that write and read.
+struct Shared {
+    /// The lines to write; `None` once closed (the writer then closes the child's stdin).
+    lines: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
+    /// Where what the server writes goes; `None` once the child's stdout has ended.
+    routes: Mutex<Option<Table>>,
+}
+
+#[derive(Default)]
+struct Table {
+    /// Requests waiting for their response, by id.
+    responses: HashMap<u64, oneshot::Sender<Value>>,
+    /// Calls and subscriptions waiting for notifications, by progress token or
+    /// subscription id (both taken from the request ids, so they never meet).
+    notices: HashMap<u64, mpsc::Sender<Value>>,
+}
+
+/// How many lines may wait to be written before a request waits its turn.
+const QUEUED_LINES: usize = 64;
 
 pub(super) struct StdioTransport {
-    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    shared: Arc<Shared>,
     child: Mutex<Option<Child>>,
-    waiting: Waiting,
-    reader: JoinHandle<()>,
+    tasks: [JoinHandle<()>; 2],
     limits: ClientLimits,
 }
 
 impl Drop for StdioTransport {
     fn drop(&mut self) {
-        self.reader.abort();
+        self.tasks.iter().for_each(JoinHandle::abort);
     }
 }
 
@@ -49,51 +69,76 @@ impl StdioTransport {
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             unreachable!("both were piped above")
         };
-        let waiting: Waiting = Arc::new(Mutex::new(Some(HashMap::new())));
-        let reader = tokio::spawn(read_replies(stdout, waiting.clone(), limits.max_response_bytes, program));
-        Ok(Self {
-            stdin: tokio::sync::Mutex::new(Some(stdin)),
-            child: Mutex::new(Some(child)),
-            waiting,
-            reader,
-            limits,
-        })
+        let (lines, queued) = mpsc::channel(QUEUED_LINES);
+        let shared = Arc::new(Shared { lines: Mutex::new(Some(lines)), routes: Mutex::new(Some(Table::default())) });
+        let reader = tokio::spawn(read_messages(stdout, shared.clone(), limits.max_response_bytes, program));
+        let writer = tokio::spawn(write_lines(stdin, queued));
+        Ok(Self { shared, child: Mutex::new(Some(child)), tasks: [reader, writer], limits })
     }
 
-    /// Sends request `id` (its JSON `body`, one line) and returns its result or error.
-    pub(super) async fn request(&self, id: u64, mut body: Vec<u8>) -> Result<JsonObject, ClientError> {
-        let gone = || ClientError::Connect("the server's process has exited".into());
-        let (sender, receiver) = oneshot::channel();
-        match lock(&self.waiting).as_mut() {
-            Some(waiting) => waiting.insert(id, sender),
-            None => return Err(gone()),
-        };
-        // Removed however the wait ends: answered, timed out, or the caller gone.
-        let _forget = Forget { waiting: &self.waiting, id };
-        body.push(b'\n');
-        {
-            let mut stdin = self.stdin.lock().await;
-            let stdin = stdin.as_mut().ok_or_else(|| ClientError::Connect("the client was closed".into()))?;
-            let written = async {
-                stdin.write_all(&body).await?;
-                stdin.flush().await
-            };
-            written
-                .await
-                .map_err(|error| ClientError::Connect(format!("could not write to the server's stdin: {error}")))?;
-        }
+    /// Sends request `id` (its JSON `body`, one line) and returns its result or error. The
+    /// notifications that name `notices`' key (a progress token) go to its sender meanwhile.
+    pub(super) async fn request(
+        &self,
+        id: u64,
+        body: Vec<u8>,
+        notices: Option<(u64, mpsc::Sender<Value>)>,
+    ) -> Result<JsonObject, ClientError> {
+        let (mut pending, response) = self.expect(id, notices)?;
+        self.write(body).await?;
+        pending.sent = true;
         let after = self.limits.request_timeout;
-        let message = tokio::time::timeout(after, receiver)
+        let message = tokio::time::timeout(after, response)
             .await
             .map_err(|_| ClientError::Timeout { waiting_for: "the response", after })?
             .map_err(|_| gone())?;
         reply(message, id)
     }
 
+    /// Sends the `subscriptions/listen` request `id` and returns the subscription: its
+    /// notifications, and its response, which ends it. Dropping the [`Pending`] cancels it.
+    pub(super) async fn subscribe(
+        &self,
+        id: u64,
+        body: Vec<u8>,
+    ) -> Result<(Pending, mpsc::Receiver<Value>, oneshot::Receiver<Value>), ClientError> {
+        let (notices, received) = mpsc::channel(QUEUED_NOTICES);
+        let (mut pending, response) = self.expect(id, Some((id, notices)))?;
+        self.write(body).await?;
+        pending.sent = true;
+        Ok((pending, received, response))
+    }
+
+    /// Waits for the response to `id` (and `notices`) from now until the returned
+    /// [`Pending`] is dropped.
+    fn expect(
+        &self,
+        id: u64,
+        notices: Option<(u64, mpsc::Sender<Value>)>,
+    ) -> Result<(Pending, oneshot::Receiver<Value>), ClientError> {
+        let (sender, response) = oneshot::channel();
+        let mut routes = lock(&self.shared.routes);
+        let table = routes.as_mut().ok_or_else(gone)?;
+        table.responses.insert(id, sender);
+        let notice_key = notices.map(|(key, notices)| {
+            table.notices.insert(key, notices);
+            key
+        });
+        let pending = Pending { shared: self.shared.clone(), id, notice_key, sent: false };
+        Ok((pending, response))
+    }
+
+    async fn write(&self, mut line: Vec<u8>) -> Result<(), ClientError> {
+        line.push(b'\n');
+        let lines =
+            lock(&self.shared.lines).clone().ok_or_else(|| ClientError::Connect("the client was closed".into()))?;
+        lines.send(line).await.map_err(|_| gone())
+    }
+
     /// Closes the child's stdin, then waits for it to exit, at most `exit_wait`, before
     /// killing it.
     pub(super) async fn close(&self) {
-        self.stdin.lock().await.take();
+        lock(&self.shared.lines).take();
         let child = lock(&self.child).take();
         if let Some(mut child) = child {
             if tokio::time::timeout(self.limits.exit_wait, child.wait()).await.is_err() {
@@ -104,16 +149,42 @@ impl StdioTransport {
     }
 }
 
-/// Forgets a request's wait when dropped.
-struct Forget<'a> {
-    waiting: &'a Waiting,
-    id: u64,
+/// How many notifications of one call or subscription may wait to be read; past it, the
+/// newest are dropped (progress is superseded by the next; a change by the next read).
+pub(super) const QUEUED_NOTICES: usize = 64;
+
+fn gone() -> ClientError {
+    ClientError::Connect("the server's process has exited".into())
 }
 
-impl Drop for Forget<'_> {
+/// A request on the wire: when dropped, its routes are forgotten and, if it was sent and
+/// is still unanswered, the server is told with `notifications/cancelled`.
+pub(super) struct Pending {
+    shared: Arc<Shared>,
+    id: u64,
+    notice_key: Option<u64>,
+    sent: bool,
+}
+
+impl Drop for Pending {
     fn drop(&mut self) {
-        if let Some(waiting) = lock(self.waiting).as_mut() {
-            waiting.remove(&self.id);
+        let mut unanswered = false;
+        if let Some(table) = lock(&self.shared.routes).as_mut() {
+            // The reader takes a response's route when it hands the response over.
+            unanswered = table.responses.remove(&self.id).is_some();
+            if let Some(key) = self.notice_key {
+                table.notices.remove(&key);
+            }
+        }
+        if self.sent && unanswered {
+            let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": self.id, "reason": "the client stopped waiting"}});
+            let mut line = serde_json::to_vec(&cancel).expect("JSON");
+            line.push(b'\n');
+            // Best effort: a queue that is full or closed means the server is gone or behind.
+            if let Some(lines) = lock(&self.shared.lines).as_ref() {
+                let _ = lines.try_send(line);
+            }
         }
     }
 }
@@ -122,11 +193,25 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Reads the child's stdout to its end, handing each response to its request. Lines that
-/// are not responses (notifications, anything unreadable) are passed over; a line longer
-/// than `limit` ends the reading, as the end of the stream does: every request waiting, and
-/// every later one, fails.
-async fn read_replies(stdout: ChildStdout, waiting: Waiting, limit: usize, program: String) {
+/// Writes the queued lines to the child's stdin, flushing when the queue is empty, until
+/// the queue is closed (the child's stdin then closes) or the child stops reading.
+async fn write_lines(mut stdin: ChildStdin, mut lines: mpsc::Receiver<Vec<u8>>) {
+    while let Some(line) = lines.recv().await {
+        if stdin.write_all(&line).await.is_err() {
+            return;
+        }
+        if lines.is_empty() && stdin.flush().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Reads the child's stdout to its end, handing each response to its request and each
+/// notification to the call or subscription it names. Anything else (unreadable lines, the
+/// server's own requests: 2026-07-28 servers ask by `input_required` instead) is passed
+/// over; a line longer than `limit` ends the reading, as the end of the stream does: every
+/// request waiting, and every later one, fails.
+async fn read_messages(stdout: ChildStdout, shared: Arc<Shared>, limit: usize, program: String) {
     let mut lines = BufReader::new(stdout);
     let mut line = Vec::new();
     loop {
@@ -140,17 +225,25 @@ async fn read_replies(stdout: ChildStdout, waiting: Waiting, limit: usize, progr
             }
         }
         let Ok(message) = serde_json::from_slice::<Value>(&line) else { continue };
-        let Some(id) = message.get("id").and_then(Value::as_u64) else { continue };
-        if message.get("method").is_some() {
-            // A request from the server: 2026-07-28 servers ask by `input_required` instead.
-            continue;
-        }
-        let sender = lock(&waiting).as_mut().and_then(|waiting| waiting.remove(&id));
-        if let Some(sender) = sender {
-            let _ = sender.send(message);
+        let mut routes = lock(&shared.routes);
+        let Some(table) = routes.as_mut() else { break };
+        match (message.get("method").is_some(), message.get("id").and_then(Value::as_u64)) {
+            (false, Some(id)) => {
+                // A response ends its request, and the subscription it may be.
+                table.notices.remove(&id);
+                if let Some(sender) = table.responses.remove(&id) {
+                    let _ = sender.send(message);
+                }
+            }
+            (true, None) => {
+                if let Some(notices) = route_of(&message).and_then(|key| table.notices.get(&key)) {
+                    let _ = notices.try_send(message);
+                }
+            }
+            _ => {}
         }
     }
-    lock(&waiting).take();
+    lock(&shared.routes).take();
 }
 
 /// One line into `line`, without its end; `false` at the end of the stream.

@@ -17,14 +17,12 @@ use crate::bounds::fair::ClientId;
 use crate::bounds::shutdown::Draining;
 use crate::intake::envelope::{Request, RequestMeta};
 use crate::mrtr::context::Delivery;
+use crate::protocol::meta_keys::SUBSCRIPTION_ID;
 use crate::protocol::{JsonObject, Method, Notification, Outgoing, RequestId, ResultJson};
 use crate::routes::catalog::{Change, RequestView};
 use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
 use serde::Deserialize;
 use serde_json::{json, Value};
-
-/// The key that ties a listen stream's messages to the listen request.
-const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// `params.notifications` of a listen request.
 #[derive(Debug, Default, Deserialize)]

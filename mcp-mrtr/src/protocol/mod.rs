@@ -92,4 +92,6 @@ pub mod meta_keys {
     pub const PROGRESS_TOKEN: &str = "progressToken";
     /// Result `_meta`: the server's name and version.
     pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+    /// Listen stream `_meta`: the `subscriptions/listen` request a notification belongs to.
+    pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 }
