@@ -64,6 +64,18 @@ pub enum ClientError {
         /// The bound.
         rounds: usize,
     },
+    /// The connection dropped while a round of the call was on its way, and the round,
+    /// sent again, was refused: the lost attempt reached the server and took a step of the
+    /// call that runs only once (or the server cannot tell that it did not). The step's
+    /// effect may have happened; start the call over only where that is safe.
+    RoundRefused {
+        /// Which request of the call it was (the first is 1).
+        round: usize,
+        /// How the connection dropped.
+        dropped: String,
+        /// The server's refusal of the round sent again.
+        refused: Error,
+    },
     /// The task the call became was cancelled before it ended (by this client or by the
     /// server).
     Cancelled {
@@ -85,16 +97,13 @@ pub enum ClientError {
 impl ClientError {
     /// The JSON-RPC code of a server's error; `None` for the client's own failures.
     pub fn code(&self) -> Option<ErrorCode> {
-        match self {
-            Self::Rpc(error) => Some(error.code()),
-            _ => None,
-        }
+        self.rpc().map(Error::code)
     }
 
     /// The server's error, if the server answered with one.
     pub fn rpc(&self) -> Option<&Error> {
         match self {
-            Self::Rpc(error) => Some(error),
+            Self::Rpc(error) | Self::RoundRefused { refused: error, .. } => Some(error),
             _ => None,
         }
     }
@@ -120,6 +129,10 @@ impl fmt::Display for ClientError {
             Self::TooManyRounds { rounds } => {
                 write!(f, "the server asked for input {rounds} rounds in a row, the client's bound")
             }
+            Self::RoundRefused { round, dropped, refused } => write!(
+                f,
+                "the connection dropped during request {round} of the call ({dropped}), and the server refused it sent again ({refused}): a step of the call that runs once may have run"
+            ),
             Self::Cancelled { task_id } => write!(f, "the call's task {task_id} was cancelled"),
             Self::Version { supported } => write!(
                 f,

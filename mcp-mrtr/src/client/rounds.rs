@@ -3,6 +3,12 @@
 //! request sent again with them (`inputResponses`) and the server's `requestState`, echoed
 //! as it came, until the server answers in full, or makes the call a task, which a
 //! [`TaskHandle`](super::TaskHandle) follows from there.
+//!
+//! A round whose connection dropped before its response is sent once more, as it was: the
+//! server either runs it (nothing of it was taken) or refuses it, when a step of the call
+//! that runs once was taken by the lost attempt, and the caller hears
+//! [`ClientError::RoundRefused`]. The first request of a call is never sent twice: it
+//! carries no state, so nothing on the server could tell the second from a new call.
 
 use serde_json::{Map, Value};
 
@@ -21,7 +27,17 @@ pub(super) async fn run(
     let max_rounds = inner.limits.max_rounds;
     let mut rounds = 0;
     loop {
-        let result = inner.send(method, &params, notices).await?;
+        let result = match inner.send(method, &params, notices).await {
+            // A round's retry carries the server's state: sent again, it runs again or is
+            // refused, never silently taken twice (a `once!` step's claim refuses it).
+            Err(ClientError::Connect(dropped)) if rounds > 0 => match inner.send(method, &params, notices).await {
+                Err(ClientError::Rpc(refused)) => {
+                    return Err(ClientError::RoundRefused { round: rounds + 1, dropped, refused });
+                }
+                again => again?,
+            },
+            sent => sent?,
+        };
         // Complete, or a task (only a client that declared tasks is given one), which the
         // caller follows.
         if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
