@@ -114,6 +114,39 @@ async fn a_request_nobody_waits_for_is_cancelled_with_a_notification() {
     assert_eq!(lines.iter().filter(|line| line["method"] == "notifications/cancelled").count(), 1);
 }
 
+#[tokio::test]
+async fn a_2025_session_over_stdio_is_asked_and_told_on_the_one_channel() {
+    let answers = Answers::new().forms(|question| async move {
+        let first = question.schema["properties"].as_object().unwrap().keys().next().cloned();
+        Ok(match first.as_deref() {
+            Some("name") => ElicitResult::accept_as(&json!({"name": "Ada"}))?,
+            _ => ElicitResult::accept_as(&json!({"color": "teal"}))?,
+        })
+    });
+    let client = Client::stdio(everything()).versions(["2025-11-25"]).answers(answers).connect().await.unwrap();
+    assert_eq!(client.server().supported_versions, ["2025-11-25"]);
+    // The server asks with requests of its own on the channel, answered from the same answers.
+    let result = client.call_tool("test_input_required_result_multi_round", json!({})).await.unwrap();
+    assert_eq!(result.all_text(), "Ada likes teal");
+    let (call, mut progress) = client.call_tool("test_tool_with_progress", json!({})).with_progress();
+    let updates = async {
+        let mut seen = Vec::new();
+        while let Some(update) = progress.next().await {
+            seen.push(update.progress);
+        }
+        seen
+    };
+    let (result, updates) = tokio::join!(call.into_future(), updates);
+    assert_eq!(result.unwrap().all_text(), "Progress complete");
+    assert_eq!(updates, [0.0, 50.0, 100.0]);
+    // The session's list changes, as the same stream of changes.
+    let mut changes = client.listen(Listen::new().tools()).await.unwrap();
+    client.call_tool("test_trigger_tool_change", json!({})).await.unwrap();
+    let change = tokio::time::timeout(Duration::from_secs(10), changes.next()).await.unwrap();
+    assert_eq!(change, Some(Change::Tools));
+    client.close().await;
+}
+
 /// `ask`, the terminal host, run as a person would: the answers typed on its stdin.
 fn ask(args: &[&str], typed: &str) -> (bool, String) {
     use std::io::Write as _;

@@ -101,7 +101,9 @@ impl Connect {
     /// 2026-07-28, then 2025-11-25 with a server that does not speak it. Over HTTP the
     /// client asks `server/discover` first and opens a 2025-11-25 session with `initialize`
     /// only where that fails; `["2025-11-25"]` opens one at once, `["2026-07-28"]` never
-    /// does. Over stdio this release speaks 2026-07-28 only.
+    /// does. Over stdio the same: a server that refuses `server/discover` gets
+    /// `initialize` (a server that never answers it waits out
+    /// [`ClientLimits::request_timeout`] first: name its version here).
     pub fn versions<S: Into<String>>(mut self, preferred: impl IntoIterator<Item = S>) -> Self {
         self.versions = preferred.into_iter().map(Into::into).collect();
         self
@@ -161,9 +163,6 @@ impl Connect {
         if !modern && !may_fall_back {
             return Err(ClientError::Config("the client was given no protocol version to speak".into()));
         }
-        if let (Target::Stdio(_), false) = (&self.target, self.versions.iter().any(|v| v == PROTOCOL_VERSION)) {
-            return Err(ClientError::Config(format!("over stdio this client speaks {PROTOCOL_VERSION} only")));
-        }
         let mut meta = JsonObject::new();
         meta.insert(meta_keys::PROTOCOL_VERSION.into(), PROTOCOL_VERSION.into());
         let mut capabilities = self.answers.capabilities();
@@ -172,6 +171,7 @@ impl Connect {
         }
         meta.insert(meta_keys::CLIENT_CAPABILITIES.into(), capabilities);
         meta.insert(meta_keys::CLIENT_INFO.into(), json!(self.info));
+        let answers = Arc::new(self.answers);
         let transport = match self.target {
             Target::Http(url) => {
                 Transport::Http(Arc::new(http::HttpTransport::new(&url, headers, self.limits.clone())?))
@@ -180,12 +180,12 @@ impl Connect {
                 return Err(ClientError::Config("a server spoken to over stdio takes no HTTP headers".into()));
             }
             Target::Stdio(command) => {
-                Transport::Stdio(Box::new(stdio::StdioTransport::spawn(command, self.limits.clone())?))
+                Transport::Stdio(Box::new(stdio::StdioTransport::spawn(command, self.limits.clone(), &answers)?))
             }
         };
         let inner = Inner {
             transport,
-            answers: Arc::new(self.answers),
+            answers,
             meta,
             limits: self.limits,
             next_id: AtomicU64::new(1),
@@ -218,6 +218,6 @@ pub(super) enum Target {
 /// Whether `error` is how a server that knows no `server/discover` refuses it: a JSON-RPC
 /// error, or an HTTP one (a 2025-11-25 server wants `initialize` first).
 fn refuses_the_era(error: &ClientError) -> bool {
-    matches!(error, ClientError::Rpc(_) | ClientError::Version { .. })
+    matches!(error, ClientError::Rpc(_))
         || matches!(error, ClientError::Http { status, .. } if (400..500).contains(status))
 }

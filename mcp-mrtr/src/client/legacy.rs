@@ -46,20 +46,17 @@ pub(super) async fn respond(answers: &Answers, request: Value) -> Value {
     let mut asked = JsonObject::new();
     asked.insert("method".into(), Value::String(method.clone()));
     asked.insert("params".into(), request.get("params").cloned().unwrap_or(json!({})));
+    let refusal =
+        |code: i32, message: String| json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
     let Ok(question) = serde_json::from_value::<InputRequest>(Value::Object(with_defaults_of(asked))) else {
-        let error = json!({"code": -32601, "message": format!("the client does not answer {method}")});
-        return json!({"jsonrpc": "2.0", "id": id, "error": error});
+        return refusal(-32601, format!("the client does not answer {method}"));
     };
     match answers.answer(&format!("{method} {id}"), question).await {
         Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-        Err(ClientError::Unanswerable { .. }) => {
-            let error = json!({"code": -32601, "message": format!("the client does not answer {method}")});
-            json!({"jsonrpc": "2.0", "id": id, "error": error})
-        }
+        Err(ClientError::Unanswerable { .. }) => refusal(-32601, format!("the client does not answer {method}")),
         Err(error) => {
             tracing::warn!(%error, "answering the server's request failed");
-            let error = json!({"code": -32603, "message": "the client could not answer"});
-            json!({"jsonrpc": "2.0", "id": id, "error": error})
+            refusal(-32603, "the client could not answer".into())
         }
     }
 }

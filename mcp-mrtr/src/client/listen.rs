@@ -172,12 +172,14 @@ pub(super) async fn open(client: &Client, listen: Listen) -> Result<Changes, Cli
     let inner = &client.inner;
     let changes = |receiver, held| Changes { inner: inner.clone(), listen: listen.clone(), receiver, _held: held };
     if inner.in_session() {
-        let Transport::Http(http) = &inner.transport else { unreachable!("sessions are spoken over HTTP") };
         if !inner.has_session_stream() {
             return Err(ClientError::Unsupported("the server offers its session no stream of changes".into()));
         }
         let (sender, receiver) = mpsc::channel(stdio::QUEUED_NOTICES);
-        http.watch(sender);
+        match &inner.transport {
+            Transport::Http(http) => http.watch(sender),
+            Transport::Stdio(stdio) => stdio.watch(sender)?,
+        }
         for uri in &listen.uris {
             inner.call("resources/subscribe", json!({"uri": uri})).await?;
         }

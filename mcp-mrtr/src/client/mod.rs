@@ -31,11 +31,13 @@
 //! stdio ([`Client::stdio`]): `server/discover` when it connects, the request envelope
 //! (`_meta`, and on HTTP the MCP headers, `Mcp-Param-*` included) on every request, lists
 //! followed across pages, and any number of rounds up to [`ClientLimits::max_rounds`]. A
-//! server over HTTP that speaks only 2025-11-25 gets a session instead (`initialize`), whose
+//! server that speaks only 2025-11-25 gets a session instead (`initialize`), whose
 //! questions arrive as the server's own requests and are answered from the same
 //! [`Answers`]; the caller's code is the same either way ([`Connect::versions`]). A call the
 //! server makes a task (SEP-2663) is polled, its questions answered, until its result
-//! ([`Connect::tasks`]).
+//! ([`Connect::tasks`]), or held by its id ([`ToolCall::start`]). A call's progress and the
+//! server's changes arrive as streams ([`ToolCall::with_progress`], [`Client::listen`]);
+//! a call whose future is dropped is cancelled.
 
 mod answers;
 mod call;
@@ -275,12 +277,19 @@ impl Drop for Inner {
 impl Inner {
     /// Opens a 2025-11-25 session: `initialize`, then `notifications/initialized`.
     async fn initialize(&self, info: &Implementation) -> Result<DiscoverResult, ClientError> {
-        let Transport::Http(http) = &self.transport else {
-            return Err(ClientError::Config(format!("over stdio this client speaks {PROTOCOL_VERSION} only")));
-        };
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = self.next_id();
         let Value::Object(params) = legacy::initialize_params(&self.answers, info) else { unreachable!("an object") };
         let body = message::request(id, "initialize", &params);
+        let http = match &self.transport {
+            Transport::Http(http) => http,
+            Transport::Stdio(stdio) => {
+                let result = stdio.request(id, body, None).await?;
+                let (discovered, _) = legacy::discovered(result)?;
+                stdio.open_session();
+                stdio.notify("notifications/initialized").await?;
+                return Ok(discovered);
+            }
+        };
         let (result, session) = http.request(http::Wire::Initialize, id, body, &self.answers, None).await?;
         let (discovered, version) = legacy::discovered(result)?;
         http.open_session(&version, session)?;
@@ -299,7 +308,10 @@ impl Inner {
 
     /// Whether requests belong to a 2025-11-25 session.
     fn in_session(&self) -> bool {
-        matches!(&self.transport, Transport::Http(http) if http.in_session())
+        match &self.transport {
+            Transport::Http(http) => http.in_session(),
+            Transport::Stdio(stdio) => stdio.in_session(),
+        }
     }
 
     async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
@@ -386,8 +398,12 @@ impl Inner {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Whether a 2025-11-25 session's standalone stream is being read.
+    /// Whether a 2025-11-25 session's standalone stream is being read (over stdio, the
+    /// channel is the stream).
     fn has_session_stream(&self) -> bool {
+        if let Transport::Stdio(stdio) = &self.transport {
+            return stdio.in_session();
+        }
         self.listening
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

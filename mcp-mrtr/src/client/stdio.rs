@@ -7,21 +7,27 @@
 //! `Command` says (by default, the client's own).
 //!
 //! A request the caller stops waiting for (its future dropped, or timed out) is cancelled
-//! with `notifications/cancelled`, the way stdio cancels. The child dies with the client:
+//! with `notifications/cancelled`, the way stdio cancels. In a 2025-11-25 session (opened
+//! with `initialize`) the server's own requests are answered from the application's
+//! [`Answers`], each on a task of its own, and its notifications that name no call go to
+//! the session's watchers (list changes, resource updates). The child dies with the client:
 //! [`Client::close`](super::Client::close) closes its stdin and gives it
 //! [`ClientLimits::exit_wait`] to exit before killing it; a client dropped without closing
 //! kills it at once.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
+use super::answers::Answers;
 use super::error::ClientError;
 use super::message::{reply, route_of};
 use super::ClientLimits;
@@ -29,6 +35,8 @@ use crate::protocol::JsonObject;
 
 /// What the requests share with the tasks that write and read.
 struct Shared {
+    /// Whether `initialize` opened a 2025-11-25 session.
+    session: AtomicBool,
     /// The lines to write; `None` once closed (the writer then closes the child's stdin).
     lines: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
     /// Where what the server writes goes; `None` once the child's stdout has ended.
@@ -42,6 +50,8 @@ struct Table {
     /// Calls and subscriptions waiting for notifications, by progress token or
     /// subscription id (both taken from the request ids, so they never meet).
     notices: HashMap<u64, mpsc::Sender<Value>>,
+    /// Who hears a session's notifications that name no call.
+    watchers: Vec<mpsc::Sender<Value>>,
 }
 
 /// How many lines may wait to be written before a request waits its turn.
@@ -61,7 +71,11 @@ impl Drop for StdioTransport {
 }
 
 impl StdioTransport {
-    pub(super) fn spawn(mut command: Command, limits: ClientLimits) -> Result<Self, ClientError> {
+    pub(super) fn spawn(
+        mut command: Command,
+        limits: ClientLimits,
+        answers: &Arc<Answers>,
+    ) -> Result<Self, ClientError> {
         let program = command.as_std().get_program().to_string_lossy().into_owned();
         command.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).kill_on_drop(true);
         let mut child =
@@ -70,8 +84,18 @@ impl StdioTransport {
             unreachable!("both were piped above")
         };
         let (lines, queued) = mpsc::channel(QUEUED_LINES);
-        let shared = Arc::new(Shared { lines: Mutex::new(Some(lines)), routes: Mutex::new(Some(Table::default())) });
-        let reader = tokio::spawn(read_messages(stdout, shared.clone(), limits.max_response_bytes, program));
+        let shared = Arc::new(Shared {
+            session: AtomicBool::new(false),
+            lines: Mutex::new(Some(lines)),
+            routes: Mutex::new(Some(Table::default())),
+        });
+        let reading = Reading {
+            shared: shared.clone(),
+            answers: Arc::downgrade(answers),
+            limit: limits.max_response_bytes,
+            program,
+        };
+        let reader = tokio::spawn(read_messages(stdout, reading));
         let writer = tokio::spawn(write_lines(stdin, queued));
         Ok(Self { shared, child: Mutex::new(Some(child)), tasks: [reader, writer], limits })
     }
@@ -93,6 +117,27 @@ impl StdioTransport {
             .map_err(|_| ClientError::Timeout { waiting_for: "the response", after })?
             .map_err(|_| gone())?;
         reply(message, id)
+    }
+
+    /// From now on the server speaks a 2025-11-25 session: its requests are answered.
+    pub(super) fn open_session(&self) {
+        self.shared.session.store(true, Ordering::Release);
+    }
+
+    /// Whether `initialize` opened a 2025-11-25 session.
+    pub(super) fn in_session(&self) -> bool {
+        self.shared.session.load(Ordering::Acquire)
+    }
+
+    /// Sends a notification of the client's (`notifications/initialized`).
+    pub(super) async fn notify(&self, method: &str) -> Result<(), ClientError> {
+        self.write(serde_json::to_vec(&json!({"jsonrpc": "2.0", "method": method})).expect("JSON")).await
+    }
+
+    /// Watches a session's notifications that name no call, from now on.
+    pub(super) fn watch(&self, watcher: mpsc::Sender<Value>) -> Result<(), ClientError> {
+        lock(&self.shared.routes).as_mut().ok_or_else(gone)?.watchers.push(watcher);
+        Ok(())
     }
 
     /// Sends the `subscriptions/listen` request `id` and returns the subscription: its
@@ -206,12 +251,23 @@ async fn write_lines(mut stdin: ChildStdin, mut lines: mpsc::Receiver<Vec<u8>>) 
     }
 }
 
+/// What the reader needs besides the child's stdout.
+struct Reading {
+    shared: Arc<Shared>,
+    /// What answers a session's server; weak, so the reader keeps no client alive.
+    answers: Weak<Answers>,
+    limit: usize,
+    program: String,
+}
+
 /// Reads the child's stdout to its end, handing each response to its request and each
-/// notification to the call or subscription it names. Anything else (unreadable lines, the
-/// server's own requests: 2026-07-28 servers ask by `input_required` instead) is passed
-/// over; a line longer than `limit` ends the reading, as the end of the stream does: every
-/// request waiting, and every later one, fails.
-async fn read_messages(stdout: ChildStdout, shared: Arc<Shared>, limit: usize, program: String) {
+/// notification to the call or subscription it names; in a session, the server's own
+/// requests are answered and its other notifications go to the watchers. Anything else
+/// (unreadable lines, a 2026-07-28 server's requests: it asks by `input_required`) is
+/// passed over; a line longer than the limit ends the reading, as the end of the stream
+/// does: every request waiting, and every later one, fails.
+async fn read_messages(stdout: ChildStdout, reading: Reading) {
+    let Reading { shared, answers, limit, program } = reading;
     let mut lines = BufReader::new(stdout);
     let mut line = Vec::new();
     loop {
@@ -227,18 +283,36 @@ async fn read_messages(stdout: ChildStdout, shared: Arc<Shared>, limit: usize, p
         let Ok(message) = serde_json::from_slice::<Value>(&line) else { continue };
         let mut routes = lock(&shared.routes);
         let Some(table) = routes.as_mut() else { break };
-        match (message.get("method").is_some(), message.get("id").and_then(Value::as_u64)) {
+        match (message.get("method").is_some(), message.get("id")) {
             (false, Some(id)) => {
+                let Some(id) = id.as_u64() else { continue };
                 // A response ends its request, and the subscription it may be.
                 table.notices.remove(&id);
                 if let Some(sender) = table.responses.remove(&id) {
                     let _ = sender.send(message);
                 }
             }
-            (true, None) => {
-                if let Some(notices) = route_of(&message).and_then(|key| table.notices.get(&key)) {
+            (true, None) => match route_of(&message).and_then(|key| table.notices.get(&key)) {
+                Some(notices) => {
                     let _ = notices.try_send(message);
                 }
+                None if shared.session.load(Ordering::Acquire) => {
+                    table
+                        .watchers
+                        .retain(|watcher| !matches!(watcher.try_send(message.clone()), Err(TrySendError::Closed(_))));
+                }
+                None => {}
+            },
+            (true, Some(_)) if shared.session.load(Ordering::Acquire) => {
+                let (Some(answers), Some(lines)) = (answers.upgrade(), lock(&shared.lines).clone()) else { continue };
+                // Answered on a task of its own: a person may take minutes, and the
+                // responses to other requests must not wait behind them.
+                tokio::spawn(async move {
+                    let response = super::legacy::respond(&answers, message).await;
+                    let mut line = serde_json::to_vec(&response).expect("JSON");
+                    line.push(b'\n');
+                    let _ = lines.send(line).await;
+                });
             }
             _ => {}
         }
