@@ -10,7 +10,8 @@
 //! ```
 //!
 //! The server is a URL (`http://`, `https://`) or a command line, started as a child and
-//! spoken to over stdio (split on spaces; no shell is involved).
+//! spoken to over stdio (split on spaces; no shell is involved). A call's progress is shown
+//! on stderr as the server reports it.
 
 use std::io::Write as _;
 use std::sync::Arc;
@@ -178,7 +179,17 @@ async fn run(client: &Client, args: &[String]) -> anyhow::Result<()> {
         Some(json) => serde_json::from_str(json).context("the arguments are not JSON")?,
         None => Value::Object(Map::new()),
     };
-    let result = client.call_tool(tool, arguments).await?;
+    let (call, mut progress) = client.call_tool(tool, arguments).with_progress();
+    // The server's progress, on stderr while the call runs.
+    let report = async {
+        while let Some(update) = progress.next().await {
+            let total = update.total.map_or_else(String::new, |total| format!(" of {total}"));
+            let message = update.message.map_or_else(String::new, |message| format!(": {message}"));
+            eprintln!("… {}{total}{message}", update.progress);
+        }
+    };
+    let (result, ()) = tokio::join!(std::future::IntoFuture::into_future(call), report);
+    let result = result?;
     println!("\n{}", result.all_text());
     if let Some(structured) = &result.structured_content {
         println!("{}", serde_json::to_string_pretty(structured)?);

@@ -33,8 +33,9 @@ pub struct ClientLimits {
     /// server asks while it holds the call's request open, so the time to answer counts.
     /// Default 5 minutes.
     pub request_timeout: Duration,
-    /// The largest response body read (an SSE stream whole, or one line over stdio).
-    /// Default 16 MiB.
+    /// The largest response body read (an SSE stream whole, or one line over stdio); on a
+    /// stream that stays open (a [`listen`](super::Client::listen) subscription, a
+    /// 2025-11-25 session's standalone stream), the largest event. Default 16 MiB.
     pub max_response_bytes: usize,
     /// The largest response head (status line and headers) read. Default 64 KiB.
     pub max_header_bytes: usize,

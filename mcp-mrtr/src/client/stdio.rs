@@ -304,14 +304,20 @@ async fn read_messages(stdout: ChildStdout, reading: Reading) {
                 None => {}
             },
             (true, Some(_)) if shared.session.load(Ordering::Acquire) => {
-                let (Some(answers), Some(lines)) = (answers.upgrade(), lock(&shared.lines).clone()) else { continue };
+                let Some(answers) = answers.upgrade() else { continue };
+                let shared = shared.clone();
                 // Answered on a task of its own: a person may take minutes, and the
                 // responses to other requests must not wait behind them.
                 tokio::spawn(async move {
                     let response = super::legacy::respond(&answers, message).await;
                     let mut line = serde_json::to_vec(&response).expect("JSON");
                     line.push(b'\n');
-                    let _ = lines.send(line).await;
+                    // The queue is looked up only now: holding it while the person thinks
+                    // would keep a closed client's child waiting for its stdin to end.
+                    let lines = lock(&shared.lines).clone();
+                    if let Some(lines) = lines {
+                        let _ = lines.send(line).await;
+                    }
                 });
             }
             _ => {}
