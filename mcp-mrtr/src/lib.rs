@@ -66,7 +66,7 @@
 //! | `jwt` | [`auth::JwtVerifier`] and [`auth::JwtKeys`]: a ready [`auth::TokenVerifier`] for JWT access tokens (HS256, RSA and EC keys, JWKS), built on jsonwebtoken 12 | 1.88 |
 //! | `redis` | [`redis`]: the single-use guard, task store and change fan-out in Redis, for running several instances, over plain text or TLS (redis 1.8, rustls with *ring*) | 1.88 |
 //! | `lambda` | [`lambda::Lambda`]: serving as an AWS Lambda function behind a Function URL, API Gateway or an ALB (lambda_http 1.3, AWS's Rust runtime) | 1.88 |
-//! | `client` | [`client`]: an MCP client of other servers, over HTTP or stdio, that answers their questions mid-call (hyper's client, rustls with *ring*) | 1.85 |
+//! | `client` | [`client`]: an MCP client of other servers, over HTTP or stdio, that answers their questions mid-call (hyper's client, rustls with *ring*); [`mount`]: their tools served as this server's own | 1.85 |
 //! | `opentelemetry` | request and task-run spans placed in the client's OpenTelemetry trace, parented on `_meta.traceparent` (tracing-opentelemetry 0.34 with opentelemetry 0.33; the application installs the exporter) | 1.85 |
 //!
 //! The [`guide`] has one chapter per task, in reading order: [your first
@@ -104,6 +104,8 @@ mod routes;
 mod server;
 mod transport;
 
+#[cfg(feature = "client")]
+pub use ext::mount;
 #[cfg(feature = "redis")]
 pub use ext::redis;
 pub use ext::{auth, skills, tasks};
@@ -368,6 +370,8 @@ pub mod guide {
     pub mod interfaces {}
     #[doc = include_str!(concat!(env!("OUT_DIR"), "/guide/clients.md"))]
     pub mod clients {}
+    #[doc = include_str!(concat!(env!("OUT_DIR"), "/guide/mounting.md"))]
+    pub mod mounting {}
     #[doc = include_str!(concat!(env!("OUT_DIR"), "/guide/other-sdks.md"))]
     pub mod other_sdks {}
     #[doc = include_str!(concat!(env!("OUT_DIR"), "/guide/wire.md"))]

@@ -25,6 +25,7 @@ mod fair;
 mod fair_legacy;
 mod fair_tasks;
 mod field_order;
+mod gateway;
 mod http_behaviour;
 mod http_errors;
 mod http_guard;

@@ -1,0 +1,123 @@
+//! A mounted tool's call, forwarded: one request to the upstream per round of ours. The
+//! upstream's questions become this round's (the same keys, gated on the caller's
+//! capabilities like any question of ours), and what the retry needs rides in our sealed
+//! state: the upstream's `requestState`, opaque to us too, and the keys it asked, so only
+//! answers to those reach it.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::UpstreamErrors;
+use crate::base::error::{Error, ErrorCode, ToolError};
+use crate::client::{Client, ClientError};
+use crate::mrtr::context::{Ctx, InputRequired};
+use crate::protocol::{meta_keys, CallToolResult, JsonObject, Tool};
+use crate::routes::handler::ToolRoute;
+
+/// The upstream a mount forwards to.
+pub(super) struct Upstream {
+    pub(super) client: Client,
+    pub(super) errors: UpstreamErrors,
+}
+
+/// What a round of a mounted call seals for the next: the upstream's state and the keys
+/// of its questions.
+#[derive(Serialize, Deserialize)]
+struct Hop {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    state: Option<String>,
+    asked: Vec<String>,
+}
+
+/// The key under which the tasks extension is declared: a mounted call ends in its
+/// request, so the upstream is never offered tasks.
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+/// `tool` (named as we serve it) forwarding to the upstream's tool `upstream_name`.
+pub(super) fn tool_route(upstream: &Arc<Upstream>, tool: Tool, upstream_name: String) -> ToolRoute {
+    let upstream = upstream.clone();
+    let names = Arc::new(Names { ours: tool.name.clone(), upstream: upstream_name });
+    tool.handler(move |ctx: Ctx, arguments: JsonObject| {
+        let (upstream, names) = (upstream.clone(), names.clone());
+        async move { call(&ctx, &upstream, &names, arguments).await }
+    })
+}
+
+/// A mounted tool's name as served, and as the upstream knows it.
+struct Names {
+    ours: String,
+    upstream: String,
+}
+
+async fn call(
+    ctx: &Ctx,
+    upstream: &Upstream,
+    names: &Names,
+    arguments: JsonObject,
+) -> Result<CallToolResult, ToolError> {
+    let mut params = JsonObject::new();
+    params.insert("name".into(), names.upstream.as_str().into());
+    params.insert("arguments".into(), Value::Object(arguments));
+    if let Some(hop) = ctx.request_state::<Hop>().await.map_err(ToolError::protocol)? {
+        let answers: Map<String, Value> =
+            hop.asked.iter().filter_map(|key| Some((key.clone(), ctx.input_response(key)?))).collect();
+        params.insert("inputResponses".into(), Value::Object(answers));
+        if let Some(state) = hop.state {
+            params.insert("requestState".into(), Value::String(state));
+        }
+    }
+    params.insert("_meta".into(), caller_meta(ctx));
+    let mut result =
+        upstream.client.forward("tools/call", params).await.map_err(|error| upstream.refusal(&names.ours, &error))?;
+    if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+        return serde_json::from_value(Value::Object(result)).map_err(|error| {
+            ToolError::protocol(Error::internal(format!("the mounted tool's result cannot be read: {error}")))
+        });
+    }
+    let mut next = InputRequired::new();
+    let mut asked = Vec::new();
+    if let Some(Value::Object(requests)) = result.remove("inputRequests") {
+        for (key, request) in requests {
+            asked.push(key.clone());
+            next = next.request_json(key, request);
+        }
+    }
+    let state = match result.remove("requestState") {
+        Some(Value::String(state)) => Some(state),
+        _ => None,
+    };
+    ctx.input_required(next.state(&Hop { state, asked })).await
+}
+
+/// The `_meta` the upstream hears: the caller's capabilities, as it declared them, but
+/// the tasks extension.
+fn caller_meta(ctx: &Ctx) -> Value {
+    let mut capabilities =
+        serde_json::to_value(ctx.client_capabilities()).unwrap_or_else(|_| Value::Object(Map::new()));
+    if let Some(Value::Object(extensions)) = capabilities.get_mut("extensions") {
+        extensions.remove(TASKS);
+    }
+    let mut meta = Map::new();
+    meta.insert(meta_keys::CLIENT_CAPABILITIES.into(), capabilities);
+    Value::Object(meta)
+}
+
+impl Upstream {
+    /// How a failed forward reaches the caller: the upstream's JSON-RPC error by its code
+    /// (whole when configured), anything else as an internal error naming the tool.
+    fn refusal(&self, tool: &str, error: &ClientError) -> ToolError {
+        let Some(rpc) = error.rpc() else {
+            tracing::warn!(%error, tool, "a mounted tool's upstream could not be reached");
+            return ToolError::protocol(Error::internal(format!("the server behind {tool} could not be reached")));
+        };
+        // A capability the caller lacks is the caller's to know, named as the upstream
+        // named it.
+        if self.errors == UpstreamErrors::Whole || rpc.code() == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY {
+            return ToolError::protocol(rpc.clone());
+        }
+        tracing::debug!(%error, tool, "a mounted tool's upstream refused the call");
+        ToolError::protocol(Error::new(rpc.code(), format!("the server behind {tool} refused the call")))
+    }
+}

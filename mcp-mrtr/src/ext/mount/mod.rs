@@ -1,0 +1,138 @@
+//! Other servers' tools served as this server's own (the `client` feature): a gateway.
+//!
+//! [`Mount`] takes a connected [`Client`] of an upstream server, lists its tools, and
+//! [`Server::mount`](crate::Server::mount) registers each as a tool of this server, under a
+//! prefix, filtered and renamed as the operator says. A call of a mounted tool is forwarded
+//! to the upstream with the caller's arguments and capabilities; when the upstream asks
+//! (`input_required`), its questions become this server's round, and its `requestState`
+//! travels sealed inside this server's own, so the caller never sees or alters it, and the
+//! retry reaches the upstream with it. A 2025-11-25 caller is asked through the bridge, as
+//! for any tool of this server.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use mcp_mrtr::client::Client;
+//! use mcp_mrtr::mount::Mount;
+//! use mcp_mrtr::Server;
+//!
+//! let weather = Client::http("http://127.0.0.1:9001/mcp").connect().await?;
+//! let mounted = Mount::new(weather).prefix("weather_").only(["forecast", "alerts"]).load().await?;
+//! let server = Server::new("gateway", "1.0.0").mount(mounted);
+//! # drop(server);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! This release mounts tools of 2026-07-28 upstreams, whose calls end in the request (a
+//! tool that runs only as a task refuses the call). The upstream's list is read when the
+//! mount is loaded.
+
+mod forward;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::client::{Client, ClientError};
+use crate::protocol::{Tool, PROTOCOL_VERSION};
+use crate::routes::handler::ToolRoute;
+
+/// An upstream server being mounted: which of its tools, under which names.
+#[derive(Debug)]
+#[must_use = "a mount does nothing until loaded and given to Server::mount"]
+pub struct Mount {
+    client: Client,
+    prefix: String,
+    only: Option<Vec<String>>,
+    renames: HashMap<String, String>,
+    errors: UpstreamErrors,
+}
+
+/// What a caller reads of an upstream's JSON-RPC error.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UpstreamErrors {
+    /// Its code, and a message that names the mounted tool, not the upstream's text (which
+    /// may name its internals). The default.
+    #[default]
+    CodeOnly,
+    /// Its code, message and data, as the upstream sent them.
+    Whole,
+}
+
+/// An upstream's tools, ready to be registered with [`Server::mount`](crate::Server::mount).
+pub struct Mounted {
+    tools: Vec<ToolRoute>,
+}
+
+impl std::fmt::Debug for Mounted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.tools.iter().map(|route| route.tool.name.as_str()).collect();
+        f.debug_struct("Mounted").field("tools", &names).finish()
+    }
+}
+
+impl Mount {
+    /// The server `client` is connected to, all its tools under their own names.
+    pub fn new(client: Client) -> Self {
+        Self { client, prefix: String::new(), only: None, renames: HashMap::new(), errors: UpstreamErrors::default() }
+    }
+
+    /// Prepends `prefix` to the name of every tool mounted (after a rename), so two
+    /// upstreams' tools of one name can be served side by side.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Mounts only the upstream's tools named here (by their upstream names); by default,
+    /// every tool it lists.
+    pub fn only<S: Into<String>>(mut self, tools: impl IntoIterator<Item = S>) -> Self {
+        self.only = Some(tools.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Serves the upstream's tool `upstream` as `ours` (the prefix is still prepended).
+    pub fn rename(mut self, upstream: impl Into<String>, ours: impl Into<String>) -> Self {
+        self.renames.insert(upstream.into(), ours.into());
+        self
+    }
+
+    /// What callers read of the upstream's JSON-RPC errors (by default its code only).
+    pub fn upstream_errors(mut self, errors: UpstreamErrors) -> Self {
+        self.errors = errors;
+        self
+    }
+
+    /// Lists the upstream's tools and builds the routes that forward to it. Fails when the
+    /// upstream does not speak 2026-07-28, cannot be listed, or lacks a tool named in
+    /// [`only`](Self::only).
+    pub async fn load(self) -> Result<Mounted, ClientError> {
+        if !self.client.server().supported_versions.iter().any(|version| version == PROTOCOL_VERSION) {
+            return Err(ClientError::Unsupported(format!(
+                "this release mounts {PROTOCOL_VERSION} servers, and this one speaks {}",
+                self.client.server().supported_versions.join(", ")
+            )));
+        }
+        let listed = self.client.list_tools().await?;
+        if let Some(missing) = self.only.iter().flatten().find(|name| !listed.iter().any(|tool| &tool.name == *name)) {
+            return Err(ClientError::Config(format!("the upstream lists no tool {missing:?} to mount")));
+        }
+        let upstream = Arc::new(forward::Upstream { client: self.client, errors: self.errors });
+        let tools = listed
+            .into_iter()
+            .filter(|tool| self.only.as_ref().is_none_or(|only| only.contains(&tool.name)))
+            .map(|tool| {
+                let ours = format!("{}{}", self.prefix, self.renames.get(&tool.name).unwrap_or(&tool.name));
+                forward::tool_route(&upstream, Tool { name: ours, ..tool.clone() }, tool.name)
+            })
+            .collect();
+        Ok(Mounted { tools })
+    }
+}
+
+impl Mounted {
+    /// The routes, for the server to register.
+    pub(crate) fn into_routes(self) -> Vec<ToolRoute> {
+        self.tools
+    }
+}

@@ -1,0 +1,132 @@
+//! Mounting another server's tools (`mcp_mrtr::mount`): `everything` as the upstream, a
+//! gateway of this crate in front of it, both over real HTTP on loopback, and the crate's
+//! client calling the gateway in either era. The upstream's questions cross the hop as the
+//! gateway's rounds, its state sealed inside the gateway's.
+
+use std::sync::{Arc, Mutex};
+
+use mcp_mrtr::client::{Answers, Client, ClientError};
+use mcp_mrtr::mount::{Mount, UpstreamErrors};
+use mcp_mrtr::protocol::{CreateMessageResult, ElicitResult, Tool};
+use mcp_mrtr::{ErrorCode, Server, ToolError};
+use mcp_mrtr_tests::harness::{Rpc, TestServer};
+use serde_json::{json, Map, Value};
+
+fn url(server: &TestServer) -> String {
+    format!("http://{}/mcp", server.addr)
+}
+
+/// The gateway: a tool of its own, and the upstream's under `up_`.
+async fn gateway(upstream: &TestServer, mount: impl FnOnce(Mount) -> Mount) -> TestServer {
+    let client = Client::http(url(upstream)).connect().await.unwrap();
+    let mounted = mount(Mount::new(client).prefix("up_")).load().await.unwrap();
+    let own = Tool::new("own").handler(|_ctx, _args: Map<String, Value>| async { Ok::<_, ToolError>("mine") });
+    TestServer::start(Server::new("gateway", "1.0.0").tool(own).mount(mounted)).await
+}
+
+fn answering(shown: &Arc<Mutex<Vec<String>>>) -> Answers {
+    let shown = shown.clone();
+    Answers::new()
+        .forms(move |question| {
+            shown.lock().unwrap().push(question.message.clone());
+            let first = question.schema["properties"].as_object().unwrap().keys().next().cloned();
+            async move {
+                Ok(match first.as_deref() {
+                    Some("name") => ElicitResult::accept_as(&json!({"name": "Ada"}))?,
+                    Some("color") => ElicitResult::accept_as(&json!({"color": "teal"}))?,
+                    _ => ElicitResult::decline(),
+                })
+            }
+        })
+        .sampling(|_| async { Ok(CreateMessageResult::from_text("scripted", "Paris")) })
+}
+
+#[tokio::test]
+async fn an_upstream_s_tools_are_served_beside_the_gateway_s_own() {
+    let upstream = TestServer::everything().await;
+    let gateway = gateway(&upstream, |mount| mount.only(["greet", "test_simple_text"]).rename("greet", "hello")).await;
+    let client = Client::http(url(&gateway)).connect().await.unwrap();
+    let names: Vec<String> = client.list_tools().await.unwrap().into_iter().map(|tool| tool.name).collect();
+    // The upstream's tools in the upstream's order, after the gateway's own.
+    assert_eq!(names, ["own", "up_test_simple_text", "up_hello"]);
+    assert_eq!(client.call_tool("up_hello", json!({"name": "Ada"})).await.unwrap().all_text(), "Hello, Ada!");
+    assert_eq!(client.call_tool("own", json!({})).await.unwrap().all_text(), "mine");
+
+    // A tool the upstream does not list cannot be mounted.
+    let upstream_client = Client::http(url(&upstream)).connect().await.unwrap();
+    let error = Mount::new(upstream_client).only(["nope"]).load().await.unwrap_err();
+    assert!(matches!(error, ClientError::Config(_)), "{error}");
+}
+
+#[tokio::test]
+async fn the_upstream_s_questions_are_asked_as_the_gateway_s_rounds_in_either_era() {
+    let upstream = TestServer::everything().await;
+    let gateway = gateway(&upstream, |mount| mount).await;
+    for versions in [["2026-07-28"], ["2025-11-25"]] {
+        let shown = Arc::new(Mutex::new(Vec::new()));
+        let client = Client::http(url(&gateway)).versions(versions).answers(answering(&shown)).connect().await.unwrap();
+        let result = client.call_tool("up_test_input_required_result_multi_round", json!({})).await.unwrap();
+        assert_eq!(result.all_text(), "Ada likes teal", "{versions:?}");
+        let result = client.call_tool("up_test_input_required_result_sampling", json!({})).await.unwrap();
+        assert!(result.all_text().contains("Paris"), "{versions:?}: {}", result.all_text());
+        assert_eq!(shown.lock().unwrap().len(), 2, "{versions:?}");
+    }
+}
+
+#[tokio::test]
+async fn the_upstream_s_state_travels_sealed_and_a_tampered_state_is_refused() {
+    let upstream = TestServer::everything().await;
+    let gateway = gateway(&upstream, |mount| mount).await;
+    let first = gateway.call(&Rpc::call_tool("up_test_input_required_result_elicitation", json!({}))).await;
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required", "{first}");
+    assert!(
+        result["inputRequests"].get("user_name").is_some()
+            || result["inputRequests"].as_object().is_some_and(|r| r.len() == 1),
+        "{first}"
+    );
+    let state = result["requestState"].as_str().unwrap();
+    // Tampered: refused by the gateway, which opens its own state before anything else.
+    let mut tampered = state.to_owned();
+    let last = tampered.pop().unwrap();
+    tampered.push(if last == 'A' { 'B' } else { 'A' });
+    let key = result["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
+    let answers = json!({ key.clone(): {"action": "accept", "content": {"name": "Ada"}} });
+    let retry = Rpc::call_tool("up_test_input_required_result_elicitation", json!({}))
+        .param("inputResponses", answers.clone())
+        .param("requestState", json!(tampered));
+    let refused = gateway.call(&retry).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    // Presented whole, it completes the upstream's call.
+    let retry = Rpc::call_tool("up_test_input_required_result_elicitation", json!({}))
+        .param("inputResponses", answers)
+        .param("requestState", json!(state));
+    let done = gateway.call(&retry).await;
+    assert_eq!(done["result"]["content"][0]["text"], "Hello, Ada!", "{done}");
+}
+
+#[tokio::test]
+async fn the_caller_s_capabilities_and_the_upstream_s_errors_reach_the_other_side() {
+    let upstream = TestServer::everything().await;
+    let gateway_by_code = gateway(&upstream, |mount| mount).await;
+    // A caller that answers nothing is refused by the upstream, which is told so.
+    let bare = Client::http(url(&gateway_by_code)).connect().await.unwrap();
+    let error = bare.call_tool("up_test_input_required_result_elicitation", json!({})).await.unwrap_err();
+    assert_eq!(error.code(), Some(ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY), "{error}");
+    // A tool's failure is a result; the upstream's protocol error keeps its code, not its
+    // text, unless the operator says otherwise.
+    assert!(bare.call_tool("up_test_error_handling", json!({})).await.unwrap().is_error());
+    let error = bare.call_tool("up_slow_compute", json!({"seconds": -1})).await.unwrap_err();
+    let rpc = error.rpc().expect("the upstream's error");
+    assert_eq!(
+        (rpc.code(), rpc.message()),
+        (ErrorCode::INVALID_PARAMS, "the server behind up_slow_compute refused the call")
+    );
+    let gateway_whole = gateway(&upstream, |mount| mount.upstream_errors(UpstreamErrors::Whole)).await;
+    let whole = Client::http(url(&gateway_whole)).connect().await.unwrap();
+    let error = whole.call_tool("up_slow_compute", json!({"seconds": -1})).await.unwrap_err();
+    assert!(error.rpc().unwrap().message().contains("seconds must be between"), "{error}");
+    // A call the upstream would make a task ends in its request: the upstream is offered none.
+    let result = whole.call_tool("up_slow_compute", json!({"seconds": 0.1})).await.unwrap();
+    assert_eq!(result.all_text(), "slow_compute finished after 0.1s");
+}
