@@ -93,13 +93,15 @@ impl Server {
         self.tools(tools).prompts(prompts).resources(resources)
     }
 
-    /// Registers the tools of a mounted server ([`Mount`](crate::mount::Mount)): each
-    /// forwards its calls, rounds and all, to the upstream. Refused as
-    /// [`Server::tool`] refuses, when a name is taken: a prefix keeps upstreams apart.
+    /// Registers the tools, prompts and resources of a mounted server
+    /// ([`Mount`](crate::mount::Mount)): each forwards its requests, rounds and all, to
+    /// the upstream. Refused as [`Server::tool`] refuses, when a name (or a resource's
+    /// URI) is taken: a prefix keeps upstreams' tools apart.
     #[cfg(feature = "client")]
     #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
     pub fn mount(self, mounted: crate::ext::mount::Mounted) -> Self {
-        self.tools(mounted.into_routes())
+        let (tools, prompts, resources) = mounted.into_routes();
+        self.tools(tools).prompts(prompts).resources(resources)
     }
 
     /// Registers a prompt.

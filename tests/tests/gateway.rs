@@ -34,6 +34,7 @@ fn answering(shown: &Arc<Mutex<Vec<String>>>) -> Answers {
                 Ok(match first.as_deref() {
                     Some("name") => ElicitResult::accept_as(&json!({"name": "Ada"}))?,
                     Some("color") => ElicitResult::accept_as(&json!({"color": "teal"}))?,
+                    Some("context") => ElicitResult::accept_as(&json!({"context": "the diff"}))?,
                     _ => ElicitResult::decline(),
                 })
             }
@@ -44,13 +45,26 @@ fn answering(shown: &Arc<Mutex<Vec<String>>>) -> Answers {
 #[tokio::test]
 async fn an_upstream_s_tools_are_served_beside_the_gateway_s_own() {
     let upstream = TestServer::everything().await;
-    let gateway = gateway(&upstream, |mount| mount.only(["greet", "test_simple_text"]).rename("greet", "hello")).await;
+    let gateway = gateway(&upstream, |mount| {
+        mount.only(["greet", "test_simple_text", "test_simple_prompt"]).rename("greet", "hello")
+    })
+    .await;
     let client = Client::http(url(&gateway)).connect().await.unwrap();
     let names: Vec<String> = client.list_tools().await.unwrap().into_iter().map(|tool| tool.name).collect();
     // The upstream's tools in the upstream's order, after the gateway's own.
     assert_eq!(names, ["own", "up_test_simple_text", "up_hello"]);
     assert_eq!(client.call_tool("up_hello", json!({"name": "Ada"})).await.unwrap().all_text(), "Hello, Ada!");
     assert_eq!(client.call_tool("own", json!({})).await.unwrap().all_text(), "mine");
+    // The upstream's prompts under the prefix too, its resources at their own URIs.
+    let prompts: Vec<String> = client.list_prompts().await.unwrap().into_iter().map(|prompt| prompt.name).collect();
+    assert_eq!(prompts, ["up_test_simple_prompt"]);
+    assert!(!client.get_prompt("up_test_simple_prompt", json!({})).await.unwrap().messages.is_empty());
+    let direct = Client::http(url(&upstream)).connect().await.unwrap();
+    let resources = client.list_resources().await.unwrap();
+    assert_eq!(resources.len(), direct.list_resources().await.unwrap().len());
+    let uri = &resources[0].uri;
+    let (through, at_source) = (client.read_resource(uri).await.unwrap(), direct.read_resource(uri).await.unwrap());
+    assert_eq!(serde_json::to_value(through.contents).unwrap(), serde_json::to_value(at_source.contents).unwrap());
 
     // A tool the upstream does not list cannot be mounted.
     let upstream_client = Client::http(url(&upstream)).connect().await.unwrap();
@@ -69,7 +83,10 @@ async fn the_upstream_s_questions_are_asked_as_the_gateway_s_rounds_in_either_er
         assert_eq!(result.all_text(), "Ada likes teal", "{versions:?}");
         let result = client.call_tool("up_test_input_required_result_sampling", json!({})).await.unwrap();
         assert!(result.all_text().contains("Paris"), "{versions:?}: {}", result.all_text());
-        assert_eq!(shown.lock().unwrap().len(), 2, "{versions:?}");
+        // A prompt asks across the hop the same way.
+        let prompt = client.get_prompt("up_test_input_required_result_prompt", json!({})).await.unwrap();
+        assert!(serde_json::to_string(&prompt.messages).unwrap().contains("the diff"), "{versions:?}");
+        assert_eq!(shown.lock().unwrap().len(), 3, "{versions:?}");
     }
 }
 
@@ -120,7 +137,7 @@ async fn the_caller_s_capabilities_and_the_upstream_s_errors_reach_the_other_sid
     let rpc = error.rpc().expect("the upstream's error");
     assert_eq!(
         (rpc.code(), rpc.message()),
-        (ErrorCode::INVALID_PARAMS, "the server behind up_slow_compute refused the call")
+        (ErrorCode::INVALID_PARAMS, "the server behind up_slow_compute refused the request")
     );
     let gateway_whole = gateway(&upstream, |mount| mount.upstream_errors(UpstreamErrors::Whole)).await;
     let whole = Client::http(url(&gateway_whole)).connect().await.unwrap();

@@ -1,11 +1,12 @@
-//! A mounted tool's call, forwarded: one request to the upstream per round of ours. The
-//! upstream's questions become this round's (the same keys, gated on the caller's
-//! capabilities like any question of ours), and what the retry needs rides in our sealed
-//! state: the upstream's `requestState`, opaque to us too, and the keys it asked, so only
-//! answers to those reach it.
+//! A mounted tool's call, prompt or resource read, forwarded: one request to the upstream
+//! per round of ours. The upstream's questions become this round's (the same keys, gated
+//! on the caller's capabilities like any question of ours), and what the retry needs rides
+//! in our sealed state: the upstream's `requestState`, opaque to us too, and the keys it
+//! asked, so only answers to those reach it.
 
 use std::sync::Arc;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -13,8 +14,10 @@ use super::UpstreamErrors;
 use crate::base::error::{Error, ErrorCode, ToolError};
 use crate::client::{Client, ClientError};
 use crate::mrtr::context::{Ctx, InputRequired};
-use crate::protocol::{meta_keys, CallToolResult, JsonObject, Tool};
-use crate::routes::handler::ToolRoute;
+use crate::protocol::{
+    meta_keys, CallToolResult, GetPromptResult, JsonObject, Prompt, ReadResourceResult, Resource, Tool,
+};
+use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
 
 /// The upstream a mount forwards to.
 pub(super) struct Upstream {
@@ -22,8 +25,8 @@ pub(super) struct Upstream {
     pub(super) errors: UpstreamErrors,
 }
 
-/// What a round of a mounted call seals for the next: the upstream's state and the keys
-/// of its questions.
+/// What a round of a mounted request seals for the next: the upstream's state and the
+/// keys of its questions.
 #[derive(Serialize, Deserialize)]
 struct Hop {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -35,31 +38,70 @@ struct Hop {
 /// request, so the upstream is never offered tasks.
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 
+/// A mounted request's target as served, and as the upstream knows it.
+struct Names {
+    ours: String,
+    upstream: String,
+}
+
 /// `tool` (named as we serve it) forwarding to the upstream's tool `upstream_name`.
 pub(super) fn tool_route(upstream: &Arc<Upstream>, tool: Tool, upstream_name: String) -> ToolRoute {
     let upstream = upstream.clone();
     let names = Arc::new(Names { ours: tool.name.clone(), upstream: upstream_name });
     tool.handler(move |ctx: Ctx, arguments: JsonObject| {
         let (upstream, names) = (upstream.clone(), names.clone());
-        async move { call(&ctx, &upstream, &names, arguments).await }
+        async move {
+            let params = named(&names.upstream, "arguments", arguments);
+            forward::<CallToolResult>(&ctx, &upstream, &names.ours, "tools/call", params).await
+        }
     })
 }
 
-/// A mounted tool's name as served, and as the upstream knows it.
-struct Names {
-    ours: String,
-    upstream: String,
+/// `prompt` (named as we serve it) forwarding to the upstream's prompt `upstream_name`.
+pub(super) fn prompt_route(upstream: &Arc<Upstream>, prompt: Prompt, upstream_name: String) -> PromptRoute {
+    let upstream = upstream.clone();
+    let names = Arc::new(Names { ours: prompt.name.clone(), upstream: upstream_name });
+    prompt.handler(move |ctx: Ctx, arguments: JsonObject| {
+        let (upstream, names) = (upstream.clone(), names.clone());
+        async move {
+            let params = named(&names.upstream, "arguments", arguments);
+            forward::<GetPromptResult>(&ctx, &upstream, &names.ours, "prompts/get", params).await
+        }
+    })
 }
 
-async fn call(
+/// `resource`, read from the upstream at its own URI.
+pub(super) fn resource_route(upstream: &Arc<Upstream>, resource: Resource) -> ResourceRoute {
+    let upstream = upstream.clone();
+    let uri: Arc<str> = resource.uri.as_str().into();
+    resource.handler(move |ctx: Ctx| {
+        let (upstream, uri) = (upstream.clone(), uri.clone());
+        async move {
+            let mut params = JsonObject::new();
+            params.insert("uri".into(), Value::String(uri.to_string()));
+            forward::<ReadResourceResult>(&ctx, &upstream, &uri, "resources/read", params).await
+        }
+    })
+}
+
+/// `{"name": name, field: value}`.
+fn named(name: &str, field: &str, value: JsonObject) -> JsonObject {
+    let mut params = JsonObject::new();
+    params.insert("name".into(), name.into());
+    params.insert(field.into(), Value::Object(value));
+    params
+}
+
+/// Sends `method` with `params` to the upstream, with this round's answers and the
+/// upstream's state when the round is a retry, and returns the upstream's complete result
+/// as `R`; when the upstream asks, ends this round with its questions.
+async fn forward<R: DeserializeOwned>(
     ctx: &Ctx,
     upstream: &Upstream,
-    names: &Names,
-    arguments: JsonObject,
-) -> Result<CallToolResult, ToolError> {
-    let mut params = JsonObject::new();
-    params.insert("name".into(), names.upstream.as_str().into());
-    params.insert("arguments".into(), Value::Object(arguments));
+    ours: &str,
+    method: &str,
+    mut params: JsonObject,
+) -> Result<R, ToolError> {
     if let Some(hop) = ctx.request_state::<Hop>().await.map_err(ToolError::protocol)? {
         let answers: Map<String, Value> =
             hop.asked.iter().filter_map(|key| Some((key.clone(), ctx.input_response(key)?))).collect();
@@ -69,11 +111,12 @@ async fn call(
         }
     }
     params.insert("_meta".into(), caller_meta(ctx));
-    let mut result =
-        upstream.client.forward("tools/call", params).await.map_err(|error| upstream.refusal(&names.ours, &error))?;
+    let mut result = upstream.client.forward(method, params).await.map_err(|error| upstream.refusal(ours, &error))?;
     if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
         return serde_json::from_value(Value::Object(result)).map_err(|error| {
-            ToolError::protocol(Error::internal(format!("the mounted tool's result cannot be read: {error}")))
+            ToolError::protocol(Error::internal(format!(
+                "the result of the server behind {ours} cannot be read: {error}"
+            )))
         });
     }
     let mut next = InputRequired::new();
@@ -106,18 +149,18 @@ fn caller_meta(ctx: &Ctx) -> Value {
 
 impl Upstream {
     /// How a failed forward reaches the caller: the upstream's JSON-RPC error by its code
-    /// (whole when configured), anything else as an internal error naming the tool.
-    fn refusal(&self, tool: &str, error: &ClientError) -> ToolError {
+    /// (whole when configured), anything else as an internal error naming what was asked.
+    fn refusal(&self, ours: &str, error: &ClientError) -> ToolError {
         let Some(rpc) = error.rpc() else {
-            tracing::warn!(%error, tool, "a mounted tool's upstream could not be reached");
-            return ToolError::protocol(Error::internal(format!("the server behind {tool} could not be reached")));
+            tracing::warn!(%error, target = ours, "a mounted server could not be reached");
+            return ToolError::protocol(Error::internal(format!("the server behind {ours} could not be reached")));
         };
         // A capability the caller lacks is the caller's to know, named as the upstream
         // named it.
         if self.errors == UpstreamErrors::Whole || rpc.code() == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY {
             return ToolError::protocol(rpc.clone());
         }
-        tracing::debug!(%error, tool, "a mounted tool's upstream refused the call");
-        ToolError::protocol(Error::new(rpc.code(), format!("the server behind {tool} refused the call")))
+        tracing::debug!(%error, target = ours, "a mounted server refused the request");
+        ToolError::protocol(Error::new(rpc.code(), format!("the server behind {ours} refused the request")))
     }
 }

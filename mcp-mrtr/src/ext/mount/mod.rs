@@ -1,9 +1,11 @@
-//! Other servers' tools served as this server's own (the `client` feature): a gateway.
+//! Other servers' tools, prompts and resources served as this server's own (the `client`
+//! feature): a gateway.
 //!
-//! [`Mount`] takes a connected [`Client`] of an upstream server, lists its tools, and
-//! [`Server::mount`](crate::Server::mount) registers each as a tool of this server, under a
-//! prefix, filtered and renamed as the operator says. A call of a mounted tool is forwarded
-//! to the upstream with the caller's arguments and capabilities; when the upstream asks
+//! [`Mount`] takes a connected [`Client`] of an upstream server, lists what it offers, and
+//! [`Server::mount`](crate::Server::mount) registers each tool and prompt under a prefix,
+//! filtered and renamed as the operator says, and each resource at its own URI. A call of
+//! a mounted tool (a prompt get, a resource read) is forwarded to the upstream with the
+//! caller's arguments and capabilities; when the upstream asks
 //! (`input_required`), its questions become this server's round, and its `requestState`
 //! travels sealed inside this server's own, so the caller never sees or alters it, and the
 //! retry reaches the upstream with it. A 2025-11-25 caller is asked through the bridge, as
@@ -23,9 +25,9 @@
 //! # }
 //! ```
 //!
-//! This release mounts tools of 2026-07-28 upstreams, whose calls end in the request (a
-//! tool that runs only as a task refuses the call). The upstream's list is read when the
-//! mount is loaded.
+//! This release mounts 2026-07-28 upstreams, whose calls end in the request (a tool that
+//! runs only as a task refuses the call), and reads their lists when the mount is loaded;
+//! resource templates are not mounted.
 
 mod forward;
 
@@ -33,8 +35,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::client::{Client, ClientError};
-use crate::protocol::{Tool, PROTOCOL_VERSION};
-use crate::routes::handler::ToolRoute;
+use crate::protocol::{Prompt, Tool, PROTOCOL_VERSION};
+use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
 
 /// An upstream server being mounted: which of its tools, under which names.
 #[derive(Debug)]
@@ -59,15 +61,23 @@ pub enum UpstreamErrors {
     Whole,
 }
 
-/// An upstream's tools, ready to be registered with [`Server::mount`](crate::Server::mount).
+/// An upstream's tools, prompts and resources, ready to be registered with
+/// [`Server::mount`](crate::Server::mount).
 pub struct Mounted {
     tools: Vec<ToolRoute>,
+    prompts: Vec<PromptRoute>,
+    resources: Vec<ResourceRoute>,
 }
 
 impl std::fmt::Debug for Mounted {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<&str> = self.tools.iter().map(|route| route.tool.name.as_str()).collect();
-        f.debug_struct("Mounted").field("tools", &names).finish()
+        let tools: Vec<&str> = self.tools.iter().map(|route| route.tool.name.as_str()).collect();
+        let prompts: Vec<&str> = self.prompts.iter().map(|route| route.prompt.name.as_str()).collect();
+        f.debug_struct("Mounted")
+            .field("tools", &tools)
+            .field("prompts", &prompts)
+            .field("resources", &self.resources.len())
+            .finish()
     }
 }
 
@@ -84,14 +94,15 @@ impl Mount {
         self
     }
 
-    /// Mounts only the upstream's tools named here (by their upstream names); by default,
-    /// every tool it lists.
+    /// Mounts only the upstream's tools and prompts named here (by their upstream names);
+    /// by default, every one it lists. Resources are mounted whole.
     pub fn only<S: Into<String>>(mut self, tools: impl IntoIterator<Item = S>) -> Self {
         self.only = Some(tools.into_iter().map(Into::into).collect());
         self
     }
 
-    /// Serves the upstream's tool `upstream` as `ours` (the prefix is still prepended).
+    /// Serves the upstream's tool or prompt `upstream` as `ours` (the prefix is still
+    /// prepended).
     pub fn rename(mut self, upstream: impl Into<String>, ours: impl Into<String>) -> Self {
         self.renames.insert(upstream.into(), ours.into());
         self
@@ -103,8 +114,9 @@ impl Mount {
         self
     }
 
-    /// Lists the upstream's tools and builds the routes that forward to it. Fails when the
-    /// upstream does not speak 2026-07-28, cannot be listed, or lacks a tool named in
+    /// Lists the upstream's tools, and its prompts and resources where it offers them, and
+    /// builds the routes that forward to it. Fails when the upstream does not speak
+    /// 2026-07-28, cannot be listed, or lists nothing of a name given to
     /// [`only`](Self::only).
     pub async fn load(self) -> Result<Mounted, ClientError> {
         if !self.client.server().supported_versions.iter().any(|version| version == PROTOCOL_VERSION) {
@@ -113,26 +125,44 @@ impl Mount {
                 self.client.server().supported_versions.join(", ")
             )));
         }
-        let listed = self.client.list_tools().await?;
-        if let Some(missing) = self.only.iter().flatten().find(|name| !listed.iter().any(|tool| &tool.name == *name)) {
-            return Err(ClientError::Config(format!("the upstream lists no tool {missing:?} to mount")));
+        let offers = &self.client.server().capabilities;
+        let tools = self.client.list_tools().await?;
+        let prompts = match offers.prompts {
+            Some(_) => self.client.list_prompts().await?,
+            None => Vec::new(),
+        };
+        let resources = match offers.resources {
+            Some(_) => self.client.list_resources().await?,
+            None => Vec::new(),
+        };
+        let listed =
+            |name: &String| tools.iter().any(|tool| &tool.name == name) || prompts.iter().any(|p| &p.name == name);
+        if let Some(missing) = self.only.iter().flatten().find(|name| !listed(name)) {
+            return Err(ClientError::Config(format!("the upstream lists no tool or prompt {missing:?} to mount")));
         }
-        let upstream = Arc::new(forward::Upstream { client: self.client, errors: self.errors });
-        let tools = listed
+        let wanted = |name: &String| self.only.as_ref().is_none_or(|only| only.contains(name));
+        let ours = |name: &String| format!("{}{}", self.prefix, self.renames.get(name).unwrap_or(name));
+        let upstream = Arc::new(forward::Upstream { client: self.client.clone(), errors: self.errors });
+        let tools = tools
             .into_iter()
-            .filter(|tool| self.only.as_ref().is_none_or(|only| only.contains(&tool.name)))
-            .map(|tool| {
-                let ours = format!("{}{}", self.prefix, self.renames.get(&tool.name).unwrap_or(&tool.name));
-                forward::tool_route(&upstream, Tool { name: ours, ..tool.clone() }, tool.name)
+            .filter(|tool| wanted(&tool.name))
+            .map(|tool| forward::tool_route(&upstream, Tool { name: ours(&tool.name), ..tool.clone() }, tool.name))
+            .collect();
+        let prompts = prompts
+            .into_iter()
+            .filter(|prompt| wanted(&prompt.name))
+            .map(|prompt| {
+                forward::prompt_route(&upstream, Prompt { name: ours(&prompt.name), ..prompt.clone() }, prompt.name)
             })
             .collect();
-        Ok(Mounted { tools })
+        let resources = resources.into_iter().map(|resource| forward::resource_route(&upstream, resource)).collect();
+        Ok(Mounted { tools, prompts, resources })
     }
 }
 
 impl Mounted {
     /// The routes, for the server to register.
-    pub(crate) fn into_routes(self) -> Vec<ToolRoute> {
-        self.tools
+    pub(crate) fn into_routes(self) -> (Vec<ToolRoute>, Vec<PromptRoute>, Vec<ResourceRoute>) {
+        (self.tools, self.prompts, self.resources)
     }
 }
