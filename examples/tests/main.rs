@@ -9,6 +9,7 @@ mod instance;
 mod client_stdio;
 mod deploy;
 mod everything_stdio;
+mod gateway;
 mod held_memory;
 mod instances;
 mod lambda_events;

@@ -147,3 +147,21 @@ async fn the_caller_s_capabilities_and_the_upstream_s_errors_reach_the_other_sid
     let result = whole.call_tool("up_slow_compute", json!({"seconds": 0.1})).await.unwrap();
     assert_eq!(result.all_text(), "slow_compute finished after 0.1s");
 }
+
+#[tokio::test]
+async fn the_upstream_s_progress_is_relayed_to_a_caller_that_asked_for_it() {
+    let upstream = TestServer::everything().await;
+    let gateway = gateway(&upstream, |mount| mount).await;
+    let client = Client::http(url(&gateway)).connect().await.unwrap();
+    let (call, mut progress) = client.call_tool("up_test_tool_with_progress", json!({})).with_progress();
+    let updates = async {
+        let mut seen = Vec::new();
+        while let Some(update) = progress.next().await {
+            seen.push((update.progress, update.total));
+        }
+        seen
+    };
+    let (result, updates) = tokio::join!(std::future::IntoFuture::into_future(call), updates);
+    assert_eq!(result.unwrap().all_text(), "Progress complete");
+    assert_eq!(updates, [(0.0, Some(100.0)), (50.0, Some(100.0)), (100.0, Some(100.0))]);
+}

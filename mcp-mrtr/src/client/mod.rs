@@ -221,8 +221,14 @@ impl Client {
     /// One request as a gateway forwards it: the envelope's `_meta` under the params' own,
     /// so the keys the gateway's caller sent (its capabilities) reach the server as the
     /// caller sent them; the result returned as it is, `input_required` included, for the
-    /// caller's client to answer. Only a 2026-07-28 server is spoken to this way.
-    pub(crate) async fn forward(&self, method: &str, mut params: JsonObject) -> Result<JsonObject, ClientError> {
+    /// caller's client to answer; the request's progress notifications go to `progress`.
+    /// Only a 2026-07-28 server is spoken to this way.
+    pub(crate) async fn forward(
+        &self,
+        method: &str,
+        mut params: JsonObject,
+        progress: Option<mpsc::Sender<Value>>,
+    ) -> Result<JsonObject, ClientError> {
         if self.inner.in_session() {
             return Err(ClientError::Unsupported(format!(
                 "a request is forwarded to a {PROTOCOL_VERSION} server only, and this one speaks {}",
@@ -233,8 +239,12 @@ impl Client {
         if let Some(Value::Object(own)) = params.remove("_meta") {
             meta.extend(own);
         }
+        let notices = progress.map(|sender| (self.inner.next_id(), sender));
+        if let Some((token, _)) = &notices {
+            meta.insert(crate::protocol::meta_keys::PROGRESS_TOKEN.into(), (*token).into());
+        }
         params.insert("_meta".into(), Value::Object(meta));
-        self.inner.send(method, &params, None).await
+        self.inner.send(method, &params, notices.as_ref()).await
     }
 
     /// Runs `method` until it is complete or a task, with progress notifications sent to

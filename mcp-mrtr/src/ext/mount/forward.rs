@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use tokio::sync::mpsc;
 
 use super::UpstreamErrors;
 use crate::base::error::{Error, ErrorCode, ToolError};
@@ -37,6 +38,9 @@ struct Hop {
 /// The key under which the tasks extension is declared: a mounted call ends in its
 /// request, so the upstream is never offered tasks.
 const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+/// How many of the upstream's progress notifications may wait to be relayed.
+const RELAYED_PROGRESS: usize = 64;
 
 /// A mounted request's target as served, and as the upstream knows it.
 struct Names {
@@ -111,7 +115,31 @@ async fn forward<R: DeserializeOwned>(
         }
     }
     params.insert("_meta".into(), caller_meta(ctx));
-    let mut result = upstream.client.forward(method, params).await.map_err(|error| upstream.refusal(ours, &error))?;
+    // The upstream's progress is relayed as this request's, when the caller asked for it.
+    let (progress, relayed) = match ctx.meta().progress_token {
+        Some(_) => {
+            let (sender, receiver) = mpsc::channel::<Value>(RELAYED_PROGRESS);
+            (Some(sender), Some(receiver))
+        }
+        None => (None, None),
+    };
+    let relay = async {
+        let Some(mut relayed) = relayed else { return };
+        while let Some(note) = relayed.recv().await {
+            let params = &note["params"];
+            let Some(done) = params["progress"].as_f64() else { continue };
+            let mut report = ctx.progress(done);
+            if let Some(total) = params["total"].as_f64() {
+                report = report.of(total);
+            }
+            if let Some(message) = params["message"].as_str() {
+                report = report.message(message.to_owned());
+            }
+            report.await;
+        }
+    };
+    let (forwarded, ()) = tokio::join!(upstream.client.forward(method, params, progress), relay);
+    let mut result = forwarded.map_err(|error| upstream.refusal(ours, &error))?;
     if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
         return serde_json::from_value(Value::Object(result)).map_err(|error| {
             ToolError::protocol(Error::internal(format!(
