@@ -95,13 +95,17 @@ impl Server {
 
     /// Registers the tools, prompts and resources of a mounted server
     /// ([`Mount`](crate::mount::Mount)): each forwards its requests, rounds and all, to
-    /// the upstream. Refused as [`Server::tool`] refuses, when a name (or a resource's
-    /// URI) is taken: a prefix keeps upstreams' tools apart.
+    /// the upstream; where the upstream announces changes of its lists, they are followed
+    /// (from a task of the current runtime) and this server's listeners hear of them.
+    /// Refused as [`Server::tool`] refuses, when a name (or a resource's URI) is taken: a
+    /// prefix keeps upstreams' tools apart.
     #[cfg(feature = "client")]
     #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
-    pub fn mount(self, mounted: crate::ext::mount::Mounted) -> Self {
-        let (tools, prompts, resources) = mounted.into_routes();
-        self.tools(tools).prompts(prompts).resources(resources)
+    pub fn mount(mut self, mounted: crate::ext::mount::Mounted) -> Self {
+        for refused in mounted.register(&self.catalog()) {
+            self = self.unless_refused(Err::<(), _>(refused));
+        }
+        self
     }
 
     /// Registers a prompt.

@@ -5,6 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use mcp_mrtr::catalog::Subscriptions;
 use mcp_mrtr::client::{Answers, Client, ClientError};
 use mcp_mrtr::mount::{Mount, UpstreamErrors};
 use mcp_mrtr::protocol::{CreateMessageResult, ElicitResult, Tool};
@@ -21,7 +22,8 @@ async fn gateway(upstream: &TestServer, mount: impl FnOnce(Mount) -> Mount) -> T
     let client = Client::http(url(upstream)).connect().await.unwrap();
     let mounted = mount(Mount::new(client).prefix("up_")).load().await.unwrap();
     let own = Tool::new("own").handler(|_ctx, _args: Map<String, Value>| async { Ok::<_, ToolError>("mine") });
-    TestServer::start(Server::new("gateway", "1.0.0").tool(own).mount(mounted)).await
+    let server = Server::new("gateway", "1.0.0").subscriptions(Subscriptions::default()).tool(own).mount(mounted);
+    TestServer::start(server).await
 }
 
 fn answering(shown: &Arc<Mutex<Vec<String>>>) -> Answers {
@@ -164,4 +166,29 @@ async fn the_upstream_s_progress_is_relayed_to_a_caller_that_asked_for_it() {
     let (result, updates) = tokio::join!(std::future::IntoFuture::into_future(call), updates);
     assert_eq!(result.unwrap().all_text(), "Progress complete");
     assert_eq!(updates, [(0.0, Some(100.0)), (50.0, Some(100.0)), (100.0, Some(100.0))]);
+}
+
+#[tokio::test]
+async fn an_upstream_s_list_changes_reach_the_gateway_s_listeners_as_its_own() {
+    let upstream = TestServer::everything().await;
+    let gateway = gateway(&upstream, |mount| mount).await;
+    let client = Client::http(url(&gateway)).connect().await.unwrap();
+    let mut changes = client.listen(mcp_mrtr::client::Listen::new().tools()).await.unwrap();
+    let dynamic = |tools: Vec<Tool>| tools.iter().any(|tool| tool.name == "up_test_dynamic_tool");
+    assert!(!dynamic(client.list_tools().await.unwrap()));
+    // The trigger is the upstream's: the upstream's list changes, and the gateway follows.
+    client.call_tool("up_test_trigger_tool_change", json!({})).await.unwrap();
+    let change = tokio::time::timeout(std::time::Duration::from_secs(10), changes.next()).await.unwrap();
+    assert_eq!(change, Some(mcp_mrtr::client::Change::Tools));
+    // The gateway may announce the removal and the addition apart: wait for the new list.
+    let mut seen = false;
+    for _ in 0..50 {
+        if dynamic(client.list_tools().await.unwrap()) {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(seen, "the upstream's new tool is mounted");
+    assert_eq!(client.call_tool("up_test_dynamic_tool", json!({})).await.unwrap().all_text(), "still here");
 }

@@ -11,6 +11,7 @@
 //! over stdio, or over Streamable HTTP on 127.0.0.1 with `--port`.
 
 use anyhow::{bail, Context as _};
+use mcp_mrtr::catalog::Subscriptions;
 use mcp_mrtr::client::Client;
 use mcp_mrtr::http::Http;
 use mcp_mrtr::mount::Mount;
@@ -38,7 +39,8 @@ async fn main() -> anyhow::Result<()> {
     if mounts.is_empty() {
         bail!("{USAGE}");
     }
-    let mut server = Server::new("gateway", env!("CARGO_PKG_VERSION"));
+    // Its listeners hear of the upstreams' list changes, which the mounts follow.
+    let mut server = Server::new("gateway", env!("CARGO_PKG_VERSION")).subscriptions(Subscriptions::default());
     for mount in &mounts {
         let (prefix, upstream) = mount.split_once('=').context("--mount: PREFIX=UPSTREAM")?;
         let client = connect(upstream).await.with_context(|| format!("connecting to {upstream}"))?;

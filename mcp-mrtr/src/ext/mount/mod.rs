@@ -26,16 +26,20 @@
 //! ```
 //!
 //! This release mounts 2026-07-28 upstreams, whose calls end in the request (a tool that
-//! runs only as a task refuses the call), and reads their lists when the mount is loaded;
-//! resource templates are not mounted.
+//! runs only as a task refuses the call). Their lists are read when the mount is loaded,
+//! and again when the upstream announces a change (the mount subscribes where it offers
+//! it), which this server's listeners then hear of as its own; resource templates are not
+//! mounted.
 
 mod forward;
+mod live;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::client::{Client, ClientError};
-use crate::protocol::{Prompt, Tool, PROTOCOL_VERSION};
+use crate::protocol::{Prompt, Resource, Tool, PROTOCOL_VERSION};
+use crate::routes::catalog::{CatalogError, CatalogHandle};
 use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
 
 /// An upstream server being mounted: which of its tools, under which names.
@@ -64,6 +68,7 @@ pub enum UpstreamErrors {
 /// An upstream's tools, prompts and resources, ready to be registered with
 /// [`Server::mount`](crate::Server::mount).
 pub struct Mounted {
+    plan: Arc<Plan>,
     tools: Vec<ToolRoute>,
     prompts: Vec<PromptRoute>,
     resources: Vec<ResourceRoute>,
@@ -140,29 +145,77 @@ impl Mount {
         if let Some(missing) = self.only.iter().flatten().find(|name| !listed(name)) {
             return Err(ClientError::Config(format!("the upstream lists no tool or prompt {missing:?} to mount")));
         }
-        let wanted = |name: &String| self.only.as_ref().is_none_or(|only| only.contains(name));
-        let ours = |name: &String| format!("{}{}", self.prefix, self.renames.get(name).unwrap_or(name));
-        let upstream = Arc::new(forward::Upstream { client: self.client.clone(), errors: self.errors });
-        let tools = tools
+        let upstream = Arc::new(forward::Upstream { client: self.client, errors: self.errors });
+        let plan = Arc::new(Plan { upstream, prefix: self.prefix, only: self.only, renames: self.renames });
+        Ok(Mounted {
+            tools: plan.tools(tools),
+            prompts: plan.prompts(prompts),
+            resources: plan.resources(resources),
+            plan,
+        })
+    }
+}
+
+/// How a mount turns the upstream's lists into routes: the same on load and on every
+/// change of a list.
+struct Plan {
+    upstream: Arc<forward::Upstream>,
+    prefix: String,
+    only: Option<Vec<String>>,
+    renames: HashMap<String, String>,
+}
+
+impl Plan {
+    fn wanted(&self, name: &String) -> bool {
+        self.only.as_ref().is_none_or(|only| only.contains(name))
+    }
+
+    fn ours(&self, name: &String) -> String {
+        format!("{}{}", self.prefix, self.renames.get(name).unwrap_or(name))
+    }
+
+    fn tools(&self, listed: Vec<Tool>) -> Vec<ToolRoute> {
+        listed
             .into_iter()
-            .filter(|tool| wanted(&tool.name))
-            .map(|tool| forward::tool_route(&upstream, Tool { name: ours(&tool.name), ..tool.clone() }, tool.name))
-            .collect();
-        let prompts = prompts
-            .into_iter()
-            .filter(|prompt| wanted(&prompt.name))
-            .map(|prompt| {
-                forward::prompt_route(&upstream, Prompt { name: ours(&prompt.name), ..prompt.clone() }, prompt.name)
+            .filter(|tool| self.wanted(&tool.name))
+            .map(|tool| {
+                forward::tool_route(&self.upstream, Tool { name: self.ours(&tool.name), ..tool.clone() }, tool.name)
             })
-            .collect();
-        let resources = resources.into_iter().map(|resource| forward::resource_route(&upstream, resource)).collect();
-        Ok(Mounted { tools, prompts, resources })
+            .collect()
+    }
+
+    fn prompts(&self, listed: Vec<Prompt>) -> Vec<PromptRoute> {
+        listed
+            .into_iter()
+            .filter(|prompt| self.wanted(&prompt.name))
+            .map(|prompt| {
+                let ours = Prompt { name: self.ours(&prompt.name), ..prompt.clone() };
+                forward::prompt_route(&self.upstream, ours, prompt.name)
+            })
+            .collect()
+    }
+
+    fn resources(&self, listed: Vec<Resource>) -> Vec<ResourceRoute> {
+        listed.into_iter().map(|resource| forward::resource_route(&self.upstream, resource)).collect()
     }
 }
 
 impl Mounted {
-    /// The routes, for the server to register.
-    pub(crate) fn into_routes(self) -> (Vec<ToolRoute>, Vec<PromptRoute>, Vec<ResourceRoute>) {
-        (self.tools, self.prompts, self.resources)
+    /// Registers the routes in `catalog` and, where the upstream announces changes of its
+    /// lists, keeps them in step from a task of the current runtime (see [`live`]).
+    pub(crate) fn register(self, catalog: &CatalogHandle) -> Vec<CatalogError> {
+        let keys = live::Keys::of(&self.tools, &self.prompts, &self.resources);
+        let mut refused = Vec::new();
+        for added in self.tools.into_iter().map(|route| catalog.tools().add(route)) {
+            refused.extend(added.err());
+        }
+        for added in self.prompts.into_iter().map(|route| catalog.prompts().add(route)) {
+            refused.extend(added.err());
+        }
+        for added in self.resources.into_iter().map(|route| catalog.resources().add(route)) {
+            refused.extend(added.err());
+        }
+        live::follow(self.plan, catalog.clone(), keys);
+        refused
     }
 }
