@@ -82,7 +82,7 @@ impl std::fmt::Debug for Mounted {
             .field("tools", &tools)
             .field("prompts", &prompts)
             .field("resources", &self.resources.len())
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
