@@ -67,6 +67,14 @@ async fn an_upstream_s_tools_are_served_beside_the_gateway_s_own() {
     let uri = &resources[0].uri;
     let (through, at_source) = (client.read_resource(uri).await.unwrap(), direct.read_resource(uri).await.unwrap());
     assert_eq!(serde_json::to_value(through.contents).unwrap(), serde_json::to_value(at_source.contents).unwrap());
+    // A template's reads reach the upstream at the URI they asked for.
+    assert_eq!(
+        client.list_resource_templates().await.unwrap().len(),
+        direct.list_resource_templates().await.unwrap().len()
+    );
+    let uri = "test://template/a%20b/data";
+    let (through, at_source) = (client.read_resource(uri).await.unwrap(), direct.read_resource(uri).await.unwrap());
+    assert_eq!(serde_json::to_value(through.contents).unwrap(), serde_json::to_value(at_source.contents).unwrap());
 
     // A tool the upstream does not list cannot be mounted.
     let upstream_client = Client::http(url(&upstream)).connect().await.unwrap();

@@ -4,6 +4,7 @@
 //! included, kept as written).
 
 use std::fmt;
+use std::fmt::Write as _;
 
 use serde_json::Value;
 
@@ -208,6 +209,31 @@ impl UriTemplate {
     }
 }
 
+impl UriTemplate {
+    /// The URI the template makes of `vars` (RFC 6570): a `{name}` percent-encoded but
+    /// for unreserved characters, a `{+name}` as it is; `None` when a variable has no
+    /// string value. What [`matches`](Self::matches) took apart, this puts back together.
+    pub(crate) fn expand(&self, vars: &JsonObject) -> Option<String> {
+        let mut uri = String::new();
+        for part in &self.parts {
+            match part {
+                Part::Literal(literal) => uri.push_str(literal),
+                Part::Reserved(name) => uri.push_str(vars.get(name)?.as_str()?),
+                Part::Var(name) => {
+                    for byte in vars.get(name)?.as_str()?.bytes() {
+                        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+                            uri.push(char::from(byte));
+                        } else {
+                            let _ = write!(uri, "%{byte:02X}");
+                        }
+                    }
+                }
+            }
+        }
+        Some(uri)
+    }
+}
+
 /// Decodes `%XX` escapes; `None` for a malformed escape or bytes that are not UTF-8, so
 /// such a URI matches no template.
 fn percent_decode(value: &str) -> Option<String> {
@@ -253,6 +279,16 @@ mod tests {
         assert!(t.matches("skill://").is_none());
         assert!(t.matches("other://x").is_none());
         assert!(UriTemplate::parse("x://{+a}{b}").is_err());
+    }
+
+    #[test]
+    fn expanding_puts_back_what_matching_took_apart() {
+        let t = UriTemplate::parse("note://{title}/{+rest}").unwrap();
+        for uri in ["note://standup%20notes/a/b", "note://plain/x%20y", "note://caf%C3%A9/z"] {
+            let vars = t.matches(uri).unwrap();
+            assert_eq!(t.expand(&vars).as_deref(), Some(uri));
+        }
+        assert_eq!(t.expand(&JsonObject::new()), None);
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! A mounted tool's call, prompt or resource read, forwarded: one request to the upstream
+//! A mounted tool's call, prompt or resource read (a template's at the URI its variables
+//! make), forwarded: one request to the upstream
 //! per round of ours. The upstream's questions become this round's (the same keys, gated
 //! on the caller's capabilities like any question of ours), and what the retry needs rides
 //! in our sealed state: the upstream's `requestState`, opaque to us too, and the keys it
@@ -13,10 +14,12 @@ use tokio::sync::mpsc;
 
 use super::UpstreamErrors;
 use crate::base::error::{Error, ErrorCode, ToolError};
+use crate::base::uri_template::UriTemplate;
 use crate::client::{Client, ClientError};
 use crate::mrtr::context::{Ctx, InputRequired};
 use crate::protocol::{
-    meta_keys, CallToolResult, GetPromptResult, JsonObject, Prompt, ReadResourceResult, Resource, Tool,
+    meta_keys, CallToolResult, GetPromptResult, JsonObject, Prompt, ReadResourceResult, Resource, ResourceTemplate,
+    Tool,
 };
 use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
 
@@ -84,6 +87,25 @@ pub(super) fn resource_route(upstream: &Arc<Upstream>, resource: Resource) -> Re
             let mut params = JsonObject::new();
             params.insert("uri".into(), Value::String(uri.to_string()));
             forward::<ReadResourceResult>(&ctx, &upstream, &uri, "resources/read", params).await
+        }
+    })
+}
+
+/// `template`, each read forwarded to the upstream at the URI its variables make.
+pub(super) fn template_route(upstream: &Arc<Upstream>, template: ResourceTemplate) -> ResourceRoute {
+    let upstream = upstream.clone();
+    // A template that does not parse is refused by the handler's own parse, when served.
+    let parsed = Arc::new(UriTemplate::parse(&template.uri_template).unwrap_or_default());
+    let name: Arc<str> = template.uri_template.as_str().into();
+    template.handler(move |ctx: Ctx, vars: JsonObject| {
+        let (upstream, parsed, name) = (upstream.clone(), parsed.clone(), name.clone());
+        async move {
+            let uri = parsed.expand(&vars).ok_or_else(|| {
+                ToolError::protocol(Error::invalid_params(format!("the URI does not fit the template {name}")))
+            })?;
+            let mut params = JsonObject::new();
+            params.insert("uri".into(), Value::String(uri));
+            forward::<ReadResourceResult>(&ctx, &upstream, &name, "resources/read", params).await
         }
     })
 }

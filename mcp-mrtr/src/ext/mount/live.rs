@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use super::{Plan, PromptRoute, ResourceRoute, ToolRoute};
-use crate::client::{Change, Listen};
+use crate::client::{Change, Client, ClientError, Listen};
+use crate::protocol::{Resource, ResourceTemplate};
 use crate::routes::catalog::{CatalogHandle, Kind};
 
 /// The catalog keys a mount's routes are registered under, to swap them on a change.
@@ -72,8 +73,8 @@ async fn run(plan: Arc<Plan>, catalog: CatalogHandle, mut keys: Keys, listen: Li
                 });
                 routes.into_iter().filter_map(|route| catalog.prompts().add(route).err()).collect()
             }),
-            Change::Resources => client.list_resources().await.map(|listed| {
-                let routes = plan.resources(listed);
+            Change::Resources => resources_of(client).await.map(|(listed, templates)| {
+                let routes = plan.resources(listed, templates);
                 swap(&mut keys.resources, routes.iter().map(|route| Kind::key(route).to_owned()).collect(), |key| {
                     catalog.resources().remove(key)
                 });
@@ -91,6 +92,11 @@ async fn run(plan: Arc<Plan>, catalog: CatalogHandle, mut keys: Keys, listen: Li
         }
     }
     tracing::info!("a mounted server's stream of changes ended; its lists stay as they are");
+}
+
+/// The upstream's resources and resource templates.
+async fn resources_of(client: &Client) -> Result<(Vec<Resource>, Vec<ResourceTemplate>), ClientError> {
+    Ok((client.list_resources().await?, client.list_resource_templates().await?))
 }
 
 /// Removes the routes under `old` keys (`remove`) and keeps `new` as the keys from now on;

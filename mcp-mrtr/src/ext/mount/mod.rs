@@ -3,7 +3,8 @@
 //!
 //! [`Mount`] takes a connected [`Client`] of an upstream server, lists what it offers, and
 //! [`Server::mount`](crate::Server::mount) registers each tool and prompt under a prefix,
-//! filtered and renamed as the operator says, and each resource at its own URI. A call of
+//! filtered and renamed as the operator says, and each resource (and resource template)
+//! at its own URI. A call of
 //! a mounted tool (a prompt get, a resource read) is forwarded to the upstream with the
 //! caller's arguments and capabilities; when the upstream asks
 //! (`input_required`), its questions become this server's round, and its `requestState`
@@ -28,8 +29,7 @@
 //! This release mounts 2026-07-28 upstreams, whose calls end in the request (a tool that
 //! runs only as a task refuses the call). Their lists are read when the mount is loaded,
 //! and again when the upstream announces a change (the mount subscribes where it offers
-//! it), which this server's listeners then hear of as its own; resource templates are not
-//! mounted.
+//! it), which this server's listeners then hear of as its own.
 
 mod forward;
 mod live;
@@ -38,7 +38,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::client::{Client, ClientError};
-use crate::protocol::{Prompt, Resource, Tool, PROTOCOL_VERSION};
+use crate::protocol::{Prompt, Resource, ResourceTemplate, Tool, PROTOCOL_VERSION};
 use crate::routes::catalog::{CatalogError, CatalogHandle};
 use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
 
@@ -136,9 +136,9 @@ impl Mount {
             Some(_) => self.client.list_prompts().await?,
             None => Vec::new(),
         };
-        let resources = match offers.resources {
-            Some(_) => self.client.list_resources().await?,
-            None => Vec::new(),
+        let (resources, templates) = match offers.resources {
+            Some(_) => (self.client.list_resources().await?, self.client.list_resource_templates().await?),
+            None => (Vec::new(), Vec::new()),
         };
         let listed =
             |name: &String| tools.iter().any(|tool| &tool.name == name) || prompts.iter().any(|p| &p.name == name);
@@ -150,7 +150,7 @@ impl Mount {
         Ok(Mounted {
             tools: plan.tools(tools),
             prompts: plan.prompts(prompts),
-            resources: plan.resources(resources),
+            resources: plan.resources(resources, templates),
             plan,
         })
     }
@@ -195,8 +195,10 @@ impl Plan {
             .collect()
     }
 
-    fn resources(&self, listed: Vec<Resource>) -> Vec<ResourceRoute> {
-        listed.into_iter().map(|resource| forward::resource_route(&self.upstream, resource)).collect()
+    fn resources(&self, listed: Vec<Resource>, templates: Vec<ResourceTemplate>) -> Vec<ResourceRoute> {
+        let resources = listed.into_iter().map(|resource| forward::resource_route(&self.upstream, resource));
+        let templates = templates.into_iter().map(|template| forward::template_route(&self.upstream, template));
+        resources.chain(templates).collect()
     }
 }
 
