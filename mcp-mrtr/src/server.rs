@@ -98,10 +98,14 @@ impl Server {
     /// the upstream; where the upstream announces changes of its lists, they are followed
     /// (from a task of the current runtime) and this server's listeners hear of them.
     /// Refused as [`Server::tool`] refuses, when a name (or a resource's URI) is taken: a
-    /// prefix keeps upstreams' tools apart.
+    /// prefix keeps upstreams' tools apart. Completions of its prompts and templates are
+    /// asked of the upstream, others of the [`completion`](Self::completion) set before.
     #[cfg(feature = "client")]
     #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
     pub fn mount(mut self, mounted: crate::ext::mount::Mounted) -> Self {
+        if let Some(completion) = mounted.completion(self.engine.completion.clone()) {
+            self.engine.completion = Some(completion);
+        }
         for refused in mounted.register(&self.catalog()) {
             self = self.unless_refused(Err::<(), _>(refused));
         }

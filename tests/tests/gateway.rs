@@ -200,3 +200,18 @@ async fn an_upstream_s_list_changes_reach_the_gateway_s_listeners_as_its_own() {
     assert!(seen, "the upstream's new tool is mounted");
     assert_eq!(client.call_tool("up_test_dynamic_tool", json!({})).await.unwrap().all_text(), "still here");
 }
+
+#[tokio::test]
+async fn a_mounted_prompt_s_arguments_are_completed_by_the_upstream() {
+    let upstream = TestServer::everything().await;
+    let gateway = gateway(&upstream, |mount| mount).await;
+    let client = Client::http(url(&gateway)).connect().await.unwrap();
+    assert!(client.server().capabilities.completions.is_some());
+    let complete =
+        |name: &str| json!({"ref": {"type": "ref/prompt", "name": name}, "argument": {"name": "arg1", "value": "pa"}});
+    let completed = client.request("completion/complete", complete("up_test_prompt_with_arguments")).await.unwrap();
+    assert_eq!(completed["completion"]["values"], json!(["paris", "park", "party"]));
+    // Under the upstream's own name, the prompt is not the gateway's.
+    let error = client.request("completion/complete", complete("test_prompt_with_arguments")).await.unwrap_err();
+    assert_eq!(error.code(), Some(ErrorCode::INVALID_PARAMS), "{error}");
+}

@@ -42,7 +42,7 @@ mod stamp;
 mod task_hook;
 
 pub(crate) use self::changes::{Ended, Hearing};
-pub(crate) use self::engine::Engine;
+pub(crate) use self::engine::{CompletionFn, Engine};
 pub(crate) use self::task_hook::{Called, TaskHook, TaskRequest, ToolFuture};
 
 use self::call::{Arguments, Call};

@@ -200,7 +200,7 @@ fn caller_meta(ctx: &Ctx) -> Value {
 impl Upstream {
     /// How a failed forward reaches the caller: the upstream's JSON-RPC error by its code
     /// (whole when configured), anything else as an internal error naming what was asked.
-    fn refusal(&self, ours: &str, error: &ClientError) -> ToolError {
+    pub(super) fn refusal(&self, ours: &str, error: &ClientError) -> ToolError {
         let Some(rpc) = error.rpc() else {
             tracing::warn!(%error, target = ours, "a mounted server could not be reached");
             return ToolError::protocol(Error::internal(format!("the server behind {ours} could not be reached")));

@@ -31,13 +31,15 @@
 //! and again when the upstream announces a change (the mount subscribes where it offers
 //! it), which this server's listeners then hear of as its own.
 
+mod complete;
 mod forward;
 mod live;
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::client::{Client, ClientError};
+use crate::dispatch::CompletionFn;
 use crate::protocol::{Prompt, Resource, ResourceTemplate, Tool, PROTOCOL_VERSION};
 use crate::routes::catalog::{CatalogError, CatalogHandle};
 use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
@@ -146,7 +148,14 @@ impl Mount {
             return Err(ClientError::Config(format!("the upstream lists no tool or prompt {missing:?} to mount")));
         }
         let upstream = Arc::new(forward::Upstream { client: self.client, errors: self.errors });
-        let plan = Arc::new(Plan { upstream, prefix: self.prefix, only: self.only, renames: self.renames });
+        let plan = Arc::new(Plan {
+            upstream,
+            prefix: self.prefix,
+            only: self.only,
+            renames: self.renames,
+            prompt_names: RwLock::default(),
+            templates: RwLock::default(),
+        });
         Ok(Mounted {
             tools: plan.tools(tools),
             prompts: plan.prompts(prompts),
@@ -163,6 +172,11 @@ struct Plan {
     prefix: String,
     only: Option<Vec<String>>,
     renames: HashMap<String, String>,
+    /// The prompts mounted now, by the name we serve each under: its upstream name (for
+    /// completions).
+    prompt_names: RwLock<HashMap<String, String>>,
+    /// The resource templates mounted now (for completions).
+    templates: RwLock<HashSet<String>>,
 }
 
 impl Plan {
@@ -185,17 +199,33 @@ impl Plan {
     }
 
     fn prompts(&self, listed: Vec<Prompt>) -> Vec<PromptRoute> {
-        listed
+        let mut names = HashMap::new();
+        let routes = listed
             .into_iter()
             .filter(|prompt| self.wanted(&prompt.name))
             .map(|prompt| {
                 let ours = Prompt { name: self.ours(&prompt.name), ..prompt.clone() };
+                names.insert(ours.name.clone(), prompt.name.clone());
                 forward::prompt_route(&self.upstream, ours, prompt.name)
             })
-            .collect()
+            .collect();
+        *self.prompt_names.write().unwrap_or_else(PoisonError::into_inner) = names;
+        routes
+    }
+
+    /// The upstream's name of the prompt we serve as `ours`, if it is mounted.
+    fn upstream_prompt(&self, ours: &str) -> Option<String> {
+        self.prompt_names.read().unwrap_or_else(PoisonError::into_inner).get(ours).cloned()
+    }
+
+    /// Whether the resource template `uri` is mounted.
+    fn has_template(&self, uri: &str) -> bool {
+        self.templates.read().unwrap_or_else(PoisonError::into_inner).contains(uri)
     }
 
     fn resources(&self, listed: Vec<Resource>, templates: Vec<ResourceTemplate>) -> Vec<ResourceRoute> {
+        *self.templates.write().unwrap_or_else(PoisonError::into_inner) =
+            templates.iter().map(|template| template.uri_template.clone()).collect();
         let resources = listed.into_iter().map(|resource| forward::resource_route(&self.upstream, resource));
         let templates = templates.into_iter().map(|template| forward::template_route(&self.upstream, template));
         resources.chain(templates).collect()
@@ -219,5 +249,12 @@ impl Mounted {
         }
         live::follow(self.plan, catalog.clone(), keys);
         refused
+    }
+
+    /// The server's completion with this mount's prompts and templates completed by the
+    /// upstream, where it offers completions.
+    pub(crate) fn completion(&self, previous: Option<CompletionFn>) -> Option<CompletionFn> {
+        let offers = self.plan.upstream.client.server().capabilities.completions.is_some();
+        offers.then(|| complete::chain(self.plan.clone(), previous))
     }
 }
