@@ -42,7 +42,9 @@ mod stamp;
 mod task_hook;
 
 pub(crate) use self::changes::{Ended, Hearing};
-pub(crate) use self::engine::{CompletionFn, Engine};
+#[cfg(feature = "client")]
+pub(crate) use self::engine::CompletionFn;
+pub(crate) use self::engine::Engine;
 pub(crate) use self::task_hook::{Called, TaskHook, TaskRequest, ToolFuture};
 
 use self::call::{Arguments, Call};

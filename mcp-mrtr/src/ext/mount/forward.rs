@@ -135,6 +135,13 @@ async fn forward<R: DeserializeOwned>(
         if let Some(state) = hop.state {
             params.insert("requestState".into(), Value::String(state));
         }
+    } else {
+        // Answers sent ahead of any question (a client that knows what will be asked)
+        // are the upstream's to take or ignore, as they would be without the hop.
+        let ahead = ctx.input_responses();
+        if !ahead.is_empty() {
+            params.insert("inputResponses".into(), Value::Object(ahead));
+        }
     }
     params.insert("_meta".into(), caller_meta(ctx));
     // The upstream's progress is relayed as this request's, when the caller asked for it.
