@@ -215,3 +215,24 @@ async fn a_mounted_prompt_s_arguments_are_completed_by_the_upstream() {
     let error = client.request("completion/complete", complete("test_prompt_with_arguments")).await.unwrap_err();
     assert_eq!(error.code(), Some(ErrorCode::INVALID_PARAMS), "{error}");
 }
+
+#[tokio::test]
+async fn a_changed_upstream_list_never_takes_a_name_the_gateway_holds() {
+    let upstream = TestServer::everything().await;
+    let client = Client::http(url(&upstream)).connect().await.unwrap();
+    let mounted = Mount::new(client).load().await.unwrap();
+    // The gateway's own tool has the name the upstream's trigger adds and removes.
+    let own =
+        Tool::new("test_dynamic_tool").handler(|_ctx, _args: Map<String, Value>| async { Ok::<_, ToolError>("mine") });
+    let server = Server::new("gateway", "1.0.0").subscriptions(Subscriptions::default()).tool(own).mount(mounted);
+    let gateway = TestServer::start(server).await;
+    let client = Client::http(url(&gateway)).connect().await.unwrap();
+    let mut changes = client.listen(mcp_mrtr::client::Listen::new().tools()).await.unwrap();
+    for _ in 0..2 {
+        // Added upstream (refused here, the name is taken), then removed upstream.
+        client.call_tool("test_trigger_tool_change", json!({})).await.unwrap();
+        let change = tokio::time::timeout(std::time::Duration::from_secs(10), changes.next()).await.unwrap();
+        assert_eq!(change, Some(mcp_mrtr::client::Change::Tools));
+    }
+    assert_eq!(client.call_tool("test_dynamic_tool", json!({})).await.unwrap().all_text(), "mine");
+}

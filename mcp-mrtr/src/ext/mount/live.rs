@@ -5,26 +5,36 @@
 
 use std::sync::Arc;
 
-use super::{Plan, PromptRoute, ResourceRoute, ToolRoute};
+use super::Plan;
 use crate::client::{Change, Client, ClientError, Listen};
 use crate::protocol::{Resource, ResourceTemplate};
-use crate::routes::catalog::{CatalogHandle, Kind};
+use crate::routes::catalog::{CatalogError, CatalogHandle, Entries, Kind};
 
-/// The catalog keys a mount's routes are registered under, to swap them on a change.
+/// The catalog keys a mount's routes are registered under (those the catalog took), to
+/// swap them on a change.
+#[derive(Default)]
 pub(super) struct Keys {
-    tools: Vec<String>,
-    prompts: Vec<String>,
-    resources: Vec<String>,
+    pub(super) tools: Vec<String>,
+    pub(super) prompts: Vec<String>,
+    pub(super) resources: Vec<String>,
 }
 
-impl Keys {
-    pub(super) fn of(tools: &[ToolRoute], prompts: &[PromptRoute], resources: &[ResourceRoute]) -> Self {
-        Self {
-            tools: tools.iter().map(|route| route.tool.name.clone()).collect(),
-            prompts: prompts.iter().map(|route| route.prompt.name.clone()).collect(),
-            resources: resources.iter().map(|route| Kind::key(route).to_owned()).collect(),
+/// Puts `routes` in the catalog in place of those under `keys`, and keeps as `keys` those
+/// it took: a route refused (its name is another's) is never removed later, so a mount
+/// cannot take away a route that is not its own. Returns why each refused one was.
+pub(super) fn place<R: Kind>(entries: &Entries<'_, R>, keys: &mut Vec<String>, routes: Vec<R>) -> Vec<CatalogError> {
+    for key in keys.drain(..) {
+        entries.remove(&key);
+    }
+    let mut refused = Vec::new();
+    for route in routes {
+        let key = route.key().to_owned();
+        match entries.add(route) {
+            Ok(()) => keys.push(key),
+            Err(error) => refused.push(error),
         }
     }
+    refused
 }
 
 /// Follows the upstream's changes from a task of the current runtime, if there is one and
@@ -59,26 +69,15 @@ async fn run(plan: Arc<Plan>, catalog: CatalogHandle, mut keys: Keys, listen: Li
     };
     while let Some(change) = changes.next().await {
         let swapped = match change {
-            Change::Tools => client.list_tools().await.map(|listed| {
-                let routes = plan.tools(listed);
-                swap(&mut keys.tools, routes.iter().map(|route| route.tool.name.clone()).collect(), |key| {
-                    catalog.tools().remove(key)
-                });
-                routes.into_iter().filter_map(|route| catalog.tools().add(route).err()).collect::<Vec<_>>()
-            }),
-            Change::Prompts => client.list_prompts().await.map(|listed| {
-                let routes = plan.prompts(listed);
-                swap(&mut keys.prompts, routes.iter().map(|route| route.prompt.name.clone()).collect(), |key| {
-                    catalog.prompts().remove(key)
-                });
-                routes.into_iter().filter_map(|route| catalog.prompts().add(route).err()).collect()
-            }),
+            Change::Tools => {
+                client.list_tools().await.map(|listed| place(&catalog.tools(), &mut keys.tools, plan.tools(listed)))
+            }
+            Change::Prompts => client
+                .list_prompts()
+                .await
+                .map(|listed| place(&catalog.prompts(), &mut keys.prompts, plan.prompts(listed))),
             Change::Resources => resources_of(client).await.map(|(listed, templates)| {
-                let routes = plan.resources(listed, templates);
-                swap(&mut keys.resources, routes.iter().map(|route| Kind::key(route).to_owned()).collect(), |key| {
-                    catalog.resources().remove(key)
-                });
-                routes.into_iter().filter_map(|route| catalog.resources().add(route).err()).collect()
+                place(&catalog.resources(), &mut keys.resources, plan.resources(listed, templates))
             }),
             _ => continue,
         };
@@ -97,13 +96,4 @@ async fn run(plan: Arc<Plan>, catalog: CatalogHandle, mut keys: Keys, listen: Li
 /// The upstream's resources and resource templates.
 async fn resources_of(client: &Client) -> Result<(Vec<Resource>, Vec<ResourceTemplate>), ClientError> {
     Ok((client.list_resources().await?, client.list_resource_templates().await?))
-}
-
-/// Removes the routes under `old` keys (`remove`) and keeps `new` as the keys from now on;
-/// the caller adds the new routes.
-fn swap(old: &mut Vec<String>, new: Vec<String>, remove: impl Fn(&str) -> bool) {
-    for key in old.iter() {
-        remove(key);
-    }
-    *old = new;
 }

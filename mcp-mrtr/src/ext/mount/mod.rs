@@ -4,13 +4,12 @@
 //! [`Mount`] takes a connected [`Client`] of an upstream server, lists what it offers, and
 //! [`Server::mount`](crate::Server::mount) registers each tool and prompt under a prefix,
 //! filtered and renamed as the operator says, and each resource (and resource template)
-//! at its own URI. A call of
-//! a mounted tool (a prompt get, a resource read) is forwarded to the upstream with the
-//! caller's arguments and capabilities; when the upstream asks
+//! at its own URI. A call of a mounted tool (a prompt get, a resource read) is forwarded
+//! to the upstream with the caller's arguments and capabilities; when the upstream asks
 //! (`input_required`), its questions become this server's round, and its `requestState`
 //! travels sealed inside this server's own, so the caller never sees or alters it, and the
 //! retry reaches the upstream with it. A 2025-11-25 caller is asked through the bridge, as
-//! for any tool of this server.
+//! for any tool of this server. The guide's chapter "Mounting servers" has the rest.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -44,7 +43,7 @@ use crate::protocol::{Prompt, Resource, ResourceTemplate, Tool, PROTOCOL_VERSION
 use crate::routes::catalog::{CatalogError, CatalogHandle};
 use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
 
-/// An upstream server being mounted: which of its tools, under which names.
+/// An upstream server being mounted: which of its tools and prompts, under which names.
 #[derive(Debug)]
 #[must_use = "a mount does nothing until loaded and given to Server::mount"]
 pub struct Mount {
@@ -89,7 +88,7 @@ impl std::fmt::Debug for Mounted {
 }
 
 impl Mount {
-    /// The server `client` is connected to, all its tools under their own names.
+    /// The server `client` is connected to, all its tools and prompts under their own names.
     pub fn new(client: Client) -> Self {
         Self { client, prefix: String::new(), only: None, renames: HashMap::new(), errors: UpstreamErrors::default() }
     }
@@ -236,17 +235,10 @@ impl Mounted {
     /// Registers the routes in `catalog` and, where the upstream announces changes of its
     /// lists, keeps them in step from a task of the current runtime (see [`live`]).
     pub(crate) fn register(self, catalog: &CatalogHandle) -> Vec<CatalogError> {
-        let keys = live::Keys::of(&self.tools, &self.prompts, &self.resources);
-        let mut refused = Vec::new();
-        for added in self.tools.into_iter().map(|route| catalog.tools().add(route)) {
-            refused.extend(added.err());
-        }
-        for added in self.prompts.into_iter().map(|route| catalog.prompts().add(route)) {
-            refused.extend(added.err());
-        }
-        for added in self.resources.into_iter().map(|route| catalog.resources().add(route)) {
-            refused.extend(added.err());
-        }
+        let mut keys = live::Keys::default();
+        let mut refused = live::place(&catalog.tools(), &mut keys.tools, self.tools);
+        refused.extend(live::place(&catalog.prompts(), &mut keys.prompts, self.prompts));
+        refused.extend(live::place(&catalog.resources(), &mut keys.resources, self.resources));
         live::follow(self.plan, catalog.clone(), keys);
         refused
     }
