@@ -236,3 +236,20 @@ async fn a_changed_upstream_list_never_takes_a_name_the_gateway_holds() {
     }
     assert_eq!(client.call_tool("test_dynamic_tool", json!({})).await.unwrap().all_text(), "mine");
 }
+
+#[tokio::test]
+async fn the_upstream_s_log_messages_reach_a_caller_that_asked_for_them() {
+    let upstream = TestServer::everything().await;
+    let client = Client::http(url(&upstream)).connect().await.unwrap();
+    let mounted = Mount::new(client).load().await.unwrap();
+    let gateway = TestServer::start(Server::new("gateway", "1.0.0").logging(true).mount(mounted)).await;
+    let asked =
+        Rpc::call_tool("test_tool_with_logging", json!({})).meta_key("io.modelcontextprotocol/logLevel", json!("info"));
+    let response = gateway.send(&asked).await;
+    assert!(response.body.contains("notifications/message"), "{}", response.body);
+    assert!(response.body.contains("Tool processing data"), "{}", response.body);
+    // A caller that set no level hears none.
+    let quiet = gateway.send(&Rpc::call_tool("test_tool_with_logging", json!({}))).await;
+    assert!(!quiet.body.contains("notifications/message"), "{}", quiet.body);
+    assert!(quiet.body.contains("Logging test completed"), "{}", quiet.body);
+}

@@ -39,8 +39,10 @@ async fn main() -> anyhow::Result<()> {
     if mounts.is_empty() {
         bail!("{USAGE}");
     }
-    // Its listeners hear of the upstreams' list changes, which the mounts follow.
-    let mut server = Server::new("gateway", env!("CARGO_PKG_VERSION")).subscriptions(Subscriptions::default());
+    // Its listeners hear of the upstreams' list changes, which the mounts follow, and its
+    // callers of the upstreams' log messages, which the mounts relay.
+    let mut server =
+        Server::new("gateway", env!("CARGO_PKG_VERSION")).subscriptions(Subscriptions::default()).logging(true);
     for mount in &mounts {
         let (prefix, upstream) = mount.split_once('=').context("--mount: PREFIX=UPSTREAM")?;
         let client = connect(upstream).await.with_context(|| format!("connecting to {upstream}"))?;

@@ -149,7 +149,8 @@ impl HttpTransport {
     }
 
     /// The response to `id` on an SSE stream. Notifications before it go to `notices`
-    /// when they name its key, and are passed over otherwise; a session's server may ask
+    /// when they name its key (and log messages, which are the request's), and are passed
+    /// over otherwise; a session's server may ask
     /// first, and hears the application's answer in a POST of its own.
     async fn stream_reply(
         &self,
@@ -168,7 +169,12 @@ impl HttpTransport {
                         self.post_response(response).await?;
                     }
                     (true, None) => {
-                        if let Some((_, sender)) = notices.filter(|(key, _)| route_of(&message) == Some(*key)) {
+                        // A log message on a request's stream is the request's; the others
+                        // name the call they belong to.
+                        let ours = |key: &u64| {
+                            route_of(&message) == Some(*key) || message["method"] == "notifications/message"
+                        };
+                        if let Some((_, sender)) = notices.filter(|(key, _)| ours(key)) {
                             // Full: the reader is far behind, and the newest is dropped.
                             let _ = sender.try_send(message);
                         }

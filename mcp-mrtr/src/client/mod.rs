@@ -221,13 +221,15 @@ impl Client {
     /// One request as a gateway forwards it: the envelope's `_meta` under the params' own,
     /// so the keys the gateway's caller sent (its capabilities) reach the server as the
     /// caller sent them; the result returned as it is, `input_required` included, for the
-    /// caller's client to answer; the request's progress notifications go to `progress`.
-    /// Only a 2026-07-28 server is spoken to this way.
+    /// caller's client to answer. The request's notifications go to `notices` (its log
+    /// messages, on HTTP, and its progress when `progress` asks for a token). Only a
+    /// 2026-07-28 server is spoken to this way.
     pub(crate) async fn forward(
         &self,
         method: &str,
         mut params: JsonObject,
-        progress: Option<mpsc::Sender<Value>>,
+        notices: Option<mpsc::Sender<Value>>,
+        progress: bool,
     ) -> Result<JsonObject, ClientError> {
         if self.inner.in_session() {
             return Err(ClientError::Unsupported(format!(
@@ -239,8 +241,8 @@ impl Client {
         if let Some(Value::Object(own)) = params.remove("_meta") {
             meta.extend(own);
         }
-        let notices = progress.map(|sender| (self.inner.next_id(), sender));
-        if let Some((token, _)) = &notices {
+        let notices = notices.map(|sender| (self.inner.next_id(), sender));
+        if let (Some((token, _)), true) = (&notices, progress) {
             meta.insert(crate::protocol::meta_keys::PROGRESS_TOKEN.into(), (*token).into());
         }
         params.insert("_meta".into(), Value::Object(meta));

@@ -39,7 +39,7 @@ pub(super) fn chain(plan: Arc<Plan>, previous: Option<CompletionFn>) -> Completi
             let mut result: JsonObject = plan
                 .upstream
                 .client
-                .forward("completion/complete", forwarded, None)
+                .forward("completion/complete", forwarded, None, false)
                 .await
                 .map_err(|error| plan.upstream.refusal(&ours, &error))?;
             serde_json::from_value(result.remove("completion").unwrap_or(Value::Null)).map_err(|error| {

@@ -18,8 +18,8 @@ use crate::base::uri_template::UriTemplate;
 use crate::client::{Client, ClientError};
 use crate::mrtr::context::{Ctx, InputRequired};
 use crate::protocol::{
-    meta_keys, CallToolResult, GetPromptResult, JsonObject, Prompt, ReadResourceResult, Resource, ResourceTemplate,
-    Tool,
+    meta_keys, CallToolResult, GetPromptResult, JsonObject, LoggingLevel, Prompt, ReadResourceResult, Resource,
+    ResourceTemplate, Tool,
 };
 use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
 
@@ -42,8 +42,8 @@ struct Hop {
 /// request, so the upstream is never offered tasks.
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 
-/// How many of the upstream's progress notifications may wait to be relayed.
-const RELAYED_PROGRESS: usize = 64;
+/// How many of the upstream's notifications may wait to be relayed.
+const RELAYED_NOTICES: usize = 64;
 
 /// A mounted request's target as served, and as the upstream knows it.
 struct Names {
@@ -144,30 +144,23 @@ async fn forward<R: DeserializeOwned>(
         }
     }
     params.insert("_meta".into(), caller_meta(ctx));
-    // The upstream's progress is relayed as this request's, when the caller asked for it.
-    let (progress, relayed) = match ctx.meta().progress_token {
-        Some(_) => {
-            let (sender, receiver) = mpsc::channel::<Value>(RELAYED_PROGRESS);
-            (Some(sender), Some(receiver))
-        }
-        None => (None, None),
+    // The upstream's progress and log messages are relayed as this request's, when the
+    // caller asked for them.
+    let progress = ctx.meta().progress_token.is_some();
+    let (notices, relayed) = if progress || ctx.meta().log_level.is_some() {
+        let (sender, receiver) = mpsc::channel::<Value>(RELAYED_NOTICES);
+        (Some(sender), Some(receiver))
+    } else {
+        (None, None)
     };
     let relay = async {
         let Some(mut relayed) = relayed else { return };
         while let Some(note) = relayed.recv().await {
-            let params = &note["params"];
-            let Some(done) = params["progress"].as_f64() else { continue };
-            let mut report = ctx.progress(done);
-            if let Some(total) = params["total"].as_f64() {
-                report = report.of(total);
-            }
-            if let Some(message) = params["message"].as_str() {
-                report = report.message(message.to_owned());
-            }
-            report.await;
+            relay_one(ctx, &note).await;
         }
     };
-    let (forwarded, ()) = tokio::join!(upstream.client.forward(method, params, progress), relay);
+    let forwarding = upstream.client.forward(method, params, notices, progress);
+    let (forwarded, ()) = tokio::join!(forwarding, relay);
     let mut result = forwarded.map_err(|error| upstream.refusal(ours, &error))?;
     if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
         return serde_json::from_value(Value::Object(result)).map_err(|error| {
@@ -191,8 +184,32 @@ async fn forward<R: DeserializeOwned>(
     ctx.input_required(next.state(&Hop { state, asked })).await
 }
 
+/// One of the upstream's notifications, sent on as this request's own: progress, or a log
+/// message (at the caller's level: `ctx.log` filters).
+async fn relay_one(ctx: &Ctx, note: &Value) {
+    let params = &note["params"];
+    match note["method"].as_str() {
+        Some("notifications/progress") => {
+            let Some(done) = params["progress"].as_f64() else { return };
+            let mut report = ctx.progress(done);
+            if let Some(total) = params["total"].as_f64() {
+                report = report.of(total);
+            }
+            if let Some(message) = params["message"].as_str() {
+                report = report.message(message.to_owned());
+            }
+            report.await;
+        }
+        Some("notifications/message") => {
+            let Ok(level) = LoggingLevel::deserialize(&params["level"]) else { return };
+            ctx.log(level, params["logger"].as_str(), &params["data"]).await;
+        }
+        _ => {}
+    }
+}
+
 /// The `_meta` the upstream hears: the caller's capabilities, as it declared them, but
-/// the tasks extension.
+/// the tasks extension; and the caller's log level, if it set one.
 fn caller_meta(ctx: &Ctx) -> Value {
     let mut capabilities =
         serde_json::to_value(ctx.client_capabilities()).unwrap_or_else(|_| Value::Object(Map::new()));
@@ -201,6 +218,9 @@ fn caller_meta(ctx: &Ctx) -> Value {
     }
     let mut meta = Map::new();
     meta.insert(meta_keys::CLIENT_CAPABILITIES.into(), capabilities);
+    if let Some(level) = ctx.meta().log_level {
+        meta.insert(meta_keys::LOG_LEVEL.into(), serde_json::to_value(level).unwrap_or(Value::Null));
+    }
     Value::Object(meta)
 }
 
