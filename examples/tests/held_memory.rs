@@ -13,7 +13,11 @@ use crate::instance::{self, Instance};
 fn slow_call(pad: usize) -> serde_json::Value {
     // `slow_compute` reads `seconds` and `label`; `pad` is what it never reads.
     let arguments = json!({ "seconds": 30, "pad": vec![0u8; pad] });
-    instance::request("tools/call", json!({ "name": "slow_compute", "arguments": arguments }), &json!({}))
+    let mut call =
+        instance::request("tools/call", json!({ "name": "slow_compute", "arguments": arguments }), &json!({}));
+    // Its first progress report, a second in, says the handler holds the call.
+    call["params"]["_meta"]["progressToken"] = json!("held");
+    call
 }
 
 #[test]
@@ -25,13 +29,19 @@ fn a_held_call_keeps_what_its_handler_reads_not_its_unused_arguments() {
     drop(instance::open(server.addr, &call));
     std::thread::sleep(Duration::from_millis(500));
     let before = server.resident_kib();
-    let held: Vec<TcpStream> = (0..32).map(|_| instance::open(server.addr, &call)).collect();
-    std::thread::sleep(Duration::from_secs(3));
+    let mut held: Vec<TcpStream> = (0..32).map(|_| instance::open(server.addr, &call)).collect();
+    // Measured once every handler has reported: no body is still being read or parsed,
+    // however slowly a loaded machine serves them.
+    for socket in &mut held {
+        instance::read_until(socket, &mut String::new(), "notifications/progress");
+    }
     let grown_mib = server.resident_kib().saturating_sub(before) / 1024;
     eprintln!("32 held calls with 180 KB of unused arguments: {grown_mib} MiB more");
     // Each held call keeps its body (until it ends), its handler's few bytes and its
-    // connection's buffers: about 6 MiB for the 32, where their trees were 200 MiB.
-    assert!(grown_mib < 24, "32 held calls took {grown_mib} MiB more");
+    // connection's buffers: about 6 MiB for the 32, where their trees were 200 MiB. The
+    // bound leaves room for the allocator keeping a few freed trees (6.5 MiB each) on a
+    // busy machine: CI once saw 24 MiB.
+    assert!(grown_mib < 48, "32 held calls took {grown_mib} MiB more");
     drop(held);
 }
 
