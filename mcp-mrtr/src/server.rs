@@ -106,6 +106,7 @@ impl Server {
         if let Some(completion) = mounted.completion(self.engine.completion.clone()) {
             self.engine.completion = Some(completion);
         }
+        mounted.join_tasks(&mut self.engine.tasks_elsewhere);
         for refused in mounted.register(&self.catalog()) {
             self = self.unless_refused(Err::<(), _>(refused));
         }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use axum::http::{Extensions, HeaderMap};
 use futures_util::future::BoxFuture;
 
-use super::TaskHook;
+use super::{TaskHook, TasksElsewhere};
 use crate::base::caller::Caller;
 use crate::base::deadline::HandlerTimeout;
 use crate::base::error::Error;
@@ -66,6 +66,8 @@ pub(crate) struct Engine {
     pub(crate) extensions: JsonObject,
     /// The tasks extension, when the server serves it (the builder plugs it in).
     pub(crate) tasks: Option<Arc<dyn TaskHook>>,
+    /// Tasks other servers made for calls of this one's (a mount's upstreams').
+    pub(crate) tasks_elsewhere: Option<Arc<dyn TasksElsewhere>>,
     /// What the builder refused (a name taken, a method name the protocol has, settings
     /// that are not an object): serving fails with it, before anything is served.
     pub(crate) refused: Vec<String>,
@@ -107,6 +109,7 @@ impl Engine {
             methods: Arc::default(),
             extensions: JsonObject::new(),
             tasks: None,
+            tasks_elsewhere: None,
             refused: Vec::new(),
             told_task_only: Arc::default(),
         }
@@ -263,7 +266,8 @@ impl Engine {
     /// Whether any tool may run as a task, with the extension plugged in: only then is
     /// it advertised and are its methods answered.
     pub(crate) fn serves_tasks(&self) -> bool {
-        self.tasks.is_some() && self.catalog().tools.iter().any(|t| t.route.task != TaskSupport::Forbidden)
+        self.tasks_elsewhere.is_some()
+            || self.tasks.is_some() && self.catalog().tools.iter().any(|t| t.route.task != TaskSupport::Forbidden)
     }
 
     /// The enabled tool named `name`, as the catalog stands now.

@@ -34,6 +34,7 @@ use crate::mrtr::context::Ctx;
 mod access;
 mod call;
 mod changes;
+mod elsewhere;
 mod engine;
 mod listen;
 mod lists;
@@ -42,6 +43,7 @@ mod stamp;
 mod task_hook;
 
 pub(crate) use self::changes::{Ended, Hearing};
+pub(crate) use self::elsewhere::TasksElsewhere;
 #[cfg(feature = "client")]
 pub(crate) use self::engine::CompletionFn;
 pub(crate) use self::engine::Engine;
@@ -163,8 +165,7 @@ impl Engine {
             Method::PromptsGet => self.get_prompt(self.call(id, params, meta, delivery)?).await?,
             Method::ResourcesRead => self.read_resource(self.call(id, params, meta, delivery)?).await?,
             Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => {
-                let tasks = self.tasks.as_ref().ok_or_else(|| Error::method_not_found(&request.method))?;
-                Body::Complete(Text::from_object(&tasks.serve(self, method, params, &meta, &delivery).await?))
+                Body::Complete(Text::from_object(&self.serve_task_method(method, params, &meta, &delivery).await?))
             }
             Method::Complete => {
                 let params: CompleteParams = parse_params(&params)?;
@@ -188,6 +189,33 @@ impl Engine {
             _ => return Err(Error::method_not_found(&request.method)),
         };
         Ok(self.finish(body, era, hints))
+    }
+
+    /// `tasks/get`, `tasks/update` or `tasks/cancel`: of a task another server made (a
+    /// mount's), or of the server's own. Gated on the client's declaring the extension
+    /// first, whichever it is, and even for an id that does not exist.
+    async fn serve_task_method(
+        &self,
+        method: Method,
+        params: Value,
+        meta: &RequestMeta,
+        delivery: &Delivery,
+    ) -> Result<JsonObject, Error> {
+        if let Some(elsewhere) = &self.tasks_elsewhere {
+            crate::intake::capability::missing(
+                &meta.client_capabilities,
+                [crate::intake::capability::Capability::Tasks],
+            )?;
+            let task_id = params.get("taskId").and_then(Value::as_str).map(str::to_owned).unwrap_or_default();
+            if let Some(served) = elsewhere.serve(self, method, &task_id, params.clone(), meta, delivery) {
+                return served.await;
+            }
+            if self.tasks.is_none() {
+                return Err(Error::invalid_params(format!("Unknown task: {task_id}")));
+            }
+        }
+        let tasks = self.tasks.as_ref().ok_or_else(|| Error::method_not_found(method.name()))?;
+        tasks.serve(self, method, params, meta, delivery).await
     }
 
     /// The body as the request's revision gets it: stamped for 2026-07-28, bare for
@@ -222,8 +250,20 @@ impl Engine {
                 let target =
                     self.target_digested(&call, Method::ToolsCall.name(), name, &arguments).outlived_by(horizon);
                 let arguments = Arguments::new(arguments, call.delivery.bridge.is_some());
-                let round = |replay: &Arc<Replay>| route.run(self.ctx(&call, replay), arguments.take());
-                return self.rounds(&target, &call, input, round).await;
+                // The round's replay, kept to learn whether another server's task answers.
+                let last = std::sync::Mutex::new(None);
+                let round = |replay: &Arc<Replay>| {
+                    *last.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(replay.clone());
+                    route.run(self.ctx(&call, replay), arguments.take())
+                };
+                let body = self.rounds(&target, &call, input, round).await?;
+                let last = last.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+                return match (last.and_then(|replay| replay.take_elsewhere()), &self.tasks_elsewhere) {
+                    (Some((door, created)), Some(elsewhere)) => {
+                        Ok(Body::Task(Text::from_object(&elsewhere.adopt(self, &call.delivery, door, created)?)))
+                    }
+                    _ => Ok(body),
+                };
             }
         };
         // A task keeps its arguments in its record, to run again anywhere.

@@ -12,21 +12,24 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-use super::UpstreamErrors;
+use super::{tasks, UpstreamErrors};
 use crate::base::error::{Error, ErrorCode, ToolError};
 use crate::base::uri_template::UriTemplate;
 use crate::client::{Client, ClientError};
 use crate::mrtr::context::{Ctx, InputRequired};
 use crate::protocol::{
-    meta_keys, CallToolResult, GetPromptResult, JsonObject, LoggingLevel, Prompt, ReadResourceResult, Resource,
-    ResourceTemplate, Tool,
+    meta_keys, CallToolResult, ClientCapabilities, GetPromptResult, JsonObject, LoggingLevel, Prompt,
+    ReadResourceResult, Resource, ResourceTemplate, Tool, TASKS_EXTENSION,
 };
 use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
 
 /// The upstream a mount forwards to.
-pub(super) struct Upstream {
+pub(crate) struct Upstream {
     pub(super) client: Client,
     pub(super) errors: UpstreamErrors,
+    /// Its number among the server's mounts whose upstreams serve tasks, once registered
+    /// there: only then is it offered the tasks extension (see `tasks`).
+    pub(super) door: tasks::Door,
 }
 
 /// What a round of a mounted request seals for the next: the upstream's state and the
@@ -37,10 +40,6 @@ struct Hop {
     state: Option<String>,
     asked: Vec<String>,
 }
-
-/// The key under which the tasks extension is declared: a mounted call ends in its
-/// request, so the upstream is never offered tasks.
-const TASKS: &str = "io.modelcontextprotocol/tasks";
 
 /// How many of the upstream's notifications may wait to be relayed.
 const RELAYED_NOTICES: usize = 64;
@@ -59,7 +58,16 @@ pub(super) fn tool_route(upstream: &Arc<Upstream>, tool: Tool, upstream_name: St
         let (upstream, names) = (upstream.clone(), names.clone());
         async move {
             let params = named(&names.upstream, "arguments", arguments);
-            forward::<CallToolResult>(&ctx, &upstream, &names.ours, "tools/call", params).await
+            let result = forward(&ctx, &upstream, &names.ours, "tools/call", params).await?;
+            // The upstream made a task of it (it was offered tasks, as the caller declared
+            // them): the caller gets that task, and the result here is never read.
+            match tasks::door_of(&upstream) {
+                Some(door) if result.get("resultType").and_then(Value::as_str) == Some("task") => {
+                    ctx.answer_with_task(door, result);
+                    Ok(CallToolResult::default())
+                }
+                _ => read(&names.ours, result),
+            }
         }
     })
 }
@@ -72,7 +80,7 @@ pub(super) fn prompt_route(upstream: &Arc<Upstream>, prompt: Prompt, upstream_na
         let (upstream, names) = (upstream.clone(), names.clone());
         async move {
             let params = named(&names.upstream, "arguments", arguments);
-            forward::<GetPromptResult>(&ctx, &upstream, &names.ours, "prompts/get", params).await
+            read::<GetPromptResult>(&names.ours, forward(&ctx, &upstream, &names.ours, "prompts/get", params).await?)
         }
     })
 }
@@ -86,7 +94,7 @@ pub(super) fn resource_route(upstream: &Arc<Upstream>, resource: Resource) -> Re
         async move {
             let mut params = JsonObject::new();
             params.insert("uri".into(), Value::String(uri.to_string()));
-            forward::<ReadResourceResult>(&ctx, &upstream, &uri, "resources/read", params).await
+            read::<ReadResourceResult>(&uri, forward(&ctx, &upstream, &uri, "resources/read", params).await?)
         }
     })
 }
@@ -105,7 +113,7 @@ pub(super) fn template_route(upstream: &Arc<Upstream>, template: ResourceTemplat
             })?;
             let mut params = JsonObject::new();
             params.insert("uri".into(), Value::String(uri));
-            forward::<ReadResourceResult>(&ctx, &upstream, &name, "resources/read", params).await
+            read::<ReadResourceResult>(&name, forward(&ctx, &upstream, &name, "resources/read", params).await?)
         }
     })
 }
@@ -118,16 +126,23 @@ fn named(name: &str, field: &str, value: JsonObject) -> JsonObject {
     params
 }
 
+/// An upstream's complete result as `R`.
+fn read<R: DeserializeOwned>(ours: &str, result: JsonObject) -> Result<R, ToolError> {
+    serde_json::from_value(Value::Object(result)).map_err(|error| {
+        ToolError::protocol(Error::internal(format!("the result of the server behind {ours} cannot be read: {error}")))
+    })
+}
+
 /// Sends `method` with `params` to the upstream, with this round's answers and the
-/// upstream's state when the round is a retry, and returns the upstream's complete result
-/// as `R`; when the upstream asks, ends this round with its questions.
-async fn forward<R: DeserializeOwned>(
+/// upstream's state when the round is a retry, and returns the upstream's result (complete,
+/// or a task); when the upstream asks, ends this round with its questions.
+async fn forward(
     ctx: &Ctx,
     upstream: &Upstream,
     ours: &str,
     method: &str,
     mut params: JsonObject,
-) -> Result<R, ToolError> {
+) -> Result<JsonObject, ToolError> {
     if let Some(hop) = ctx.request_state::<Hop>().await.map_err(ToolError::protocol)? {
         let answers: Map<String, Value> =
             hop.asked.iter().filter_map(|key| Some((key.clone(), ctx.input_response(key)?))).collect();
@@ -143,7 +158,9 @@ async fn forward<R: DeserializeOwned>(
             params.insert("inputResponses".into(), Value::Object(ahead));
         }
     }
-    params.insert("_meta".into(), caller_meta(ctx));
+    // Only a call may become a task, and only with an upstream that serves them.
+    let tasks = method == "tools/call" && tasks::door_of(upstream).is_some();
+    params.insert("_meta".into(), upstream_meta(ctx.client_capabilities(), ctx.meta().log_level, tasks));
     // The upstream's progress and log messages are relayed as this request's, when the
     // caller asked for them.
     let progress = ctx.meta().progress_token.is_some();
@@ -161,13 +178,9 @@ async fn forward<R: DeserializeOwned>(
     };
     let forwarding = upstream.client.forward(method, params, notices, progress);
     let (forwarded, ()) = tokio::join!(forwarding, relay);
-    let mut result = forwarded.map_err(|error| upstream.refusal(ours, &error))?;
+    let mut result = forwarded.map_err(|error| ToolError::protocol(upstream.refusal(ours, &error)))?;
     if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
-        return serde_json::from_value(Value::Object(result)).map_err(|error| {
-            ToolError::protocol(Error::internal(format!(
-                "the result of the server behind {ours} cannot be read: {error}"
-            )))
-        });
+        return Ok(result);
     }
     let mut next = InputRequired::new();
     let mut asked = Vec::new();
@@ -209,16 +222,16 @@ async fn relay_one(ctx: &Ctx, note: &Value) {
 }
 
 /// The `_meta` the upstream hears: the caller's capabilities, as it declared them, but
-/// the tasks extension; and the caller's log level, if it set one.
-fn caller_meta(ctx: &Ctx) -> Value {
-    let mut capabilities =
-        serde_json::to_value(ctx.client_capabilities()).unwrap_or_else(|_| Value::Object(Map::new()));
-    if let Some(Value::Object(extensions)) = capabilities.get_mut("extensions") {
-        extensions.remove(TASKS);
+/// the tasks extension unless `tasks` (the request may become, or is about, a task the
+/// upstream keeps); and the caller's log level, if it set one.
+pub(super) fn upstream_meta(caps: &ClientCapabilities, log_level: Option<LoggingLevel>, tasks: bool) -> Value {
+    let mut capabilities = serde_json::to_value(caps).unwrap_or_else(|_| Value::Object(Map::new()));
+    if let (false, Some(Value::Object(extensions))) = (tasks, capabilities.get_mut("extensions")) {
+        extensions.remove(TASKS_EXTENSION);
     }
     let mut meta = Map::new();
     meta.insert(meta_keys::CLIENT_CAPABILITIES.into(), capabilities);
-    if let Some(level) = ctx.meta().log_level {
+    if let Some(level) = log_level {
         meta.insert(meta_keys::LOG_LEVEL.into(), serde_json::to_value(level).unwrap_or(Value::Null));
     }
     Value::Object(meta)
@@ -227,17 +240,17 @@ fn caller_meta(ctx: &Ctx) -> Value {
 impl Upstream {
     /// How a failed forward reaches the caller: the upstream's JSON-RPC error by its code
     /// (whole when configured), anything else as an internal error naming what was asked.
-    pub(super) fn refusal(&self, ours: &str, error: &ClientError) -> ToolError {
+    pub(super) fn refusal(&self, ours: &str, error: &ClientError) -> Error {
         let Some(rpc) = error.rpc() else {
             tracing::warn!(%error, target = ours, "a mounted server could not be reached");
-            return ToolError::protocol(Error::internal(format!("the server behind {ours} could not be reached")));
+            return Error::internal(format!("the server behind {ours} could not be reached"));
         };
         // A capability the caller lacks is the caller's to know, named as the upstream
         // named it.
         if self.errors == UpstreamErrors::Whole || rpc.code() == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY {
-            return ToolError::protocol(rpc.clone());
+            return rpc.clone();
         }
         tracing::debug!(%error, target = ours, "a mounted server refused the request");
-        ToolError::protocol(Error::new(rpc.code(), format!("the server behind {ours} refused the request")))
+        Error::new(rpc.code(), format!("the server behind {ours} refused the request"))
     }
 }

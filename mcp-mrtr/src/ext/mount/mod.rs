@@ -25,21 +25,23 @@
 //! # }
 //! ```
 //!
-//! This release mounts 2026-07-28 upstreams, whose calls end in the request (a tool that
-//! runs only as a task refuses the call). Their lists are read when the mount is loaded,
-//! and again when the upstream announces a change (the mount subscribes where it offers
-//! it), which this server's listeners then hear of as its own.
+//! This release mounts 2026-07-28 upstreams. Their lists are read when the mount is
+//! loaded, and again when the upstream announces a change (the mount subscribes where it
+//! offers it), which this server's listeners then hear of as its own. Where the upstream
+//! serves tasks, a caller that declared them is offered them through the hop: the
+//! upstream's task is the caller's, under an id of this server's (see `tasks`).
 
 mod complete;
 mod forward;
 mod live;
+mod tasks;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::client::{Client, ClientError};
-use crate::dispatch::CompletionFn;
-use crate::protocol::{Prompt, Resource, ResourceTemplate, Tool, PROTOCOL_VERSION};
+use crate::dispatch::{CompletionFn, TasksElsewhere};
+use crate::protocol::{Prompt, Resource, ResourceTemplate, Tool, PROTOCOL_VERSION, TASKS_EXTENSION};
 use crate::routes::catalog::{CatalogError, CatalogHandle};
 use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
 
@@ -146,7 +148,8 @@ impl Mount {
         if let Some(missing) = self.only.iter().flatten().find(|name| !listed(name)) {
             return Err(ClientError::Config(format!("the upstream lists no tool or prompt {missing:?} to mount")));
         }
-        let upstream = Arc::new(forward::Upstream { client: self.client, errors: self.errors });
+        let upstream =
+            Arc::new(forward::Upstream { client: self.client, errors: self.errors, door: tasks::Door::new() });
         let plan = Arc::new(Plan {
             upstream,
             prefix: self.prefix,
@@ -241,6 +244,20 @@ impl Mounted {
         refused.extend(live::place(&catalog.resources(), &mut keys.resources, self.resources));
         live::follow(self.plan, catalog.clone(), keys);
         refused
+    }
+
+    /// Lets calls of this mount become the upstream's tasks, where the upstream serves
+    /// them: its upstream joins the server's door for tasks made elsewhere (`door`, made
+    /// here with the server's first such mount).
+    pub(crate) fn join_tasks(&self, door: &mut Option<Arc<dyn TasksElsewhere>>) {
+        let extensions = self.plan.upstream.client.server().capabilities.extensions.as_ref();
+        if !extensions.is_some_and(|extensions| extensions.contains_key(TASKS_EXTENSION)) {
+            return;
+        }
+        let door = door.get_or_insert_with(|| Arc::new(tasks::MountedTasks::default()));
+        if let Some(mounted) = door.as_any().downcast_ref::<tasks::MountedTasks>() {
+            mounted.add(&self.plan.upstream);
+        }
     }
 
     /// The server's completion with this mount's prompts and templates completed by the

@@ -156,6 +156,14 @@ impl Ctx {
         Suspend { replay: self.inner.replay.clone(), result: Some(result), output: PhantomData }
     }
 
+    /// Answers this `tools/call` with a task another server made (a mounted upstream's,
+    /// come by door `door` of `dispatch::elsewhere`): the handler's own result is
+    /// ignored, and the caller gets `created` under an id of this server's.
+    #[cfg(feature = "client")]
+    pub(crate) fn answer_with_task(&self, door: usize, created: JsonObject) {
+        self.inner.replay.answer_elsewhere(door, created);
+    }
+
     /// The answer under `key` to a request the previous round asked by hand, decoded by
     /// `question` (the one asked); `None` when it was not asked by hand, not answered, or
     /// malformed (ask again). An elicitation gives `Result<T, Declined>`.

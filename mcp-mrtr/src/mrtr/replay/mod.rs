@@ -91,6 +91,9 @@ struct Round {
     escalation: Escalation,
     /// Where a task's status messages and journal go (tasks only).
     task_log: Option<task::Log>,
+    /// The `CreateTaskResult` of a task another server made for this call, and which of
+    /// the server's doors for such tasks it came by (`dispatch::elsewhere`).
+    elsewhere: Option<(usize, JsonObject)>,
 }
 
 /// Whether a call may turn into a task (see the tasks guide: where a call becomes a task).
@@ -165,6 +168,7 @@ impl Replay {
             next_single: false,
             escalation: Escalation::Never,
             task_log: None,
+            elsewhere: None,
         };
         Self { round: Mutex::new(round), single_use: None, presented: false, spent: tokio::sync::OnceCell::new() }
     }
@@ -179,6 +183,18 @@ impl Replay {
     /// The replay of a round that opened a state: its `once` steps claim it first.
     pub(crate) fn opened(carried: Carried, responses: JsonObject, single_use: Option<SingleUse>) -> Self {
         Self { single_use, presented: true, ..Self::new(Some(carried), responses) }
+    }
+
+    /// Records that the call is answered by a task another server made, its
+    /// `CreateTaskResult` as that server sent it, come by door `door`.
+    #[cfg(feature = "client")]
+    pub(crate) fn answer_elsewhere(&self, door: usize, created: JsonObject) {
+        self.lock().elsewhere = Some((door, created));
+    }
+
+    /// The task another server made for this call, if the handler said so.
+    pub(crate) fn take_elsewhere(&self) -> Option<(usize, JsonObject)> {
+        self.lock().elsewhere.take()
     }
 
     /// A replay for a request that cannot answer `input_required`: any ask fails it.
