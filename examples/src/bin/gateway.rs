@@ -7,7 +7,9 @@
 //! ```
 //!
 //! Each `--mount PREFIX=UPSTREAM` mounts a server: a URL (`http://`, `https://`), or a
-//! command line run as a child over stdio (split on spaces; no shell). The gateway serves
+//! command line run as a child over stdio (split on spaces; no shell). A server that speaks
+//! only 2025-11-25 is spoken to in a session (over HTTP); `--upstream-versions 2025-11-25`
+//! makes every upstream one, to try that with a server that speaks both. The gateway serves
 //! over stdio, or over Streamable HTTP on 127.0.0.1 with `--port`.
 
 use anyhow::{bail, Context as _};
@@ -18,8 +20,8 @@ use mcp_mrtr::mount::Mount;
 use mcp_mrtr::stdio::Stdio;
 use mcp_mrtr::Server;
 
-const USAGE: &str =
-    "usage: gateway [--port PORT] --mount PREFIX=UPSTREAM [--mount …]   (UPSTREAM: a URL, or a command line)";
+const USAGE: &str = "usage: gateway [--port PORT] [--upstream-versions V[,V…]] --mount PREFIX=UPSTREAM [--mount …]   \
+                     (UPSTREAM: a URL, or a command line)";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -28,11 +30,12 @@ async fn main() -> anyhow::Result<()> {
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .init();
     let mut args = std::env::args().skip(1);
-    let (mut port, mut mounts) = (None, Vec::new());
+    let (mut port, mut mounts, mut versions) = (None, Vec::new(), None);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--port" => port = Some(args.next().context(USAGE)?.parse::<u16>().context("--port: not a port")?),
             "--mount" => mounts.push(args.next().context(USAGE)?),
+            "--upstream-versions" => versions = Some(args.next().context(USAGE)?),
             _ => bail!("{USAGE}"),
         }
     }
@@ -45,7 +48,8 @@ async fn main() -> anyhow::Result<()> {
         Server::new("gateway", env!("CARGO_PKG_VERSION")).subscriptions(Subscriptions::default()).logging(true);
     for mount in &mounts {
         let (prefix, upstream) = mount.split_once('=').context("--mount: PREFIX=UPSTREAM")?;
-        let client = connect(upstream).await.with_context(|| format!("connecting to {upstream}"))?;
+        let client =
+            connect(upstream, versions.as_deref()).await.with_context(|| format!("connecting to {upstream}"))?;
         let mounted = Mount::new(client).prefix(prefix).load().await.with_context(|| format!("mounting {upstream}"))?;
         tracing::info!(prefix, upstream, ?mounted, "mounted");
         server = server.mount(mounted);
@@ -57,12 +61,19 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn connect(upstream: &str) -> Result<Client, mcp_mrtr::client::ClientError> {
-    if upstream.starts_with("http://") || upstream.starts_with("https://") {
-        return Client::http(upstream).connect().await;
+async fn connect(upstream: &str, versions: Option<&str>) -> Result<Client, mcp_mrtr::client::ClientError> {
+    let connect = if upstream.starts_with("http://") || upstream.starts_with("https://") {
+        Client::http(upstream)
+    } else {
+        let mut words = upstream.split_whitespace();
+        let mut command = std::process::Command::new(words.next().unwrap_or_default());
+        command.args(words);
+        Client::stdio(command)
+    };
+    // Every kind of question: the mount asks each of the caller whose call asked it.
+    let connect = connect.relaying_questions();
+    match versions {
+        Some(versions) => connect.versions(versions.split(',')).connect().await,
+        None => connect.connect().await,
     }
-    let mut words = upstream.split_whitespace();
-    let mut command = std::process::Command::new(words.next().unwrap_or_default());
-    command.args(words);
-    Client::stdio(command).connect().await
 }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use serde_json::{json, Map, Value};
+use tokio::sync::{mpsc, oneshot};
 
 use super::error::{BoxError, ClientError};
 use crate::protocol::{
@@ -47,6 +48,20 @@ pub struct Answers {
     url: Option<Answer<UrlQuestion, ElicitResult>>,
     sampling: Option<Answer<CreateMessageParams, CreateMessageResult>>,
     roots: Option<Answer<(), ListRootsResult>>,
+    /// Every question sent on as asked, for a gateway to put to its own caller.
+    relay: Option<mpsc::Sender<Relayed>>,
+    /// Whether every kind of question is declared, whatever is answered here (a gateway's
+    /// client: see `Connect::relaying_questions`).
+    every_kind: bool,
+}
+
+/// A question a session's server asked, relayed as asked (`method` and `params`, defaults
+/// filled in), and where its answer (the result, as JSON) goes. Dropping `answer` leaves
+/// the question unanswered: the server hears an error.
+#[derive(Debug)]
+pub(crate) struct Relayed {
+    pub(crate) request: JsonObject,
+    pub(crate) answer: oneshot::Sender<Value>,
 }
 
 impl fmt::Debug for Answers {
@@ -143,8 +158,34 @@ impl Answers {
         self
     }
 
+    /// Answers that send every question on to `to`, as asked: a gateway's, which puts
+    /// them to its own caller (and gates them on what that caller declared). They declare
+    /// every kind of question.
+    pub(crate) fn relaying(to: mpsc::Sender<Relayed>) -> Self {
+        Self { relay: Some(to), every_kind: true, ..Self::default() }
+    }
+
+    /// Answers that declare every kind of question and answer none here: a gateway's
+    /// client's own, whose questions are relayed per request.
+    pub(super) fn declaring_every_kind() -> Self {
+        Self { every_kind: true, ..Self::default() }
+    }
+
+    /// Whether these answers declare every kind of question.
+    pub(super) fn declare_every_kind(&self) -> bool {
+        self.every_kind
+    }
+
+    /// Where questions are relayed, if these answers relay them.
+    pub(super) fn relay(&self) -> Option<&mpsc::Sender<Relayed>> {
+        self.relay.as_ref()
+    }
+
     /// The client capabilities these answers declare, as sent in every request's `_meta`.
     pub fn capabilities(&self) -> Value {
+        if self.every_kind {
+            return json!({"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}});
+        }
         let mut capabilities = Map::new();
         let mut elicitation = Map::new();
         if self.form.is_some() {

@@ -122,6 +122,17 @@ impl Connect {
         self.header("authorization", format!("Bearer {token}"))
     }
 
+    /// For a client given to [`Mount`](crate::mount::Mount): declares every kind of
+    /// question (forms, URLs, sampling, roots), as the mount puts each of the server's
+    /// questions to the caller whose call asked, gated on what that caller declared. A
+    /// 2025-11-25 server hears a client's capabilities once, in `initialize`, so mounting
+    /// one needs this; a 2026-07-28 server hears each caller's with each request. Replaces
+    /// any [`answers`](Self::answers).
+    pub fn relaying_questions(mut self) -> Self {
+        self.answers = Answers::declaring_every_kind();
+        self
+    }
+
     /// How the application answers the server's questions; without it, the client
     /// declares no capability and the server asks it nothing.
     pub fn answers(mut self, answers: Answers) -> Self {

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Request, Uri};
+use futures_util::stream::{FuturesUnordered, StreamExt as _};
 use http_body_util::Full;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -58,6 +59,9 @@ pub(super) enum Wire<'a> {
     /// The client's answer to a session's server, to a request of its own.
     Answer,
 }
+
+/// How many of a session server's questions on one stream are answered at once.
+const MAX_ANSWERING: usize = 16;
 
 /// How many times a session's response stream is resumed before the request fails.
 const MAX_RESUMES: usize = 3;
@@ -160,13 +164,33 @@ impl HttpTransport {
         notices: Option<&Notices>,
     ) -> Result<Value, ClientError> {
         let mut resumed = 0;
+        // The server's questions, each answered and its answer posted while the stream is
+        // read on: questions asked together are answered together.
+        let mut answering = FuturesUnordered::new();
         loop {
-            while let Some(message) = reader.next_message().await? {
+            loop {
+                let message = tokio::select! {
+                    // Reading a message is cancel-safe: a chunk is taken whole, or not at all.
+                    message = reader.next_message() => message?,
+                    Some(posted) = answering.next(), if !answering.is_empty() => {
+                        posted?;
+                        continue;
+                    }
+                };
+                let Some(message) = message else { break };
                 match (message.get("method").is_some(), message.get("id")) {
                     (false, Some(replied)) if replied.as_u64() == Some(id) => return Ok(message),
                     (true, Some(_)) if self.session().is_some() => {
-                        let response = super::legacy::respond(answers, message).await;
-                        self.post_response(response).await?;
+                        // At most so many at once: past it, the stream waits for one.
+                        if answering.len() >= MAX_ANSWERING {
+                            if let Some(posted) = answering.next().await {
+                                posted?;
+                            }
+                        }
+                        answering.push(async move {
+                            let response = super::legacy::respond(answers, message).await;
+                            self.post_response(response).await
+                        });
                     }
                     (true, None) => {
                         // A log message on a request's stream is the request's; the others

@@ -4,8 +4,9 @@
 //! calls read the same either way.
 
 use serde_json::{json, Value};
+use tokio::sync::oneshot;
 
-use super::answers::{with_defaults_of, Answers};
+use super::answers::{with_defaults_of, Answers, Relayed};
 use super::error::ClientError;
 use crate::protocol::{DiscoverResult, Implementation, InputRequest, JsonObject, ServerCapabilities};
 
@@ -48,9 +49,20 @@ pub(super) async fn respond(answers: &Answers, request: Value) -> Value {
     asked.insert("params".into(), request.get("params").cloned().unwrap_or(json!({})));
     let refusal =
         |code: i32, message: String| json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
-    let Ok(question) = serde_json::from_value::<InputRequest>(Value::Object(with_defaults_of(asked))) else {
+    let asked = with_defaults_of(asked);
+    let Ok(question) = serde_json::from_value::<InputRequest>(Value::Object(asked.clone())) else {
         return refusal(-32601, format!("the client does not answer {method}"));
     };
+    if let Some(relay) = answers.relay() {
+        let (answer, answered) = oneshot::channel();
+        if relay.send(Relayed { request: asked, answer }).await.is_err() {
+            return refusal(-32603, "the client could not answer".into());
+        }
+        return match answered.await {
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            Err(_) => refusal(-32603, "the question was not answered".into()),
+        };
+    }
     match answers.answer(&format!("{method} {id}"), question).await {
         Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
         Err(ClientError::Unanswerable { .. }) => refusal(-32601, format!("the client does not answer {method}")),

@@ -62,6 +62,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+pub(crate) use answers::Relayed;
 pub use answers::{Answers, FormQuestion, UrlQuestion};
 pub use call::{Progress, ProgressUpdate, Started, ToolCall};
 pub use connect::{ClientLimits, Connect};
@@ -130,6 +131,17 @@ impl Client {
     /// capabilities, its instructions.
     pub fn server(&self) -> &DiscoverResult {
         &self.discovered
+    }
+
+    /// Whether the client was connected with [`Connect::relaying_questions`].
+    pub(crate) fn relays_questions(&self) -> bool {
+        self.inner.answers.declare_every_kind()
+    }
+
+    /// Whether the client speaks to its server in a 2025-11-25 session, and over stdio.
+    pub(crate) fn session(&self) -> Option<SessionOver> {
+        let stdio = matches!(self.inner.transport, Transport::Stdio(_));
+        self.inner.in_session().then_some(if stdio { SessionOver::Stdio } else { SessionOver::Http })
     }
 
     /// Every tool the server lists, across its pages, but those whose `x-mcp-header`
@@ -221,32 +233,46 @@ impl Client {
     /// One request as a gateway forwards it: the envelope's `_meta` under the params' own,
     /// so the keys the gateway's caller sent (its capabilities) reach the server as the
     /// caller sent them; the result returned as it is, `input_required` included, for the
-    /// caller's client to answer. The request's notifications go to `notices` (its log
-    /// messages, on HTTP, and its progress when `progress` asks for a token). Only a
-    /// 2026-07-28 server is spoken to this way.
+    /// caller's client to answer. See [`Forwarding`] for the request's notifications, and
+    /// for a 2025-11-25 session's questions (over HTTP only: on stdio they do not say
+    /// which request they belong to); the params' `_meta` is not sent in a session, where
+    /// capabilities are the session's.
     pub(crate) async fn forward(
         &self,
         method: &str,
         mut params: JsonObject,
-        notices: Option<mpsc::Sender<Value>>,
-        progress: bool,
+        forwarding: Forwarding,
     ) -> Result<JsonObject, ClientError> {
-        if self.inner.in_session() {
-            return Err(ClientError::Unsupported(format!(
-                "a request is forwarded to a {PROTOCOL_VERSION} server only, and this one speaks {}",
-                legacy::VERSION
-            )));
-        }
-        let mut meta = self.inner.meta.clone();
-        if let Some(Value::Object(own)) = params.remove("_meta") {
-            meta.extend(own);
-        }
+        let Forwarding { notices, progress, answers } = forwarding;
+        let session = self.inner.in_session();
+        let mut meta = match (session, params.remove("_meta")) {
+            (true, _) => JsonObject::new(),
+            (false, Some(Value::Object(own))) => {
+                let mut meta = self.inner.meta.clone();
+                meta.extend(own);
+                meta
+            }
+            (false, _) => self.inner.meta.clone(),
+        };
         let notices = notices.map(|sender| (self.inner.next_id(), sender));
         if let (Some((token, _)), true) = (&notices, progress) {
             meta.insert(crate::protocol::meta_keys::PROGRESS_TOKEN.into(), (*token).into());
         }
-        params.insert("_meta".into(), Value::Object(meta));
-        self.inner.send(method, &params, notices.as_ref()).await
+        if !meta.is_empty() {
+            params.insert("_meta".into(), Value::Object(meta));
+        }
+        let answers = match answers {
+            Some(_) if session && matches!(self.inner.transport, Transport::Stdio(_)) => {
+                return Err(ClientError::Unsupported(format!(
+                    "a {} server's questions are forwarded over HTTP only: over stdio they do not say which \
+                     request they belong to",
+                    legacy::VERSION
+                )));
+            }
+            Some(answers) => answers,
+            None => Answers::new(),
+        };
+        self.inner.send_answering(method, &params, notices.as_ref(), &answers).await
     }
 
     /// Runs `method` until it is complete or a task, with progress notifications sent to
@@ -277,6 +303,25 @@ enum Outcome {
 
 /// Where a call's notifications go: its progress token, and the stream's sender.
 type Notices = (u64, mpsc::Sender<Value>);
+
+/// What a 2025-11-25 session runs over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SessionOver {
+    Http,
+    Stdio,
+}
+
+/// How [`Client::forward`] treats a forwarded request's side traffic.
+#[derive(Default)]
+pub(crate) struct Forwarding {
+    /// Where the request's notifications go (its log messages, on HTTP, and its progress).
+    pub(crate) notices: Option<mpsc::Sender<Value>>,
+    /// Whether the request asks for progress (it carries a token of `notices`).
+    pub(crate) progress: bool,
+    /// What answers a 2025-11-25 session's questions asked on the request's stream (none
+    /// by default: they are refused).
+    pub(crate) answers: Option<Answers>,
+}
 
 /// How requests reach the server.
 enum Transport {
@@ -454,8 +499,22 @@ impl Inner {
         params: &JsonObject,
         notices: Option<&Notices>,
     ) -> Result<JsonObject, ClientError> {
-        match self.send_once(method, params, notices).await {
-            Err(ClientError::Rpc(refused)) if supports_ours(&refused) => self.send_once(method, params, notices).await,
+        self.send_answering(method, params, notices, &self.answers).await
+    }
+
+    /// [`send`](Self::send), with the server's requests on its stream (a session's
+    /// server asking) answered by `answers`.
+    async fn send_answering(
+        &self,
+        method: &str,
+        params: &JsonObject,
+        notices: Option<&Notices>,
+        answers: &Answers,
+    ) -> Result<JsonObject, ClientError> {
+        match self.send_once(method, params, notices, answers).await {
+            Err(ClientError::Rpc(refused)) if supports_ours(&refused) => {
+                self.send_once(method, params, notices, answers).await
+            }
             sent => sent,
         }
     }
@@ -465,6 +524,7 @@ impl Inner {
         method: &str,
         params: &JsonObject,
         notices: Option<&Notices>,
+        answers: &Answers,
     ) -> Result<JsonObject, ClientError> {
         // Taken when the request is about to go, after any listing it needs: ids go out in order.
         let next = || {
@@ -489,7 +549,7 @@ impl Inner {
                 }
                 let wire = http::Wire::Request { method, name, mirrored: &mirrored };
                 let (id, body) = next();
-                Ok(http.request(wire, id, body, &self.answers, notices).await?.0)
+                Ok(http.request(wire, id, body, answers, notices).await?.0)
             }
             Transport::Stdio(stdio) => {
                 let (id, body) = next();

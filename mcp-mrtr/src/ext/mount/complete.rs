@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use super::Plan;
 use crate::base::error::{Error, ToolError};
+use crate::client::Forwarding;
 use crate::dispatch::CompletionFn;
 use crate::protocol::{CompleteParams, Completion, CompletionReference, JsonObject};
 
@@ -39,7 +40,7 @@ pub(super) fn chain(plan: Arc<Plan>, previous: Option<CompletionFn>) -> Completi
             let mut result: JsonObject = plan
                 .upstream
                 .client
-                .forward("completion/complete", forwarded, None, false)
+                .forward("completion/complete", forwarded, Forwarding::default())
                 .await
                 .map_err(|error| plan.upstream.refusal(&ours, &error))?;
             serde_json::from_value(result.remove("completion").unwrap_or(Value::Null)).map_err(|error| {

@@ -12,10 +12,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-use super::{tasks, UpstreamErrors};
+use super::{held, tasks, UpstreamErrors};
 use crate::base::error::{Error, ErrorCode, ToolError};
 use crate::base::uri_template::UriTemplate;
-use crate::client::{Client, ClientError};
+use crate::client::{Client, ClientError, Forwarding};
 use crate::mrtr::context::{Ctx, InputRequired};
 use crate::protocol::{
     meta_keys, CallToolResult, ClientCapabilities, GetPromptResult, JsonObject, LoggingLevel, Prompt,
@@ -30,6 +30,8 @@ pub(crate) struct Upstream {
     /// Its number among the server's mounts whose upstreams serve tasks, once registered
     /// there: only then is it offered the tasks extension (see `tasks`).
     pub(super) door: tasks::Door,
+    /// Its calls held between the caller's rounds (a 2025-11-25 upstream's: see `held`).
+    pub(super) held: Arc<held::Held>,
 }
 
 /// What a round of a mounted request seals for the next: the upstream's state and the
@@ -42,7 +44,7 @@ struct Hop {
 }
 
 /// How many of the upstream's notifications may wait to be relayed.
-const RELAYED_NOTICES: usize = 64;
+pub(super) const RELAYED_NOTICES: usize = 64;
 
 /// A mounted request's target as served, and as the upstream knows it.
 struct Names {
@@ -143,6 +145,9 @@ async fn forward(
     method: &str,
     mut params: JsonObject,
 ) -> Result<JsonObject, ToolError> {
+    if upstream.client.session().is_some() {
+        return held::forward(ctx, upstream, ours, method, params).await;
+    }
     if let Some(hop) = ctx.request_state::<Hop>().await.map_err(ToolError::protocol)? {
         let answers: Map<String, Value> =
             hop.asked.iter().filter_map(|key| Some((key.clone(), ctx.input_response(key)?))).collect();
@@ -176,7 +181,7 @@ async fn forward(
             relay_one(ctx, &note).await;
         }
     };
-    let forwarding = upstream.client.forward(method, params, notices, progress);
+    let forwarding = upstream.client.forward(method, params, Forwarding { notices, progress, answers: None });
     let (forwarded, ()) = tokio::join!(forwarding, relay);
     let mut result = forwarded.map_err(|error| ToolError::protocol(upstream.refusal(ours, &error)))?;
     if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
@@ -199,7 +204,7 @@ async fn forward(
 
 /// One of the upstream's notifications, sent on as this request's own: progress, or a log
 /// message (at the caller's level: `ctx.log` filters).
-async fn relay_one(ctx: &Ctx, note: &Value) {
+pub(super) async fn relay_one(ctx: &Ctx, note: &Value) {
     let params = &note["params"];
     match note["method"].as_str() {
         Some("notifications/progress") => {

@@ -25,23 +25,26 @@
 //! # }
 //! ```
 //!
-//! This release mounts 2026-07-28 upstreams. Their lists are read when the mount is
-//! loaded, and again when the upstream announces a change (the mount subscribes where it
+//! This release mounts 2026-07-28 upstreams, and 2025-11-25 upstreams over HTTP (their
+//! calls held open between the caller's rounds: see `held`). Their lists are read when the
+//! mount is loaded, and again when the upstream announces a change (the mount subscribes where it
 //! offers it), which this server's listeners then hear of as its own. Where the upstream
 //! serves tasks, a caller that declared them is offered them through the hop: the
 //! upstream's task is the caller's, under an id of this server's (see `tasks`).
 
 mod complete;
 mod forward;
+mod held;
 mod live;
 mod tasks;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
 
-use crate::client::{Client, ClientError};
+use crate::client::{Client, ClientError, SessionOver};
 use crate::dispatch::{CompletionFn, TasksElsewhere};
-use crate::protocol::{Prompt, Resource, ResourceTemplate, Tool, PROTOCOL_VERSION, TASKS_EXTENSION};
+use crate::protocol::{Prompt, Resource, ResourceTemplate, Tool, TASKS_EXTENSION};
 use crate::routes::catalog::{CatalogError, CatalogHandle};
 use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
 
@@ -54,7 +57,15 @@ pub struct Mount {
     only: Option<Vec<String>>,
     renames: HashMap<String, String>,
     errors: UpstreamErrors,
+    held_calls: usize,
+    hold_for: Duration,
 }
+
+/// How many calls of a 2025-11-25 upstream a mount holds between rounds, by default.
+const HELD_CALLS: usize = 256;
+/// How long a mount holds such a call for the caller's answers, by default: as long as
+/// this server's bridge waits for a 2025-11-25 caller's (a person may be filling in a form).
+const HOLD_FOR: Duration = crate::mrtr::context::ANSWER_TIMEOUT;
 
 /// What a caller reads of an upstream's JSON-RPC error.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -92,7 +103,15 @@ impl std::fmt::Debug for Mounted {
 impl Mount {
     /// The server `client` is connected to, all its tools and prompts under their own names.
     pub fn new(client: Client) -> Self {
-        Self { client, prefix: String::new(), only: None, renames: HashMap::new(), errors: UpstreamErrors::default() }
+        Self {
+            client,
+            prefix: String::new(),
+            only: None,
+            renames: HashMap::new(),
+            errors: UpstreamErrors::default(),
+            held_calls: HELD_CALLS,
+            hold_for: HOLD_FOR,
+        }
     }
 
     /// Prepends `prefix` to the name of every tool mounted (after a rename), so two
@@ -122,18 +141,52 @@ impl Mount {
         self
     }
 
+    /// How many calls of a 2025-11-25 upstream may be held at once between the caller's
+    /// rounds (256 by default): past it, a call that asks fails with `-32603`. Such a
+    /// call waits on the upstream, open, while its caller answers (see the chapter).
+    pub fn held_calls(mut self, max: usize) -> Self {
+        self.held_calls = max;
+        self
+    }
+
+    /// How long a call of a 2025-11-25 upstream is held for its caller's answers (5
+    /// minutes by default, as this server's bridge waits for a 2025-11-25 caller's): past
+    /// it the call is ended, and a late retry is refused (`-32602`).
+    pub fn hold_for(mut self, lapse: Duration) -> Self {
+        self.hold_for = lapse;
+        self
+    }
+
     /// Lists the upstream's tools, and its prompts and resources where it offers them, and
-    /// builds the routes that forward to it. Fails when the upstream does not speak
-    /// 2026-07-28, cannot be listed, or lists nothing of a name given to
-    /// [`only`](Self::only).
+    /// builds the routes that forward to it. Fails when the upstream speaks neither
+    /// 2026-07-28 nor, over HTTP, 2025-11-25, cannot be listed, or lists nothing of a name
+    /// given to [`only`](Self::only).
     pub async fn load(self) -> Result<Mounted, ClientError> {
-        if !self.client.server().supported_versions.iter().any(|version| version == PROTOCOL_VERSION) {
-            return Err(ClientError::Unsupported(format!(
-                "this release mounts {PROTOCOL_VERSION} servers, and this one speaks {}",
-                self.client.server().supported_versions.join(", ")
-            )));
+        match self.client.session() {
+            Some(SessionOver::Stdio) => {
+                return Err(ClientError::Unsupported(
+                    "a 2025-11-25 server is mounted over HTTP only: over stdio, its questions do not say which call \
+                     they belong to"
+                        .into(),
+                ));
+            }
+            Some(SessionOver::Http) if !self.client.relays_questions() => {
+                return Err(ClientError::Config(
+                    "a 2025-11-25 server hears what its client may be asked once, in initialize: connect the client \
+                     given to Mount with Connect::relaying_questions()"
+                        .into(),
+                ));
+            }
+            _ => {}
         }
         let offers = &self.client.server().capabilities;
+        // A session's log level is the session's: all of it, so that each call's log
+        // messages reach its caller at the caller's own level (the relay filters).
+        if self.client.session().is_some() && offers.logging.is_some() {
+            let mut level = crate::protocol::JsonObject::new();
+            level.insert("level".into(), "debug".into());
+            self.client.forward("logging/setLevel", level, crate::client::Forwarding::default()).await?;
+        }
         let tools = self.client.list_tools().await?;
         let prompts = match offers.prompts {
             Some(_) => self.client.list_prompts().await?,
@@ -148,8 +201,12 @@ impl Mount {
         if let Some(missing) = self.only.iter().flatten().find(|name| !listed(name)) {
             return Err(ClientError::Config(format!("the upstream lists no tool or prompt {missing:?} to mount")));
         }
-        let upstream =
-            Arc::new(forward::Upstream { client: self.client, errors: self.errors, door: tasks::Door::new() });
+        let upstream = Arc::new(forward::Upstream {
+            client: self.client,
+            errors: self.errors,
+            door: tasks::Door::new(),
+            held: Arc::new(held::Held::new(self.held_calls, self.hold_for)),
+        });
         let plan = Arc::new(Plan {
             upstream,
             prefix: self.prefix,

@@ -17,6 +17,7 @@ use sha2::Sha256;
 
 use super::forward::{self, Upstream};
 use crate::base::error::Error;
+use crate::client::Forwarding;
 use crate::dispatch::{Engine, TasksElsewhere};
 use crate::intake::envelope::RequestMeta;
 use crate::mrtr::context::Delivery;
@@ -99,7 +100,7 @@ impl TasksElsewhere for MountedTasks {
             params.insert("_meta".into(), forward::upstream_meta(&meta.client_capabilities, meta.log_level, true));
             let mut answer = upstream
                 .client
-                .forward(method.name(), std::mem::take(params), None, false)
+                .forward(method.name(), std::mem::take(params), Forwarding::default())
                 .await
                 .map_err(|error| upstream.refusal(task_id, &error))?;
             if answer.contains_key("taskId") {
