@@ -26,6 +26,7 @@ mod fair_legacy;
 mod fair_tasks;
 mod field_order;
 mod gateway;
+mod gateway_auth;
 mod gateway_legacy;
 mod gateway_tasks;
 mod http_behaviour;

@@ -53,7 +53,13 @@ struct Legacy {
 pub(super) enum Wire<'a> {
     /// 2026-07-28 (or a session's request, once one is open): the MCP headers, which a
     /// session's requests leave out.
-    Request { method: &'a str, name: Option<&'a str>, mirrored: &'a [(HeaderName, HeaderValue)] },
+    Request {
+        method: &'a str,
+        name: Option<&'a str>,
+        mirrored: &'a [(HeaderName, HeaderValue)],
+        /// This request's `Authorization`, instead of the client's (a gateway's, per caller).
+        authorization: Option<&'a HeaderValue>,
+    },
     /// The 2025-11-25 `initialize`, before there is a session.
     Initialize,
     /// The client's answer to a session's server, to a request of its own.
@@ -366,6 +372,9 @@ impl HttpTransport {
             // `initialize` names no version in a header: the body does.
             return Ok(request);
         }
+        if let Wire::Request { authorization: Some(authorization), .. } = wire {
+            headers.insert(header::AUTHORIZATION, authorization.clone());
+        }
         if let Some(session) = self.session() {
             headers.insert(HeaderName::from_static("mcp-protocol-version"), session.version);
             if let Some(id) = session.session {
@@ -373,7 +382,7 @@ impl HttpTransport {
             }
             return Ok(request);
         }
-        let Wire::Request { method, name, mirrored } = wire else { return Ok(request) };
+        let Wire::Request { method, name, mirrored, .. } = wire else { return Ok(request) };
         headers.insert(HeaderName::from_static("mcp-protocol-version"), HeaderValue::from_static(PROTOCOL_VERSION));
         let method = HeaderValue::from_str(method)
             .map_err(|_| ClientError::Config(format!("{method:?} cannot be a method name")))?;

@@ -198,7 +198,8 @@ pub(super) async fn open(client: &Client, listen: Listen) -> Result<Changes, Cli
     let timed_out = || ClientError::Timeout { waiting_for: "the subscription's acknowledgement", after };
     match &inner.transport {
         Transport::Http(http) => {
-            let wire = http::Wire::Request { method: "subscriptions/listen", name: None, mirrored: &[] };
+            let wire =
+                http::Wire::Request { method: "subscriptions/listen", name: None, mirrored: &[], authorization: None };
             let mut reader = http.open_stream(wire, id, body).await?;
             let first = tokio::time::timeout(after, reader.next_message()).await.map_err(|_| timed_out())??;
             acknowledged(first, id)?;

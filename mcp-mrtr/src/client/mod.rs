@@ -43,6 +43,7 @@ mod answers;
 mod call;
 mod connect;
 mod error;
+mod forward;
 mod http;
 mod legacy;
 mod listen;
@@ -67,6 +68,7 @@ pub use answers::{Answers, FormQuestion, UrlQuestion};
 pub use call::{Progress, ProgressUpdate, Started, ToolCall};
 pub use connect::{ClientLimits, Connect};
 pub use error::{BoxError, ClientError};
+pub(crate) use forward::{Forwarding, SessionOver};
 pub use listen::{Change, Changes, Listen};
 pub use tasks::TaskHandle;
 
@@ -131,17 +133,6 @@ impl Client {
     /// capabilities, its instructions.
     pub fn server(&self) -> &DiscoverResult {
         &self.discovered
-    }
-
-    /// Whether the client was connected with [`Connect::relaying_questions`].
-    pub(crate) fn relays_questions(&self) -> bool {
-        self.inner.answers.declare_every_kind()
-    }
-
-    /// Whether the client speaks to its server in a 2025-11-25 session, and over stdio.
-    pub(crate) fn session(&self) -> Option<SessionOver> {
-        let stdio = matches!(self.inner.transport, Transport::Stdio(_));
-        self.inner.in_session().then_some(if stdio { SessionOver::Stdio } else { SessionOver::Http })
     }
 
     /// Every tool the server lists, across its pages, but those whose `x-mcp-header`
@@ -230,51 +221,6 @@ impl Client {
         }
     }
 
-    /// One request as a gateway forwards it: the envelope's `_meta` under the params' own,
-    /// so the keys the gateway's caller sent (its capabilities) reach the server as the
-    /// caller sent them; the result returned as it is, `input_required` included, for the
-    /// caller's client to answer. See [`Forwarding`] for the request's notifications, and
-    /// for a 2025-11-25 session's questions (over HTTP only: on stdio they do not say
-    /// which request they belong to); the params' `_meta` is not sent in a session, where
-    /// capabilities are the session's.
-    pub(crate) async fn forward(
-        &self,
-        method: &str,
-        mut params: JsonObject,
-        forwarding: Forwarding,
-    ) -> Result<JsonObject, ClientError> {
-        let Forwarding { notices, progress, answers } = forwarding;
-        let session = self.inner.in_session();
-        let mut meta = match (session, params.remove("_meta")) {
-            (true, _) => JsonObject::new(),
-            (false, Some(Value::Object(own))) => {
-                let mut meta = self.inner.meta.clone();
-                meta.extend(own);
-                meta
-            }
-            (false, _) => self.inner.meta.clone(),
-        };
-        let notices = notices.map(|sender| (self.inner.next_id(), sender));
-        if let (Some((token, _)), true) = (&notices, progress) {
-            meta.insert(crate::protocol::meta_keys::PROGRESS_TOKEN.into(), (*token).into());
-        }
-        if !meta.is_empty() {
-            params.insert("_meta".into(), Value::Object(meta));
-        }
-        let answers = match answers {
-            Some(_) if session && matches!(self.inner.transport, Transport::Stdio(_)) => {
-                return Err(ClientError::Unsupported(format!(
-                    "a {} server's questions are forwarded over HTTP only: over stdio they do not say which \
-                     request they belong to",
-                    legacy::VERSION
-                )));
-            }
-            Some(answers) => answers,
-            None => Answers::new(),
-        };
-        self.inner.send_answering(method, &params, notices.as_ref(), &answers).await
-    }
-
     /// Runs `method` until it is complete or a task, with progress notifications sent to
     /// `progress` (the request then carries a `progressToken`).
     async fn start(
@@ -304,23 +250,12 @@ enum Outcome {
 /// Where a call's notifications go: its progress token, and the stream's sender.
 type Notices = (u64, mpsc::Sender<Value>);
 
-/// What a 2025-11-25 session runs over.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum SessionOver {
-    Http,
-    Stdio,
-}
-
-/// How [`Client::forward`] treats a forwarded request's side traffic.
-#[derive(Default)]
-pub(crate) struct Forwarding {
-    /// Where the request's notifications go (its log messages, on HTTP, and its progress).
-    pub(crate) notices: Option<mpsc::Sender<Value>>,
-    /// Whether the request asks for progress (it carries a token of `notices`).
-    pub(crate) progress: bool,
-    /// What answers a 2025-11-25 session's questions asked on the request's stream (none
-    /// by default: they are refused).
-    pub(crate) answers: Option<Answers>,
+/// What one request does its own way.
+struct PerRequest<'a> {
+    /// What answers the server's questions on its stream (a session's server asking).
+    answers: &'a Answers,
+    /// Its `Authorization` header, instead of the client's (HTTP only).
+    authorization: Option<&'a axum::http::HeaderValue>,
 }
 
 /// How requests reach the server.
@@ -499,21 +434,20 @@ impl Inner {
         params: &JsonObject,
         notices: Option<&Notices>,
     ) -> Result<JsonObject, ClientError> {
-        self.send_answering(method, params, notices, &self.answers).await
+        self.send_as(method, params, notices, &PerRequest { answers: &self.answers, authorization: None }).await
     }
 
-    /// [`send`](Self::send), with the server's requests on its stream (a session's
-    /// server asking) answered by `answers`.
-    async fn send_answering(
+    /// [`send`](Self::send), with what this request does its own way.
+    async fn send_as(
         &self,
         method: &str,
         params: &JsonObject,
         notices: Option<&Notices>,
-        answers: &Answers,
+        own: &PerRequest<'_>,
     ) -> Result<JsonObject, ClientError> {
-        match self.send_once(method, params, notices, answers).await {
+        match self.send_once(method, params, notices, own).await {
             Err(ClientError::Rpc(refused)) if supports_ours(&refused) => {
-                self.send_once(method, params, notices, answers).await
+                self.send_once(method, params, notices, own).await
             }
             sent => sent,
         }
@@ -524,7 +458,7 @@ impl Inner {
         method: &str,
         params: &JsonObject,
         notices: Option<&Notices>,
-        answers: &Answers,
+        own: &PerRequest<'_>,
     ) -> Result<JsonObject, ClientError> {
         // Taken when the request is about to go, after any listing it needs: ids go out in order.
         let next = || {
@@ -547,9 +481,9 @@ impl Inner {
                     }
                     mirrored = self.tools.headers(tool, params.get("arguments"))?;
                 }
-                let wire = http::Wire::Request { method, name, mirrored: &mirrored };
+                let wire = http::Wire::Request { method, name, mirrored: &mirrored, authorization: own.authorization };
                 let (id, body) = next();
-                Ok(http.request(wire, id, body, answers, notices).await?.0)
+                Ok(http.request(wire, id, body, own.answers, notices).await?.0)
             }
             Transport::Stdio(stdio) => {
                 let (id, body) = next();

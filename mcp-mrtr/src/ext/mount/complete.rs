@@ -37,10 +37,11 @@ pub(super) fn chain(plan: Arc<Plan>, previous: Option<CompletionFn>) -> Completi
                 return Err(ToolError::protocol(Error::internal("completion params that do not serialize")));
             };
             forwarded.insert("ref".into(), reference);
+            let bearer = plan.upstream.token_for(ctx.caller(), &ours).await?;
             let mut result: JsonObject = plan
                 .upstream
                 .client
-                .forward("completion/complete", forwarded, Forwarding::default())
+                .forward("completion/complete", forwarded, Forwarding { bearer, ..Forwarding::default() })
                 .await
                 .map_err(|error| plan.upstream.refusal(&ours, &error))?;
             serde_json::from_value(result.remove("completion").unwrap_or(Value::Null)).map_err(|error| {

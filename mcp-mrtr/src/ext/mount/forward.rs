@@ -7,15 +7,17 @@
 
 use std::sync::Arc;
 
+use futures_util::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
 use super::{held, tasks, UpstreamErrors};
+use crate::base::caller::Caller;
 use crate::base::error::{Error, ErrorCode, ToolError};
 use crate::base::uri_template::UriTemplate;
-use crate::client::{Client, ClientError, Forwarding};
+use crate::client::{BoxError, Client, ClientError, Forwarding};
 use crate::mrtr::context::{Ctx, InputRequired};
 use crate::protocol::{
     meta_keys, CallToolResult, ClientCapabilities, GetPromptResult, JsonObject, LoggingLevel, Prompt,
@@ -32,7 +34,13 @@ pub(crate) struct Upstream {
     pub(super) door: tasks::Door,
     /// Its calls held between the caller's rounds (a 2025-11-25 upstream's: see `held`).
     pub(super) held: Arc<held::Held>,
+    /// The token a caller's requests carry to it, instead of the client's own.
+    pub(super) token: Option<TokenFn>,
 }
+
+/// [`Mount::upstream_token`](super::Mount::upstream_token)'s function.
+pub(super) type TokenFn =
+    Arc<dyn Fn(Option<Caller>) -> BoxFuture<'static, Result<Option<String>, BoxError>> + Send + Sync>;
 
 /// What a round of a mounted request seals for the next: the upstream's state and the
 /// keys of its questions.
@@ -145,8 +153,9 @@ async fn forward(
     method: &str,
     mut params: JsonObject,
 ) -> Result<JsonObject, ToolError> {
+    let bearer = upstream.token_for(ctx.caller(), ours).await?;
     if upstream.client.session().is_some() {
-        return held::forward(ctx, upstream, ours, method, params).await;
+        return held::forward(ctx, upstream, ours, method, params, bearer).await;
     }
     if let Some(hop) = ctx.request_state::<Hop>().await.map_err(ToolError::protocol)? {
         let answers: Map<String, Value> =
@@ -181,7 +190,7 @@ async fn forward(
             relay_one(ctx, &note).await;
         }
     };
-    let forwarding = upstream.client.forward(method, params, Forwarding { notices, progress, answers: None });
+    let forwarding = upstream.client.forward(method, params, Forwarding { notices, progress, answers: None, bearer });
     let (forwarded, ()) = tokio::join!(forwarding, relay);
     let mut result = forwarded.map_err(|error| ToolError::protocol(upstream.refusal(ours, &error)))?;
     if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
@@ -243,6 +252,17 @@ pub(super) fn upstream_meta(caps: &ClientCapabilities, log_level: Option<Logging
 }
 
 impl Upstream {
+    /// The token `caller`'s request carries to the upstream, where the operator maps
+    /// callers to tokens (`None`: the client's own headers). The function's failure is
+    /// the call's, without its text, which may name the operator's identity provider.
+    pub(super) async fn token_for(&self, caller: Option<&Caller>, ours: &str) -> Result<Option<String>, Error> {
+        let Some(token) = &self.token else { return Ok(None) };
+        token(caller.cloned()).await.map_err(|error| {
+            tracing::warn!(%error, target = ours, "no token for the server behind a mount");
+            Error::internal(format!("the server behind {ours} could not be authorized for this caller"))
+        })
+    }
+
     /// How a failed forward reaches the caller: the upstream's JSON-RPC error by its code
     /// (whole when configured), anything else as an internal error naming what was asked.
     pub(super) fn refusal(&self, ours: &str, error: &ClientError) -> Error {

@@ -112,10 +112,11 @@ pub(super) async fn forward(
     ours: &str,
     method: &str,
     params: JsonObject,
+    bearer: Option<String>,
 ) -> Result<JsonObject, ToolError> {
     let mut call = match ctx.request_state::<HeldState>().await.map_err(ToolError::protocol)? {
         Some(state) => resume(ctx, upstream, ours, &state)?,
-        None => start(upstream, method, params),
+        None => start(upstream, method, params, bearer),
     };
     loop {
         let question = tokio::select! {
@@ -147,15 +148,17 @@ pub(super) async fn forward(
     }
 }
 
-/// Starts the call, its questions relayed to the held call.
-fn start(upstream: &Upstream, method: &str, mut params: JsonObject) -> HeldCall {
+/// Starts the call (with the caller's token, if the mount maps callers to tokens), its
+/// questions relayed to the held call.
+fn start(upstream: &Upstream, method: &str, mut params: JsonObject, bearer: Option<String>) -> HeldCall {
     // A session's capabilities are its own: the caller's are checked here, on each question.
     params.remove("_meta");
     let (relay, questions) = mpsc::channel(WAITING_QUESTIONS);
     let (notified, notices) = mpsc::channel(forward::RELAYED_NOTICES);
     let (client, method) = (upstream.client.clone(), method.to_owned());
     // Progress is asked for always: the round waiting relays it if its caller asked.
-    let forwarding = Forwarding { notices: Some(notified), progress: true, answers: Some(Answers::relaying(relay)) };
+    let answers = Some(Answers::relaying(relay));
+    let forwarding = Forwarding { notices: Some(notified), progress: true, answers, bearer };
     let running = tokio::spawn(async move { client.forward(&method, params, forwarding).await });
     HeldCall { questions, notices, waiting: Vec::new(), call: Running(running), asked: 0 }
 }

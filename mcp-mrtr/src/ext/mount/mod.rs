@@ -42,14 +42,14 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use crate::client::{Client, ClientError, SessionOver};
+use crate::base::caller::Caller;
+use crate::client::{BoxError, Client, ClientError, SessionOver};
 use crate::dispatch::{CompletionFn, TasksElsewhere};
 use crate::protocol::{Prompt, Resource, ResourceTemplate, Tool, TASKS_EXTENSION};
 use crate::routes::catalog::{CatalogError, CatalogHandle};
 use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
 
 /// An upstream server being mounted: which of its tools and prompts, under which names.
-#[derive(Debug)]
 #[must_use = "a mount does nothing until loaded and given to Server::mount"]
 pub struct Mount {
     client: Client,
@@ -59,6 +59,22 @@ pub struct Mount {
     errors: UpstreamErrors,
     held_calls: usize,
     hold_for: Duration,
+    token: Option<forward::TokenFn>,
+}
+
+impl std::fmt::Debug for Mount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mount")
+            .field("client", &self.client)
+            .field("prefix", &self.prefix)
+            .field("only", &self.only)
+            .field("renames", &self.renames)
+            .field("errors", &self.errors)
+            .field("held_calls", &self.held_calls)
+            .field("hold_for", &self.hold_for)
+            .field("upstream_token", &self.token.is_some())
+            .finish()
+    }
 }
 
 /// How many calls of a 2025-11-25 upstream a mount holds between rounds, by default.
@@ -111,6 +127,7 @@ impl Mount {
             errors: UpstreamErrors::default(),
             held_calls: HELD_CALLS,
             hold_for: HOLD_FOR,
+            token: None,
         }
     }
 
@@ -138,6 +155,37 @@ impl Mount {
     /// What callers read of the upstream's JSON-RPC errors (by default its code only).
     pub fn upstream_errors(mut self, errors: UpstreamErrors) -> Self {
         self.errors = errors;
+        self
+    }
+
+    /// The token each caller's requests carry to the upstream (`Authorization: Bearer`),
+    /// instead of the mount client's own headers: `token` maps the request's
+    /// authenticated caller (`None` on a server without authentication) to one, as the
+    /// operator chooses (a token exchange, a token per tenant), or to `None` for the
+    /// client's own. Its error fails the call (`-32603`, its text only in the log).
+    ///
+    /// The caller's own token is never passed on: it was issued for this server, and the
+    /// authorization spec forbids a server to accept or pass on tokens issued for another
+    /// ("token passthrough"). Lists, subscriptions and what the mount asks on its own go
+    /// with the client's headers. HTTP only: a call over stdio with a token fails.
+    ///
+    /// ```no_run
+    /// # async fn run(client: mcp_mrtr::client::Client) {
+    /// use mcp_mrtr::mount::Mount;
+    ///
+    /// // One token per tenant, named by the caller's id (a token exchange would go here).
+    /// let mount = Mount::new(client).upstream_token(|caller| async move {
+    ///     Ok(caller.map(|caller| format!("tenant-token-for-{}", caller.id())))
+    /// });
+    /// # drop(mount);
+    /// # }
+    /// ```
+    pub fn upstream_token<F, Fut>(mut self, token: F) -> Self
+    where
+        F: Fn(Option<Caller>) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<Option<String>, BoxError>> + Send + 'static,
+    {
+        self.token = Some(Arc::new(move |caller| Box::pin(token(caller))));
         self
     }
 
@@ -206,6 +254,7 @@ impl Mount {
             errors: self.errors,
             door: tasks::Door::new(),
             held: Arc::new(held::Held::new(self.held_calls, self.hold_for)),
+            token: self.token,
         });
         let plan = Arc::new(Plan {
             upstream,

@@ -96,11 +96,12 @@ impl TasksElsewhere for MountedTasks {
             let genuine = ring.keys().iter().any(|key| verify(&key.derive(PURPOSE), door, &owner, &theirs, task_id));
             let upstream = self.upstream(door).filter(|_| genuine).ok_or_else(unknown)?;
             let Some(params) = params.as_object_mut() else { return Err(unknown()) };
+            let bearer = upstream.token_for(delivery.caller(), task_id).await?;
             params.insert("taskId".into(), Value::String(theirs));
             params.insert("_meta".into(), forward::upstream_meta(&meta.client_capabilities, meta.log_level, true));
             let mut answer = upstream
                 .client
-                .forward(method.name(), std::mem::take(params), Forwarding::default())
+                .forward(method.name(), std::mem::take(params), Forwarding { bearer, ..Forwarding::default() })
                 .await
                 .map_err(|error| upstream.refusal(task_id, &error))?;
             if answer.contains_key("taskId") {
