@@ -253,3 +253,45 @@ async fn the_upstream_s_log_messages_reach_a_caller_that_asked_for_them() {
     assert!(!quiet.body.contains("notifications/message"), "{}", quiet.body);
     assert!(quiet.body.contains("Logging test completed"), "{}", quiet.body);
 }
+
+/// An upstream whose `busy` tool takes 200 ms and counts how many run at once.
+async fn counting_upstream() -> (TestServer, Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let (running, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let seen = most.clone();
+    let busy = Tool::new("busy").handler(move |_ctx, _args: Map<String, Value>| {
+        let (running, most) = (running.clone(), most.clone());
+        async move {
+            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+            most.fetch_max(now, Ordering::SeqCst);
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            running.fetch_sub(1, Ordering::SeqCst);
+            Ok::<_, ToolError>("done")
+        }
+    });
+    (TestServer::start(Server::new("upstream", "1.0.0").tool(busy)).await, seen)
+}
+
+#[tokio::test]
+async fn a_mount_has_at_most_its_limit_of_requests_in_flight_to_the_upstream() {
+    for (limit, most) in [(Some(1), 1), (None, 4)] {
+        let (upstream, seen) = counting_upstream().await;
+        let gateway = gateway(&upstream, |mount| match limit {
+            Some(limit) => mount.max_in_flight(limit),
+            None => mount,
+        })
+        .await;
+        let client = Client::http(url(&gateway)).connect().await.unwrap();
+        let calls = (0..4).map(|_| std::future::IntoFuture::into_future(client.call_tool("up_busy", json!({}))));
+        for result in futures_util::future::join_all(calls).await {
+            assert_eq!(result.unwrap().all_text(), "done");
+        }
+        // Past the limit a call waits its turn; under it, the four overlap.
+        let seen = seen.load(std::sync::atomic::Ordering::SeqCst);
+        if limit.is_some() {
+            assert_eq!(seen, most, "{limit:?}");
+        } else {
+            assert!(seen > 1 && seen <= most, "{seen}");
+        }
+    }
+}

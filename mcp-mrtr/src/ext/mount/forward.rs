@@ -36,6 +36,8 @@ pub(crate) struct Upstream {
     pub(super) held: Arc<held::Held>,
     /// The token a caller's requests carry to it, instead of the client's own.
     pub(super) token: Option<TokenFn>,
+    /// Room for the requests of callers' rounds in flight to it at once.
+    pub(super) in_flight: tokio::sync::Semaphore,
 }
 
 /// [`Mount::upstream_token`](super::Mount::upstream_token)'s function.
@@ -154,6 +156,9 @@ async fn forward(
     mut params: JsonObject,
 ) -> Result<JsonObject, ToolError> {
     let bearer = upstream.token_for(ctx.caller(), ours).await?;
+    // Held while this round waits on the upstream; a round past the limit waits its turn
+    // (within the handler's time limit). The semaphore is never closed.
+    let _in_flight = upstream.in_flight.acquire().await.map_err(|_| Error::internal("the mount was closed"))?;
     if upstream.client.session().is_some() {
         return held::forward(ctx, upstream, ours, method, params, bearer).await;
     }

@@ -60,6 +60,7 @@ pub struct Mount {
     held_calls: usize,
     hold_for: Duration,
     token: Option<forward::TokenFn>,
+    in_flight: usize,
 }
 
 impl std::fmt::Debug for Mount {
@@ -73,9 +74,14 @@ impl std::fmt::Debug for Mount {
             .field("held_calls", &self.held_calls)
             .field("hold_for", &self.hold_for)
             .field("upstream_token", &self.token.is_some())
+            .field("in_flight", &self.in_flight)
             .finish()
     }
 }
+
+/// How many requests of callers' rounds a mount has in flight to its upstream at once, by
+/// default: a server behind a gateway is usually sized for fewer callers than the gateway.
+const IN_FLIGHT: usize = 64;
 
 /// How many calls of a 2025-11-25 upstream a mount holds between rounds, by default.
 const HELD_CALLS: usize = 256;
@@ -128,6 +134,7 @@ impl Mount {
             held_calls: HELD_CALLS,
             hold_for: HOLD_FOR,
             token: None,
+            in_flight: IN_FLIGHT,
         }
     }
 
@@ -186,6 +193,16 @@ impl Mount {
         Fut: std::future::Future<Output = Result<Option<String>, BoxError>> + Send + 'static,
     {
         self.token = Some(Arc::new(move |caller| Box::pin(token(caller))));
+        self
+    }
+
+    /// How many requests of callers' rounds may be in flight to the upstream at once (64
+    /// by default, at least 1): a call, prompt get, resource read, or the round of a held call that
+    /// waits on the upstream. A round past it waits for one to end, within the server's
+    /// handler time limit. A held call waiting for its caller's answers is counted by
+    /// [`held_calls`](Self::held_calls) instead.
+    pub fn max_in_flight(mut self, max: usize) -> Self {
+        self.in_flight = max;
         self
     }
 
@@ -255,6 +272,7 @@ impl Mount {
             door: tasks::Door::new(),
             held: Arc::new(held::Held::new(self.held_calls, self.hold_for)),
             token: self.token,
+            in_flight: tokio::sync::Semaphore::new(self.in_flight.clamp(1, tokio::sync::Semaphore::MAX_PERMITS)),
         });
         let plan = Arc::new(Plan {
             upstream,
