@@ -127,8 +127,9 @@ impl futures_util::Stream for Progress {
     }
 }
 
-/// A `notifications/progress` message read; `None` when it is not one.
-fn update_of(message: &Value) -> Option<ProgressUpdate> {
+/// A `notifications/progress` message read; `None` when it is not one (the mount relays
+/// an upstream's progress read here too).
+pub(crate) fn update_of(message: &Value) -> Option<ProgressUpdate> {
     let params = message.get("params")?;
     Some(ProgressUpdate {
         progress: params.get("progress")?.as_f64()?,

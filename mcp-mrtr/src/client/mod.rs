@@ -65,6 +65,7 @@ use tokio::sync::mpsc;
 
 pub(crate) use answers::Relayed;
 pub use answers::{Answers, FormQuestion, UrlQuestion};
+pub(crate) use call::update_of;
 pub use call::{Progress, ProgressUpdate, Started, ToolCall};
 pub use connect::{ClientLimits, Connect};
 pub use error::{BoxError, ClientError};

@@ -222,13 +222,13 @@ pub(super) async fn relay_one(ctx: &Ctx, note: &Value) {
     let params = &note["params"];
     match note["method"].as_str() {
         Some("notifications/progress") => {
-            let Some(done) = params["progress"].as_f64() else { return };
-            let mut report = ctx.progress(done);
-            if let Some(total) = params["total"].as_f64() {
+            let Some(update) = crate::client::update_of(note) else { return };
+            let mut report = ctx.progress(update.progress);
+            if let Some(total) = update.total {
                 report = report.of(total);
             }
-            if let Some(message) = params["message"].as_str() {
-                report = report.message(message.to_owned());
+            if let Some(message) = update.message {
+                report = report.message(message);
             }
             report.await;
         }
