@@ -28,6 +28,7 @@ mod field_order;
 mod gateway;
 mod gateway_auth;
 mod gateway_legacy;
+mod gateway_matrix;
 mod gateway_tasks;
 mod http_behaviour;
 mod http_errors;

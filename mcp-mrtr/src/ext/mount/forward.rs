@@ -197,7 +197,8 @@ async fn forward(
     };
     let forwarding = upstream.client.forward(method, params, Forwarding { notices, progress, answers: None, bearer });
     let (forwarded, ()) = tokio::join!(forwarding, relay);
-    let mut result = forwarded.map_err(|error| ToolError::protocol(upstream.refusal(ours, &error)))?;
+    let mut result =
+        forwarded.map_err(|error| ToolError::protocol(for_the_caller(ctx, upstream.refusal(ours, &error))))?;
     if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
         return Ok(result);
     }
@@ -214,6 +215,21 @@ async fn forward(
         _ => None,
     };
     ctx.input_required(next.state(&Hop { state, asked })).await
+}
+
+/// `refused` as the caller reads it: a 2025-11-25 caller cannot declare tasks, so the
+/// upstream's "tasks required" is, for it, a tool this session cannot run (as this
+/// server answers such a caller for a tool of its own).
+fn for_the_caller(ctx: &Ctx, refused: Error) -> Error {
+    let tasks_required = refused.code() == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+        && refused.data().is_some_and(|data| data["requiredCapabilities"]["extensions"].get(TASKS_EXTENSION).is_some());
+    if tasks_required && ctx.protocol_version() != crate::protocol::PROTOCOL_VERSION {
+        return Error::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            "this tool runs only as a task, which needs protocol version 2026-07-28: this session cannot run it",
+        );
+    }
+    refused
 }
 
 /// One of the upstream's notifications, sent on as this request's own: progress, or a log
