@@ -293,3 +293,23 @@ async fn a_mount_has_at_most_its_limit_of_requests_in_flight_to_the_upstream() {
         }
     }
 }
+
+#[tokio::test]
+async fn an_upstream_s_list_change_is_one_change_of_the_gateway_s() {
+    let upstream = TestServer::everything().await;
+    let gateway = gateway(&upstream, |mount| mount).await;
+    let client = Client::http(url(&gateway)).connect().await.unwrap();
+    let mut changes = client.listen(mcp_mrtr::client::Listen::new().tools()).await.unwrap();
+    for _ in 0..2 {
+        client.call_tool("up_test_trigger_tool_change", json!({})).await.unwrap();
+        let first = tokio::time::timeout(std::time::Duration::from_secs(10), changes.next()).await.unwrap();
+        assert_eq!(first, Some(mcp_mrtr::client::Change::Tools));
+        // The mount's routes are swapped in one edit: its listeners hear of it once (not
+        // once per route removed and added, each sending every client to list again),
+        // and a call meanwhile finds the old route or the new, never neither.
+        let more = tokio::time::timeout(std::time::Duration::from_millis(500), changes.next()).await;
+        assert!(more.is_err(), "a second change: {more:?}");
+        let greeted = client.call_tool("up_greet", json!({"name": "Ada"})).await.unwrap();
+        assert_eq!(greeted.all_text(), "Hello, Ada!");
+    }
+}

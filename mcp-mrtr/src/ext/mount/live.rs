@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::Plan;
 use crate::client::{Change, Client, ClientError, Listen};
 use crate::protocol::{Resource, ResourceTemplate};
-use crate::routes::catalog::{CatalogError, CatalogHandle, Entries, Kind};
+use crate::routes::catalog::{CatalogError, CatalogHandle, Kind};
 
 /// The catalog keys a mount's routes are registered under (those the catalog took), to
 /// swap them on a change.
@@ -19,21 +19,13 @@ pub(super) struct Keys {
     pub(super) resources: Vec<String>,
 }
 
-/// Puts `routes` in the catalog in place of those under `keys`, and keeps as `keys` those
-/// it took: a route refused (its name is another's) is never removed later, so a mount
-/// cannot take away a route that is not its own. Returns why each refused one was.
-pub(super) fn place<R: Kind>(entries: &Entries<'_, R>, keys: &mut Vec<String>, routes: Vec<R>) -> Vec<CatalogError> {
-    for key in keys.drain(..) {
-        entries.remove(&key);
-    }
-    let mut refused = Vec::new();
-    for route in routes {
-        let key = route.key().to_owned();
-        match entries.add(route) {
-            Ok(()) => keys.push(key),
-            Err(error) => refused.push(error),
-        }
-    }
+/// Puts `routes` in the catalog in place of those under `keys`, in one edit (a call
+/// arriving meanwhile finds the old route or the new, never neither), and keeps as `keys`
+/// those it took: a route refused (its name is another's) is never removed later, so a
+/// mount cannot take away a route that is not its own. Returns why each refused one was.
+pub(super) fn place<R: Kind>(catalog: &CatalogHandle, keys: &mut Vec<String>, routes: Vec<R>) -> Vec<CatalogError> {
+    let (taken, refused) = catalog.catalog.replace(keys, routes);
+    *keys = taken;
     refused
 }
 
@@ -70,15 +62,14 @@ async fn run(plan: Arc<Plan>, catalog: CatalogHandle, mut keys: Keys, listen: Li
     while let Some(change) = changes.next().await {
         let swapped = match change {
             Change::Tools => {
-                client.list_tools().await.map(|listed| place(&catalog.tools(), &mut keys.tools, plan.tools(listed)))
+                client.list_tools().await.map(|listed| place(&catalog, &mut keys.tools, plan.tools(listed)))
             }
-            Change::Prompts => client
-                .list_prompts()
+            Change::Prompts => {
+                client.list_prompts().await.map(|listed| place(&catalog, &mut keys.prompts, plan.prompts(listed)))
+            }
+            Change::Resources => resources_of(client)
                 .await
-                .map(|listed| place(&catalog.prompts(), &mut keys.prompts, plan.prompts(listed))),
-            Change::Resources => resources_of(client).await.map(|(listed, templates)| {
-                place(&catalog.resources(), &mut keys.resources, plan.resources(listed, templates))
-            }),
+                .map(|(listed, templates)| place(&catalog, &mut keys.resources, plan.resources(listed, templates))),
             _ => continue,
         };
         match swapped {

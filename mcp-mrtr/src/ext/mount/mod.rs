@@ -363,9 +363,9 @@ impl Mounted {
     /// lists, keeps them in step from a task of the current runtime (see [`live`]).
     pub(crate) fn register(self, catalog: &CatalogHandle) -> Vec<CatalogError> {
         let mut keys = live::Keys::default();
-        let mut refused = live::place(&catalog.tools(), &mut keys.tools, self.tools);
-        refused.extend(live::place(&catalog.prompts(), &mut keys.prompts, self.prompts));
-        refused.extend(live::place(&catalog.resources(), &mut keys.resources, self.resources));
+        let mut refused = live::place(catalog, &mut keys.tools, self.tools);
+        refused.extend(live::place(catalog, &mut keys.prompts, self.prompts));
+        refused.extend(live::place(catalog, &mut keys.resources, self.resources));
         live::follow(self.plan, catalog.clone(), keys);
         refused
     }

@@ -224,6 +224,41 @@ impl CatalogState {
         })
     }
 
+    /// Puts `routes` in place of the routes under `keys`, in one edit: no request sees a
+    /// list with neither (a mount following its upstream). This instance's only, each
+    /// instance following its upstream itself. A route whose key another route holds,
+    /// or that cannot be served, is refused and left out. Returns the keys taken, and why
+    /// each refused route was.
+    #[cfg(feature = "client")]
+    pub(crate) fn replace<K: Kind>(&self, keys: &[String], routes: Vec<K>) -> (Vec<String>, Vec<CatalogError>) {
+        let (mut taken, mut refused) = (Vec::new(), Vec::new());
+        let _ = self.edit(|catalog| {
+            let entries = K::entries_mut(catalog);
+            entries.retain(|e| !keys.iter().any(|key| key == e.route.key()));
+            for mut route in routes {
+                let key = route.key().to_owned();
+                let problem = route.unfit().map(|problem| CatalogError::Unfit {
+                    kind: K::NOUN,
+                    key: key.clone(),
+                    problem: problem.to_owned(),
+                });
+                match problem.map_or_else(|| route.admit(), Err) {
+                    Err(error) => refused.push(error),
+                    Ok(()) if entries.iter().any(|e| e.route.key() == key) => {
+                        refused.push(CatalogError::Taken { kind: K::NOUN, key });
+                    }
+                    Ok(()) => {
+                        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+                        entries.push(Entry { route: Arc::new(route), seq, enabled: true, reach: Reach::Here });
+                        taken.push(key);
+                    }
+                }
+            }
+            Ok::<_, ()>(K::CHANGED)
+        });
+        (taken, refused)
+    }
+
     /// Removes the route under `key`; `false` if there is none. With `Reach::Everywhere`,
     /// instances sharing the fanout remove theirs too (see `shared`).
     pub(crate) fn remove<K: Kind>(&self, key: &str, reach: Reach) -> bool {
