@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The official conformance suite against the `gateway` example mounting the `everything`
 # fixture (both over real HTTP on 127.0.0.1), for both revisions, twice: with the upstream
-# spoken to in 2026-07-28, and in a 2025-11-25 session (`--upstream-versions`). Every
+# spoken to in 2026-07-28, and in a 2025-11-25 session (`--mount-2025`). Every
 # scenario must pass through the hop (rounds, state, headers, lists, progress, completions,
 # subscriptions, tasks) but those the mount cannot serve, listed below with why; one of
 # those that starts to pass fails this too, so the lists shrink as the mount grows.
@@ -65,13 +65,13 @@ sys.exit(1 if bad or not runs else 0)
 PY
 }
 
-# serve NAME GATEWAY-ARGS…: a gateway mounting the upstream, both revisions run against it.
+# serve NAME MOUNT-FLAG: a gateway mounting the upstream so, both revisions run against it.
 serve() {
   local name=$1
   shift
   local port
   port=$(free_port)
-  RUST_LOG=warn "$bin/gateway" --port "$port" "$@" --mount "=$UPSTREAM" &
+  RUST_LOG=warn "$bin/gateway" --port "$port" "$@" "=$UPSTREAM" &
   local gateway=$!
   pids="$pids $gateway"
   python3 .ci/await-discover.py "http://127.0.0.1:$port/mcp" gateway 15
@@ -90,6 +90,6 @@ serve() {
   kill "$gateway" 2>/dev/null || true
 }
 
-serve "2026-07-28 upstream"
-serve "2025-11-25 upstream" --upstream-versions 2025-11-25
+serve "2026-07-28 upstream" --mount
+serve "2025-11-25 upstream" --mount-2025
 [ "$failed" -eq 0 ] || exit 1

@@ -8,9 +8,14 @@
 //!
 //! Each `--mount PREFIX=UPSTREAM` mounts a server: a URL (`http://`, `https://`), or a
 //! command line run as a child over stdio (split on spaces; no shell). A server that speaks
-//! only 2025-11-25 is spoken to in a session (over HTTP); `--upstream-versions 2025-11-25`
-//! makes every upstream one, to try that with a server that speaks both. The gateway serves
-//! over stdio, or over Streamable HTTP on 127.0.0.1 with `--port`.
+//! only 2025-11-25 is spoken to in a session (over HTTP); `--mount-2025 PREFIX=URL` speaks
+//! to one that speaks both that way, to try it. The gateway serves over stdio, or over
+//! Streamable HTTP on 127.0.0.1 with `--port`.
+//!
+//! ```text
+//! gateway --port 3000 --mount =http://127.0.0.1:3001/mcp --mount-2025 old_=http://127.0.0.1:3001/mcp \
+//!         --mount rmcp_=http://127.0.0.1:3003/mcp
+//! ```
 
 use anyhow::{bail, Context as _};
 use mcp_mrtr::catalog::Subscriptions;
@@ -20,7 +25,7 @@ use mcp_mrtr::mount::Mount;
 use mcp_mrtr::stdio::Stdio;
 use mcp_mrtr::Server;
 
-const USAGE: &str = "usage: gateway [--port PORT] [--upstream-versions V[,V…]] --mount PREFIX=UPSTREAM [--mount …]   \
+const USAGE: &str = "usage: gateway [--port PORT] --mount PREFIX=UPSTREAM [--mount …] [--mount-2025 PREFIX=URL …]   \
                      (UPSTREAM: a URL, or a command line)";
 
 #[tokio::main]
@@ -30,12 +35,13 @@ async fn main() -> anyhow::Result<()> {
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .init();
     let mut args = std::env::args().skip(1);
-    let (mut port, mut mounts, mut versions) = (None, Vec::new(), None);
+    // Each mount, and whether it is spoken to in a 2025-11-25 session.
+    let (mut port, mut mounts) = (None, Vec::new());
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--port" => port = Some(args.next().context(USAGE)?.parse::<u16>().context("--port: not a port")?),
-            "--mount" => mounts.push(args.next().context(USAGE)?),
-            "--upstream-versions" => versions = Some(args.next().context(USAGE)?),
+            "--mount" => mounts.push((args.next().context(USAGE)?, false)),
+            "--mount-2025" => mounts.push((args.next().context(USAGE)?, true)),
             _ => bail!("{USAGE}"),
         }
     }
@@ -46,10 +52,9 @@ async fn main() -> anyhow::Result<()> {
     // callers of the upstreams' log messages, which the mounts relay.
     let mut server =
         Server::new("gateway", env!("CARGO_PKG_VERSION")).subscriptions(Subscriptions::default()).logging(true);
-    for mount in &mounts {
+    for (mount, legacy) in &mounts {
         let (prefix, upstream) = mount.split_once('=').context("--mount: PREFIX=UPSTREAM")?;
-        let client =
-            connect(upstream, versions.as_deref()).await.with_context(|| format!("connecting to {upstream}"))?;
+        let client = connect(upstream, *legacy).await.with_context(|| format!("connecting to {upstream}"))?;
         let mounted = Mount::new(client).prefix(prefix).load().await.with_context(|| format!("mounting {upstream}"))?;
         tracing::info!(prefix, upstream, ?mounted, "mounted");
         server = server.mount(mounted);
@@ -61,7 +66,7 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn connect(upstream: &str, versions: Option<&str>) -> Result<Client, mcp_mrtr::client::ClientError> {
+async fn connect(upstream: &str, legacy: bool) -> Result<Client, mcp_mrtr::client::ClientError> {
     let connect = if upstream.starts_with("http://") || upstream.starts_with("https://") {
         Client::http(upstream)
     } else {
@@ -72,8 +77,8 @@ async fn connect(upstream: &str, versions: Option<&str>) -> Result<Client, mcp_m
     };
     // Every kind of question: the mount asks each of the caller whose call asked it.
     let connect = connect.relaying_questions();
-    match versions {
-        Some(versions) => connect.versions(versions.split(',')).connect().await,
-        None => connect.connect().await,
+    if legacy {
+        return connect.versions(["2025-11-25"]).connect().await;
     }
+    connect.connect().await
 }

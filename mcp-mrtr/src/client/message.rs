@@ -24,7 +24,11 @@ pub(super) fn reply(message: Value, id: u64) -> Result<JsonObject, ClientError> 
     let Value::Object(mut message) = message else {
         return Err(ClientError::Malformed("the response is not a JSON object".into()));
     };
-    if message.get("id").and_then(Value::as_u64) != Some(id) {
+    // An error with a null id is a server's that could not read the request's (JSON-RPC
+    // 2.0, 5): as the answer to this request's own POST, it is this request's (the
+    // TypeScript SDK answers an unknown method before a session so).
+    let null_id_error = message.get("id") == Some(&Value::Null) && message.contains_key("error");
+    if message.get("id").and_then(Value::as_u64) != Some(id) && !null_id_error {
         let got = message.get("id").map_or_else(|| "none".to_owned(), Value::to_string);
         return Err(ClientError::Malformed(format!("the response's id is {got}, not {id}")));
     }
@@ -82,5 +86,10 @@ mod tests {
         );
         let other = serde_json::json!({"jsonrpc": "2.0", "id": 4, "result": {}});
         assert!(matches!(reply(other, 3), Err(ClientError::Malformed(_))));
+        // A null id: a server's error that could not read the request's, still its answer.
+        let unread = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32000, "message": "no"}});
+        assert!(matches!(reply(unread, 3), Err(ClientError::Rpc(_))));
+        let null_result = serde_json::json!({"jsonrpc": "2.0", "id": null, "result": {}});
+        assert!(matches!(reply(null_result, 3), Err(ClientError::Malformed(_))));
     }
 }

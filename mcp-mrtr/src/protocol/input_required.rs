@@ -39,7 +39,7 @@ impl InputRequiredResult {
 // Sampling parameters dwarf the others, but a round carries a handful of these at most:
 // boxing would only make matching on them clumsier.
 #[allow(clippy::large_enum_variant)]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "method", content = "params")]
 #[non_exhaustive]
 pub enum InputRequest {
@@ -49,9 +49,39 @@ pub enum InputRequest {
     /// `sampling/createMessage`: ask the client's model.
     #[serde(rename = "sampling/createMessage")]
     Sample(CreateMessageParams),
-    /// `roots/list`: ask for the client's roots.
+    /// `roots/list`: ask for the client's roots. Its params are optional on the wire.
     #[serde(rename = "roots/list")]
     ListRoots(JsonObject),
+}
+
+/// [`InputRequest`] as read: the same, but `roots/list` may come without `params`, as
+/// the schema allows (rmcp 3.11 sends it so).
+#[allow(clippy::large_enum_variant)]
+#[derive(Deserialize)]
+#[serde(tag = "method", content = "params")]
+enum Read {
+    #[serde(rename = "elicitation/create")]
+    Elicit(ElicitParams),
+    #[serde(rename = "sampling/createMessage")]
+    Sample(CreateMessageParams),
+    #[serde(rename = "roots/list")]
+    ListRoots(JsonObject),
+}
+
+impl<'de> Deserialize<'de> for InputRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut value = Value::deserialize(deserializer)?;
+        if let Value::Object(request) = &mut value {
+            if request.get("method").and_then(Value::as_str) == Some("roots/list") {
+                request.entry("params").or_insert_with(|| Value::Object(JsonObject::new()));
+            }
+        }
+        Ok(match Read::deserialize(value).map_err(serde::de::Error::custom)? {
+            Read::Elicit(params) => Self::Elicit(params),
+            Read::Sample(params) => Self::Sample(params),
+            Read::ListRoots(params) => Self::ListRoots(params),
+        })
+    }
 }
 
 /// `elicitation/create` parameters, by mode.
@@ -429,5 +459,23 @@ impl Root {
     pub fn named(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_roots_request_reads_with_or_without_params_and_others_need_theirs() {
+        let bare: InputRequest = serde_json::from_value(json!({"method": "roots/list"})).unwrap();
+        assert_eq!(bare, InputRequest::ListRoots(JsonObject::new()));
+        let with: InputRequest = serde_json::from_value(json!({"method": "roots/list", "params": {}})).unwrap();
+        assert_eq!(with, bare);
+        assert_eq!(serde_json::to_value(&bare).unwrap(), json!({"method": "roots/list", "params": {}}));
+        assert!(serde_json::from_value::<InputRequest>(json!({"method": "sampling/createMessage"})).is_err());
+        assert!(serde_json::from_value::<InputRequest>(json!({"method": "tools/call", "params": {}})).is_err());
     }
 }
