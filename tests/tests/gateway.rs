@@ -313,3 +313,46 @@ async fn an_upstream_s_list_change_is_one_change_of_the_gateway_s() {
         assert_eq!(greeted.all_text(), "Hello, Ada!");
     }
 }
+
+/// A TCP proxy on loopback in front of `upstream` whose connections all close, mid-stream,
+/// once `cut` is set.
+async fn proxy(upstream: std::net::SocketAddr, cut: Arc<tokio::sync::Notify>) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            let cut = cut.clone();
+            tokio::spawn(async move {
+                let Ok(mut outbound) = tokio::net::TcpStream::connect(upstream).await else { return };
+                tokio::select! {
+                    _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                    () = cut.notified() => {}
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn an_upstream_that_goes_away_mid_call_fails_the_call_and_leaves_nothing_waiting() {
+    let upstream = TestServer::everything().await;
+    let cut = Arc::new(tokio::sync::Notify::new());
+    let through = proxy(upstream.addr, cut.clone()).await;
+    let client = Client::http(format!("http://{through}/mcp")).connect().await.unwrap();
+    let mounted = Mount::new(client).prefix("up_").load().await.unwrap();
+    let gateway = TestServer::start(Server::new("gateway", "1.0.0").mount(mounted)).await;
+    let caller = Client::http(url(&gateway)).tasks(false).connect().await.unwrap();
+    let call = std::future::IntoFuture::into_future(caller.call_tool("up_slow_compute", json!({"seconds": 30})));
+    let cutting = async {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        cut.notify_waiters();
+    };
+    let (ended, ()) = tokio::join!(tokio::time::timeout(std::time::Duration::from_secs(10), call), cutting);
+    let error = ended.expect("the call ends when its upstream goes away, not when it would have").unwrap_err();
+    let rpc = error.rpc().expect("a JSON-RPC error");
+    assert_eq!(rpc.code(), ErrorCode::INTERNAL_ERROR, "{rpc:?}");
+    assert_eq!(rpc.message(), "the server behind up_slow_compute could not be reached");
+    // The mount reconnects for the next call.
+    assert_eq!(caller.call_tool("up_greet", json!({"name": "Ada"})).await.unwrap().all_text(), "Hello, Ada!");
+}
