@@ -7,42 +7,23 @@
 
 use std::sync::Arc;
 
-use futures_util::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-use super::{held, tasks, UpstreamErrors};
-use crate::base::caller::Caller;
+use super::held;
+use super::relay::{relay_one, RELAYED_NOTICES};
+use super::upstream::{upstream_meta, Upstream};
 use crate::base::error::{Error, ErrorCode, ToolError};
 use crate::base::uri_template::UriTemplate;
-use crate::client::{BoxError, Client, ClientError, Forwarding};
+use crate::client::Forwarding;
 use crate::mrtr::context::{Ctx, InputRequired};
 use crate::protocol::{
-    meta_keys, CallToolResult, ClientCapabilities, GetPromptResult, JsonObject, LoggingLevel, Prompt,
-    ReadResourceResult, Resource, ResourceTemplate, Tool, TASKS_EXTENSION,
+    CallToolResult, GetPromptResult, JsonObject, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool,
+    TASKS_EXTENSION,
 };
 use crate::routes::handler::{PromptRoute, ResourceRoute, ToolRoute};
-
-/// The upstream a mount forwards to.
-pub(crate) struct Upstream {
-    pub(super) client: Client,
-    pub(super) errors: UpstreamErrors,
-    /// Its number among the server's mounts whose upstreams serve tasks, once registered
-    /// there: only then is it offered the tasks extension (see `tasks`).
-    pub(super) door: tasks::Door,
-    /// Its calls held between the caller's rounds (a 2025-11-25 upstream's: see `held`).
-    pub(super) held: Arc<held::Held>,
-    /// The token a caller's requests carry to it, instead of the client's own.
-    pub(super) token: Option<TokenFn>,
-    /// Room for the requests of callers' rounds in flight to it at once.
-    pub(super) in_flight: tokio::sync::Semaphore,
-}
-
-/// [`Mount::upstream_token`](super::Mount::upstream_token)'s function.
-pub(super) type TokenFn =
-    Arc<dyn Fn(Option<Caller>) -> BoxFuture<'static, Result<Option<String>, BoxError>> + Send + Sync>;
 
 /// What a round of a mounted request seals for the next: the upstream's state and the
 /// keys of its questions.
@@ -52,9 +33,6 @@ struct Hop {
     state: Option<String>,
     asked: Vec<String>,
 }
-
-/// How many of the upstream's notifications may wait to be relayed.
-pub(super) const RELAYED_NOTICES: usize = 64;
 
 /// A mounted request's target as served, and as the upstream knows it.
 struct Names {
@@ -73,7 +51,7 @@ pub(super) fn tool_route(upstream: &Arc<Upstream>, tool: Tool, upstream_name: St
             let result = forward(&ctx, &upstream, &names.ours, "tools/call", params).await?;
             // The upstream made a task of it (it was offered tasks, as the caller declared
             // them): the caller gets that task, and the result here is never read.
-            match tasks::door_of(&upstream) {
+            match upstream.door() {
                 Some(door) if result.get("resultType").and_then(Value::as_str) == Some("task") => {
                     ctx.answer_with_task(door, result);
                     Ok(CallToolResult::default())
@@ -160,7 +138,8 @@ async fn forward(
     // (within the handler's time limit). The semaphore is never closed.
     let _in_flight = upstream.in_flight.acquire().await.map_err(|_| Error::internal("the mount was closed"))?;
     if upstream.client.session().is_some() {
-        return held::forward(ctx, upstream, ours, method, params, bearer).await;
+        let ended = held::forward(ctx, &upstream.held, ours, method, params, bearer).await?;
+        return ended.map_err(|error| ToolError::protocol(upstream.refusal(ours, &error)));
     }
     if let Some(hop) = ctx.request_state::<Hop>().await.map_err(ToolError::protocol)? {
         let answers: Map<String, Value> =
@@ -178,7 +157,7 @@ async fn forward(
         }
     }
     // Only a call may become a task, and only with an upstream that serves them.
-    let tasks = method == "tools/call" && tasks::door_of(upstream).is_some();
+    let tasks = method == "tools/call" && upstream.door().is_some();
     params.insert("_meta".into(), upstream_meta(ctx.client_capabilities(), ctx.meta().log_level, tasks));
     // The upstream's progress and log messages are relayed as this request's, when the
     // caller asked for them.
@@ -230,73 +209,4 @@ fn for_the_caller(ctx: &Ctx, refused: Error) -> Error {
         );
     }
     refused
-}
-
-/// One of the upstream's notifications, sent on as this request's own: progress, or a log
-/// message (at the caller's level: `ctx.log` filters).
-pub(super) async fn relay_one(ctx: &Ctx, note: &Value) {
-    let params = &note["params"];
-    match note["method"].as_str() {
-        Some("notifications/progress") => {
-            let Some(update) = crate::client::update_of(note) else { return };
-            let mut report = ctx.progress(update.progress);
-            if let Some(total) = update.total {
-                report = report.of(total);
-            }
-            if let Some(message) = update.message {
-                report = report.message(message);
-            }
-            report.await;
-        }
-        Some("notifications/message") => {
-            let Ok(level) = LoggingLevel::deserialize(&params["level"]) else { return };
-            ctx.log(level, params["logger"].as_str(), &params["data"]).await;
-        }
-        _ => {}
-    }
-}
-
-/// The `_meta` the upstream hears: the caller's capabilities, as it declared them, but
-/// the tasks extension unless `tasks` (the request may become, or is about, a task the
-/// upstream keeps); and the caller's log level, if it set one.
-pub(super) fn upstream_meta(caps: &ClientCapabilities, log_level: Option<LoggingLevel>, tasks: bool) -> Value {
-    let mut capabilities = serde_json::to_value(caps).unwrap_or_else(|_| Value::Object(Map::new()));
-    if let (false, Some(Value::Object(extensions))) = (tasks, capabilities.get_mut("extensions")) {
-        extensions.remove(TASKS_EXTENSION);
-    }
-    let mut meta = Map::new();
-    meta.insert(meta_keys::CLIENT_CAPABILITIES.into(), capabilities);
-    if let Some(level) = log_level {
-        meta.insert(meta_keys::LOG_LEVEL.into(), serde_json::to_value(level).unwrap_or(Value::Null));
-    }
-    Value::Object(meta)
-}
-
-impl Upstream {
-    /// The token `caller`'s request carries to the upstream, where the operator maps
-    /// callers to tokens (`None`: the client's own headers). The function's failure is
-    /// the call's, without its text, which may name the operator's identity provider.
-    pub(super) async fn token_for(&self, caller: Option<&Caller>, ours: &str) -> Result<Option<String>, Error> {
-        let Some(token) = &self.token else { return Ok(None) };
-        token(caller.cloned()).await.map_err(|error| {
-            tracing::warn!(%error, target = ours, "no token for the server behind a mount");
-            Error::internal(format!("the server behind {ours} could not be authorized for this caller"))
-        })
-    }
-
-    /// How a failed forward reaches the caller: the upstream's JSON-RPC error by its code
-    /// (whole when configured), anything else as an internal error naming what was asked.
-    pub(super) fn refusal(&self, ours: &str, error: &ClientError) -> Error {
-        let Some(rpc) = error.rpc() else {
-            tracing::warn!(%error, target = ours, "a mounted server could not be reached");
-            return Error::internal(format!("the server behind {ours} could not be reached"));
-        };
-        // A capability the caller lacks is the caller's to know, named as the upstream
-        // named it.
-        if self.errors == UpstreamErrors::Whole || rpc.code() == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY {
-            return rpc.clone();
-        }
-        tracing::debug!(%error, target = ours, "a mounted server refused the request");
-        Error::new(rpc.code(), format!("the server behind {ours} refused the request"))
-    }
 }

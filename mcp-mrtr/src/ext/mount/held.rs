@@ -21,9 +21,9 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use super::forward::{self, Upstream};
+use super::relay;
 use crate::base::error::{Error, ToolError};
-use crate::client::{Answers, ClientError, Forwarding, Relayed};
+use crate::client::{Answers, Client, ClientError, Forwarding, Relayed};
 use crate::mrtr::context::{Ctx, InputRequired};
 use crate::protocol::JsonObject;
 
@@ -35,6 +35,8 @@ const WAITING_QUESTIONS: usize = 16;
 
 /// The calls an upstream holds between rounds, by id.
 pub(super) struct Held {
+    /// The upstream's client: its session carries every held call.
+    client: Client,
     calls: Mutex<HashMap<String, HeldCall>>,
     limit: usize,
     lapse: Duration,
@@ -70,8 +72,8 @@ impl Drop for Running {
 }
 
 impl Held {
-    pub(super) fn new(limit: usize, lapse: Duration) -> Self {
-        Self { calls: Mutex::default(), limit, lapse }
+    pub(super) fn new(client: Client, limit: usize, lapse: Duration) -> Self {
+        Self { client, calls: Mutex::default(), limit, lapse }
     }
 
     fn take(&self, id: &str) -> Option<HeldCall> {
@@ -105,31 +107,32 @@ impl Held {
 }
 
 /// Forwards `method` with `params` to a 2025-11-25 upstream: the call started in the first
-/// round, continued with this round's answers in the next, until the upstream's result.
+/// round, continued with this round's answers in the next, until the upstream's result,
+/// or how the upstream failed it (for the mount to say as it says any refusal).
 pub(super) async fn forward(
     ctx: &Ctx,
-    upstream: &Upstream,
+    held: &Arc<Held>,
     ours: &str,
     method: &str,
     params: JsonObject,
     bearer: Option<String>,
-) -> Result<JsonObject, ToolError> {
+) -> Result<Result<JsonObject, ClientError>, ToolError> {
     let mut call = match ctx.request_state::<HeldState>().await.map_err(ToolError::protocol)? {
-        Some(state) => resume(ctx, upstream, ours, &state)?,
-        None => start(upstream, method, params, bearer),
+        Some(state) => resume(ctx, held, ours, &state)?,
+        None => start(&held.client, method, params, bearer),
     };
     loop {
         let question = tokio::select! {
             // Notices first: those the upstream sent before its result are relayed before it.
             biased;
             Some(note) = call.notices.recv() => {
-                forward::relay_one(ctx, &note).await;
+                relay::relay_one(ctx, &note).await;
                 continue;
             }
             Some(question) = call.questions.recv() => question,
             ended = &mut call.call.0 => {
                 let ended = ended.map_err(|_| Error::internal(format!("the call of {ours} was stopped")))?;
-                return ended.map_err(|error| ToolError::protocol(upstream.refusal(ours, &error)));
+                return Ok(ended);
             }
         };
         let mut next = InputRequired::new();
@@ -143,19 +146,19 @@ pub(super) async fn forward(
             call.waiting.push((key, answer));
             question = tokio::time::timeout(TOGETHER, call.questions.recv()).await.ok().flatten();
         }
-        let held = upstream.held.keep(call).map_err(ToolError::protocol)?;
-        return ctx.input_required(next.state(&HeldState { held })).await;
+        let id = held.keep(call).map_err(ToolError::protocol)?;
+        return ctx.input_required(next.state(&HeldState { held: id })).await;
     }
 }
 
 /// Starts the call (with the caller's token, if the mount maps callers to tokens), its
 /// questions relayed to the held call.
-fn start(upstream: &Upstream, method: &str, mut params: JsonObject, bearer: Option<String>) -> HeldCall {
+fn start(client: &Client, method: &str, mut params: JsonObject, bearer: Option<String>) -> HeldCall {
     // A session's capabilities are its own: the caller's are checked here, on each question.
     params.remove("_meta");
     let (relay, questions) = mpsc::channel(WAITING_QUESTIONS);
-    let (notified, notices) = mpsc::channel(forward::RELAYED_NOTICES);
-    let (client, method) = (upstream.client.clone(), method.to_owned());
+    let (notified, notices) = mpsc::channel(relay::RELAYED_NOTICES);
+    let (client, method) = (client.clone(), method.to_owned());
     // Progress is asked for always: the round waiting relays it if its caller asked.
     let answers = Some(Answers::relaying(relay));
     let forwarding = Forwarding { notices: Some(notified), progress: true, answers, bearer };
@@ -164,8 +167,8 @@ fn start(upstream: &Upstream, method: &str, mut params: JsonObject, bearer: Opti
 }
 
 /// The held call a retry continues, its questions answered with this round's answers.
-fn resume(ctx: &Ctx, upstream: &Upstream, ours: &str, state: &HeldState) -> Result<HeldCall, ToolError> {
-    let mut call = upstream.held.take(&state.held).ok_or_else(|| {
+fn resume(ctx: &Ctx, held: &Held, ours: &str, state: &HeldState) -> Result<HeldCall, ToolError> {
+    let mut call = held.take(&state.held).ok_or_else(|| {
         ToolError::protocol(Error::invalid_params(format!(
             "the call of {ours} is no longer held here (its hold lapsed, or another instance holds it): start the \
              call over"

@@ -36,7 +36,9 @@ mod complete;
 mod forward;
 mod held;
 mod live;
+mod relay;
 mod tasks;
+mod upstream;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -59,7 +61,7 @@ pub struct Mount {
     errors: UpstreamErrors,
     held_calls: usize,
     hold_for: Duration,
-    token: Option<forward::TokenFn>,
+    token: Option<upstream::TokenFn>,
     in_flight: usize,
 }
 
@@ -266,11 +268,11 @@ impl Mount {
         if let Some(missing) = self.only.iter().flatten().find(|name| !listed(name)) {
             return Err(ClientError::Config(format!("the upstream lists no tool or prompt {missing:?} to mount")));
         }
-        let upstream = Arc::new(forward::Upstream {
+        let upstream = Arc::new(upstream::Upstream {
+            held: Arc::new(held::Held::new(self.client.clone(), self.held_calls, self.hold_for)),
             client: self.client,
             errors: self.errors,
-            door: tasks::Door::new(),
-            held: Arc::new(held::Held::new(self.held_calls, self.hold_for)),
+            door: std::sync::OnceLock::new(),
             token: self.token,
             in_flight: tokio::sync::Semaphore::new(self.in_flight.clamp(1, tokio::sync::Semaphore::MAX_PERMITS)),
         });
@@ -294,7 +296,7 @@ impl Mount {
 /// How a mount turns the upstream's lists into routes: the same on load and on every
 /// change of a list.
 struct Plan {
-    upstream: Arc<forward::Upstream>,
+    upstream: Arc<upstream::Upstream>,
     prefix: String,
     only: Option<Vec<String>>,
     renames: HashMap<String, String>,

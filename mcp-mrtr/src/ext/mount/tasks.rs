@@ -6,7 +6,7 @@
 //! reaches it, and no caller can make up an id that reaches an upstream's task.
 
 use std::any::Any;
-use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
@@ -15,7 +15,7 @@ use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha2::Sha256;
 
-use super::forward::{self, Upstream};
+use super::upstream::{self, Upstream};
 use crate::base::error::Error;
 use crate::client::Forwarding;
 use crate::dispatch::{Engine, TasksElsewhere};
@@ -48,14 +48,6 @@ impl MountedTasks {
         self.upstreams.read().unwrap_or_else(PoisonError::into_inner).get(door).cloned()
     }
 }
-
-/// A door number, if `upstream` has one (its upstream serves tasks and it is registered).
-pub(super) fn door_of(upstream: &Upstream) -> Option<usize> {
-    upstream.door.get().copied()
-}
-
-/// An upstream's door number, set when its mount is registered.
-pub(super) type Door = OnceLock<usize>;
 
 impl TasksElsewhere for MountedTasks {
     fn as_any(&self) -> &dyn Any {
@@ -98,7 +90,7 @@ impl TasksElsewhere for MountedTasks {
             let Some(params) = params.as_object_mut() else { return Err(unknown()) };
             let bearer = upstream.token_for(delivery.caller(), task_id).await?;
             params.insert("taskId".into(), Value::String(theirs));
-            params.insert("_meta".into(), forward::upstream_meta(&meta.client_capabilities, meta.log_level, true));
+            params.insert("_meta".into(), upstream::upstream_meta(&meta.client_capabilities, meta.log_level, true));
             let mut answer = upstream
                 .client
                 .forward(method.name(), std::mem::take(params), Forwarding { bearer, ..Forwarding::default() })
