@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use serde::de::{Error as _, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -54,33 +55,86 @@ pub enum InputRequest {
     ListRoots(JsonObject),
 }
 
-/// [`InputRequest`] as read: the same, but `roots/list` may come without `params`, as
-/// the schema allows (rmcp 3.11 sends it so).
-#[allow(clippy::large_enum_variant)]
-#[derive(Deserialize)]
-#[serde(tag = "method", content = "params")]
-enum Read {
+/// The methods an [`InputRequest`] may name, as read.
+#[derive(Clone, Copy, Deserialize)]
+enum Asked {
     #[serde(rename = "elicitation/create")]
-    Elicit(ElicitParams),
+    Elicit,
     #[serde(rename = "sampling/createMessage")]
-    Sample(CreateMessageParams),
+    Sample,
     #[serde(rename = "roots/list")]
-    ListRoots(JsonObject),
+    ListRoots,
 }
 
+/// The members of an [`InputRequest`] that mean something; others are passed over.
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "lowercase")]
+enum Member {
+    Method,
+    Params,
+    #[serde(other)]
+    Other,
+}
+
+impl Asked {
+    /// The request with these `params`.
+    fn with<'de, A: MapAccess<'de>>(self, map: &mut A) -> Result<InputRequest, A::Error> {
+        Ok(match self {
+            Self::Elicit => InputRequest::Elicit(map.next_value()?),
+            Self::Sample => InputRequest::Sample(map.next_value()?),
+            Self::ListRoots => InputRequest::ListRoots(map.next_value()?),
+        })
+    }
+
+    /// The request with `params` read ahead of its method.
+    fn with_value<E: serde::de::Error>(self, params: Value) -> Result<InputRequest, E> {
+        Ok(match self {
+            Self::Elicit => InputRequest::Elicit(serde_json::from_value(params).map_err(E::custom)?),
+            Self::Sample => InputRequest::Sample(serde_json::from_value(params).map_err(E::custom)?),
+            Self::ListRoots => InputRequest::ListRoots(serde_json::from_value(params).map_err(E::custom)?),
+        })
+    }
+}
+
+/// Reads an [`InputRequest`] as derived adjacent tagging would, in one pass when `method`
+/// comes first (as every server here writes it), but a `roots/list` may come without
+/// `params`, as the schema allows (rmcp 3.11 sends it so).
 impl<'de> Deserialize<'de> for InputRequest {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let mut value = Value::deserialize(deserializer)?;
-        if let Value::Object(request) = &mut value {
-            if request.get("method").and_then(Value::as_str) == Some("roots/list") {
-                request.entry("params").or_insert_with(|| Value::Object(JsonObject::new()));
+        struct Request;
+        impl<'de> Visitor<'de> for Request {
+            type Value = InputRequest;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an input request: its method and params")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<InputRequest, A::Error> {
+                let (mut asked, mut ahead, mut request) = (None::<Asked>, None::<Value>, None);
+                while let Some(member) = map.next_key::<Member>()? {
+                    match member {
+                        Member::Method if asked.is_some() => return Err(A::Error::duplicate_field("method")),
+                        Member::Method => asked = Some(map.next_value()?),
+                        Member::Params if request.is_some() || ahead.is_some() => {
+                            return Err(A::Error::duplicate_field("params"));
+                        }
+                        Member::Params => match asked {
+                            Some(asked) => request = Some(asked.with(&mut map)?),
+                            None => ahead = Some(map.next_value()?),
+                        },
+                        Member::Other => drop(map.next_value::<IgnoredAny>()?),
+                    }
+                }
+                let asked = asked.ok_or_else(|| A::Error::missing_field("method"))?;
+                match (request, ahead, asked) {
+                    (Some(request), _, _) => Ok(request),
+                    (None, Some(params), asked) => asked.with_value(params),
+                    (None, None, Asked::ListRoots) => Ok(InputRequest::ListRoots(JsonObject::new())),
+                    (None, None, _) => Err(A::Error::missing_field("params")),
+                }
             }
         }
-        Ok(match Read::deserialize(value).map_err(serde::de::Error::custom)? {
-            Read::Elicit(params) => Self::Elicit(params),
-            Read::Sample(params) => Self::Sample(params),
-            Read::ListRoots(params) => Self::ListRoots(params),
-        })
+        deserializer.deserialize_map(Request)
     }
 }
 
@@ -477,5 +531,13 @@ mod tests {
         assert_eq!(serde_json::to_value(&bare).unwrap(), json!({"method": "roots/list", "params": {}}));
         assert!(serde_json::from_value::<InputRequest>(json!({"method": "sampling/createMessage"})).is_err());
         assert!(serde_json::from_value::<InputRequest>(json!({"method": "tools/call", "params": {}})).is_err());
+        // Params ahead of the method read the same, from text as from a value.
+        let text = r#"{"params": {"mode": "url", "message": "Open", "url": "https://a.example"}, "method": "elicitation/create"}"#;
+        let ahead: InputRequest = serde_json::from_str(text).unwrap();
+        let value: InputRequest = serde_json::from_value(serde_json::from_str(text).unwrap()).unwrap();
+        assert_eq!(ahead, value);
+        assert!(matches!(ahead, InputRequest::Elicit(ElicitParams::Url { .. })));
+        assert!(serde_json::from_str::<InputRequest>(r#"{"method": "roots/list", "method": "roots/list"}"#).is_err());
+        assert!(serde_json::from_str::<InputRequest>(r#"{"params": {}}"#).is_err());
     }
 }
