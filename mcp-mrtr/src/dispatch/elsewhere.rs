@@ -33,13 +33,13 @@ pub(crate) trait TasksElsewhere: Send + Sync {
 
     /// Answers a task method for `task_id` when the id is one [`adopt`](Self::adopt)
     /// made (`None` when it is not: the server's own tasks may have it). The body is
-    /// stamped by dispatch.
+    /// stamped by dispatch. `params` are copied only for such an id.
     fn serve<'a>(
         &'a self,
         engine: &'a Engine,
         method: Method,
         task_id: &'a str,
-        params: Value,
+        params: &Value,
         meta: &'a RequestMeta,
         delivery: &'a Delivery,
     ) -> Option<BoxFuture<'a, Result<JsonObject, Error>>>;

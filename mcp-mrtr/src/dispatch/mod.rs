@@ -207,7 +207,7 @@ impl Engine {
                 [crate::intake::capability::Capability::Tasks],
             )?;
             let task_id = params.get("taskId").and_then(Value::as_str).map(str::to_owned).unwrap_or_default();
-            if let Some(served) = elsewhere.serve(self, method, &task_id, params.clone(), meta, delivery) {
+            if let Some(served) = elsewhere.serve(self, method, &task_id, &params, meta, delivery) {
                 return served.await;
             }
             if self.tasks.is_none() {
@@ -250,10 +250,14 @@ impl Engine {
                 let target =
                     self.target_digested(&call, Method::ToolsCall.name(), name, &arguments).outlived_by(horizon);
                 let arguments = Arguments::new(arguments, call.delivery.bridge.is_some());
-                // The round's replay, kept to learn whether another server's task answers.
+                // The round's replay, kept to learn whether another server's task answers:
+                // only a server with such a door (a mount's) needs it.
                 let last = std::sync::Mutex::new(None);
+                let keeps_last = self.tasks_elsewhere.is_some();
                 let round = |replay: &Arc<Replay>| {
-                    *last.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(replay.clone());
+                    if keeps_last {
+                        *last.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(replay.clone());
+                    }
                     route.run(self.ctx(&call, replay), arguments.take())
                 };
                 let body = self.rounds(&target, &call, input, round).await?;

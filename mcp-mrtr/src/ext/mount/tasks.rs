@@ -76,11 +76,12 @@ impl TasksElsewhere for MountedTasks {
         engine: &'a Engine,
         method: Method,
         task_id: &'a str,
-        mut params: Value,
+        params: &Value,
         meta: &'a RequestMeta,
         delivery: &'a Delivery,
     ) -> Option<BoxFuture<'a, Result<JsonObject, Error>>> {
         let (door, theirs) = parse(task_id)?;
+        let mut params = params.clone();
         Some(Box::pin(async move {
             let unknown = || Error::unknown("task", task_id);
             let owner = engine.principal_of(delivery).unwrap_or_default();
