@@ -149,7 +149,7 @@ impl Drain {
 
     /// What requests carry to learn that the drain started.
     pub(crate) fn watch(&self) -> Draining {
-        Draining { started: self.started.subscribe(), afterwards: self.afterwards.clone() }
+        Draining(Arc::new(Watching { started: self.started.subscribe(), afterwards: self.afterwards.clone() }))
     }
 
     pub(crate) fn start(&self) {
@@ -165,18 +165,29 @@ impl Drain {
     }
 }
 
-/// Whether the server has begun to shut down. Cheap to clone; the transports put one in
-/// each request's extensions.
+/// Whether the server has begun to shut down. Cheap to clone (one count); the transports
+/// put one in each request's extensions.
 #[derive(Clone, Debug)]
-pub(crate) struct Draining {
+pub(crate) struct Draining(Arc<Watching>);
+
+#[derive(Debug)]
+struct Watching {
     started: watch::Receiver<bool>,
     afterwards: Arc<Afterwards>,
 }
 
 impl Draining {
+    /// A watch of the same drain that shares no count with this one: a connection takes
+    /// its own, and the clones it puts in its requests then touch no memory that requests
+    /// on other cores touch too (the drain's own counts, bounced between cores on every
+    /// request, cost more than the clone).
+    pub(crate) fn own(&self) -> Self {
+        Self(Arc::new(Watching { started: self.0.started.clone(), afterwards: self.0.afterwards.clone() }))
+    }
+
     /// Resolves once the drain has started, or its [`Drain`] is gone (the server stopped).
     pub(crate) async fn started(&self) {
-        let mut draining = self.started.clone();
+        let mut draining = self.0.started.clone();
         let _ = draining.wait_for(|started| *started).await;
     }
 
@@ -193,16 +204,17 @@ impl Draining {
     /// its work with this drain already (an earlier request did): `work` is only called
     /// then.
     pub(crate) fn after_drain(&self, left: &LeftWith, work: impl FnOnce() -> BoxFuture<'static, ()>) {
-        if left.0.load(Ordering::Acquire) == self.afterwards.id {
+        let afterwards = &self.0.afterwards;
+        if left.0.load(Ordering::Acquire) == afterwards.id {
             return;
         }
         let key = std::ptr::from_ref(left) as usize;
-        let mut afterwards = self.afterwards.work.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut work_left = afterwards.work.lock().unwrap_or_else(PoisonError::into_inner);
         // Two first requests may race here: the lock lets one in.
-        if !afterwards.iter().any(|(endpoint, _)| *endpoint == key) {
-            afterwards.push((key, work()));
+        if !work_left.iter().any(|(endpoint, _)| *endpoint == key) {
+            work_left.push((key, work()));
         }
-        left.0.store(self.afterwards.id, Ordering::Release);
+        left.0.store(afterwards.id, Ordering::Release);
     }
 }
 

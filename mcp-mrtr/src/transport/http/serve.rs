@@ -325,7 +325,9 @@ impl<A: App> Serving<A> {
     ) -> impl hyper::service::Service<hyper::Request<Incoming>, Response = Response, Error = Infallible, Future: Send>
     {
         let app = self.app.clone();
-        let (draining, requests, activity) = (self.draining.clone(), self.requests.clone(), activity.clone());
+        // The connection's own: what each of its requests clones is counted on this
+        // connection alone (see `Draining::own`).
+        let (draining, requests, activity) = (self.draining.own(), Arc::new(self.requests.clone()), activity.clone());
         let handoff = handoff.cloned();
         hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
             let busy = activity.begin();
@@ -358,9 +360,11 @@ impl<A: App> Serving<A> {
 struct Requests(Arc<AtomicUsize>);
 
 impl Requests {
-    fn enter(&self) -> Entered {
+    /// `self` is a connection's copy: the guard holds that, so its request touches the
+    /// shared count only to add and take away one.
+    fn enter(self: &Arc<Self>) -> Entered {
         self.0.fetch_add(1, Ordering::Relaxed);
-        Entered(self.0.clone())
+        Entered(self.clone())
     }
 
     fn count(&self) -> usize {
@@ -369,11 +373,11 @@ impl Requests {
 }
 
 /// One request counted in [`Requests`], until dropped.
-struct Entered(Arc<AtomicUsize>);
+struct Entered(Arc<Requests>);
 
 impl Drop for Entered {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        self.0 .0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
