@@ -109,6 +109,11 @@ impl TestServer {
         Self::start(mcp_mrtr_examples::everything::server()).await
     }
 
+    /// Its MCP endpoint's URL, for a client.
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
     /// Sends `rpc` and checks every message of the answer against the schema.
     pub async fn send(&self, rpc: &Rpc) -> HttpResponse {
         let headers = rpc.headers();
@@ -259,4 +264,18 @@ pub fn meta(caps: Value) -> Value {
     });
     meta["io.modelcontextprotocol/clientCapabilities"] = caps;
     meta
+}
+
+/// An application's own authentication, as a test needs it: `Authorization: Bearer <name>`
+/// names the caller (a real app verifies a token here); no header, no caller.
+pub async fn bearer_names_caller(
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let name = request.headers().get("authorization").and_then(|v| v.to_str().ok());
+    if let Some(name) = name.and_then(|v| v.strip_prefix("Bearer ")) {
+        let caller = mcp_mrtr::Caller::new(name);
+        request.extensions_mut().insert(caller);
+    }
+    next.run(request).await
 }

@@ -11,5 +11,6 @@ pub mod legacy;
 pub mod listen;
 pub mod pipe;
 pub mod schema;
+pub mod scripted;
 
 pub use drop_flag::DropFlag;

@@ -16,7 +16,7 @@ use mcp_mrtr::{
     protocol::ResourceTemplate,
 };
 use mcp_mrtr_tests::client::{self, HttpResponse};
-use mcp_mrtr_tests::harness::{task_caps, Rpc};
+use mcp_mrtr_tests::harness::{bearer_names_caller, task_caps, Rpc};
 use mcp_mrtr_tests::listen::ListenStream;
 use serde_json::{json, Map, Value};
 
@@ -382,16 +382,6 @@ async fn tasks_update_checks_the_scopes_and_view_of_the_caller_answering_now() {
     wait_for(addr, &id, &writer, "input_required").await;
 }
 
-/// `Authorization: Bearer <name>` names the caller; no header, no caller.
-async fn authenticate(mut request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
-    let name = request.headers().get("authorization").and_then(|v| v.to_str().ok());
-    if let Some(name) = name.and_then(|v| v.strip_prefix("Bearer ")) {
-        let caller = Caller::new(name);
-        request.extensions_mut().insert(caller);
-    }
-    next.run(request).await
-}
-
 #[tokio::test]
 async fn a_task_created_without_a_principal_is_refused_to_every_caller_with_one() {
     let server = Server::new("ownerless", "0")
@@ -400,7 +390,7 @@ async fn a_task_created_without_a_principal_is_refused_to_every_caller_with_one(
     let app = server
         .into_router(mcp_mrtr::http::HttpConfig::default())
         .expect("a router")
-        .layer(axum::middleware::from_fn(authenticate));
+        .layer(axum::middleware::from_fn(bearer_names_caller));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });

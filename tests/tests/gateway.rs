@@ -3,45 +3,24 @@
 //! client calling the gateway in either era. The upstream's questions cross the hop as the
 //! gateway's rounds, its state sealed inside the gateway's.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use mcp_mrtr::catalog::Subscriptions;
-use mcp_mrtr::client::{Answers, Client, ClientError};
+use mcp_mrtr::client::{Client, ClientError};
 use mcp_mrtr::mount::{Mount, UpstreamErrors};
-use mcp_mrtr::protocol::{CreateMessageResult, ElicitResult, Tool};
+use mcp_mrtr::protocol::Tool;
 use mcp_mrtr::{ErrorCode, Server, ToolError};
 use mcp_mrtr_tests::harness::{Rpc, TestServer};
+use mcp_mrtr_tests::scripted::{self, Shown};
 use serde_json::{json, Map, Value};
-
-fn url(server: &TestServer) -> String {
-    format!("http://{}/mcp", server.addr)
-}
 
 /// The gateway: a tool of its own, and the upstream's under `up_`.
 async fn gateway(upstream: &TestServer, mount: impl FnOnce(Mount) -> Mount) -> TestServer {
-    let client = Client::http(url(upstream)).connect().await.unwrap();
+    let client = Client::http(upstream.url()).connect().await.unwrap();
     let mounted = mount(Mount::new(client).prefix("up_")).load().await.unwrap();
     let own = Tool::new("own").handler(|_ctx, _args: Map<String, Value>| async { Ok::<_, ToolError>("mine") });
     let server = Server::new("gateway", "1.0.0").subscriptions(Subscriptions::default()).tool(own).mount(mounted);
     TestServer::start(server).await
-}
-
-fn answering(shown: &Arc<Mutex<Vec<String>>>) -> Answers {
-    let shown = shown.clone();
-    Answers::new()
-        .forms(move |question| {
-            shown.lock().unwrap().push(question.message.clone());
-            let first = question.schema["properties"].as_object().unwrap().keys().next().cloned();
-            async move {
-                Ok(match first.as_deref() {
-                    Some("name") => ElicitResult::accept_as(&json!({"name": "Ada"}))?,
-                    Some("color") => ElicitResult::accept_as(&json!({"color": "teal"}))?,
-                    Some("context") => ElicitResult::accept_as(&json!({"context": "the diff"}))?,
-                    _ => ElicitResult::decline(),
-                })
-            }
-        })
-        .sampling(|_| async { Ok(CreateMessageResult::from_text("scripted", "Paris")) })
 }
 
 #[tokio::test]
@@ -51,7 +30,7 @@ async fn an_upstream_s_tools_are_served_beside_the_gateway_s_own() {
         mount.only(["greet", "test_simple_text", "test_simple_prompt"]).rename("greet", "hello")
     })
     .await;
-    let client = Client::http(url(&gateway)).connect().await.unwrap();
+    let client = Client::http(gateway.url()).connect().await.unwrap();
     let names: Vec<String> = client.list_tools().await.unwrap().into_iter().map(|tool| tool.name).collect();
     // The upstream's tools in the upstream's order, after the gateway's own.
     assert_eq!(names, ["own", "up_test_simple_text", "up_hello"]);
@@ -61,7 +40,7 @@ async fn an_upstream_s_tools_are_served_beside_the_gateway_s_own() {
     let prompts: Vec<String> = client.list_prompts().await.unwrap().into_iter().map(|prompt| prompt.name).collect();
     assert_eq!(prompts, ["up_test_simple_prompt"]);
     assert!(!client.get_prompt("up_test_simple_prompt", json!({})).await.unwrap().messages.is_empty());
-    let direct = Client::http(url(&upstream)).connect().await.unwrap();
+    let direct = Client::http(upstream.url()).connect().await.unwrap();
     let resources = client.list_resources().await.unwrap();
     assert_eq!(resources.len(), direct.list_resources().await.unwrap().len());
     let uri = &resources[0].uri;
@@ -77,7 +56,7 @@ async fn an_upstream_s_tools_are_served_beside_the_gateway_s_own() {
     assert_eq!(serde_json::to_value(through.contents).unwrap(), serde_json::to_value(at_source.contents).unwrap());
 
     // A tool the upstream does not list cannot be mounted.
-    let upstream_client = Client::http(url(&upstream)).connect().await.unwrap();
+    let upstream_client = Client::http(upstream.url()).connect().await.unwrap();
     let error = Mount::new(upstream_client).only(["nope"]).load().await.unwrap_err();
     assert!(matches!(error, ClientError::Config(_)), "{error}");
 }
@@ -87,10 +66,11 @@ async fn the_upstream_s_questions_are_asked_as_the_gateway_s_rounds_in_either_er
     let upstream = TestServer::everything().await;
     let gateway = gateway(&upstream, |mount| mount).await;
     for versions in [["2026-07-28"], ["2025-11-25"]] {
-        let shown = Arc::new(Mutex::new(Vec::new()));
-        let client = Client::http(url(&gateway)).versions(versions).answers(answering(&shown)).connect().await.unwrap();
+        let shown = Shown::default();
+        let client =
+            Client::http(gateway.url()).versions(versions).answers(scripted::answers(&shown)).connect().await.unwrap();
         let result = client.call_tool("up_test_input_required_result_multi_round", json!({})).await.unwrap();
-        assert_eq!(result.all_text(), "Ada likes teal", "{versions:?}");
+        assert_eq!(result.all_text(), "Ada likes green", "{versions:?}");
         let result = client.call_tool("up_test_input_required_result_sampling", json!({})).await.unwrap();
         assert!(result.all_text().contains("Paris"), "{versions:?}: {}", result.all_text());
         // A prompt asks across the hop the same way.
@@ -135,7 +115,7 @@ async fn the_caller_s_capabilities_and_the_upstream_s_errors_reach_the_other_sid
     let upstream = TestServer::everything().await;
     let gateway_by_code = gateway(&upstream, |mount| mount).await;
     // A caller that answers nothing is refused by the upstream, which is told so.
-    let bare = Client::http(url(&gateway_by_code)).connect().await.unwrap();
+    let bare = Client::http(gateway_by_code.url()).connect().await.unwrap();
     let error = bare.call_tool("up_test_input_required_result_elicitation", json!({})).await.unwrap_err();
     assert_eq!(error.code(), Some(ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY), "{error}");
     // A tool's failure is a result; the upstream's protocol error keeps its code, not its
@@ -148,7 +128,7 @@ async fn the_caller_s_capabilities_and_the_upstream_s_errors_reach_the_other_sid
         (ErrorCode::INVALID_PARAMS, "the server behind up_slow_compute refused the request")
     );
     let gateway_whole = gateway(&upstream, |mount| mount.upstream_errors(UpstreamErrors::Whole)).await;
-    let whole = Client::http(url(&gateway_whole)).connect().await.unwrap();
+    let whole = Client::http(gateway_whole.url()).connect().await.unwrap();
     let error = whole.call_tool("up_slow_compute", json!({"seconds": -1})).await.unwrap_err();
     assert!(error.rpc().unwrap().message().contains("seconds must be between"), "{error}");
     // A call the upstream would make a task ends in its request: the upstream is offered none.
@@ -160,7 +140,7 @@ async fn the_caller_s_capabilities_and_the_upstream_s_errors_reach_the_other_sid
 async fn the_upstream_s_progress_is_relayed_to_a_caller_that_asked_for_it() {
     let upstream = TestServer::everything().await;
     let gateway = gateway(&upstream, |mount| mount).await;
-    let client = Client::http(url(&gateway)).connect().await.unwrap();
+    let client = Client::http(gateway.url()).connect().await.unwrap();
     let (call, mut progress) = client.call_tool("up_test_tool_with_progress", json!({})).with_progress();
     let updates = async {
         let mut seen = Vec::new();
@@ -178,7 +158,7 @@ async fn the_upstream_s_progress_is_relayed_to_a_caller_that_asked_for_it() {
 async fn an_upstream_s_list_changes_reach_the_gateway_s_listeners_as_its_own() {
     let upstream = TestServer::everything().await;
     let gateway = gateway(&upstream, |mount| mount).await;
-    let client = Client::http(url(&gateway)).connect().await.unwrap();
+    let client = Client::http(gateway.url()).connect().await.unwrap();
     let mut changes = client.listen(mcp_mrtr::client::Listen::new().tools()).await.unwrap();
     let dynamic = |tools: Vec<Tool>| tools.iter().any(|tool| tool.name == "up_test_dynamic_tool");
     assert!(!dynamic(client.list_tools().await.unwrap()));
@@ -203,7 +183,7 @@ async fn an_upstream_s_list_changes_reach_the_gateway_s_listeners_as_its_own() {
 async fn a_mounted_prompt_s_arguments_are_completed_by_the_upstream() {
     let upstream = TestServer::everything().await;
     let gateway = gateway(&upstream, |mount| mount).await;
-    let client = Client::http(url(&gateway)).connect().await.unwrap();
+    let client = Client::http(gateway.url()).connect().await.unwrap();
     assert!(client.server().capabilities.completions.is_some());
     let complete =
         |name: &str| json!({"ref": {"type": "ref/prompt", "name": name}, "argument": {"name": "arg1", "value": "pa"}});
@@ -217,14 +197,14 @@ async fn a_mounted_prompt_s_arguments_are_completed_by_the_upstream() {
 #[tokio::test]
 async fn a_changed_upstream_list_never_takes_a_name_the_gateway_holds() {
     let upstream = TestServer::everything().await;
-    let client = Client::http(url(&upstream)).connect().await.unwrap();
+    let client = Client::http(upstream.url()).connect().await.unwrap();
     let mounted = Mount::new(client).load().await.unwrap();
     // The gateway's own tool has the name the upstream's trigger adds and removes.
     let own =
         Tool::new("test_dynamic_tool").handler(|_ctx, _args: Map<String, Value>| async { Ok::<_, ToolError>("mine") });
     let server = Server::new("gateway", "1.0.0").subscriptions(Subscriptions::default()).tool(own).mount(mounted);
     let gateway = TestServer::start(server).await;
-    let client = Client::http(url(&gateway)).connect().await.unwrap();
+    let client = Client::http(gateway.url()).connect().await.unwrap();
     let mut changes = client.listen(mcp_mrtr::client::Listen::new().tools()).await.unwrap();
     for _ in 0..2 {
         // Added upstream (refused here, the name is taken), then removed upstream.
@@ -238,7 +218,7 @@ async fn a_changed_upstream_list_never_takes_a_name_the_gateway_holds() {
 #[tokio::test]
 async fn the_upstream_s_log_messages_reach_a_caller_that_asked_for_them() {
     let upstream = TestServer::everything().await;
-    let client = Client::http(url(&upstream)).connect().await.unwrap();
+    let client = Client::http(upstream.url()).connect().await.unwrap();
     let mounted = Mount::new(client).load().await.unwrap();
     let gateway = TestServer::start(Server::new("gateway", "1.0.0").logging(true).mount(mounted)).await;
     let asked =
@@ -279,7 +259,7 @@ async fn a_mount_has_at_most_its_limit_of_requests_in_flight_to_the_upstream() {
             None => mount,
         })
         .await;
-        let client = Client::http(url(&gateway)).connect().await.unwrap();
+        let client = Client::http(gateway.url()).connect().await.unwrap();
         let calls = (0..4).map(|_| std::future::IntoFuture::into_future(client.call_tool("up_busy", json!({}))));
         for result in futures_util::future::join_all(calls).await {
             assert_eq!(result.unwrap().all_text(), "done");
@@ -298,7 +278,7 @@ async fn a_mount_has_at_most_its_limit_of_requests_in_flight_to_the_upstream() {
 async fn an_upstream_s_list_change_is_one_change_of_the_gateway_s() {
     let upstream = TestServer::everything().await;
     let gateway = gateway(&upstream, |mount| mount).await;
-    let client = Client::http(url(&gateway)).connect().await.unwrap();
+    let client = Client::http(gateway.url()).connect().await.unwrap();
     let mut changes = client.listen(mcp_mrtr::client::Listen::new().tools()).await.unwrap();
     for _ in 0..2 {
         client.call_tool("up_test_trigger_tool_change", json!({})).await.unwrap();
@@ -342,7 +322,7 @@ async fn an_upstream_that_goes_away_mid_call_fails_the_call_and_leaves_nothing_w
     let client = Client::http(format!("http://{through}/mcp")).connect().await.unwrap();
     let mounted = Mount::new(client).prefix("up_").load().await.unwrap();
     let gateway = TestServer::start(Server::new("gateway", "1.0.0").mount(mounted)).await;
-    let caller = Client::http(url(&gateway)).tasks(false).connect().await.unwrap();
+    let caller = Client::http(gateway.url()).tasks(false).connect().await.unwrap();
     let call = std::future::IntoFuture::into_future(caller.call_tool("up_slow_compute", json!({"seconds": 30})));
     let cutting = async {
         tokio::time::sleep(std::time::Duration::from_millis(300)).await;

@@ -7,12 +7,8 @@ use mcp_mrtr::mount::Mount;
 use mcp_mrtr::prelude::*;
 use mcp_mrtr::protocol::Tool;
 use mcp_mrtr::{Caller, ErrorCode};
-use mcp_mrtr_tests::harness::TestServer;
+use mcp_mrtr_tests::harness::{bearer_names_caller, TestServer};
 use serde_json::{json, Map, Value};
-
-fn url(server: &TestServer) -> String {
-    format!("http://{}/mcp", server.addr)
-}
 
 /// An upstream whose `whoami` answers with the `Authorization` its request carried.
 async fn upstream() -> TestServer {
@@ -24,32 +20,22 @@ async fn upstream() -> TestServer {
     TestServer::start(Server::new("upstream", "1.0.0").tool(whoami)).await
 }
 
-/// `Authorization: Bearer <name>` names the gateway's caller; no header, no caller.
-async fn authenticate(mut request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
-    let name = request.headers().get("authorization").and_then(|v| v.to_str().ok());
-    if let Some(name) = name.and_then(|v| v.strip_prefix("Bearer ")) {
-        let caller = Caller::new(name);
-        request.extensions_mut().insert(caller);
-    }
-    next.run(request).await
-}
-
 /// A gateway whose mount client sends `gateway-key`, and maps callers with `mount`.
 async fn gateway(upstream: &TestServer, mount: impl FnOnce(Mount) -> Mount) -> TestServer {
-    let client = Client::http(url(upstream)).bearer_token("gateway-key").connect().await.unwrap();
+    let client = Client::http(upstream.url()).bearer_token("gateway-key").connect().await.unwrap();
     let mounted = mount(Mount::new(client)).load().await.unwrap();
     let app = Server::new("gateway", "1.0.0")
         .mount(mounted)
         .into_router(mcp_mrtr::http::HttpConfig::default())
         .unwrap()
-        .layer(axum::middleware::from_fn(authenticate));
+        .layer(axum::middleware::from_fn(bearer_names_caller));
     TestServer::start_router(app, std::future::pending()).await
 }
 
 async fn whoami(gateway: &TestServer, caller: Option<&str>) -> Result<String, ClientError> {
     let client = match caller {
-        Some(name) => Client::http(url(gateway)).bearer_token(name),
-        None => Client::http(url(gateway)),
+        Some(name) => Client::http(gateway.url()).bearer_token(name),
+        None => Client::http(gateway.url()),
     };
     Ok(client.connect().await?.call_tool("whoami", json!({})).await?.all_text())
 }

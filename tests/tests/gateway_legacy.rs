@@ -3,24 +3,20 @@
 //! asks on its call's stream and waits; the gateway holds the call open and puts each
 //! question to its caller as a round, for callers of either era.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_mrtr::client::{Answers, Client, ClientError};
 use mcp_mrtr::mount::Mount;
-use mcp_mrtr::protocol::{CreateMessageResult, ElicitResult, ListRootsResult, Root};
+use mcp_mrtr::protocol::ElicitResult;
 use mcp_mrtr::request_state::{KeyRing, StateConfig, StateKey};
 use mcp_mrtr::{ErrorCode, Server};
 use mcp_mrtr_tests::harness::{Rpc, TestServer};
+use mcp_mrtr_tests::scripted::{self, Shown};
 use serde_json::json;
-
-fn url(server: &TestServer) -> String {
-    format!("http://{}/mcp", server.addr)
-}
 
 /// A gateway mounting `upstream` in a 2025-11-25 session, the upstream's tools under `up_`.
 async fn gateway(upstream: &TestServer, mount: impl FnOnce(Mount) -> Mount) -> TestServer {
-    let client = Client::http(url(upstream)).versions(["2025-11-25"]).relaying_questions().connect().await.unwrap();
+    let client = Client::http(upstream.url()).versions(["2025-11-25"]).relaying_questions().connect().await.unwrap();
     assert_eq!(client.server().supported_versions, ["2025-11-25"]);
     let keys = KeyRing::new(StateKey::new("k", *b"a-32-byte-key-shared-by-gateway!"));
     let server = Server::new("gateway", "1.0.0")
@@ -29,38 +25,17 @@ async fn gateway(upstream: &TestServer, mount: impl FnOnce(Mount) -> Mount) -> T
     TestServer::start(server).await
 }
 
-fn answering(shown: &Arc<Mutex<Vec<String>>>) -> Answers {
-    let (forms, urls) = (shown.clone(), shown.clone());
-    Answers::new()
-        .forms(move |question| {
-            forms.lock().unwrap().push(question.message.clone());
-            let first = question.schema["properties"].as_object().unwrap().keys().next().cloned();
-            async move {
-                Ok(match first.as_deref() {
-                    Some("name") => ElicitResult::accept_as(&json!({"name": "Ada"}))?,
-                    Some("color") => ElicitResult::accept_as(&json!({"color": "teal"}))?,
-                    _ => ElicitResult::decline(),
-                })
-            }
-        })
-        .urls(move |question| {
-            urls.lock().unwrap().push(question.url.clone());
-            async { Ok(ElicitResult::accepted()) }
-        })
-        .sampling(|_| async { Ok(CreateMessageResult::from_text("scripted", "Paris")) })
-        .roots(|| async { Ok(ListRootsResult::new(vec![Root::new("file:///a"), Root::new("file:///b")])) })
-}
-
 #[tokio::test]
 async fn a_2025_upstream_s_questions_are_the_gateway_s_rounds_in_either_era() {
     let upstream = TestServer::everything().await;
     let gateway = gateway(&upstream, |mount| mount).await;
     for versions in [["2026-07-28"], ["2025-11-25"]] {
-        let shown = Arc::new(Mutex::new(Vec::new()));
-        let client = Client::http(url(&gateway)).versions(versions).answers(answering(&shown)).connect().await.unwrap();
+        let shown = Shown::default();
+        let client =
+            Client::http(gateway.url()).versions(versions).answers(scripted::answers(&shown)).connect().await.unwrap();
         // Two questions, one after the other, on one held call.
         let result = client.call_tool("up_test_input_required_result_multi_round", json!({})).await.unwrap();
-        assert_eq!(result.all_text(), "Ada likes teal", "{versions:?}");
+        assert_eq!(result.all_text(), "Ada likes green", "{versions:?}");
         // A form, a sampling request and roots, asked together.
         let result = client.call_tool("up_test_input_required_result_multiple_inputs", json!({})).await.unwrap();
         assert_eq!(result.all_text(), "Ada: Paris (2 roots)", "{versions:?}");
@@ -107,11 +82,11 @@ async fn a_question_the_caller_cannot_answer_is_refused_and_the_mount_needs_a_re
     let gateway = gateway(&upstream, |mount| mount.held_calls(4)).await;
     // This caller answers forms only: the upstream's sampling request is its -32021.
     let forms = Answers::new().forms(|_| async { Ok(ElicitResult::decline()) });
-    let client = Client::http(url(&gateway)).answers(forms).connect().await.unwrap();
+    let client = Client::http(gateway.url()).answers(forms).connect().await.unwrap();
     let refused = client.call_tool("up_test_input_required_result_sampling", json!({})).await.unwrap_err();
     assert_eq!(refused.rpc().map(mcp_mrtr::Error::code), Some(ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY));
     // A client that declares nothing cannot be mounted in a 2025-11-25 session.
-    let plain = Client::http(url(&upstream)).versions(["2025-11-25"]).connect().await.unwrap();
+    let plain = Client::http(upstream.url()).versions(["2025-11-25"]).connect().await.unwrap();
     let error = Mount::new(plain).load().await.unwrap_err();
     assert!(matches!(error, ClientError::Config(_)), "{error}");
 }
@@ -127,7 +102,7 @@ async fn questions_asked_together_are_one_round_and_progress_is_relayed() {
     methods.sort_unstable();
     assert_eq!(methods, ["elicitation/create", "roots/list", "sampling/createMessage"], "{asked}");
     // The upstream's progress, sent on the held call's stream, reaches the caller.
-    let client = Client::http(url(&gateway)).connect().await.unwrap();
+    let client = Client::http(gateway.url()).connect().await.unwrap();
     let (call, mut progress) = client.call_tool("up_test_tool_with_progress", json!({})).with_progress();
     let updates = async {
         let mut seen = Vec::new();

@@ -5,45 +5,22 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use mcp_mrtr::client::{Answers, Client, Started};
+use mcp_mrtr::client::{Client, Started};
 use mcp_mrtr::mount::Mount;
-use mcp_mrtr::protocol::{CreateMessageResult, ElicitResult, ListRootsResult, Root};
 use mcp_mrtr::request_state::{KeyRing, StateConfig, StateKey};
 use mcp_mrtr::{ErrorCode, Server};
 use mcp_mrtr_tests::harness::{Rpc, TestServer};
+use mcp_mrtr_tests::scripted::{self, Shown};
 use serde_json::json;
 
 const ERAS: [&str; 2] = ["2026-07-28", "2025-11-25"];
 
-fn url(server: &TestServer) -> String {
-    format!("http://{}/mcp", server.addr)
-}
-
 /// A gateway sealing with the key `gw`, mounting `upstream` spoken to in `era`.
 async fn gateway(upstream: &TestServer, era: &str) -> TestServer {
-    let client = Client::http(url(upstream)).versions([era]).relaying_questions().connect().await.unwrap();
+    let client = Client::http(upstream.url()).versions([era]).relaying_questions().connect().await.unwrap();
     let keys = KeyRing::new(StateKey::new("gw", *b"the gateway's own 32-byte key..."));
     let mounted = Mount::new(client).prefix("up_").load().await.unwrap();
     TestServer::start(Server::new("gateway", "1.0.0").request_state(StateConfig::new(keys)).mount(mounted)).await
-}
-
-/// Answers every kind of question as a person and a model would.
-fn answers() -> Answers {
-    Answers::new()
-        .forms(|question| {
-            let first = question.schema["properties"].as_object().unwrap().keys().next().cloned();
-            async move {
-                Ok(match first.as_deref() {
-                    Some("name") => ElicitResult::accept_as(&json!({"name": "Ada"}))?,
-                    Some("ok") => ElicitResult::accept_as(&json!({"ok": true}))?,
-                    Some("confirm") => ElicitResult::accept_as(&json!({"confirm": true}))?,
-                    _ => ElicitResult::decline(),
-                })
-            }
-        })
-        .urls(|_| async { Ok(ElicitResult::accepted()) })
-        .sampling(|_| async { Ok(CreateMessageResult::from_text("scripted", "Paris")) })
-        .roots(|| async { Ok(ListRootsResult::new(vec![Root::new("file:///a"), Root::new("file:///b")])) })
 }
 
 static CALLS: AtomicU32 = AtomicU32::new(0);
@@ -55,7 +32,12 @@ async fn every_question_crosses_the_hop_in_every_era_combination() {
         let gateway = gateway(&upstream, upstream_era).await;
         for caller_era in ERAS {
             let cell = format!("{caller_era} caller, {upstream_era} upstream");
-            let client = Client::http(url(&gateway)).versions([caller_era]).answers(answers()).connect().await.unwrap();
+            let client = Client::http(gateway.url())
+                .versions([caller_era])
+                .answers(scripted::answers(&Shown::default()))
+                .connect()
+                .await
+                .unwrap();
             let text = |tool: &'static str, arguments: serde_json::Value| {
                 let client = &client;
                 async move { client.call_tool(tool, arguments).await.map(|result| result.all_text()) }

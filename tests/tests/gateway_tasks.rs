@@ -10,13 +10,9 @@ use mcp_mrtr::{ErrorCode, Server};
 use mcp_mrtr_tests::harness::{task_caps, Rpc, TestServer};
 use serde_json::json;
 
-fn url(server: &TestServer) -> String {
-    format!("http://{}/mcp", server.addr)
-}
-
 /// The gateway, the upstream's tools under `up_`, its principal named by an `x-user` header.
 async fn gateway(upstream: &TestServer) -> TestServer {
-    let client = Client::http(url(upstream)).connect().await.unwrap();
+    let client = Client::http(upstream.url()).connect().await.unwrap();
     let mounted = Mount::new(client).prefix("up_").load().await.unwrap();
     let server = Server::new("gateway", "1.0.0")
         .principal(|headers| headers.get("x-user")?.to_str().ok().map(str::to_owned))
@@ -37,7 +33,7 @@ async fn an_upstream_s_task_and_its_question_are_the_gateway_s() {
     let gateway = gateway(&upstream).await;
     // The upstream's task asks, inside the task, whether to delete the file.
     let answers = Answers::new().forms(|_| async { Ok(ElicitResult::accept_as(&json!({"confirm": true}))?) });
-    let client = Client::http(url(&gateway)).answers(answers).connect().await.unwrap();
+    let client = Client::http(gateway.url()).answers(answers).connect().await.unwrap();
     let discovered = &client.server().capabilities;
     assert!(discovered.extensions.as_ref().is_some_and(|e| e.contains_key("io.modelcontextprotocol/tasks")));
     let task = started(&client, "up_confirm_delete", json!({"filename": "notes.txt"})).await;
@@ -50,7 +46,7 @@ async fn an_upstream_s_task_and_its_question_are_the_gateway_s() {
 async fn cancelling_the_gateway_s_task_cancels_the_upstream_s() {
     let upstream = TestServer::everything().await;
     let gateway = gateway(&upstream).await;
-    let client = Client::http(url(&gateway)).connect().await.unwrap();
+    let client = Client::http(gateway.url()).connect().await.unwrap();
     let task = started(&client, "up_slow_compute", json!({"seconds": 60})).await;
     let id = task.id().to_owned();
     task.cancel().await.unwrap();
@@ -64,7 +60,7 @@ async fn cancelling_the_gateway_s_task_cancels_the_upstream_s() {
 async fn a_caller_without_tasks_gets_the_result_in_its_request() {
     let upstream = TestServer::everything().await;
     let gateway = gateway(&upstream).await;
-    let client = Client::http(url(&gateway)).tasks(false).connect().await.unwrap();
+    let client = Client::http(gateway.url()).tasks(false).connect().await.unwrap();
     let result = client.call_tool("up_slow_compute", json!({"seconds": 0, "label": "now"})).await.unwrap();
     assert_eq!(result.all_text(), "now finished after 0s");
     // A tool the upstream runs only as a task needs the extension, as the upstream says.

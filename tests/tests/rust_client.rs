@@ -3,50 +3,17 @@
 //! a tool asks mid-call answered by the application's `Answers`, the rounds run by the
 //! client and never seen by the caller.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_mrtr::client::{Answers, Client, ClientError, ClientLimits};
-use mcp_mrtr::protocol::{CreateMessageResult, ElicitAction, ElicitResult, ListRootsResult, Root};
+use mcp_mrtr::protocol::{ElicitAction, ElicitResult};
 use mcp_mrtr::ErrorCode;
 use mcp_mrtr_tests::harness::TestServer;
+use mcp_mrtr_tests::scripted::{self, Shown};
 use serde_json::json;
 
-fn url(server: &TestServer) -> String {
-    format!("http://{}/mcp", server.addr)
-}
-
-/// Answers every kind of question, recording each message it was shown.
-fn answering(shown: &Arc<Mutex<Vec<String>>>) -> Answers {
-    let forms = shown.clone();
-    let urls = shown.clone();
-    Answers::new()
-        .forms(move |question| {
-            forms.lock().unwrap().push(question.message.clone());
-            let fields: Vec<String> = question.schema["properties"].as_object().unwrap().keys().cloned().collect();
-            async move {
-                Ok(match fields.first().map(String::as_str) {
-                    Some("name") => ElicitResult::accept_as(&json!({"name": "Ada"}))?,
-                    Some("color") => ElicitResult::accept_as(&json!({"color": "green"}))?,
-                    Some("ok") => ElicitResult::accept_as(&json!({"ok": true}))?,
-                    Some("context") => ElicitResult::accept_as(&json!({"context": "the diff"}))?,
-                    _ => ElicitResult::decline(),
-                })
-            }
-        })
-        .urls(move |question| {
-            urls.lock().unwrap().push(format!("{} <{}>", question.message, question.url));
-            async { Ok(ElicitResult::accepted()) }
-        })
-        .sampling(|request| async move {
-            assert!(request.max_tokens > 0);
-            Ok(CreateMessageResult::from_text("scripted", "Paris"))
-        })
-        .roots(|| async { Ok(ListRootsResult::new(vec![Root::new("file:///a"), Root::new("file:///b").named("b")])) })
-}
-
 async fn connect(server: &TestServer, answers: Answers) -> Client {
-    Client::http(url(server)).answers(answers).connect().await.expect("the client connects")
+    Client::http(server.url()).answers(answers).connect().await.expect("the client connects")
 }
 
 #[tokio::test]
@@ -72,8 +39,8 @@ async fn lists_and_calls_a_server_that_asks_nothing() {
 #[tokio::test]
 async fn a_form_is_asked_and_the_call_finishes_with_its_answer() {
     let server = TestServer::everything().await;
-    let shown = Arc::new(Mutex::new(Vec::new()));
-    let client = connect(&server, answering(&shown)).await;
+    let shown = Shown::default();
+    let client = connect(&server, scripted::answers(&shown)).await;
     let result = client.call_tool("test_input_required_result_elicitation", json!({})).await.unwrap();
     assert_eq!(result.all_text(), "Hello, Ada!");
     assert_eq!(*shown.lock().unwrap(), ["What is your name?"]);
@@ -82,8 +49,8 @@ async fn a_form_is_asked_and_the_call_finishes_with_its_answer() {
 #[tokio::test]
 async fn rounds_follow_each_other_until_the_tool_is_done() {
     let server = TestServer::everything().await;
-    let shown = Arc::new(Mutex::new(Vec::new()));
-    let client = connect(&server, answering(&shown)).await;
+    let shown = Shown::default();
+    let client = connect(&server, scripted::answers(&shown)).await;
     let result = client.call_tool("test_input_required_result_multi_round", json!({})).await.unwrap();
     assert_eq!(result.all_text(), "Ada likes green");
     // The second question names the first answer: the server kept it in its sealed state.
@@ -93,7 +60,7 @@ async fn rounds_follow_each_other_until_the_tool_is_done() {
 #[tokio::test]
 async fn a_round_of_several_kinds_is_answered_whole() {
     let server = TestServer::everything().await;
-    let client = connect(&server, answering(&Arc::default())).await;
+    let client = connect(&server, scripted::answers(&Shown::default())).await;
     let result = client.call_tool("test_input_required_result_multiple_inputs", json!({})).await.unwrap();
     assert_eq!(result.all_text(), "Ada: Paris (2 roots)");
     let sampled = client.call_tool("test_sampling", json!({"prompt": "Capital of France?"})).await.unwrap();
@@ -116,8 +83,8 @@ async fn declining_and_cancelling_reach_the_tool() {
 #[tokio::test]
 async fn a_url_is_offered_and_a_prompt_asks_too() {
     let server = TestServer::everything().await;
-    let shown = Arc::new(Mutex::new(Vec::new()));
-    let client = connect(&server, answering(&shown)).await;
+    let shown = Shown::default();
+    let client = connect(&server, scripted::answers(&shown)).await;
     let result = client.call_tool("test_url_elicitation", json!({})).await.unwrap();
     assert_eq!(result.all_text(), "Connected: the user opened the page.");
     assert!(shown.lock().unwrap()[0].ends_with("<https://example.com/mcp-mrtr/connect>"));
@@ -146,7 +113,12 @@ async fn rounds_are_bounded_and_failed_answers_are_named() {
     let server = TestServer::everything().await;
     let mut limits = ClientLimits::default();
     limits.max_rounds = 1;
-    let client = Client::http(url(&server)).answers(answering(&Arc::default())).limits(limits).connect().await.unwrap();
+    let client = Client::http(server.url())
+        .answers(scripted::answers(&Shown::default()))
+        .limits(limits)
+        .connect()
+        .await
+        .unwrap();
     let error = client.call_tool("test_input_required_result_multi_round", json!({})).await.unwrap_err();
     assert!(matches!(error, ClientError::TooManyRounds { rounds: 1 }), "{error}");
 
@@ -223,9 +195,9 @@ async fn mirrored_parameters_travel_in_their_headers_too() {
 #[tokio::test]
 async fn a_2025_session_asks_through_the_same_answers() {
     let server = TestServer::everything().await;
-    let shown = Arc::new(Mutex::new(Vec::new()));
+    let shown = Shown::default();
     let client =
-        Client::http(url(&server)).versions(["2025-11-25"]).answers(answering(&shown)).connect().await.unwrap();
+        Client::http(server.url()).versions(["2025-11-25"]).answers(scripted::answers(&shown)).connect().await.unwrap();
     assert_eq!(client.server().supported_versions, ["2025-11-25"]);
     assert!(client.list_tools().await.unwrap().iter().any(|tool| tool.name == "greet"));
     // The server's bridge asks with real requests on the call's stream; the same answers
@@ -237,7 +209,7 @@ async fn a_2025_session_asks_through_the_same_answers() {
     assert_eq!(result.all_text(), "Ada: Paris (2 roots)");
     // Declining reaches the tool as over 2026-07-28.
     let forms_only = Answers::new().forms(|_| async { Ok(ElicitResult::decline()) });
-    let client = Client::http(url(&server)).versions(["2025-11-25"]).answers(forms_only).connect().await.unwrap();
+    let client = Client::http(server.url()).versions(["2025-11-25"]).answers(forms_only).connect().await.unwrap();
     let declined = client.call_tool("test_elicitation", json!({"message": "Who?"})).await.unwrap();
     assert!(declined.all_text().ends_with("action=decline"), "{}", declined.all_text());
 }
@@ -280,22 +252,22 @@ async fn legacy_only(headers: axum::http::HeaderMap, body: String) -> axum::resp
 async fn a_server_without_discover_gets_a_2025_session_unless_told_otherwise() {
     let app = axum::Router::new().route("/mcp", axum::routing::post(legacy_only));
     let server = TestServer::start_router(app, std::future::pending()).await;
-    let client = connect(&server, answering(&Arc::default())).await;
+    let client = connect(&server, scripted::answers(&Shown::default())).await;
     assert_eq!(client.server().supported_versions, ["2025-11-25"]);
     let tools = client.list_tools().await.unwrap();
     assert_eq!(tools.iter().map(|tool| tool.name.as_str()).collect::<Vec<_>>(), ["old_tool"]);
     // A client that speaks 2026-07-28 only says why it cannot talk to it.
-    let error = Client::http(url(&server)).versions(["2026-07-28"]).connect().await.unwrap_err();
+    let error = Client::http(server.url()).versions(["2026-07-28"]).connect().await.unwrap_err();
     assert_eq!(error.code(), Some(ErrorCode(-32000)), "{error}");
-    let error = Client::http(url(&server)).versions(["2024-11-05"]).connect().await.unwrap_err();
+    let error = Client::http(server.url()).versions(["2024-11-05"]).connect().await.unwrap_err();
     assert!(matches!(error, ClientError::Config(_)), "{error}");
 }
 
 #[tokio::test]
 async fn a_call_that_becomes_a_task_is_followed_to_its_result() {
     let server = TestServer::everything().await;
-    let shown = Arc::new(Mutex::new(Vec::new()));
-    let client = connect(&server, answering(&shown)).await;
+    let shown = Shown::default();
+    let client = connect(&server, scripted::answers(&shown)).await;
     // Two questions the task asks at once, answered through one tasks/update.
     let result = client.call_tool("multi_input", json!({})).await.unwrap();
     assert_eq!(result.all_text(), "Reviewers: Ada then Ada");
@@ -307,7 +279,7 @@ async fn a_call_that_becomes_a_task_is_followed_to_its_result() {
     let error = client.call_tool("protocol_error_job", json!({})).await.unwrap_err();
     assert_eq!(error.code(), Some(ErrorCode::INTERNAL_ERROR), "{error}");
     // Without the extension declared, a tool that runs only as a task refuses the call.
-    let without = Client::http(url(&server)).answers(answering(&shown)).tasks(false).connect().await.unwrap();
+    let without = Client::http(server.url()).answers(scripted::answers(&shown)).tasks(false).connect().await.unwrap();
     let error = without.call_tool("multi_input", json!({})).await.unwrap_err();
     assert_eq!(error.code(), Some(ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY), "{error}");
 }
