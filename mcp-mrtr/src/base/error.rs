@@ -160,6 +160,15 @@ impl Error {
         Self::new(ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY, message).with_data(Value::Object(data))
     }
 
+    /// `-32601` for a 2025-11-25 caller of a tool that runs only as a task: that revision
+    /// has no tasks, so this session cannot run it (its `tools/list` leaves such tools out).
+    pub(crate) fn task_only_tool_in_legacy_session() -> Self {
+        Self::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            "this tool runs only as a task, which needs protocol version 2026-07-28: this session cannot run it",
+        )
+    }
+
     /// `-32022`: the requested protocol version is not supported.
     pub fn unsupported_protocol_version(requested: &str, supported: &[&str]) -> Self {
         Self::new(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")

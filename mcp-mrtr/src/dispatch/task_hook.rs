@@ -83,10 +83,7 @@ pub(crate) fn may_become_task(support: TaskSupport, caps: &ClientCapabilities, l
         TaskSupport::Forbidden => Ok(false),
         TaskSupport::Optional => Ok(declared),
         TaskSupport::Required if declared => Ok(true),
-        TaskSupport::Required if legacy => Err(Error::new(
-            crate::base::error::ErrorCode::METHOD_NOT_FOUND,
-            "this tool runs only as a task, which needs protocol version 2026-07-28: this session cannot run it",
-        )),
+        TaskSupport::Required if legacy => Err(Error::task_only_tool_in_legacy_session()),
         TaskSupport::Required => Err(Error::missing_client_capability(Capability::Tasks.as_object())),
     }
 }

@@ -203,10 +203,7 @@ fn for_the_caller(ctx: &Ctx, refused: Error) -> Error {
     let tasks_required = refused.code() == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
         && refused.data().is_some_and(|data| data["requiredCapabilities"]["extensions"].get(TASKS_EXTENSION).is_some());
     if tasks_required && ctx.protocol_version() != crate::protocol::PROTOCOL_VERSION {
-        return Error::new(
-            ErrorCode::METHOD_NOT_FOUND,
-            "this tool runs only as a task, which needs protocol version 2026-07-28: this session cannot run it",
-        );
+        return Error::task_only_tool_in_legacy_session();
     }
     refused
 }
