@@ -93,12 +93,12 @@ pub(super) fn stamp(body: Text, stamps: &Stamps<'_>) -> ResultJson {
     if out.trim_end() != "{" {
         out.push(',');
     }
-    // Writing to a String cannot fail.
     // Pieces pushed, not formatted: this runs for every result (formatting was most of it).
     out.push_str(r#""resultType":""#);
     out.push_str(stamps.result_type);
     out.push('"');
     if let Some(hints) = stamps.hints {
+        // Writing to a String cannot fail.
         let _ = write!(out, r#","ttlMs":{},"cacheScope":"{}""#, hints.ttl_ms, hints.scope.as_str());
     }
     out.push_str(r#","_meta":{""#);
