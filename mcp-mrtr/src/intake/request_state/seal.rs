@@ -1,7 +1,6 @@
 //! The token format: sealing and opening `v3.<key id>.<base64url(nonce || ciphertext || tag)>`,
 //! and the digest of the [`Binding`] that goes into the associated data.
 
-use std::cell::RefCell;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aes_gcm_siv::aead::AeadInPlace;
@@ -120,30 +119,9 @@ pub(super) fn open(
     Ok((body, UNIX_EPOCH + Duration::from_millis(expiry.min(LATEST_EXPIRY_MS))))
 }
 
-/// Nonces drawn from the operating system at a time, per thread.
-const NONCES_PER_DRAW: usize = 64;
-
-thread_local! {
-    /// Random bytes for the next nonces, and how many are used.
-    static NONCES: RefCell<([u8; NONCE_LEN * NONCES_PER_DRAW], usize)> =
-        const { RefCell::new(([0; NONCE_LEN * NONCES_PER_DRAW], NONCE_LEN * NONCES_PER_DRAW)) };
-}
-
-/// A random nonce, drawn from the operating system 64 at a time: a `getrandom` call per
-/// seal took two fifths of a seal's time. Each byte is used once. A forked process could
-/// reuse its parent's unused bytes; under GCM-SIV that would reveal no more than whether
-/// two states are equal.
+/// A random nonce, never used before in this process (see [`crate::base::random`]).
 fn fresh_nonce() -> Result<[u8; NONCE_LEN], SealError> {
-    NONCES.with_borrow_mut(|(pool, used)| {
-        if *used == pool.len() {
-            getrandom::fill(pool).map_err(|_| SealError::Random)?;
-            *used = 0;
-        }
-        let mut nonce = [0; NONCE_LEN];
-        nonce.copy_from_slice(&pool[*used..*used + NONCE_LEN]);
-        *used += NONCE_LEN;
-        Ok(nonce)
-    })
+    crate::base::random::bytes().map_err(|_| SealError::Random)
 }
 
 /// The length of the token that sealing `payload_len` bytes with key `id` produces.

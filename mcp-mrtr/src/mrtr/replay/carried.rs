@@ -216,8 +216,7 @@ impl CallId {
     pub(crate) const EARLIER_RELEASE: Self = Self([0; 16]);
 
     fn random() -> Result<Self, crate::base::error::Error> {
-        let mut bytes = [0u8; 16];
-        getrandom::fill(&mut bytes)
+        let bytes = crate::base::random::bytes()
             .map_err(|e| crate::base::error::Error::internal(format!("no randomness for a call id: {e}")))?;
         Ok(Self(bytes))
     }
