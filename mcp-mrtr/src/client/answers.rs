@@ -223,7 +223,7 @@ impl Answers {
             }
             InputRequest::Sample(params) => {
                 let answer = self.sampling.as_ref().ok_or_else(|| unanswerable("a sampling request"))?;
-                serde_json::to_value(answer(params).await.map_err(failed)?)
+                serde_json::to_value(answer(*params).await.map_err(failed)?)
             }
             InputRequest::ListRoots(_) => {
                 let answer = self.roots.as_ref().ok_or_else(|| unanswerable("roots"))?;

@@ -201,9 +201,9 @@ mod tests {
     #[test]
     fn sampling_with_tools_or_tool_choice_needs_sampling_tools() {
         let mut params = CreateMessageParams::new(vec![SamplingMessage::user_text("hi")], 10);
-        assert_eq!(required_for(&InputRequest::Sample(params.clone())), Capability::Sampling);
+        assert_eq!(required_for(&InputRequest::Sample(Box::new(params.clone()))), Capability::Sampling);
         params.tool_choice = Some(ToolChoice { mode: Some("auto".into()) });
-        assert_eq!(required_for(&InputRequest::Sample(params)), Capability::SamplingTools);
+        assert_eq!(required_for(&InputRequest::Sample(Box::new(params))), Capability::SamplingTools);
     }
 
     #[test]

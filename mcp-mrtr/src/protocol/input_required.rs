@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use serde::de::{Error as _, IgnoredAny, MapAccess, Visitor};
+use serde::de::{DeserializeSeed, Error as _, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -37,9 +37,6 @@ impl InputRequiredResult {
 }
 
 /// A request embedded in an `input_required` result: one of the three a server may ask.
-// Sampling parameters dwarf the others, but a round carries a handful of these at most:
-// boxing would only make matching on them clumsier.
-#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "method", content = "params")]
 #[non_exhaustive]
@@ -47,9 +44,11 @@ pub enum InputRequest {
     /// `elicitation/create`: ask the user.
     #[serde(rename = "elicitation/create")]
     Elicit(ElicitParams),
-    /// `sampling/createMessage`: ask the client's model.
+    /// `sampling/createMessage`: ask the client's model. Boxed: its parameters are three
+    /// times the others', and every map of requests would pay for them in each entry
+    /// (a map's node of inline sampling requests outgrew the allocator's fast path).
     #[serde(rename = "sampling/createMessage")]
-    Sample(CreateMessageParams),
+    Sample(Box<CreateMessageParams>),
     /// `roots/list`: ask for the client's roots. Its params are optional on the wire.
     #[serde(rename = "roots/list")]
     ListRoots(JsonObject),
@@ -76,22 +75,16 @@ enum Member {
     Other,
 }
 
-impl Asked {
-    /// The request with these `params`.
-    fn with<'de, A: MapAccess<'de>>(self, map: &mut A) -> Result<InputRequest, A::Error> {
-        Ok(match self {
-            Self::Elicit => InputRequest::Elicit(map.next_value()?),
-            Self::Sample => InputRequest::Sample(map.next_value()?),
-            Self::ListRoots => InputRequest::ListRoots(map.next_value()?),
-        })
-    }
+/// The request whose `params` the deserializer holds: read in place from the message
+/// when `method` came first, or from a tree when `params` came ahead of it.
+impl<'de> DeserializeSeed<'de> for Asked {
+    type Value = InputRequest;
 
-    /// The request with `params` read ahead of its method.
-    fn with_value<E: serde::de::Error>(self, params: Value) -> Result<InputRequest, E> {
+    fn deserialize<D: serde::Deserializer<'de>>(self, params: D) -> Result<InputRequest, D::Error> {
         Ok(match self {
-            Self::Elicit => InputRequest::Elicit(serde_json::from_value(params).map_err(E::custom)?),
-            Self::Sample => InputRequest::Sample(serde_json::from_value(params).map_err(E::custom)?),
-            Self::ListRoots => InputRequest::ListRoots(serde_json::from_value(params).map_err(E::custom)?),
+            Self::Elicit => InputRequest::Elicit(Deserialize::deserialize(params)?),
+            Self::Sample => InputRequest::Sample(Deserialize::deserialize(params)?),
+            Self::ListRoots => InputRequest::ListRoots(Deserialize::deserialize(params)?),
         })
     }
 }
@@ -119,7 +112,7 @@ impl<'de> Deserialize<'de> for InputRequest {
                             return Err(A::Error::duplicate_field("params"));
                         }
                         Member::Params => match asked {
-                            Some(asked) => request = Some(asked.with(&mut map)?),
+                            Some(asked) => request = Some(map.next_value_seed(asked)?),
                             None => ahead = Some(map.next_value()?),
                         },
                         Member::Other => drop(map.next_value::<IgnoredAny>()?),
@@ -128,7 +121,7 @@ impl<'de> Deserialize<'de> for InputRequest {
                 let asked = asked.ok_or_else(|| A::Error::missing_field("method"))?;
                 match (request, ahead, asked) {
                     (Some(request), _, _) => Ok(request),
-                    (None, Some(params), asked) => asked.with_value(params),
+                    (None, Some(params), asked) => asked.deserialize(params).map_err(A::Error::custom),
                     (None, None, Asked::ListRoots) => Ok(InputRequest::ListRoots(JsonObject::new())),
                     (None, None, _) => Err(A::Error::missing_field("params")),
                 }

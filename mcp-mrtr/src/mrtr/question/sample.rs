@@ -80,7 +80,7 @@ impl Question for Sample {
     type Output = Result<CreateMessageResult, Refused>;
 
     fn request(&self) -> Result<InputRequest, Error> {
-        Ok(InputRequest::Sample(self.params.clone()))
+        Ok(InputRequest::Sample(Box::new(self.params.clone())))
     }
 
     fn decode(&self, answer: Value) -> Option<(Self::Output, Value)> {
