@@ -2,9 +2,10 @@
 //! [`ElicitUrl`], and how an accepted form's answer is kept (only the fields it asked for).
 
 use std::any::TypeId;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::marker::PhantomData;
-use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::sync::{OnceLock, PoisonError, RwLock};
 
 use serde::de::DeserializeOwned;
 use serde::Deserialize as _;
@@ -44,19 +45,49 @@ struct Form {
 }
 
 /// The forms built so far, by type: the form, or why the type cannot be one.
-type Forms = RwLock<HashMap<TypeId, Result<Arc<Form>, String>>>;
+/// Forms live as long as the process: one per type a handler asks for, never rebuilt, so
+/// reading one takes no count of its users.
+type Forms = RwLock<HashMap<TypeId, Result<&'static Form, String>>>;
 
 /// The form of `T`, built once per type: schema generation is not free, every round of
 /// every ask needs the form, and it never changes.
-fn form<T: ElicitForm>() -> Result<Arc<Form>, Error> {
+fn form<T: ElicitForm>() -> Result<&'static Form, Error> {
+    thread_local! {
+        /// The forms this thread read last: an ask reads its form three times a round, and
+        /// the shared map's lock is a cache line every core writes to.
+        static NEAR: RefCell<Vec<(TypeId, Result<&'static Form, String>)>> = const { RefCell::new(Vec::new()) };
+    }
+    /// Forms kept per thread, newest first; past that, the shared map answers.
+    const NEAR_KEPT: usize = 8;
+    let near = NEAR.with_borrow(|near| near.iter().find(|(ty, _)| *ty == TypeId::of::<T>()).map(|(_, f)| f.clone()));
+    let form = near.unwrap_or_else(|| {
+        let form = shared_form::<T>();
+        NEAR.with_borrow_mut(|near| {
+            near.truncate(NEAR_KEPT - 1);
+            near.insert(0, (TypeId::of::<T>(), form.clone()));
+        });
+        form
+    });
+    // The client reads why too: the shape of a form is no secret (the type's name stays out).
+    form.map_err(|problem| {
+        Error::internal(format!("the server cannot ask this question: its form is not valid: {problem}"))
+    })
+}
+
+/// The form of `T` from the map every thread shares, built there the first time (under
+/// the write lock, so a form is built and kept once however many threads ask at once).
+fn shared_form<T: ElicitForm>() -> Result<&'static Form, String> {
     static FORMS: OnceLock<Forms> = OnceLock::new();
     let forms = FORMS.get_or_init(RwLock::default);
-    let known = forms.read().unwrap_or_else(PoisonError::into_inner).get(&TypeId::of::<T>()).cloned();
-    let form = known.unwrap_or_else(|| {
+    if let Some(known) = forms.read().unwrap_or_else(PoisonError::into_inner).get(&TypeId::of::<T>()) {
+        return known.clone();
+    }
+    let mut forms = forms.write().unwrap_or_else(PoisonError::into_inner);
+    let form = forms.entry(TypeId::of::<T>()).or_insert_with(|| {
         let built = T::requested_schema().map(|schema| {
             let schema = FormSchema::new(schema);
             let digest = Sha256::digest(schema.as_json()).into();
-            Arc::new(Form { schema, digest })
+            &*Box::leak(Box::new(Form { schema, digest }))
         });
         // Once per type, for the server's operator, in the log or, with no log installed
         // (none of the guide's servers installs one), on stderr.
@@ -69,13 +100,9 @@ fn form<T: ElicitForm>() -> Result<Arc<Form>, Error> {
                 eprintln!("mcp-mrtr: error: a handler asks for {form}, which cannot be a form: {problem}; {hint}");
             }
         }
-        let mut forms = forms.write().unwrap_or_else(PoisonError::into_inner);
-        forms.entry(TypeId::of::<T>()).or_insert(built).clone()
+        built
     });
-    // The client reads why too: the shape of a form is no secret (the type's name stays out).
-    form.map_err(|problem| {
-        Error::internal(format!("the server cannot ask this question: its form is not valid: {problem}"))
-    })
+    form.clone()
 }
 
 /// `elicitation/create` in form mode, asking for a `T`.
