@@ -54,8 +54,8 @@ fn over_http_a_random_key_is_announced_once() {
     assert_eq!(log.matches("MCP_MRTR_STATE_KEYS is not set").count(), 1, "{log}");
 }
 
-/// The process's stdin is read on a thread of its own and its stdout written on another:
-/// what reaches them is what a client wrote, whole lines in order, however it was split.
+/// The process's stdin and stdout, pipes here, are read and written on the runtime: what
+/// reaches them is what a client wrote, whole lines in order, however it was split.
 #[test]
 fn the_process_pipes_carry_every_line_whatever_its_size_or_timing() {
     let mut server = common::Server::start(everything(None));
@@ -249,4 +249,135 @@ fn with_every_slot_held_by_a_call_that_asks_answers_cancellations_and_pings_get_
     assert_eq!(completed, (2..=slots).collect());
     let (succeeded, rest, stderr) = server.finish();
     assert!(succeeded && rest.is_empty(), "the cancelled call said nothing: {rest:?} {stderr}");
+}
+
+/// A modern `tools/call` of `test_simple_text` with id `id`, as one line.
+fn simple_call(id: u64) -> String {
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let call = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": { "name": "test_simple_text", "_meta": meta } });
+    format!("{call}\n")
+}
+
+/// The ids of the answers among `lines`, sorted, each checked to be a completed call.
+fn answered(lines: impl IntoIterator<Item = String>) -> Vec<u64> {
+    let mut ids: Vec<u64> = lines
+        .into_iter()
+        .filter_map(|line| serde_json::from_str::<Value>(&line).ok())
+        .filter(|reply| reply.get("id").is_some())
+        .map(|reply| {
+            assert_eq!(reply["result"]["resultType"], "complete", "{reply}");
+            reply["id"].as_u64().unwrap()
+        })
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+/// Waits for `child` to exit, bounded, and says whether it succeeded.
+fn exited(child: &mut std::process::Child) -> bool {
+    let deadline = std::time::Instant::now() + common::TIMEOUT;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.success();
+        }
+        assert!(std::time::Instant::now() < deadline, "the server did not exit in time");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A host written for Node gives its child socket pairs, not pipes, for stdin and stdout:
+/// they are served on the runtime too, large lines and bursts alike, and closing the
+/// client's end of stdin ends the server.
+#[cfg(unix)]
+#[test]
+fn socket_pairs_for_stdin_and_stdout_carry_every_line() {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    use std::os::fd::OwnedFd;
+    use std::os::unix::net::UnixStream;
+
+    let (mut to_server, server_in) = UnixStream::pair().unwrap();
+    let (from_server, server_out) = UnixStream::pair().unwrap();
+    let mut command = everything(None);
+    command.stdin(OwnedFd::from(server_in)).stdout(OwnedFd::from(server_out)).stderr(std::process::Stdio::null());
+    let mut child = command.spawn().unwrap();
+    // The server's ends live in the child alone, as a host leaves them.
+    drop(command);
+    from_server.set_read_timeout(Some(common::TIMEOUT)).unwrap();
+    let mut replies = BufReader::new(from_server);
+    let mut next = || {
+        let mut line = String::new();
+        replies.read_line(&mut line).expect("the server answers in time");
+        line
+    };
+    let mut too_long = vec![b'x'; 4 * 1024 * 1024 + 10];
+    too_long.push(b'\n');
+    to_server.write_all(&too_long).unwrap();
+    to_server.write_all(simple_call(1).as_bytes()).unwrap();
+    let refused: Value = serde_json::from_str(&next()).unwrap();
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    let burst: String = (2..=200).map(simple_call).collect();
+    to_server.write_all(burst.as_bytes()).unwrap();
+    let lines: Vec<String> = (1..=200).map(|_| next()).collect();
+    assert_eq!(answered(lines), (1..=200).collect::<Vec<_>>());
+    // Served on the runtime: no thread of its own reads stdin or writes stdout.
+    #[cfg(target_os = "linux")]
+    {
+        let threads = thread_names(child.id());
+        assert!(!threads.iter().any(|name| name.starts_with("mcp-mrtr-std")), "{threads:?}");
+    }
+    to_server.shutdown(std::net::Shutdown::Write).unwrap();
+    assert!(exited(&mut child));
+}
+
+/// Where stdin or stdout cannot be served on the runtime, threads of their own serve
+/// them: here stdout is shared with stderr (`2>&1`), which must stay blocking so that a
+/// full pipe makes a log line wait rather than fail. (A terminal or a file is served so
+/// too.)
+#[cfg(target_os = "linux")]
+#[test]
+fn stdout_shared_with_stderr_is_served_on_threads() {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    use std::os::fd::OwnedFd;
+    use std::os::unix::net::UnixStream;
+
+    let (mut to_server, server_in) = UnixStream::pair().unwrap();
+    let (output, server_out) = UnixStream::pair().unwrap();
+    let mut command = everything(None);
+    command
+        .stdin(OwnedFd::from(server_in))
+        .stdout(OwnedFd::from(server_out.try_clone().unwrap()))
+        .stderr(OwnedFd::from(server_out));
+    let mut child = command.spawn().unwrap();
+    drop(command);
+    output.set_read_timeout(Some(common::TIMEOUT)).unwrap();
+    let mut replies = BufReader::new(output);
+    let burst: String = (1..=50).map(simple_call).collect();
+    to_server.write_all(burst.as_bytes()).unwrap();
+    let lines: Vec<String> = (1..=50)
+        .map(|_| {
+            let mut line = String::new();
+            replies.read_line(&mut line).expect("the server answers in time");
+            line
+        })
+        .collect();
+    assert_eq!(answered(lines), (1..=50).collect::<Vec<_>>());
+    let threads = thread_names(child.id());
+    assert!(threads.iter().any(|name| name == "mcp-mrtr-stdin"), "{threads:?}");
+    assert!(threads.iter().any(|name| name == "mcp-mrtr-stdout"), "{threads:?}");
+    to_server.shutdown(std::net::Shutdown::Write).unwrap();
+    assert!(exited(&mut child));
+}
+
+/// The names of process `pid`'s threads.
+#[cfg(target_os = "linux")]
+fn thread_names(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .map(|name| name.trim().to_owned())
+        .collect()
 }

@@ -1,8 +1,10 @@
-//! The bytes of stdio: lines in, lines out. The process's own stdin and stdout each get a
-//! thread of their own, which talks to the runtime over a channel; any other byte stream
-//! is read and written on the runtime.
+//! The bytes of stdio: lines in, lines out. Byte streams, and the process's stdin and
+//! stdout when they are pipes or sockets (see `piped`), are read and written on the
+//! runtime. Otherwise (a terminal, a file, a stdout shared with stderr) the process's
+//! stdin and stdout each get a thread of their own, which talks to the runtime over a
+//! channel.
 //!
-//! Why threads for the process's pipes: tokio's `stdin()` and `stdout()` hand every read
+//! Why threads there rather than tokio's `stdin()` and `stdout()`: those hand every read
 //! and write to its blocking pool, which costs a thread hand-off there and back for each
 //! message, and a read on that pool cannot be cancelled, so a runtime dropped after a
 //! signal would wait for the client's next line. A thread of our own blocks in `read` and

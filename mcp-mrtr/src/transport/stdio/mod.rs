@@ -14,6 +14,8 @@
 //! cut, and the tasks running here are handed back.
 
 mod lines;
+#[cfg(unix)]
+mod piped;
 mod session;
 
 use std::future::Future;
@@ -181,13 +183,26 @@ impl<R, W> std::fmt::Debug for Pipe<R, W> {
     }
 }
 
+/// What the process's stdin is read through when it is read on the runtime.
+#[cfg(unix)]
+type ProcessStdin = BufReader<piped::Piped>;
+#[cfg(not(unix))]
+type ProcessStdin = tokio::io::Empty;
+
 impl Sealed for Stdio {
     type Serving = BoxFuture<'static, Result<(), ServeError>>;
 
     fn serve(self, server: Server, shutdown: Option<Signal>) -> Self::Serving {
         // Installed now, before the first line is read, so a signal is never missed.
         let shutdown = shutdown.unwrap_or_else(|| Signal::new(crate::bounds::shutdown::shutdown_signal()));
-        let open = || Ok((Input::<tokio::io::Empty>::Thread(lines::stdin_thread()?), lines::stdout_thread()?));
+        let open = || {
+            // Pipes and sockets on the runtime; a terminal or a file on threads of its own.
+            #[cfg(unix)]
+            if let Some((stdin, stdout)) = piped::open() {
+                return Ok((Input::stream(BufReader::new(stdin)), lines::stream_output(stdout)));
+            }
+            Ok((Input::<ProcessStdin>::Thread(lines::stdin_thread()?), lines::stdout_thread()?))
+        };
         let settings = self.settings;
         Box::pin(async move { serve_lines(server, open, shutdown.received(), settings).await })
     }

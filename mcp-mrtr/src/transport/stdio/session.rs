@@ -223,12 +223,13 @@ impl StdioSession {
         };
         // Reap finished requests, so a long connection does not collect them.
         while self.tasks.try_join_next().is_some() {}
-        let reply = self.in_flight.track(id, async move { server.handle(request, meta, delivery).await });
+        // Boxed: the handler's future is several KB, and spawning copies the task's future
+        // more than once on its way into the task; this way it is copied once, here.
+        let mut reply = Box::pin(self.in_flight.track(id, async move { server.handle(request, meta, delivery).await }));
         self.tasks.spawn(async move {
             // Held until the answer is queued: a request counts while it runs and while
             // its answer waits for the client to read.
             let _slot = slot;
-            tokio::pin!(reply);
             // Forward the request's notifications (and the bridge's requests) until its
             // reply is ready.
             let reply = loop {
