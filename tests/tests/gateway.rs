@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use futures_util::StreamExt as _;
 use mcp_mrtr::catalog::Subscriptions;
 use mcp_mrtr::client::{Client, ClientError};
 use mcp_mrtr::mount::{Mount, UpstreamErrors};
@@ -141,14 +142,8 @@ async fn the_upstream_s_progress_is_relayed_to_a_caller_that_asked_for_it() {
     let upstream = TestServer::everything().await;
     let gateway = gateway(&upstream, |mount| mount).await;
     let client = Client::http(gateway.url()).connect().await.unwrap();
-    let (call, mut progress) = client.call_tool("up_test_tool_with_progress", json!({})).with_progress();
-    let updates = async {
-        let mut seen = Vec::new();
-        while let Some(update) = progress.next().await {
-            seen.push((update.progress, update.total));
-        }
-        seen
-    };
+    let (call, progress) = client.call_tool("up_test_tool_with_progress", json!({})).with_progress();
+    let updates = progress.map(|update| (update.progress, update.total)).collect::<Vec<_>>();
     let (result, updates) = tokio::join!(std::future::IntoFuture::into_future(call), updates);
     assert_eq!(result.unwrap().all_text(), "Progress complete");
     assert_eq!(updates, [(0.0, Some(100.0)), (50.0, Some(100.0)), (100.0, Some(100.0))]);

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use futures_util::StreamExt as _;
 use mcp_mrtr::client::{Answers, Client, ClientError};
 use mcp_mrtr::mount::Mount;
 use mcp_mrtr::protocol::ElicitResult;
@@ -103,14 +104,8 @@ async fn questions_asked_together_are_one_round_and_progress_is_relayed() {
     assert_eq!(methods, ["elicitation/create", "roots/list", "sampling/createMessage"], "{asked}");
     // The upstream's progress, sent on the held call's stream, reaches the caller.
     let client = Client::http(gateway.url()).connect().await.unwrap();
-    let (call, mut progress) = client.call_tool("up_test_tool_with_progress", json!({})).with_progress();
-    let updates = async {
-        let mut seen = Vec::new();
-        while let Some(update) = progress.next().await {
-            seen.push(update.progress);
-        }
-        seen
-    };
+    let (call, progress) = client.call_tool("up_test_tool_with_progress", json!({})).with_progress();
+    let updates = progress.map(|update| update.progress).collect::<Vec<_>>();
     let (result, updates) = tokio::join!(std::future::IntoFuture::into_future(call), updates);
     assert_eq!(result.unwrap().all_text(), "Progress complete");
     assert_eq!(updates, [0.0, 50.0, 100.0]);

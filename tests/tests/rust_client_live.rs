@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::StreamExt as _;
 use mcp_mrtr::client::{Answers, Change, Client, ClientError, Listen, Started};
 use mcp_mrtr::protocol::{CacheHints, CacheScope, ElicitResult};
 use mcp_mrtr::ErrorCode;
@@ -28,14 +29,8 @@ async fn soon<T>(future: impl IntoFuture<Output = T>) -> T {
 async fn progress_arrives_as_a_stream_beside_the_result() {
     let server = TestServer::everything().await;
     let client = connect(&server).await;
-    let (call, mut progress) = client.call_tool("test_tool_with_progress", json!({})).with_progress();
-    let updates = async {
-        let mut seen = Vec::new();
-        while let Some(update) = progress.next().await {
-            seen.push((update.progress, update.total));
-        }
-        seen
-    };
+    let (call, progress) = client.call_tool("test_tool_with_progress", json!({})).with_progress();
+    let updates = progress.map(|update| (update.progress, update.total)).collect::<Vec<_>>();
     let (result, updates) = soon(async { tokio::join!(call.into_future(), updates) }).await;
     assert_eq!(result.unwrap().all_text(), "Progress complete");
     assert_eq!(updates, [(0.0, Some(100.0)), (50.0, Some(100.0)), (100.0, Some(100.0))]);

@@ -252,17 +252,16 @@ impl Engine {
                 let arguments = Arguments::new(arguments, call.delivery.bridge.is_some());
                 // The round's replay, kept to learn whether another server's task answers:
                 // only a server with such a door (a mount's) needs it.
-                let last = std::sync::Mutex::new(None);
-                let keeps_last = self.tasks_elsewhere.is_some();
+                let last = self.tasks_elsewhere.as_ref().map(|_| std::sync::Mutex::new(None));
                 let round = |replay: &Arc<Replay>| {
-                    if keeps_last {
+                    if let Some(last) = &last {
                         *last.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(replay.clone());
                     }
                     route.run(self.ctx(&call, replay), arguments.take())
                 };
                 let body = self.rounds(&target, &call, input, round).await?;
-                let last = last.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
-                return match (last.and_then(|replay| replay.take_elsewhere()), &self.tasks_elsewhere) {
+                let last = last.and_then(|last| last.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner));
+                return match (last.and_then(|replay: Arc<Replay>| replay.take_elsewhere()), &self.tasks_elsewhere) {
                     (Some((door, created)), Some(elsewhere)) => {
                         Ok(Body::Task(Text::from_object(&elsewhere.adopt(self, &call.delivery, door, created)?)))
                     }
