@@ -76,7 +76,14 @@ const STAMPS_ROOM: usize = 256;
 /// into its tree.
 pub(super) fn stamp(body: Text, stamps: &Stamps<'_>) -> ResultJson {
     // A conservative test: `"_meta"` anywhere (a content item's, say) takes the slow path.
-    if body.as_str().contains(r#""_meta""#) {
+    // A prepared body is a list page or the discover result, which have no `_meta` of
+    // their own (one inside is an entry's, such as an app tool's `_meta.ui`): it is only
+    // ever appended to, never scanned nor parsed again on each request.
+    let own_meta = match &body {
+        Text::Written(text) => text.contains(r#""_meta""#),
+        Text::Prepared(_) => false,
+    };
+    if own_meta {
         return merged(body.as_str(), stamps);
     }
     let mut out = match body {
@@ -136,6 +143,21 @@ mod tests {
         let info_json = serde_json::to_string(&info).unwrap();
         let stamps = Stamps { result_type: "complete", hints, info: &info, info_json: &info_json };
         serde_json::from_str(stamp(Text::Written(body.into()), &stamps).as_str()).expect("a stamped body is JSON")
+    }
+
+    #[test]
+    fn a_prepared_list_with_an_entry_s_meta_is_appended_to_and_the_entry_keeps_it() {
+        let info = Implementation::new("s", "1");
+        let info_json = serde_json::to_string(&info).unwrap();
+        let stamps = Stamps { result_type: "complete", hints: None, info: &info, info_json: &info_json };
+        let page = r#"{"tools":[{"name":"a","_meta":{"ui":{"resourceUri":"ui://a"}}}]}"#;
+        let stamped = stamp(Text::Prepared(page.into()), &stamps);
+        // Appended: the page's text is untouched up to its closing brace.
+        assert!(stamped.as_str().starts_with(&page[..page.len() - 1]), "{}", stamped.as_str());
+        let stamped: Value = serde_json::from_str(stamped.as_str()).unwrap();
+        assert_eq!(stamped["tools"][0]["_meta"], json!({ "ui": { "resourceUri": "ui://a" } }));
+        assert_eq!(stamped["_meta"][meta_keys::SERVER_INFO]["name"], "s");
+        assert_eq!(stamped["resultType"], "complete");
     }
 
     #[test]
