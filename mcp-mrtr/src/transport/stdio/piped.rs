@@ -8,7 +8,9 @@
 //! Blocking or not is a property of a pipe's open description, which fds 0 and 1 share
 //! with the duplicates used here. It is changed only when stdin, stdout and stderr are
 //! three different files: after `2>&1`, a non-blocking stderr would make `eprintln!` fail
-//! on a full pipe instead of waiting. It is changed back when serving ends.
+//! on a full pipe instead of waiting. It is changed back when serving ends. The files are
+//! read and written directly, past `std::io::stdin()`'s and `stdout()`'s buffers, which a
+//! server serving on them leaves empty.
 
 use std::fs::{File, Metadata};
 use std::io;
