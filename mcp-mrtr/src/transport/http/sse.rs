@@ -133,10 +133,13 @@ pub(super) fn error_response(era: Era, id: Option<RequestId>, error: &Error) -> 
     json_response(status::of_error(era, error), error_message(id, error))
 }
 
+/// Built by hand, not through `IntoResponse` for a tuple: that would give the body
+/// `text/plain` first and then replace it, two header writes on every reply.
 pub(super) fn json_response(status: u16, message: Outgoing) -> Response {
-    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], message.into_json())
-        .into_response()
+    let mut response = Response::new(Body::from(message.into_json()));
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
 }
 
 fn sse<S>(stream: S) -> Response
