@@ -277,15 +277,17 @@ fn answered(lines: impl IntoIterator<Item = String>) -> Vec<u64> {
     ids
 }
 
-/// Waits for `child` to exit, bounded, and says whether it succeeded.
-fn exited(child: &mut std::process::Child) -> bool {
-    let deadline = std::time::Instant::now() + common::TIMEOUT;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status.success();
-        }
-        assert!(std::time::Instant::now() < deadline, "the server did not exit in time");
-        std::thread::sleep(Duration::from_millis(20));
+/// The lines the server writes to `stream`, one a call, each read within
+/// [`common::TIMEOUT`].
+#[cfg(unix)]
+fn lines_from(stream: std::os::unix::net::UnixStream) -> impl FnMut() -> String {
+    use std::io::BufRead as _;
+    stream.set_read_timeout(Some(common::TIMEOUT)).unwrap();
+    let mut replies = std::io::BufReader::new(stream);
+    move || {
+        let mut line = String::new();
+        replies.read_line(&mut line).expect("the server answers in time");
+        line
     }
 }
 
@@ -295,7 +297,7 @@ fn exited(child: &mut std::process::Child) -> bool {
 #[cfg(unix)]
 #[test]
 fn socket_pairs_for_stdin_and_stdout_carry_every_line() {
-    use std::io::{BufRead as _, BufReader, Write as _};
+    use std::io::Write as _;
     use std::os::fd::OwnedFd;
     use std::os::unix::net::UnixStream;
 
@@ -306,13 +308,7 @@ fn socket_pairs_for_stdin_and_stdout_carry_every_line() {
     let mut child = command.spawn().unwrap();
     // The server's ends live in the child alone, as a host leaves them.
     drop(command);
-    from_server.set_read_timeout(Some(common::TIMEOUT)).unwrap();
-    let mut replies = BufReader::new(from_server);
-    let mut next = || {
-        let mut line = String::new();
-        replies.read_line(&mut line).expect("the server answers in time");
-        line
-    };
+    let mut next = lines_from(from_server);
     let mut too_long = vec![b'x'; 4 * 1024 * 1024 + 10];
     too_long.push(b'\n');
     to_server.write_all(&too_long).unwrap();
@@ -330,7 +326,7 @@ fn socket_pairs_for_stdin_and_stdout_carry_every_line() {
         assert!(!threads.iter().any(|name| name.starts_with("mcp-mrtr-std")), "{threads:?}");
     }
     to_server.shutdown(std::net::Shutdown::Write).unwrap();
-    assert!(exited(&mut child));
+    assert!(common::exited(&mut child));
 }
 
 /// Where stdin or stdout cannot be served on the runtime, threads of their own serve
@@ -340,7 +336,7 @@ fn socket_pairs_for_stdin_and_stdout_carry_every_line() {
 #[cfg(target_os = "linux")]
 #[test]
 fn stdout_shared_with_stderr_is_served_on_threads() {
-    use std::io::{BufRead as _, BufReader, Write as _};
+    use std::io::Write as _;
     use std::os::fd::OwnedFd;
     use std::os::unix::net::UnixStream;
 
@@ -353,23 +349,16 @@ fn stdout_shared_with_stderr_is_served_on_threads() {
         .stderr(OwnedFd::from(server_out));
     let mut child = command.spawn().unwrap();
     drop(command);
-    output.set_read_timeout(Some(common::TIMEOUT)).unwrap();
-    let mut replies = BufReader::new(output);
+    let mut next = lines_from(output);
     let burst: String = (1..=50).map(simple_call).collect();
     to_server.write_all(burst.as_bytes()).unwrap();
-    let lines: Vec<String> = (1..=50)
-        .map(|_| {
-            let mut line = String::new();
-            replies.read_line(&mut line).expect("the server answers in time");
-            line
-        })
-        .collect();
+    let lines: Vec<String> = (1..=50).map(|_| next()).collect();
     assert_eq!(answered(lines), (1..=50).collect::<Vec<_>>());
     let threads = thread_names(child.id());
     assert!(threads.iter().any(|name| name == "mcp-mrtr-stdin"), "{threads:?}");
     assert!(threads.iter().any(|name| name == "mcp-mrtr-stdout"), "{threads:?}");
     to_server.shutdown(std::net::Shutdown::Write).unwrap();
-    assert!(exited(&mut child));
+    assert!(common::exited(&mut child));
 }
 
 /// The names of process `pid`'s threads.

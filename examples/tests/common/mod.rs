@@ -64,17 +64,22 @@ impl Server {
     /// what it wrote to stdout (lines not read yet) and stderr.
     pub(crate) fn finish(mut self) -> (bool, Vec<String>, String) {
         drop(self.stdin.take());
-        let deadline = Instant::now() + TIMEOUT;
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            assert!(Instant::now() < deadline, "the server did not exit in time");
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let succeeded = exited(&mut self.child);
         let stdout = self.lines.try_iter().collect();
         let stderr: Vec<String> = self.stderr.try_iter().collect();
-        (status.success(), stdout, stderr.join("\n"))
+        (succeeded, stdout, stderr.join("\n"))
+    }
+}
+
+/// Waits for `child` to exit, within [`TIMEOUT`], and says whether it succeeded.
+pub(crate) fn exited(child: &mut Child) -> bool {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.success();
+        }
+        assert!(Instant::now() < deadline, "the server did not exit in time");
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

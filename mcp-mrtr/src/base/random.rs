@@ -49,15 +49,23 @@ mod tests {
     }
 
     #[test]
-    fn draws_of_different_lengths_share_the_pool_without_overlap() {
-        let mut seen = HashSet::new();
-        for _ in 0..2_000 {
-            let nonce = bytes::<12>().unwrap();
-            let id = bytes::<16>().unwrap();
-            assert!(seen.insert(nonce.to_vec()) && seen.insert(id.to_vec()));
-            // A 12-byte draw that overlapped a 16-byte one would share its bytes.
-            assert!(!id.windows(12).any(|w| w == nonce));
+    fn draws_of_different_lengths_take_the_pool_in_turn_then_a_fresh_one() {
+        // A pool of known bytes: nonces and ids drawn in turn take it front to back, each
+        // where the last ended, and 12 + 16 does not divide it.
+        let known: [u8; POOL] = std::array::from_fn(|i| u8::try_from(i % 251).unwrap());
+        BYTES.with_borrow_mut(|state| *state = (known, 0));
+        let mut taken = Vec::new();
+        while taken.len() + 28 <= POOL {
+            taken.extend(bytes::<12>().unwrap());
+            taken.extend(bytes::<16>().unwrap());
         }
+        // 1008 bytes taken: a nonce still fits, an id then does not.
+        taken.extend(bytes::<12>().unwrap());
+        assert_eq!(taken[..], known[..taken.len()]);
+        let id = bytes::<16>().unwrap();
+        let (fresh, used) = BYTES.with_borrow(|(pool, used)| (*pool, *used));
+        assert_ne!(fresh, known);
+        assert_eq!((id, used), (fresh[..16].try_into().unwrap(), 16));
     }
 
     #[test]

@@ -32,9 +32,9 @@ pub(super) fn open() -> Option<(Piped, Piped)> {
     let stdin = Standard::of(io::stdin().as_fd())?;
     let stdout = Standard::of(io::stdout().as_fd())?;
     let apart = match Standard::of(io::stderr().as_fd()) {
-        Some(stderr) => stdin.id != stdout.id && stderr.id != stdin.id && stderr.id != stdout.id,
+        Some(stderr) => stdin.id() != stdout.id() && stderr.id() != stdin.id() && stderr.id() != stdout.id(),
         // No stderr (closed): nothing else writes where stdout does.
-        None => stdin.id != stdout.id,
+        None => stdin.id() != stdout.id(),
     };
     if !apart {
         return None;
@@ -48,16 +48,18 @@ pub(super) fn open() -> Option<(Piped, Piped)> {
 struct Standard {
     file: File,
     meta: Metadata,
-    /// The file it is, whichever descriptor reaches it.
-    id: (u64, u64),
 }
 
 impl Standard {
     fn of(fd: BorrowedFd<'_>) -> Option<Self> {
         let file = File::from(fd.try_clone_to_owned().ok()?);
         let meta = file.metadata().ok()?;
-        let id = (meta.dev(), meta.ino());
-        Some(Self { file, meta, id })
+        Some(Self { file, meta })
+    }
+
+    /// The file it is, whichever descriptor reaches it.
+    fn id(&self) -> (u64, u64) {
+        (self.meta.dev(), self.meta.ino())
     }
 
     fn reader(self) -> Option<Piped> {
