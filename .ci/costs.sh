@@ -12,6 +12,11 @@
 # COSTS_FEW and COSTS_MANY times in a process of its own (`costs`, examples/src/bin/costs.rs);
 # the difference between the two counts, over the difference in runs, is one flow's cost,
 # the process's start-up aside.
+#
+# Valgrind hides the CPU's SHA extensions, so SHA-256 (the binding digest, a question's
+# digest) runs in software here: about 9% of an elicitation flow's count, ten times what it
+# costs on a CPU that has them. Read a change in hashing against that; the flows' CPU time
+# on hardware is `examples/bench/flows.py`'s to say.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
