@@ -14,7 +14,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::{hex_digest, kept, Question};
 use crate::base::error::{Declined, Error};
-use crate::protocol::{ElicitAction, ElicitParams, ElicitResult, FormSchema, InputRequest, JsonObject};
+use crate::protocol::{ElicitAction, ElicitParams, FormSchema, InputRequest, JsonObject};
 
 /// Types that can be asked for with a form: a flat object of string, number, integer,
 /// boolean and enum properties.
@@ -173,10 +173,10 @@ impl<T: ElicitForm> Question for Elicit<T> {
     }
 
     fn decode(&self, answer: Value) -> Option<(Self::Output, Value)> {
-        let result: ElicitResult = serde_json::from_value(answer).ok()?;
-        match result.action {
+        let (action, content) = elicit_result(answer)?;
+        match action {
             ElicitAction::Accept => {
-                let content = form_fields::<T>(result.content?);
+                let content = form_fields::<T>(content?);
                 let output = T::deserialize(&content).ok()?;
                 Some((Ok(output), kept_elicit(ElicitAction::Accept, Some(content))))
             }
@@ -252,13 +252,13 @@ impl Question for ElicitUrl {
     }
 
     fn decode(&self, answer: Value) -> Option<(Self::Output, Value)> {
-        let result: ElicitResult = serde_json::from_value(answer).ok()?;
-        let output = match result.action {
+        let (action, _) = elicit_result(answer)?;
+        let output = match action {
             ElicitAction::Accept => Ok(()),
             ElicitAction::Decline => Err(Declined::Decline),
             ElicitAction::Cancel => Err(Declined::Cancel),
         };
-        Some((output, kept_elicit(result.action, None)))
+        Some((output, kept_elicit(action, None)))
     }
 }
 
@@ -273,6 +273,29 @@ fn form_fields<T: ElicitForm>(mut content: JsonObject) -> JsonObject {
         // No schema means the question could not be asked, so nothing was answered.
         None => JsonObject::new(),
     }
+}
+
+/// An answer read as an [`ElicitResult`](crate::protocol::ElicitResult) (`None` where it
+/// is not one), its `content` moved out of the tree: serde would build the object again,
+/// hashing every key anew.
+fn elicit_result(answer: Value) -> Option<(ElicitAction, Option<JsonObject>)> {
+    let Value::Object(answer) = answer else { return None };
+    // One pass over the members, no lookups: each lookup would hash its key.
+    let (mut action, mut content) = (None, None);
+    for (key, value) in answer {
+        match key.as_str() {
+            "action" => action = Some(ElicitAction::deserialize(&value).ok()?),
+            "content" => {
+                content = match value {
+                    Value::Null => None,
+                    Value::Object(content) => Some(content),
+                    _ => return None,
+                }
+            }
+            _ => {}
+        }
+    }
+    Some((action?, content))
 }
 
 /// An elicitation's kept answer, `content` moved in rather than copied: what
@@ -293,6 +316,26 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn answers_read_as_serde_reads_an_elicit_result() {
+        for answer in [
+            json!({ "action": "accept", "content": { "b": 1, "a": { "c": [2] } } }),
+            json!({ "action": "accept" }),
+            json!({ "action": "accept", "content": null, "_meta": {} }),
+            json!({ "action": "accept", "content": [1] }),
+            json!({ "action": "decline" }),
+            json!({ "action": "cancel", "content": { "a": 1 } }),
+            json!({ "action": "maybe" }),
+            json!({ "content": {} }),
+            json!("accept"),
+        ] {
+            let copied = serde_json::from_value::<crate::protocol::ElicitResult>(answer.clone())
+                .ok()
+                .map(|result| (result.action, result.content));
+            assert_eq!(elicit_result(answer.clone()), copied, "{answer}");
+        }
+    }
 
     #[derive(Deserialize, JsonSchema)]
     #[allow(dead_code)]
