@@ -52,7 +52,6 @@ class Invocation:
     """What the runtime API saw of the one start under way."""
 
     def __init__(self):
-        self.pid = None
         self.handed = False
         self.arrived = None
         self.answer = None

@@ -299,7 +299,7 @@ fn elicit_result(answer: Value) -> Option<(ElicitAction, Option<JsonObject>)> {
 }
 
 /// An elicitation's kept answer, `content` moved in rather than copied: what
-/// [`kept`] makes of an [`ElicitResult`].
+/// [`kept`] makes of an [`ElicitResult`](crate::protocol::ElicitResult).
 fn kept_elicit(action: ElicitAction, content: Option<JsonObject>) -> Value {
     let mut answer = JsonObject::new();
     answer.insert("action".into(), kept(&action));
