@@ -60,8 +60,11 @@ count() {
 measured=$(mktemp)
 trap 'rm -f "$measured"' EXIT
 for flow in "${flows[@]}"; do
-  read -r a a_misses <<< "$(count "$flow" "$few")"
-  read -r b b_misses <<< "$(count "$flow" "$many")"
+  # Assigned first: a failed count then stops the script (`read` from it would not).
+  few_counts=$(count "$flow" "$few")
+  many_counts=$(count "$flow" "$many")
+  read -r a a_misses <<< "$few_counts"
+  read -r b b_misses <<< "$many_counts"
   echo "$flow $(((b - a) / (many - few))) $(((b_misses - a_misses) / (many - few)))" >> "$measured"
 done
 
