@@ -105,7 +105,8 @@ impl Engine {
         // of a server logging at info, a tenth of a round's cost (`RUST_LOG=mcp_mrtr=debug`
         // turns them on).
         let span = crate::intake::telemetry::request_span(&request, delivery.era(), &meta);
-        let started = std::time::Instant::now();
+        // Read only for the debug events below: two clock reads a request otherwise.
+        let started = tracing::enabled!(tracing::Level::DEBUG).then(std::time::Instant::now);
         // Application code runs in here (handlers, their synchronous prologues, the
         // principal function): a panic fails this request, never the connection.
         // Boxed: the dispatch future is several KB, and every future that holds this one
@@ -122,7 +123,7 @@ impl Engine {
             tracing::error!(parent: &span, "a request panicked");
             Err(Error::internal("the request failed: the server panicked while handling it"))
         });
-        let elapsed_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        let elapsed_us = started.map_or(0, |at| u64::try_from(at.elapsed().as_micros()).unwrap_or(u64::MAX));
         match &outcome {
             // The outcome was recorded when the body was stamped.
             Ok(_) => tracing::debug!(parent: &span, elapsed_us, "request answered"),

@@ -3,6 +3,7 @@
 //! [`Engine::handle`](crate::dispatch::Engine), its reply framed by `sse`. Modern POSTs
 //! come here from `post`, 2025-11-25 ones from `legacy`.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue};
@@ -19,7 +20,7 @@ use crate::bounds::fair::{ClientId, Held};
 use crate::dispatch::{Engine, Reply};
 use crate::intake::envelope::{Era, Request, RequestMeta};
 use crate::mrtr::context::{Bridge, Delivery};
-use crate::protocol::Method;
+use crate::protocol::{Method, RequestId};
 use crate::transport::error_message;
 use crate::transport::legacy::{HandlerSlot, Session, SessionBridge, SlotLease, WaitBounds};
 
@@ -148,8 +149,18 @@ async fn run(
 ) -> Reply {
     let id = request.id.clone();
     let handled = run_holding(held, server.handle(request, meta, delivery));
-    let Some(place) = place else { return handled.await };
+    match place {
+        Some(place) => unless_giving_way(id, handled, &place).await,
+        None => handled.await,
+    }
+}
+
+/// The reply of `handled`, or a "make room" error if `place` must be given way first.
+/// Biased: a reply that is ready wins (a handler that has finished is answered, however
+/// late the pool asked), and no random number is drawn to order the two on every poll.
+async fn unless_giving_way(id: RequestId, handled: impl Future<Output = Reply>, place: &Held) -> Reply {
     tokio::select! {
+        biased;
         reply = handled => reply,
         () = place.give_way() => Reply { id, outcome: Err(slots::gave_way()) },
     }
@@ -227,4 +238,31 @@ pub(super) fn accepts_event_stream(headers: &HeaderMap) -> bool {
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .any(|t| matches!(t.split(';').next().map(str::trim), Some("text/event-stream" | "*/*" | "text/*")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bounds::fair::FairPool;
+    use crate::protocol::ResultJson;
+
+    /// A place asked to give way ends a handler still running, never one that has
+    /// finished: its reply goes out.
+    #[tokio::test]
+    async fn a_finished_reply_wins_over_giving_way_and_a_running_one_gives_way() {
+        let pool = FairPool::new(2, 2);
+        let heavy = ClientId::loopback(1);
+        let (oldest, _newer) = (pool.admit(&heavy).unwrap(), pool.admit(&heavy).unwrap());
+        let _light = pool.admit(&ClientId::loopback(2)).expect("the heaviest client gives way");
+        for _ in 0..32 {
+            let ready =
+                std::future::ready(Reply { id: RequestId::from(1), outcome: Ok(ResultJson::from_text("{}".into())) });
+            let reply = unless_giving_way(RequestId::from(1), ready, &oldest).await;
+            assert!(reply.outcome.is_ok(), "a finished handler was answered with {:?}", reply.outcome.err());
+        }
+        let running = std::future::pending::<Reply>();
+        let reply = unless_giving_way(RequestId::from(2), running, &oldest).await;
+        assert_eq!(reply.id, RequestId::from(2));
+        assert_eq!(reply.outcome.unwrap_err().message(), slots::gave_way().message());
+    }
 }
