@@ -34,6 +34,9 @@ struct Inner {
     holders: Mutex<Holders>,
 }
 
+/// Clients holding nothing whose entries are kept, at least: see [`Holders::make_room_for_one_more`].
+const IDLE_KEPT: usize = 1_024;
+
 #[derive(Default)]
 struct Holders {
     by_client: HashMap<ClientId, VecDeque<Holder>>,
@@ -101,7 +104,8 @@ impl FairPool {
     /// A place for `client`, as the admission rules of [`FairPool`] say.
     pub(crate) fn admit(&self, client: &ClientId) -> Result<Held, Refused> {
         let mut holders = self.inner.lock();
-        let holds = holders.by_client.get(client).map_or(0, VecDeque::len);
+        let known = holders.by_client.get(client).map(VecDeque::len);
+        let holds = known.unwrap_or(0);
         if holds >= self.inner.share {
             return Err(Refused::Share);
         }
@@ -120,7 +124,13 @@ impl FairPool {
         holders.next_ticket += 1;
         holders.count += 1;
         let give_way = Arc::new(Notify::new());
-        holders.by_client.entry(client.clone()).or_default().push_back(Holder { ticket, give_way: give_way.clone() });
+        let holder = Holder { ticket, give_way: give_way.clone() };
+        if let Some(held) = holders.by_client.get_mut(client) {
+            held.push_back(holder);
+        } else {
+            holders.make_room_for_one_more(self.inner.total);
+            holders.by_client.insert(client.clone(), VecDeque::from([holder]));
+        }
         Ok(Held { pool: self.inner.clone(), client: client.clone(), ticket, give_way })
     }
 
@@ -128,6 +138,12 @@ impl FairPool {
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.inner.lock().count
+    }
+
+    /// How many clients have an entry, holding or not.
+    #[cfg(test)]
+    pub(crate) fn clients(&self) -> usize {
+        self.inner.lock().by_client.len()
     }
 
     /// How many places `client` holds.
@@ -150,16 +166,29 @@ impl Inner {
 }
 
 impl Holders {
+    /// Before a client without an entry gets one: when the entries would pass `total`
+    /// (at most that many clients hold a place) and [`IDLE_KEPT`] more, the idle ones go.
+    ///
+    /// Why idle entries are kept at all: a client's request usually ends before its next
+    /// begins, so dropping the entry when it empties would free its map slot and queue on
+    /// almost every request, to make them again on the next: a few percent of a request's
+    /// CPU. Kept up to the bound, a returning client finds its entry; past it, a pruning
+    /// clears at least `IDLE_KEPT` entries, so its cost spreads over as many new clients.
+    /// (A full pool's search for the heaviest client walks the idle entries too.)
+    fn make_room_for_one_more(&mut self, total: usize) {
+        if self.by_client.len() >= total.saturating_add(total.max(IDLE_KEPT)) {
+            self.by_client.retain(|_, held| !held.is_empty());
+        }
+    }
+
     /// Frees `client`'s place `ticket`, if it still holds it: a place is freed once,
-    /// whether its holder dropped it, gave it way, or it was released early.
+    /// whether its holder dropped it, gave it way, or it was released early. The client's
+    /// entry stays, empty or not (see [`Self::make_room_for_one_more`]).
     fn free(&mut self, client: &ClientId, ticket: u64) {
         let Some(held) = self.by_client.get_mut(client) else { return };
         if let Some(at) = held.iter().position(|holder| holder.ticket == ticket) {
             held.remove(at);
             self.count -= 1;
-            if held.is_empty() {
-                self.by_client.remove(client);
-            }
         }
     }
 
@@ -169,9 +198,6 @@ impl Holders {
         if let Some(oldest) = held.pop_front() {
             self.count -= 1;
             oldest.give_way.notify_one();
-        }
-        if held.is_empty() {
-            self.by_client.remove(client);
         }
     }
 }
@@ -249,6 +275,28 @@ mod tests {
         assert_eq!((pool.len(), pool.held_by(&client)), (2, 2), "the older place is not freed twice");
         drop(newer);
         assert_eq!(pool.len(), 1);
+    }
+
+    #[test]
+    fn an_idle_client_keeps_its_entry_until_the_idle_ones_pass_the_bound() {
+        let client = |n: usize| ClientId::address(u32::try_from(n).unwrap().to_be_bytes().into());
+        let pool = FairPool::new(2, 1);
+        drop(pool.admit(&client(1)).unwrap());
+        assert_eq!((pool.len(), pool.clients(), pool.held_by(&client(1))), (0, 1, 0));
+        let holding = pool.admit(&client(2)).unwrap();
+        let bound = 2 + IDLE_KEPT;
+        for n in 3..=bound {
+            drop(pool.admit(&client(n)).unwrap());
+        }
+        assert_eq!(pool.clients(), bound, "up to the bound, every idle entry is kept");
+        drop(pool.admit(&client(1)).unwrap());
+        assert_eq!(pool.clients(), bound, "a known client makes no room");
+        let newcomer = pool.admit(&client(bound + 1)).unwrap();
+        assert_eq!(pool.clients(), 2, "past it, only the clients that hold a place stay");
+        assert_eq!((pool.held_by(&client(2)), pool.held_by(&client(bound + 1))), (1, 1));
+        assert_eq!(pool.admit(&client(2)).unwrap_err(), Refused::Share, "the share still counts");
+        drop((holding, newcomer));
+        assert_eq!(pool.len(), 0);
     }
 
     #[test]

@@ -177,7 +177,9 @@ async fn ask(
         // The handler asked to be run again later (`retry_later`): a 2026-07-28 client
         // would come back on its own; here the bridge comes back after a pause, so the
         // round cap bounds the wait instead of a busy loop.
+        // Biased like every wait of the bridge: what lets the call go on wins over giving way.
         tokio::select! {
+            biased;
             () = tokio::time::sleep(RETRY_LATER_PAUSE) => {}
             () = parked.give_way() => return Err(wait::gave_way()),
         }
@@ -301,7 +303,10 @@ impl Waiting<'_> {
         tokio::pin!(shutdown);
         for i in 0..self.asked.len() {
             let Some(answer) = self.asked[i].answer.take() else { continue };
+            // An answer at hand wins over giving way (biased): a person's answer is not
+            // thrown away on a coin toss; a later wait gives way at once, if it must.
             let answered = tokio::select! {
+                biased;
                 answered = tokio::time::timeout_at(deadline, answer) => answered,
                 () = &mut shutdown => return Err(self.shut_down(outgoing).await),
                 () = parked.give_way() => return Err(self.give_way(outgoing).await),
@@ -378,6 +383,53 @@ impl Drop for Waiting<'_> {
     fn drop(&mut self) {
         for asked in &self.asked {
             self.session.forget(&asked.id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use tokio::sync::{mpsc, Semaphore};
+
+    use super::*;
+    use crate::bounds::fair::{ClientId, FairPool};
+    use crate::protocol::ClientCapabilities;
+
+    /// Polls `work` once.
+    async fn step<T>(work: &mut (impl Future<Output = T> + Unpin)) -> Option<T> {
+        tokio::time::timeout(Duration::ZERO, work).await.ok()
+    }
+
+    #[tokio::test]
+    async fn an_answer_at_hand_wins_over_giving_way() {
+        // The answer and the call to give way both arrive while the bridge is not looking;
+        // a coin toss would throw the person's answer away about half the time.
+        for _ in 0..16 {
+            let (pool, slots) = (FairPool::new(2, 2), Arc::new(Semaphore::new(4)));
+            let (heavy, light) = (ClientId::loopback(1), ClientId::loopback(2));
+            let opener = Opener { owner: None, client: heavy.clone() };
+            let session = Session::new(LATEST.into(), ClientCapabilities::default(), None, opener, Instant::now());
+            let session = Arc::new(session.unwrap());
+            let slot = HandlerSlot::new(slots.clone(), slots.clone().try_acquire_owned().unwrap());
+            let bounds = WaitBounds { pool: pool.clone(), client: heavy.clone(), slot: Some(slot) };
+            let bridge = SessionBridge::new(session.clone()).bounded(bounds);
+            let (outgoing, mut sent) = mpsc::channel(1);
+            let questions = BTreeMap::from([("roots".to_owned(), InputRequest::ListRoots(JsonObject::new()))]);
+            let mut asking =
+                Box::pin(ask(&bridge, &outgoing, questions, Duration::from_secs(60), std::future::pending()));
+
+            assert!(step(&mut asking).await.is_none(), "the bridge waits for the answer");
+            let Some(Outgoing::Request { id, .. }) = sent.recv().await.as_deref().cloned() else {
+                panic!("a question")
+            };
+            let _newer = pool.admit(&heavy).unwrap();
+            let _light = pool.admit(&light).expect("the heavier client's oldest wait gives way");
+            assert!(session.deliver(&id, Ok(json!({ "roots": [] }))));
+
+            let answers = step(&mut asking).await.expect("answered").expect("the answer wins");
+            assert_eq!(answers["roots"], json!({ "roots": [] }));
         }
     }
 }

@@ -123,10 +123,13 @@ impl Parked<'_> {
     }
 
     /// Takes a handler slot again to run the next round. The place is kept until then
-    /// (waiting for a slot is waiting too), so it may still have to give way.
+    /// (waiting for a slot is waiting too), so it may still have to give way; but a slot
+    /// at hand wins over giving way: the call no longer waits, so it no longer needs the
+    /// place, and the answers it holds are not thrown away.
     pub(super) async fn resume(self) -> Result<(), Error> {
         let Some(slot) = self.slot else { return Ok(()) };
         tokio::select! {
+            biased;
             retaken = slot.retake() => retaken,
             () = self.give_way() => Err(gave_way()),
         }
@@ -202,5 +205,18 @@ mod tests {
         let _light = park(Some(&light)).expect("a client holding nothing takes the heaviest's place");
         tokio::time::timeout(Duration::from_secs(1), oldest.give_way()).await.expect("the oldest wait is told");
         assert_eq!((pool.len(), pool.held_by(&light.client)), (2, 1));
+    }
+
+    #[tokio::test]
+    async fn an_answered_call_told_to_give_way_still_resumes_when_a_slot_is_free() {
+        // Both ready at once: a coin toss would drop the answers about half the time.
+        for _ in 0..32 {
+            let (slots, pool) = (Arc::new(Semaphore::new(4)), FairPool::new(2, 2));
+            let (heavy_1, heavy_2, light) = (call(&slots, &pool, 2), call(&slots, &pool, 2), call(&slots, &pool, 3));
+            let (oldest, _newer) = (park(Some(&heavy_1)).unwrap(), park(Some(&heavy_2)).unwrap());
+            let _light = park(Some(&light)).expect("the heaviest gives way");
+            assert_eq!(pool.held_by(&heavy_1.client), 1, "the oldest wait's place was taken");
+            oldest.resume().await.expect("a free slot wins over giving way");
+        }
     }
 }
