@@ -5,6 +5,7 @@
 //! The [`Engine`] is the runtime state this reads (the `Server` builder makes it); the
 //! tasks extension plugs in through [`TaskHook`].
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
@@ -94,7 +95,18 @@ impl Body {
 
 impl Engine {
     /// Answers one modern request whose envelope has been validated.
-    pub(crate) async fn handle(&self, request: Request, meta: Arc<RequestMeta>, delivery: Delivery) -> Reply {
+    ///
+    /// Not an `async fn`: the work before the handler's (the span, boxing the dispatch)
+    /// runs here, so the future returned holds only the boxed dispatch and what follows it,
+    /// not the request's parts waiting to be moved in. As an `async fn` it was 1.1 KB, which
+    /// every future holding it (the transport's race against giving way, the boxed reply)
+    /// copied again whenever it moved.
+    pub(crate) fn handle(
+        &self,
+        request: Request,
+        meta: Arc<RequestMeta>,
+        delivery: Delivery,
+    ) -> impl Future<Output = Reply> + Send + '_ {
         // Serving started the look for tasks to take over; this starts it where nothing
         // served first (in-process use, a router built outside a runtime).
         self.start();
@@ -107,8 +119,6 @@ impl Engine {
         let span = crate::intake::telemetry::request_span(&request, delivery.era(), &meta);
         // Read only for the debug events below: two clock reads a request otherwise.
         let started = tracing::enabled!(tracing::Level::DEBUG).then(std::time::Instant::now);
-        // Application code runs in here (handlers, their synchronous prologues, the
-        // principal function): a panic fails this request, never the connection.
         // Boxed: the dispatch future is several KB, and every future that holds this one
         // inline (the transport's, the HTTP framework's) would be moved with it, a memcpy
         // of the whole state each time. A listen stream, which lives for hours, gets a
@@ -119,20 +129,25 @@ impl Engine {
             } else {
                 Box::pin(self.dispatch(request, meta, delivery))
             };
-        let outcome = AssertUnwindSafe(dispatch.instrument(span.clone())).catch_unwind().await.unwrap_or_else(|_| {
-            tracing::error!(parent: &span, "a request panicked");
-            Err(Error::internal("the request failed: the server panicked while handling it"))
-        });
-        let elapsed_us = started.map_or(0, |at| u64::try_from(at.elapsed().as_micros()).unwrap_or(u64::MAX));
-        match &outcome {
-            // The outcome was recorded when the body was stamped.
-            Ok(_) => tracing::debug!(parent: &span, elapsed_us, "request answered"),
-            Err(error) => {
-                crate::intake::telemetry::failed(&span, error.code().0, error.message());
-                tracing::debug!(parent: &span, elapsed_us, code = error.code().0, %error, "request failed");
+        async move {
+            // Application code runs in here (handlers, their synchronous prologues, the
+            // principal function): a panic fails this request, never the connection.
+            let outcome =
+                AssertUnwindSafe(dispatch.instrument(span.clone())).catch_unwind().await.unwrap_or_else(|_| {
+                    tracing::error!(parent: &span, "a request panicked");
+                    Err(Error::internal("the request failed: the server panicked while handling it"))
+                });
+            let elapsed_us = started.map_or(0, |at| u64::try_from(at.elapsed().as_micros()).unwrap_or(u64::MAX));
+            match &outcome {
+                // The outcome was recorded when the body was stamped.
+                Ok(_) => tracing::debug!(parent: &span, elapsed_us, "request answered"),
+                Err(error) => {
+                    crate::intake::telemetry::failed(&span, error.code().0, error.message());
+                    tracing::debug!(parent: &span, elapsed_us, code = error.code().0, %error, "request failed");
+                }
             }
+            Reply { id, outcome }
         }
-        Reply { id, outcome }
     }
 
     async fn dispatch(

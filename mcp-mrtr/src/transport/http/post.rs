@@ -56,7 +56,10 @@ pub(super) async fn post(endpoint: &Endpoint, request: HttpRequest) -> Response 
         }
         Ok(Incoming::Notification { .. }) => StatusCode::ACCEPTED.into_response(),
         Ok(Incoming::Response { id, outcome }) => legacy::deliver(endpoint, &head, &id, outcome),
-        Ok(Incoming::Request(request)) => by_era(endpoint, &head, header_version, request).await,
+        // Boxed: the rarer paths (a legacy call, a modern request the fast path did not
+        // take) would otherwise size this future, and every future holding it, for
+        // themselves: 1.9 KB that the fast path's requests carried and copied.
+        Ok(Incoming::Request(request)) => Box::pin(by_era(endpoint, &head, header_version, request)).await,
     }
 }
 
