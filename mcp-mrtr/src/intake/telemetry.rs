@@ -53,8 +53,10 @@ pub(crate) fn request_span(request: &Request, era: Era, meta: &RequestMeta) -> S
         otel.name = otel::span_name(request).as_deref().unwrap_or(method),
         otel.kind = "server",
     );
+    // A span filtered out has nothing to attach to: the attributes' strings (three
+    // allocations and formatting per request) are made only for a span that exists.
     #[cfg(feature = "opentelemetry")]
-    {
+    if !span.is_disabled() {
         otel::attribute(&span, "mcp.method.name", method);
         otel::attribute(&span, "mcp.protocol.version", &meta.protocol_version);
         otel::attribute(&span, "jsonrpc.request.id", &id.to_string());
@@ -70,14 +72,8 @@ pub(crate) fn request_span(request: &Request, era: Era, meta: &RequestMeta) -> S
 pub(crate) fn target(span: &Span, method: Option<Method>, target: &str) {
     span.record("target", target);
     #[cfg(feature = "opentelemetry")]
-    match method {
-        Some(Method::ToolsCall) => {
-            otel::attribute(span, "gen_ai.tool.name", target);
-            otel::attribute(span, "gen_ai.operation.name", "execute_tool");
-        }
-        Some(Method::PromptsGet) => otel::attribute(span, "gen_ai.prompt.name", target),
-        Some(Method::ResourcesRead) => otel::attribute(span, "mcp.resource.uri", target),
-        _ => {}
+    if !span.is_disabled() {
+        otel::target(span, method, target);
     }
     #[cfg(not(feature = "opentelemetry"))]
     let _ = method;
@@ -88,7 +84,7 @@ pub(crate) fn target(span: &Span, method: Option<Method>, target: &str) {
 pub(crate) fn continues_flow(span: &Span, origin: &str) {
     span.record("flow", origin);
     #[cfg(feature = "opentelemetry")]
-    if let Some(origin) = TraceParent::parse(origin) {
+    if let Some(origin) = TraceParent::parse(origin).filter(|_| !span.is_disabled()) {
         otel::link(span, &origin);
     }
 }
@@ -97,7 +93,7 @@ pub(crate) fn continues_flow(span: &Span, origin: &str) {
 pub(crate) fn failed(span: &Span, code: i32, message: &str) {
     span.record("outcome", "error");
     #[cfg(feature = "opentelemetry")]
-    {
+    if !span.is_disabled() {
         otel::attribute(span, "error.type", &code.to_string());
         otel::attribute(span, "rpc.response.status_code", &code.to_string());
         otel::status_error(span, message);
@@ -111,7 +107,7 @@ pub(crate) fn failed(span: &Span, code: i32, message: &str) {
 pub(crate) fn task_run_span(task: &str, run: &str, origin: Option<&str>) -> Span {
     let span = tracing::debug_span!(target: "mcp_mrtr::tasks", "mcp.task.run", task, run, flow = origin);
     #[cfg(feature = "opentelemetry")]
-    if let Some(origin) = origin.and_then(TraceParent::parse) {
+    if let Some(origin) = origin.and_then(TraceParent::parse).filter(|_| !span.is_disabled()) {
         otel::parent_on(&span, &origin, None);
     }
     span
@@ -159,6 +155,19 @@ mod otel {
     pub(super) fn link(span: &Span, origin: &TraceParent) {
         if let Some(origin) = remote(origin, None) {
             span.add_link(origin);
+        }
+    }
+
+    /// The conventions' attributes of what a request is for.
+    pub(super) fn target(span: &Span, method: Option<Method>, target: &str) {
+        match method {
+            Some(Method::ToolsCall) => {
+                attribute(span, "gen_ai.tool.name", target);
+                attribute(span, "gen_ai.operation.name", "execute_tool");
+            }
+            Some(Method::PromptsGet) => attribute(span, "gen_ai.prompt.name", target),
+            Some(Method::ResourcesRead) => attribute(span, "mcp.resource.uri", target),
+            _ => {}
         }
     }
 
