@@ -104,8 +104,7 @@ impl FairPool {
     /// A place for `client`, as the admission rules of [`FairPool`] say.
     pub(crate) fn admit(&self, client: &ClientId) -> Result<Held, Refused> {
         let mut holders = self.inner.lock();
-        let known = holders.by_client.get(client).map(VecDeque::len);
-        let holds = known.unwrap_or(0);
+        let holds = holders.by_client.get(client).map_or(0, VecDeque::len);
         if holds >= self.inner.share {
             return Err(Refused::Share);
         }
@@ -167,13 +166,14 @@ impl Inner {
 
 impl Holders {
     /// Before a client without an entry gets one: when the entries would pass `total`
-    /// (at most that many clients hold a place) and [`IDLE_KEPT`] more, the idle ones go.
+    /// (at most that many clients hold a place) plus [`IDLE_KEPT`] or `total`, whichever
+    /// is more, the idle ones go.
     ///
     /// Why idle entries are kept at all: a client's request usually ends before its next
     /// begins, so dropping the entry when it empties would free its map slot and queue on
     /// almost every request, to make them again on the next: a few percent of a request's
     /// CPU. Kept up to the bound, a returning client finds its entry; past it, a pruning
-    /// clears at least `IDLE_KEPT` entries, so its cost spreads over as many new clients.
+    /// clears at least that many entries, so its cost spreads over as many new clients.
     /// (A full pool's search for the heaviest client walks the idle entries too.)
     fn make_room_for_one_more(&mut self, total: usize) {
         if self.by_client.len() >= total.saturating_add(total.max(IDLE_KEPT)) {

@@ -391,16 +391,12 @@ impl Drop for Waiting<'_> {
 mod tests {
     use std::time::Instant;
 
+    use futures_util::FutureExt as _;
     use tokio::sync::{mpsc, Semaphore};
 
     use super::*;
     use crate::bounds::fair::{ClientId, FairPool};
     use crate::protocol::ClientCapabilities;
-
-    /// Polls `work` once.
-    async fn step<T>(work: &mut (impl Future<Output = T> + Unpin)) -> Option<T> {
-        tokio::time::timeout(Duration::ZERO, work).await.ok()
-    }
 
     #[tokio::test]
     async fn an_answer_at_hand_wins_over_giving_way() {
@@ -420,7 +416,7 @@ mod tests {
             let mut asking =
                 Box::pin(ask(&bridge, &outgoing, questions, Duration::from_secs(60), std::future::pending()));
 
-            assert!(step(&mut asking).await.is_none(), "the bridge waits for the answer");
+            assert!(asking.as_mut().now_or_never().is_none(), "the bridge waits for the answer");
             let Some(Outgoing::Request { id, .. }) = sent.recv().await.as_deref().cloned() else {
                 panic!("a question")
             };
@@ -428,7 +424,7 @@ mod tests {
             let _light = pool.admit(&light).expect("the heavier client's oldest wait gives way");
             assert!(session.deliver(&id, Ok(json!({ "roots": [] }))));
 
-            let answers = step(&mut asking).await.expect("answered").expect("the answer wins");
+            let answers = asking.as_mut().now_or_never().expect("answered").expect("the answer wins");
             assert_eq!(answers["roots"], json!({ "roots": [] }));
         }
     }
